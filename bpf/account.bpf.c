@@ -1,0 +1,363 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Exact accounting of the kernel's network entry points, tracepoints only
+ * (the `tracepoint` backend): works where ftrace refuses function hooks.
+ *
+ * Every hook first charges the time since the CPU's last transition to what
+ * the CPU was doing (see struct netto_cpu in netto.h), then records the new
+ * state. Charging at every transition, rather than timing each event on its
+ * own, is what makes nesting come out right: a softirq inside a socket call
+ * stops the call's clock, a hardirq stops everyone's, and a task switched
+ * out takes its socket window with it.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+#include "netto.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+#define S_IFMT 00170000
+#define S_IFSOCK 0140000
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct netto_cpu);
+} cpus SEC(".maps");
+
+/* The socket window of each task, so that it survives being switched out
+ * and follows the task to another CPU. */
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, __u32);
+} task_windows SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, NETTO_MAX_SYSCALLS);
+	__type(key, __u32);
+	__type(value, struct netto_syscall);
+} syscalls SEC(".maps");
+
+/* callback function address -> index into netto_cpu.callback_ns */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, NETTO_MAX_CALLBACKS);
+	__type(key, __u64);
+	__type(value, __u32);
+} callbacks SEC(".maps");
+
+static __always_inline struct netto_cpu *this_cpu(void)
+{
+	__u32 zero = 0;
+
+	return bpf_map_lookup_elem(&cpus, &zero);
+}
+
+static __always_inline void charge(struct netto_cpu *c, __u64 now)
+{
+	__u64 delta = c->since_ns ? now - c->since_ns : 0;
+	__u32 vec = c->softirq - 1;
+	__u32 cb = c->callback - 1;
+
+	c->since_ns = now;
+	if (c->in_hardirq)
+		return;
+	if (vec < NETTO_NR_SOFTIRQS) {
+		c->softirq_ns[vec] += delta;
+		if (vec == NETTO_SOFTIRQ_NET_RX) {
+			c->event_ns[NETTO_EV_NET_RX_SOFTIRQ] += delta;
+		} else if (vec == NETTO_SOFTIRQ_NET_TX) {
+			c->event_ns[NETTO_EV_NET_TX_SOFTIRQ] += delta;
+		} else if (cb < NETTO_MAX_CALLBACKS) {
+			c->event_ns[NETTO_EV_NET_TIMERS] += delta;
+			c->callback_ns[cb] += delta;
+		}
+		return;
+	}
+	if (c->task_window == NETTO_WIN_SEND)
+		c->event_ns[NETTO_EV_SOCK_SEND] += delta;
+	else if (c->task_window == NETTO_WIN_RECV)
+		c->event_ns[NETTO_EV_SOCK_RECV] += delta;
+}
+
+/* ---- softirqs ---------------------------------------------------------- */
+
+SEC("tp_btf/softirq_entry")
+int BPF_PROG(netto_softirq_entry, unsigned int vec)
+{
+	struct netto_cpu *c = this_cpu();
+
+	if (!c || vec >= NETTO_NR_SOFTIRQS)
+		return 0;
+	charge(c, bpf_ktime_get_ns());
+	c->in_hardirq = 0;
+	c->softirq = vec + 1;
+	c->callback = 0;
+	c->softirq_count[vec]++;
+	if (vec == NETTO_SOFTIRQ_NET_RX)
+		c->event_count[NETTO_EV_NET_RX_SOFTIRQ]++;
+	else if (vec == NETTO_SOFTIRQ_NET_TX)
+		c->event_count[NETTO_EV_NET_TX_SOFTIRQ]++;
+	return 0;
+}
+
+SEC("tp_btf/softirq_exit")
+int BPF_PROG(netto_softirq_exit, unsigned int vec)
+{
+	struct netto_cpu *c = this_cpu();
+
+	if (!c)
+		return 0;
+	charge(c, bpf_ktime_get_ns());
+	c->in_hardirq = 0;
+	c->softirq = 0;
+	c->callback = 0;
+	return 0;
+}
+
+/* ---- hardirqs: time inside them is charged to nothing ------------------- */
+
+static __always_inline int hardirq_enter(void)
+{
+	struct netto_cpu *c = this_cpu();
+
+	if (!c)
+		return 0;
+	charge(c, bpf_ktime_get_ns());
+	c->in_hardirq = 1;
+	return 0;
+}
+
+static __always_inline int hardirq_exit(void)
+{
+	struct netto_cpu *c = this_cpu();
+
+	if (!c)
+		return 0;
+	charge(c, bpf_ktime_get_ns());
+	c->in_hardirq = 0;
+	return 0;
+}
+
+/* Device interrupts, on every architecture. */
+SEC("tp_btf/irq_handler_entry")
+int BPF_PROG(netto_irq_entry) { return hardirq_enter(); }
+SEC("tp_btf/irq_handler_exit")
+int BPF_PROG(netto_irq_exit) { return hardirq_exit(); }
+
+/* x86 system vectors that do not pass irq_handler_*: the local timer (the
+ * most frequent interrupt of all), IPIs and irq_work. Optional: the loader
+ * leaves out whichever the running kernel lacks. */
+SEC("tp_btf/local_timer_entry")
+int BPF_PROG(netto_timer_irq_entry) { return hardirq_enter(); }
+SEC("tp_btf/local_timer_exit")
+int BPF_PROG(netto_timer_irq_exit) { return hardirq_exit(); }
+SEC("tp_btf/reschedule_entry")
+int BPF_PROG(netto_resched_ipi_entry) { return hardirq_enter(); }
+SEC("tp_btf/reschedule_exit")
+int BPF_PROG(netto_resched_ipi_exit) { return hardirq_exit(); }
+SEC("tp_btf/call_function_entry")
+int BPF_PROG(netto_call_ipi_entry) { return hardirq_enter(); }
+SEC("tp_btf/call_function_exit")
+int BPF_PROG(netto_call_ipi_exit) { return hardirq_exit(); }
+SEC("tp_btf/call_function_single_entry")
+int BPF_PROG(netto_call1_ipi_entry) { return hardirq_enter(); }
+SEC("tp_btf/call_function_single_exit")
+int BPF_PROG(netto_call1_ipi_exit) { return hardirq_exit(); }
+SEC("tp_btf/irq_work_entry")
+int BPF_PROG(netto_irq_work_entry) { return hardirq_enter(); }
+SEC("tp_btf/irq_work_exit")
+int BPF_PROG(netto_irq_work_exit) { return hardirq_exit(); }
+
+/* ---- network callbacks run from the TIMER / HRTIMER / TASKLET softirqs --- */
+
+static __always_inline int callback_enter(__u64 fn)
+{
+	struct netto_cpu *c = this_cpu();
+	__u32 *idx;
+	__u32 vec;
+
+	if (!c || c->in_hardirq || !c->softirq)
+		return 0;
+	/* NET_RX / NET_TX time is already an event of its own. */
+	vec = c->softirq - 1;
+	if (vec == NETTO_SOFTIRQ_NET_RX || vec == NETTO_SOFTIRQ_NET_TX)
+		return 0;
+	idx = bpf_map_lookup_elem(&callbacks, &fn);
+	if (!idx || *idx >= NETTO_MAX_CALLBACKS)
+		return 0;
+	charge(c, bpf_ktime_get_ns());
+	c->callback = *idx + 1;
+	c->event_count[NETTO_EV_NET_TIMERS]++;
+	return 0;
+}
+
+static __always_inline int callback_exit(void)
+{
+	struct netto_cpu *c = this_cpu();
+
+	if (!c || !c->callback || c->in_hardirq)
+		return 0;
+	charge(c, bpf_ktime_get_ns());
+	c->callback = 0;
+	return 0;
+}
+
+SEC("tp_btf/timer_expire_entry")
+int BPF_PROG(netto_timer_entry, struct timer_list *timer)
+{
+	return callback_enter((__u64)BPF_CORE_READ(timer, function));
+}
+
+SEC("tp_btf/timer_expire_exit")
+int BPF_PROG(netto_timer_exit) { return callback_exit(); }
+
+SEC("tp_btf/hrtimer_expire_entry")
+int BPF_PROG(netto_hrtimer_entry, struct hrtimer *timer)
+{
+	return callback_enter((__u64)BPF_CORE_READ(timer, function));
+}
+
+SEC("tp_btf/hrtimer_expire_exit")
+int BPF_PROG(netto_hrtimer_exit) { return callback_exit(); }
+
+/* Optional: the tasklet tracepoints are younger than the rest. */
+SEC("tp_btf/tasklet_entry")
+int BPF_PROG(netto_tasklet_entry, struct tasklet_struct *t, void *func)
+{
+	return callback_enter((__u64)func);
+}
+
+SEC("tp_btf/tasklet_exit")
+int BPF_PROG(netto_tasklet_exit) { return callback_exit(); }
+
+/* BH workqueues run from the TASKLET/HI softirqs (TCP small queues moved to
+ * one); callback_enter ignores work items run in process context. */
+SEC("tp_btf/workqueue_execute_start")
+int BPF_PROG(netto_work_start, struct work_struct *work)
+{
+	return callback_enter((__u64)BPF_CORE_READ(work, func));
+}
+
+SEC("tp_btf/workqueue_execute_end")
+int BPF_PROG(netto_work_end) { return callback_exit(); }
+
+/* ---- tasks: socket windows and context switches ------------------------ */
+
+/* Whether descriptor `fd` of the current task is a socket. Read through the
+ * fd table rather than trusting the syscall: write(2) on a pipe or read(2)
+ * of a file must not count. */
+static __always_inline bool fd_is_socket(long fd)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct fdtable *fdt = BPF_CORE_READ(task, files, fdt);
+	struct file **fds;
+	struct file *file = NULL;
+	umode_t mode;
+
+	if (fd < 0 || !fdt || fd >= BPF_CORE_READ(fdt, max_fds))
+		return false;
+	fds = BPF_CORE_READ(fdt, fd);
+	if (bpf_probe_read_kernel(&file, sizeof(file), &fds[fd]) || !file)
+		return false;
+	mode = BPF_CORE_READ(file, f_inode, i_mode);
+	return (mode & S_IFMT) == S_IFSOCK;
+}
+
+static __always_inline long syscall_arg(struct pt_regs *regs, __u32 n)
+{
+	switch (n) {
+	case 0:
+		return PT_REGS_PARM1_CORE_SYSCALL(regs);
+	case 1:
+		return PT_REGS_PARM2_CORE_SYSCALL(regs);
+	case 2:
+		return PT_REGS_PARM3_CORE_SYSCALL(regs);
+	default:
+		return -1;
+	}
+}
+
+static __always_inline __u32 socket_window(struct pt_regs *regs, const struct netto_syscall *sc)
+{
+	switch (sc->kind) {
+	case NETTO_SYS_SEND:
+		return fd_is_socket(syscall_arg(regs, sc->fd_arg)) ? NETTO_WIN_SEND : NETTO_WIN_NONE;
+	case NETTO_SYS_RECV:
+		return fd_is_socket(syscall_arg(regs, sc->fd_arg)) ? NETTO_WIN_RECV : NETTO_WIN_NONE;
+	case NETTO_SYS_SPLICE:
+		if (fd_is_socket(syscall_arg(regs, 2)))
+			return NETTO_WIN_SEND;
+		return fd_is_socket(syscall_arg(regs, 0)) ? NETTO_WIN_RECV : NETTO_WIN_NONE;
+	default:
+		return NETTO_WIN_NONE;
+	}
+}
+
+static __always_inline void set_task_window(struct task_struct *task, __u32 window, __u64 flags)
+{
+	__u32 *stored = bpf_task_storage_get(&task_windows, task, 0, flags);
+
+	if (stored)
+		*stored = window;
+}
+
+SEC("tp_btf/sys_enter")
+int BPF_PROG(netto_sys_enter, struct pt_regs *regs, long id)
+{
+	struct netto_syscall *sc;
+	struct netto_cpu *c;
+	__u32 nr = id;
+	__u32 window;
+
+	if (id < 0 || nr >= NETTO_MAX_SYSCALLS)
+		return 0;
+	sc = bpf_map_lookup_elem(&syscalls, &nr);
+	if (!sc || sc->kind == NETTO_SYS_OTHER)
+		return 0;
+	window = socket_window(regs, sc);
+	c = this_cpu();
+	if (window == NETTO_WIN_NONE || !c)
+		return 0;
+	charge(c, bpf_ktime_get_ns());
+	c->in_hardirq = 0;
+	c->task_window = window;
+	c->event_count[window == NETTO_WIN_SEND ? NETTO_EV_SOCK_SEND : NETTO_EV_SOCK_RECV]++;
+	set_task_window(bpf_get_current_task_btf(), window, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	return 0;
+}
+
+SEC("tp_btf/sys_exit")
+int BPF_PROG(netto_sys_exit)
+{
+	struct netto_cpu *c = this_cpu();
+
+	if (!c || c->task_window == NETTO_WIN_NONE)
+		return 0;
+	charge(c, bpf_ktime_get_ns());
+	c->in_hardirq = 0;
+	c->task_window = NETTO_WIN_NONE;
+	set_task_window(bpf_get_current_task_btf(), NETTO_WIN_NONE, 0);
+	return 0;
+}
+
+SEC("tp_btf/sched_switch")
+int BPF_PROG(netto_sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
+{
+	struct netto_cpu *c = this_cpu();
+	__u32 *window;
+
+	if (!c)
+		return 0;
+	charge(c, bpf_ktime_get_ns());
+	c->in_hardirq = 0;
+	window = bpf_task_storage_get(&task_windows, next, 0, 0);
+	c->task_window = window ? *window : NETTO_WIN_NONE;
+	return 0;
+}

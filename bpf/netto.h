@@ -1,0 +1,92 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The ABI between netto's BPF programs and its Rust side. This header is the
+ * only definition: build.rs turns it into Rust with bindgen, so the two sides
+ * cannot drift apart. It must stay includable both from BPF C (after
+ * vmlinux.h) and on its own (bindgen), hence the plain integer typedefs.
+ */
+#ifndef NETTO_H
+#define NETTO_H
+
+typedef unsigned int netto_u32;
+typedef unsigned long long netto_u64;
+
+/* Softirq vectors in kernel order (include/linux/interrupt.h); their names
+ * as /proc/softirqs prints them live on the Rust side, indexed by these. */
+#define NETTO_NR_SOFTIRQS 10
+#define NETTO_SOFTIRQ_NET_TX 2
+#define NETTO_SOFTIRQ_NET_RX 3
+
+/* The network events netto accounts. */
+enum netto_event {
+	NETTO_EV_NET_RX_SOFTIRQ = 0,
+	NETTO_EV_NET_TX_SOFTIRQ = 1,
+	NETTO_EV_SOCK_SEND = 2,
+	NETTO_EV_SOCK_RECV = 3,
+	NETTO_EV_NET_TIMERS = 4,
+	NETTO_NR_EVENTS = 5,
+};
+
+/* What a task is doing, as far as accounting is concerned. Stored per task
+ * (task storage) so a task switched out mid-call resumes its window. */
+enum netto_task_window {
+	NETTO_WIN_NONE = 0,
+	NETTO_WIN_SEND = 1,
+	NETTO_WIN_RECV = 2,
+};
+
+/* Per-syscall-number classification, filled by user space from a table so
+ * the BPF side carries no architecture-specific syscall numbers. */
+#define NETTO_MAX_SYSCALLS 512
+enum netto_syscall_kind {
+	NETTO_SYS_OTHER = 0,
+	/* a socket send if the fd in `fd_arg` is a socket */
+	NETTO_SYS_SEND = 1,
+	/* a socket receive if the fd in `fd_arg` is a socket */
+	NETTO_SYS_RECV = 2,
+	/* splice(2): a send if fd_out is a socket, else a receive if fd_in is */
+	NETTO_SYS_SPLICE = 3,
+};
+
+struct netto_syscall {
+	netto_u32 kind;   /* enum netto_syscall_kind */
+	netto_u32 fd_arg; /* which argument (0-based) holds the socket fd */
+};
+
+/* Network timer / tasklet / BH-work callbacks are recognised by address;
+ * user space resolves the names (a table on the Rust side) through kallsyms
+ * and fills a hash map address -> index. Time is kept per index. */
+#define NETTO_MAX_CALLBACKS 32
+
+/*
+ * Everything one CPU needs, in one per-CPU array slot: the hot path does a
+ * single map lookup and never writes a line another CPU writes.
+ *
+ * Accounting is a state machine: `since_ns` is the last transition; at every
+ * hook the time since then is charged according to the state (hardirq: to
+ * nothing; inside a softirq: to its vector, and to NET_RX/NET_TX or to a
+ * network callback; otherwise to the running task's socket window), then the
+ * state changes.
+ */
+struct netto_cpu {
+	/* state */
+	netto_u64 since_ns;
+	/* Both hold index + 1 so that the all-zero value a fresh map starts
+	 * with means "none", with no initialisation step to get wrong. */
+	netto_u32 softirq;     /* running vector + 1, or 0 */
+	netto_u32 callback;    /* running network callback index + 1, or 0 */
+	netto_u32 task_window; /* enum netto_task_window of the running task */
+	/* Set between hardirq entry and exit. Hardirqs do not nest, and a
+	 * hook that never runs inside one (softirq, syscall, sched_switch)
+	 * clears it, so an exit missed while the programs were being
+	 * attached one by one cannot leave it stuck. */
+	netto_u32 in_hardirq;
+	/* counters, cumulative since load */
+	netto_u64 event_ns[NETTO_NR_EVENTS];
+	netto_u64 event_count[NETTO_NR_EVENTS];
+	netto_u64 softirq_ns[NETTO_NR_SOFTIRQS];
+	netto_u64 softirq_count[NETTO_NR_SOFTIRQS];
+	netto_u64 callback_ns[NETTO_MAX_CALLBACKS];
+};
+
+#endif /* NETTO_H */

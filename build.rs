@@ -1,0 +1,81 @@
+//! Compiles every `bpf/*.bpf.c` into a libbpf-rs skeleton and turns the
+//! shared ABI header `bpf/netto.h` into Rust, so both sides use one definition.
+
+use std::env;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use libbpf_cargo::SkeletonBuilder;
+
+const VMLINUX_BTF: &str = "/sys/kernel/btf/vmlinux";
+
+fn main() {
+    let out = PathBuf::from(env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
+    println!("cargo:rerun-if-changed=bpf");
+
+    generate_vmlinux_h(&out);
+    generate_abi(&out);
+    for source in bpf_sources() {
+        build_skeleton(&source, &out);
+    }
+}
+
+/// vmlinux.h is generated from the build host's BTF rather than committed: it
+/// is large, and CO-RE relocations make the objects portable anyway.
+fn generate_vmlinux_h(out: &Path) {
+    let header = out.join("vmlinux.h");
+    let dump = Command::new("bpftool")
+        .args(["btf", "dump", "file", VMLINUX_BTF, "format", "c"])
+        .output()
+        .unwrap_or_else(|e| panic!("running bpftool (Debian package `bpftool`): {e}"));
+    assert!(
+        dump.status.success(),
+        "bpftool btf dump {VMLINUX_BTF} failed: {}",
+        String::from_utf8_lossy(&dump.stderr)
+    );
+    fs::write(&header, dump.stdout).expect("writing vmlinux.h");
+}
+
+fn generate_abi(out: &Path) {
+    bindgen::Builder::default()
+        .header("bpf/netto.h")
+        .allowlist_item("netto_.*|NETTO_.*")
+        .rustified_enum("netto_event|netto_task_window|netto_syscall_kind")
+        .derive_default(true)
+        .generate()
+        .expect("bindgen on bpf/netto.h")
+        .write_to_file(out.join("netto_abi.rs"))
+        .expect("writing netto_abi.rs");
+}
+
+fn bpf_sources() -> Vec<PathBuf> {
+    let mut sources: Vec<PathBuf> = fs::read_dir("bpf")
+        .expect("reading bpf/")
+        .map(|entry| entry.expect("bpf/ entry").path())
+        .filter(|path| path.to_string_lossy().ends_with(".bpf.c"))
+        .collect();
+    sources.sort();
+    sources
+}
+
+fn build_skeleton(source: &Path, out: &Path) {
+    let stem = source
+        .file_name()
+        .and_then(|n| n.to_str())
+        .and_then(|n| n.strip_suffix(".bpf.c"))
+        .expect("bpf source named *.bpf.c");
+    SkeletonBuilder::new()
+        .source(source)
+        .obj(out.join(format!("{stem}.bpf.o")))
+        .clang_args([
+            "-I".into(),
+            out.as_os_str().to_owned(),
+            "-I".into(),
+            "bpf".into(),
+            "-Wall".into(),
+            "-Werror".into(),
+        ])
+        .build_and_generate(out.join(format!("{stem}.skel.rs")))
+        .unwrap_or_else(|e| panic!("building {}: {e:#}", source.display()));
+}

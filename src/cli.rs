@@ -1,0 +1,136 @@
+//! Command-line arguments and their validation. Bad input is rejected here,
+//! before anything touches the kernel.
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+use crate::kernel::backend::BackendChoice;
+
+/// Longest accepted --interval and --duration: a typo such as 1e9 gets an
+/// error instead of a process that never ends.
+const MAX_INTERVAL_S: f64 = 3600.0;
+const MIN_INTERVAL_S: f64 = 0.05;
+const MAX_DURATION_S: f64 = 30.0 * 24.0 * 3600.0;
+
+#[derive(Debug, Parser)]
+#[command(name = "netto", version, about = "How much CPU the Linux kernel network stack costs, measured exactly with eBPF")]
+pub struct Cli {
+    /// Print libbpf's own log (verifier output on load failures).
+    #[arg(short, long, global = true)]
+    pub verbose: bool,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Print the CPU time of the kernel's network entry points every interval.
+    Stat(StatArgs),
+    /// Report what this kernel allows and which backend netto would use.
+    Check(CheckArgs),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum BackendArg {
+    Auto,
+    Tracepoint,
+}
+
+impl From<BackendArg> for BackendChoice {
+    fn from(arg: BackendArg) -> Self {
+        match arg {
+            BackendArg::Auto => BackendChoice::Auto,
+            BackendArg::Tracepoint => BackendChoice::Tracepoint,
+        }
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct StatArgs {
+    /// Seconds per interval.
+    #[arg(long, default_value = "1", value_name = "SECONDS", allow_negative_numbers = true, value_parser = parse_interval)]
+    pub interval: f64,
+    /// Run this long, then exit 0 (default: until interrupted).
+    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true, value_parser = parse_duration)]
+    pub duration: Option<f64>,
+    /// Accounting backend.
+    #[arg(long, value_enum, default_value_t = BackendArg::Auto)]
+    pub backend: BackendArg,
+    /// One JSON object per interval and line instead of a table.
+    #[arg(long)]
+    pub json: bool,
+    /// Push TCP traffic through a veth pair into a private network namespace
+    /// while running, so an idle host shows real numbers; removed on exit.
+    #[arg(long)]
+    pub demo: bool,
+    /// Do not turn on BPF run-time statistics (they add two clock reads to
+    /// every BPF program on the host while netto runs); netto's per-program
+    /// cost is then not reported.
+    #[arg(long)]
+    pub no_bpf_stats: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    /// Print the findings as one JSON object.
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn parse_seconds(text: &str, min: f64, max: f64) -> Result<f64, String> {
+    let value: f64 = text
+        .parse()
+        .map_err(|_| format!("'{text}' is not a number of seconds"))?;
+    if !value.is_finite() || value < min || value > max {
+        return Err(format!("must be between {min} and {max} seconds"));
+    }
+    Ok(value)
+}
+
+fn parse_interval(text: &str) -> Result<f64, String> {
+    parse_seconds(text, MIN_INTERVAL_S, MAX_INTERVAL_S)
+}
+
+fn parse_duration(text: &str) -> Result<f64, String> {
+    let value = parse_seconds(text, 0.0, MAX_DURATION_S)?;
+    if value == 0.0 {
+        return Err(format!("must be between 0 and {MAX_DURATION_S} seconds, exclusive of 0"));
+    }
+    Ok(value)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> Result<Cli, clap::Error> {
+        Cli::try_parse_from(std::iter::once("netto").chain(args.iter().copied()))
+    }
+
+    #[test]
+    fn accepts_sane_values() {
+        let cli = parse(&["stat", "--interval", "0.5", "--duration", "3", "--json"]).unwrap();
+        let Command::Stat(args) = cli.command else {
+            panic!("stat expected")
+        };
+        assert_eq!(args.interval, 0.5);
+        assert_eq!(args.duration, Some(3.0));
+        assert_eq!(args.backend, BackendArg::Auto);
+    }
+
+    #[test]
+    fn rejects_bad_values() {
+        for bad in [
+            &["stat", "--interval", "0"][..],
+            &["stat", "--interval", "-1"],
+            &["stat", "--interval", "nan"],
+            &["stat", "--duration", "-5"],
+            &["stat", "--duration", "0"],
+            &["stat", "--duration", "1e12"],
+            &["stat", "--duration", "inf"],
+            &["stat", "--backend", "fentry"],
+            &["stat", "--backend", "bogus"],
+        ] {
+            assert!(parse(bad).is_err(), "{bad:?} accepted");
+        }
+    }
+}

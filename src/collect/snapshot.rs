@@ -1,0 +1,210 @@
+//! Turning two cumulative readings into the [`Snapshot`] of the interval
+//! between them. Pure, so it is tested without BPF.
+
+use std::collections::BTreeMap;
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+use crate::abi::{netto_cpu, netto_event};
+use crate::kernel::stats::RunStats;
+use crate::model::{CpuTime, EventKey, Overhead, ProgramCost, Snapshot, SoftirqVector};
+
+/// Cumulative counters at one instant.
+#[derive(Debug, Clone)]
+pub struct Reading {
+    pub at: Instant,
+    pub wall: SystemTime,
+    /// Index = CPU.
+    pub cpus: Vec<netto_cpu>,
+    pub programs: Vec<(String, RunStats)>,
+    pub process_cpu_ns: u64,
+}
+
+/// What does not change between intervals.
+#[derive(Debug, Clone)]
+pub struct Context {
+    pub backend: String,
+    /// Index = callback slot in `netto_cpu.callback_ns`.
+    pub callback_names: Vec<&'static str>,
+    pub bpf_stats: bool,
+}
+
+/// ABI event id of each model event: the one place the two meet.
+const EVENT_IDS: [(EventKey, netto_event); 5] = [
+    (EventKey::NetRxSoftirq, netto_event::NETTO_EV_NET_RX_SOFTIRQ),
+    (EventKey::NetTxSoftirq, netto_event::NETTO_EV_NET_TX_SOFTIRQ),
+    (EventKey::SockSend, netto_event::NETTO_EV_SOCK_SEND),
+    (EventKey::SockRecv, netto_event::NETTO_EV_SOCK_RECV),
+    (EventKey::NetTimers, netto_event::NETTO_EV_NET_TIMERS),
+];
+
+pub fn build(prev: &Reading, cur: &Reading, ctx: &Context) -> Snapshot {
+    let pairs: Vec<(&netto_cpu, &netto_cpu)> = prev.cpus.iter().zip(&cur.cpus).collect();
+    let time = |ns: fn(&netto_cpu, usize) -> u64, count: fn(&netto_cpu, usize) -> u64, i: usize| {
+        let per_cpu_ns: Vec<u64> = pairs
+            .iter()
+            .map(|(p, c)| ns(c, i).saturating_sub(ns(p, i)))
+            .collect();
+        CpuTime {
+            total_ns: per_cpu_ns.iter().sum(),
+            per_cpu_ns,
+            count: pairs
+                .iter()
+                .map(|(p, c)| count(c, i).saturating_sub(count(p, i)))
+                .sum(),
+        }
+    };
+
+    let events = EVENT_IDS
+        .iter()
+        .map(|&(key, id)| {
+            let t = time(|c, i| c.event_ns[i], |c, i| c.event_count[i], id as usize);
+            (key, t)
+        })
+        .collect();
+    let softirq = SoftirqVector::ALL
+        .iter()
+        .enumerate()
+        .map(|(i, &vector)| {
+            let t = time(|c, i| c.softirq_ns[i], |c, i| c.softirq_count[i], i);
+            (vector, t)
+        })
+        .collect();
+    let net_timer_callbacks = ctx
+        .callback_names
+        .iter()
+        .enumerate()
+        .filter_map(|(i, name)| {
+            let ns: u64 = pairs
+                .iter()
+                .map(|(p, c)| c.callback_ns[i].saturating_sub(p.callback_ns[i]))
+                .sum();
+            (ns > 0).then(|| ((*name).to_owned(), ns))
+        })
+        .collect::<BTreeMap<_, _>>();
+
+    Snapshot {
+        ts: cur
+            .wall
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_secs_f64())
+            .unwrap_or(0.0),
+        interval_s: cur.at.duration_since(prev.at).as_secs_f64(),
+        backend: ctx.backend.clone(),
+        cpus: cur.cpus.len(),
+        events,
+        softirq,
+        net_timer_callbacks,
+        overhead: overhead(prev, cur, ctx.bpf_stats),
+    }
+}
+
+fn overhead(prev: &Reading, cur: &Reading, bpf_stats: bool) -> Overhead {
+    let programs: Vec<ProgramCost> = if bpf_stats {
+        cur.programs
+            .iter()
+            .map(|(name, now)| {
+                let before = prev
+                    .programs
+                    .iter()
+                    .find(|(n, _)| n == name)
+                    .map(|(_, s)| *s)
+                    .unwrap_or_default();
+                ProgramCost {
+                    name: name.clone(),
+                    run_count: now.run_count.saturating_sub(before.run_count),
+                    run_time_ns: now.run_time_ns.saturating_sub(before.run_time_ns),
+                }
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
+    Overhead {
+        process_cpu_ns: cur.process_cpu_ns.saturating_sub(prev.process_cpu_ns),
+        bpf_stats,
+        bpf_run_time_ns: programs.iter().map(|p| p.run_time_ns).sum(),
+        programs,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    fn cpu(f: impl FnOnce(&mut netto_cpu)) -> netto_cpu {
+        let mut c = netto_cpu::default();
+        f(&mut c);
+        c
+    }
+
+    #[test]
+    fn deltas_per_cpu_events_softirqs_callbacks_and_overhead() {
+        let t0 = Instant::now();
+        let prev = Reading {
+            at: t0,
+            wall: UNIX_EPOCH + Duration::from_secs(100),
+            cpus: vec![
+                cpu(|c| c.event_ns[3] = 100),
+                cpu(|c| c.softirq_ns[3] = 1000),
+            ],
+            programs: vec![(
+                "netto_softirq_entry".into(),
+                RunStats {
+                    run_count: 10,
+                    run_time_ns: 1000,
+                },
+            )],
+            process_cpu_ns: 5_000,
+        };
+        let cur = Reading {
+            at: t0 + Duration::from_millis(500),
+            wall: UNIX_EPOCH + Duration::from_secs(101),
+            cpus: vec![
+                cpu(|c| {
+                    c.event_ns[3] = 400;
+                    c.event_count[3] = 2;
+                    c.callback_ns[1] = 70;
+                }),
+                cpu(|c| {
+                    c.softirq_ns[3] = 1600;
+                    c.softirq_count[3] = 4;
+                    c.event_ns[0] = 600;
+                }),
+            ],
+            programs: vec![(
+                "netto_softirq_entry".into(),
+                RunStats {
+                    run_count: 30,
+                    run_time_ns: 5000,
+                },
+            )],
+            process_cpu_ns: 8_000,
+        };
+        let ctx = Context {
+            backend: "tracepoint".into(),
+            callback_names: vec!["tcp_pace_kick", "tcp_write_timer"],
+            bpf_stats: true,
+        };
+        let snap = build(&prev, &cur, &ctx);
+
+        assert_eq!(snap.ts, 101.0);
+        assert!((snap.interval_s - 0.5).abs() < 1e-9);
+        assert_eq!(snap.cpus, 2);
+        let recv = snap.event(EventKey::SockRecv);
+        assert_eq!(recv.per_cpu_ns, vec![300, 0]);
+        assert_eq!(recv.total_ns, 300);
+        assert_eq!(recv.count, 2);
+        assert_eq!(snap.event(EventKey::NetRxSoftirq).per_cpu_ns, vec![0, 600]);
+        let net_rx = &snap.softirq[&SoftirqVector::NetRx];
+        assert_eq!((net_rx.total_ns, net_rx.count), (600, 4));
+        assert_eq!(snap.softirq_total_ns(), 600);
+        assert_eq!(
+            snap.net_timer_callbacks,
+            BTreeMap::from([("tcp_write_timer".to_owned(), 70)])
+        );
+        assert_eq!(snap.overhead.process_cpu_ns, 3_000);
+        assert_eq!(snap.overhead.bpf_run_time_ns, 4000);
+        assert_eq!(snap.overhead.programs[0].run_count, 20);
+    }
+}

@@ -1,0 +1,61 @@
+//! `netto check`: what this kernel allows and which backend netto would use.
+//! Exits non-zero only when netto cannot run at all.
+
+use std::process::ExitCode;
+
+use anyhow::Result;
+use netto::cli::CheckArgs;
+use netto::kernel::backend::{self, BackendChoice};
+use netto::kernel::callbacks::NETWORK_CALLBACKS;
+use netto::kernel::features::Features;
+use serde_json::json;
+
+pub fn run(args: &CheckArgs) -> Result<ExitCode> {
+    let features = Features::detect();
+    let selection = backend::select(BackendChoice::Auto, &features);
+    let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease")
+        .map(|s| s.trim().to_owned())
+        .unwrap_or_default();
+
+    if args.json {
+        let findings: serde_json::Map<String, serde_json::Value> = features
+            .findings()
+            .into_iter()
+            .map(|(name, probe)| (name.to_owned(), json!(probe)))
+            .collect();
+        let report = match &selection {
+            Ok((backend, why)) => json!({
+                "kernel": kernel, "features": findings,
+                "backend": backend.name(), "why": why, "can_run": true,
+            }),
+            Err(e) => json!({
+                "kernel": kernel, "features": findings,
+                "backend": null, "why": e.to_string(), "can_run": false,
+            }),
+        };
+        println!("{report}");
+    } else {
+        println!("kernel {kernel}");
+        for (name, probe) in features.findings() {
+            println!(
+                "{name:<14} {:<4} {}",
+                if probe.ok { "yes" } else { "no" },
+                probe.detail
+            );
+        }
+        println!(
+            "{:<14} {} kernel functions recognised by address (net_timers)",
+            "callbacks",
+            NETWORK_CALLBACKS.len()
+        );
+        match &selection {
+            Ok((backend, why)) => println!("backend        {backend}: {why}"),
+            Err(e) => println!("backend        none: {e}"),
+        }
+    }
+    Ok(if selection.is_ok() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}

@@ -1,0 +1,200 @@
+//! Loading and attaching the accounting programs, and reading their
+//! counters. Every program attaches through a BPF link owned by this
+//! process, so the kernel detaches everything when netto exits, however it
+//! exits (SIGKILL included).
+
+use std::mem::MaybeUninit;
+use std::os::fd::AsFd;
+
+use libbpf_rs::skel::{OpenSkel, Skel, SkelBuilder};
+use libbpf_rs::{Btf, Link, MapCore, MapFlags, OpenObject};
+
+use super::backend::Backend;
+use super::callbacks::NETWORK_CALLBACKS;
+use super::skel::account::{AccountSkel, AccountSkelBuilder};
+use super::stats::{self, RunStats};
+use super::syscalls::socket_syscalls;
+use super::tracepoints::{self, OptionalGroup};
+use super::{privileges, KernelError};
+use crate::abi::{bytes_of, netto_cpu, netto_syscall, read_from};
+use crate::symbols::kallsyms::Kallsyms;
+
+/// The tracepoints the accounting programs attach to, from the object's
+/// program sections (so the list cannot drift from bpf/).
+pub fn tracepoint_names() -> Result<Vec<String>, KernelError> {
+    let mut storage = MaybeUninit::uninit();
+    let open = AccountSkelBuilder::default()
+        .open(&mut storage)
+        .map_err(|e| KernelError::Load(e.to_string()))?;
+    Ok(open
+        .open_object()
+        .progs()
+        .filter_map(|prog| {
+            tracepoints::from_section(&prog.section().to_string_lossy()).map(str::to_owned)
+        })
+        .collect())
+}
+
+/// Loaded and attached accounting programs.
+pub struct Accounting<'obj> {
+    skel: AccountSkel<'obj>,
+    links: Vec<(String, Link)>,
+    backend: Backend,
+    cpus: usize,
+    callbacks: Vec<&'static str>,
+    skipped: Vec<&'static OptionalGroup>,
+    callbacks_resolved: bool,
+}
+
+impl<'obj> Accounting<'obj> {
+    pub fn load(
+        storage: &'obj mut MaybeUninit<OpenObject>,
+        backend: Backend,
+    ) -> Result<Self, KernelError> {
+        if !privileges::sufficient() {
+            return Err(KernelError::NotPrivileged);
+        }
+        let btf = Btf::from_vmlinux().map_err(|e| KernelError::NoBtf(e.to_string()))?;
+        let mut open = AccountSkelBuilder::default()
+            .open(storage)
+            .map_err(|e| KernelError::Load(e.to_string()))?;
+
+        let mut missing = Vec::new();
+        for mut prog in open.open_object_mut().progs_mut() {
+            let section = prog.section().to_string_lossy().into_owned();
+            let Some(tp) = tracepoints::from_section(&section) else {
+                continue;
+            };
+            if tracepoints::optional_group(tp)
+                .is_some_and(|group| !group.tracepoints.iter().all(|t| tracepoints::exists(&btf, t)))
+            {
+                prog.set_autoload(false);
+            } else if !tracepoints::exists(&btf, tp) {
+                missing.push(tp.to_owned());
+            }
+        }
+        if !missing.is_empty() {
+            return Err(KernelError::MissingTracepoints {
+                missing: missing.join(", "),
+                minimum: backend.minimum_kernel(),
+            });
+        }
+        let skel = open.load().map_err(|e| KernelError::Load(e.to_string()))?;
+
+        for (nr, kind, fd_arg) in socket_syscalls() {
+            let value = netto_syscall {
+                kind: kind as u32,
+                fd_arg,
+            };
+            skel.maps
+                .syscalls
+                .update(&nr.to_ne_bytes(), bytes_of(&value), MapFlags::ANY)
+                .map_err(|source| KernelError::Map {
+                    map: "syscalls",
+                    source,
+                })?;
+        }
+
+        let (callbacks, callbacks_resolved) = resolve_callbacks(&skel)?;
+        let cpus = libbpf_rs::num_possible_cpus().map_err(|e| KernelError::Load(e.to_string()))?;
+
+        let mut links = Vec::new();
+        for prog in skel.object().progs_mut().filter(|p| p.autoload()) {
+            let name = prog.name().to_string_lossy().into_owned();
+            let link = prog.attach().map_err(|source| KernelError::Attach {
+                prog: name.clone(),
+                source,
+            })?;
+            links.push((name, link));
+        }
+
+        Ok(Accounting {
+            skel,
+            links,
+            backend,
+            cpus,
+            callbacks,
+            skipped: tracepoints::missing_groups(&btf),
+            callbacks_resolved,
+        })
+    }
+
+    pub fn backend(&self) -> Backend {
+        self.backend
+    }
+
+    pub fn cpus(&self) -> usize {
+        self.cpus
+    }
+
+    /// Names of the network callbacks, indexed like `netto_cpu.callback_ns`.
+    pub fn callback_names(&self) -> &[&'static str] {
+        &self.callbacks
+    }
+
+    /// Whether network callbacks could be resolved (kallsyms readable).
+    pub fn callbacks_resolved(&self) -> bool {
+        self.callbacks_resolved
+    }
+
+    /// Optional hooks this kernel lacks, and what that costs.
+    pub fn skipped(&self) -> &[&'static OptionalGroup] {
+        &self.skipped
+    }
+
+    /// The cumulative per-CPU records, index = CPU.
+    pub fn read_cpus(&self) -> Result<Vec<netto_cpu>, KernelError> {
+        let values = self
+            .skel
+            .maps
+            .cpus
+            .lookup_percpu(&0u32.to_ne_bytes(), MapFlags::ANY)
+            .map_err(|source| KernelError::Map { map: "cpus", source })?
+            .unwrap_or_default();
+        Ok(values
+            .iter()
+            .map(|bytes| read_from::<netto_cpu>(bytes).unwrap_or_default())
+            .collect())
+    }
+
+    /// Cumulative run-time statistics of each attached program.
+    pub fn program_stats(&self) -> Vec<(String, RunStats)> {
+        self.skel
+            .object()
+            .progs()
+            .filter(|p| p.autoload())
+            .filter_map(|prog| {
+                let stats = stats::run_stats(prog.as_fd()).ok()?;
+                Some((prog.name().to_string_lossy().into_owned(), stats))
+            })
+            .collect()
+    }
+
+    /// Names of the attached programs.
+    pub fn attached(&self) -> impl Iterator<Item = &str> {
+        self.links.iter().map(|(name, _)| name.as_str())
+    }
+}
+
+/// Fills the callback map from kallsyms; returns the index -> name table and
+/// whether addresses were readable at all.
+fn resolve_callbacks(skel: &AccountSkel<'_>) -> Result<(Vec<&'static str>, bool), KernelError> {
+    let names: Vec<&'static str> = NETWORK_CALLBACKS.iter().map(|(name, _)| *name).collect();
+    let Ok(kallsyms) = Kallsyms::load() else {
+        return Ok((names, false));
+    };
+    for (index, name) in names.iter().enumerate() {
+        let Some(addr) = kallsyms.address_of(name) else {
+            continue;
+        };
+        let index = u32::try_from(index).expect("callback table is small");
+        skel.maps
+            .callbacks
+            .update(&addr.to_ne_bytes(), &index.to_ne_bytes(), MapFlags::ANY)
+            .map_err(|source| KernelError::Map {
+                map: "callbacks",
+                source,
+            })?;
+    }
+    Ok((names, !kallsyms.addresses_hidden()))
+}

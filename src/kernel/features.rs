@@ -1,0 +1,223 @@
+//! What the running kernel allows, found by trying it. Backend selection and
+//! `netto check` read the same findings, so `check` never promises more
+//! than `stat` can do.
+
+use std::mem::MaybeUninit;
+use std::path::Path;
+
+use libbpf_rs::libbpf_sys;
+use libbpf_rs::skel::{OpenSkel, SkelBuilder};
+use libbpf_rs::Btf;
+use serde::Serialize;
+
+use super::skel::probe::ProbeSkelBuilder;
+use super::tracepoints::{self, OptionalGroup};
+use super::{accounting, perf, privileges};
+use crate::symbols::kallsyms::Kallsyms;
+
+/// The outcome of one probe.
+#[derive(Debug, Clone, Serialize)]
+pub struct Probe {
+    pub ok: bool,
+    pub detail: String,
+}
+
+impl Probe {
+    fn yes(detail: impl Into<String>) -> Self {
+        Probe {
+            ok: true,
+            detail: detail.into(),
+        }
+    }
+
+    fn no(detail: impl Into<String>) -> Self {
+        Probe {
+            ok: false,
+            detail: detail.into(),
+        }
+    }
+
+    fn from_result(result: Result<String, String>) -> Self {
+        match result {
+            Ok(detail) => Probe::yes(detail),
+            Err(detail) => Probe::no(detail),
+        }
+    }
+
+    pub fn summary(&self) -> String {
+        format!("{} ({})", if self.ok { "yes" } else { "no" }, self.detail)
+    }
+}
+
+const NOT_TRIED: &str = "not tried: needs privileges";
+
+#[derive(Debug)]
+pub struct Features {
+    pub privileges: Probe,
+    pub btf: Probe,
+    pub task_storage: Probe,
+    pub fentry: Probe,
+    pub tracepoints: Probe,
+    pub missing_required: Vec<String>,
+    pub missing_optional: Vec<&'static OptionalGroup>,
+    pub perf_events: Probe,
+    pub xdp: Probe,
+    pub bpf_stats: Probe,
+    pub kallsyms: Probe,
+}
+
+impl Features {
+    pub fn detect() -> Self {
+        let privileged = privileges::sufficient();
+        let btf = Btf::from_vmlinux();
+        let (missing_required, missing_optional) = match &btf {
+            Ok(btf) => missing_tracepoints(btf),
+            Err(_) => (Vec::new(), Vec::new()),
+        };
+        let tracepoints = if btf.is_err() {
+            Probe::no("unknown without BTF")
+        } else if missing_required.is_empty() {
+            let mut detail = "all required present".to_owned();
+            for group in &missing_optional {
+                detail.push_str(&format!(
+                    "; missing {}: {}",
+                    group.tracepoints.join("/"),
+                    group.without
+                ));
+            }
+            Probe::yes(detail)
+        } else {
+            Probe::no(format!("missing {}", missing_required.join(", ")))
+        };
+        Features {
+            privileges: if privileged {
+                Probe::yes("may load and attach BPF programs")
+            } else {
+                Probe::no(privileges::REQUIREMENT)
+            },
+            btf: match &btf {
+                Ok(_) => Probe::yes("/sys/kernel/btf/vmlinux"),
+                Err(e) => Probe::no(format!(
+                    "/sys/kernel/btf/vmlinux unreadable ({e}); needs CONFIG_DEBUG_INFO_BTF"
+                )),
+            },
+            task_storage: probe_map_type(libbpf_sys::BPF_MAP_TYPE_TASK_STORAGE, privileged),
+            fentry: if privileged {
+                Probe::from_result(try_fentry())
+            } else {
+                Probe::no(NOT_TRIED)
+            },
+            tracepoints,
+            missing_required,
+            missing_optional,
+            perf_events: if privileged {
+                Probe::from_result(perf::try_cpu_clock())
+            } else {
+                Probe::no(NOT_TRIED)
+            },
+            xdp: probe_prog_type(libbpf_sys::BPF_PROG_TYPE_XDP, privileged),
+            bpf_stats: if privileged {
+                Probe::from_result(
+                    super::stats::StatsGuard::enable()
+                        .map(|_| "BPF_ENABLE_STATS run time".to_owned())
+                        .map_err(|e| format!("BPF_ENABLE_STATS refused: {e}")),
+                )
+            } else {
+                Probe::no(NOT_TRIED)
+            },
+            kallsyms: kallsyms_probe(),
+        }
+    }
+
+    /// Why the tracepoint backend cannot run here, if it cannot.
+    pub fn tracepoint_backend_problem(&self) -> Option<String> {
+        [
+            ("privileges", &self.privileges),
+            ("BTF", &self.btf),
+            ("task storage", &self.task_storage),
+            ("tracepoints", &self.tracepoints),
+        ]
+        .into_iter()
+        .find(|(_, probe)| !probe.ok)
+        .map(|(what, probe)| format!("{what}: {}", probe.detail))
+    }
+
+    /// Every finding in display order, for `check`.
+    pub fn findings(&self) -> Vec<(&'static str, &Probe)> {
+        vec![
+            ("privileges", &self.privileges),
+            ("btf", &self.btf),
+            ("task_storage", &self.task_storage),
+            ("tracepoints", &self.tracepoints),
+            ("fentry_fexit", &self.fentry),
+            ("perf_events", &self.perf_events),
+            ("xdp", &self.xdp),
+            ("bpf_stats", &self.bpf_stats),
+            ("kallsyms", &self.kallsyms),
+        ]
+    }
+}
+
+fn missing_tracepoints(btf: &Btf<'_>) -> (Vec<String>, Vec<&'static OptionalGroup>) {
+    let required = accounting::tracepoint_names()
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|tp| !tracepoints::is_optional(tp) && !tracepoints::exists(btf, tp))
+        .collect();
+    (required, tracepoints::missing_groups(btf))
+}
+
+fn probe_map_type(map_type: libbpf_sys::bpf_map_type, privileged: bool) -> Probe {
+    if !privileged {
+        return Probe::no(NOT_TRIED);
+    }
+    // SAFETY: libbpf probe with no options; it creates and closes a map.
+    match unsafe { libbpf_sys::libbpf_probe_bpf_map_type(map_type, std::ptr::null()) } {
+        1 => Probe::yes("supported"),
+        0 => Probe::no("not supported by this kernel (needs 5.11+)"),
+        err => Probe::no(format!("probe failed: {}", std::io::Error::from_raw_os_error(-err))),
+    }
+}
+
+fn probe_prog_type(prog_type: libbpf_sys::bpf_prog_type, privileged: bool) -> Probe {
+    if !privileged {
+        return Probe::no(NOT_TRIED);
+    }
+    // SAFETY: libbpf probe with no options; it loads and closes a program.
+    match unsafe { libbpf_sys::libbpf_probe_bpf_prog_type(prog_type, std::ptr::null()) } {
+        1 => Probe::yes("program type supported"),
+        0 => Probe::no("program type not supported"),
+        err => Probe::no(format!("probe failed: {}", std::io::Error::from_raw_os_error(-err))),
+    }
+}
+
+/// Loads and attaches an fentry and an fexit program: the only reliable
+/// test, since BTF may list the function while ftrace refuses the hook.
+fn try_fentry() -> Result<String, String> {
+    let mut storage = MaybeUninit::uninit();
+    let open = ProbeSkelBuilder::default()
+        .open(&mut storage)
+        .map_err(|e| format!("opening the probe failed: {e}"))?;
+    let skel = open.load().map_err(|e| format!("load refused: {e}"))?;
+    let _entry = skel
+        .progs
+        .netto_probe_fentry
+        .attach()
+        .map_err(|e| format!("attach refused: {e}"))?;
+    let _exit = skel
+        .progs
+        .netto_probe_fexit
+        .attach()
+        .map_err(|e| format!("attach refused: {e}"))?;
+    Ok("fentry/fexit attach to sock_recvmsg".to_owned())
+}
+
+fn kallsyms_probe() -> Probe {
+    match Kallsyms::from_file(Path::new("/proc/kallsyms")) {
+        Ok(syms) if syms.addresses_hidden() => Probe::no(
+            "addresses hidden (kernel.kptr_restrict); net_timers cannot recognise callbacks",
+        ),
+        Ok(_) => Probe::yes("addresses readable"),
+        Err(e) => Probe::no(e.to_string()),
+    }
+}

@@ -1,0 +1,53 @@
+//! BPF run-time statistics: how often each of netto's programs ran and for
+//! how long. Enabled through the fd-held `BPF_ENABLE_STATS`, which lasts
+//! exactly as long as netto holds the fd (unlike the global sysctl, which
+//! outlives a killed process). While on, every BPF program on the host pays
+//! two clock reads per run, which is why it can be switched off.
+
+use std::io;
+use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+
+use libbpf_rs::libbpf_sys;
+
+/// Holding this keeps run-time statistics on; dropping it turns them off
+/// (unless something else on the host holds them on too).
+pub struct StatsGuard {
+    _fd: OwnedFd,
+}
+
+impl StatsGuard {
+    pub fn enable() -> io::Result<Self> {
+        // SAFETY: plain syscall wrapper; it returns a new fd or a negative errno.
+        let fd = unsafe { libbpf_sys::bpf_enable_stats(libbpf_sys::BPF_STATS_RUN_TIME) };
+        if fd < 0 {
+            return Err(io::Error::from_raw_os_error(-fd));
+        }
+        // SAFETY: the kernel just handed us this fd and nothing else owns it.
+        Ok(StatsGuard {
+            _fd: unsafe { OwnedFd::from_raw_fd(fd) },
+        })
+    }
+}
+
+/// Cumulative run count and run time of one program.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RunStats {
+    pub run_count: u64,
+    pub run_time_ns: u64,
+}
+
+pub fn run_stats(prog: BorrowedFd<'_>) -> io::Result<RunStats> {
+    let mut info = libbpf_sys::bpf_prog_info::default();
+    let mut len = u32::try_from(std::mem::size_of_val(&info)).expect("small struct");
+    // SAFETY: info and len describe a valid, writable bpf_prog_info.
+    let ret = unsafe {
+        libbpf_sys::bpf_prog_get_info_by_fd(prog.as_raw_fd(), &mut info, &mut len)
+    };
+    if ret < 0 {
+        return Err(io::Error::from_raw_os_error(-ret));
+    }
+    Ok(RunStats {
+        run_count: info.run_cnt,
+        run_time_ns: info.run_time_ns,
+    })
+}

@@ -1,0 +1,83 @@
+//! Which of the accounting program's tracepoints the running kernel has.
+//! Required ones make the backend unusable when missing; optional ones only
+//! narrow what is measured, and `check` says how.
+
+use libbpf_rs::btf::types::Typedef;
+use libbpf_rs::Btf;
+
+/// Tracepoints the accounting works without, grouped by what their absence
+/// costs. Entry and exit of a pair are left out together.
+#[derive(Debug)]
+pub struct OptionalGroup {
+    pub tracepoints: &'static [&'static str],
+    pub without: &'static str,
+}
+
+pub const OPTIONAL: &[OptionalGroup] = &[
+    OptionalGroup {
+        tracepoints: &["local_timer_entry", "local_timer_exit"],
+        without: "local timer interrupts are charged to the event they interrupt",
+    },
+    OptionalGroup {
+        tracepoints: &["reschedule_entry", "reschedule_exit"],
+        without: "reschedule IPIs are charged to the event they interrupt",
+    },
+    OptionalGroup {
+        tracepoints: &["call_function_entry", "call_function_exit"],
+        without: "function-call IPIs are charged to the event they interrupt",
+    },
+    OptionalGroup {
+        tracepoints: &["call_function_single_entry", "call_function_single_exit"],
+        without: "single function-call IPIs are charged to the event they interrupt",
+    },
+    OptionalGroup {
+        tracepoints: &["irq_work_entry", "irq_work_exit"],
+        without: "irq_work interrupts are charged to the event they interrupt",
+    },
+    OptionalGroup {
+        tracepoints: &["tasklet_entry", "tasklet_exit"],
+        without: "net_timers misses network tasklets (TCP small queues on kernels before BH workqueues)",
+    },
+];
+
+/// The tracepoint a `tp_btf/NAME` program section attaches to.
+pub fn from_section(section: &str) -> Option<&str> {
+    section.strip_prefix("tp_btf/")
+}
+
+pub fn is_optional(tracepoint: &str) -> bool {
+    optional_group(tracepoint).is_some()
+}
+
+pub fn optional_group(tracepoint: &str) -> Option<&'static OptionalGroup> {
+    OPTIONAL
+        .iter()
+        .find(|group| group.tracepoints.contains(&tracepoint))
+}
+
+/// BTF-enabled tracepoints show up in vmlinux BTF as `btf_trace_NAME`.
+pub fn exists(btf: &Btf<'_>, tracepoint: &str) -> bool {
+    btf.type_by_name::<Typedef<'_>>(&format!("btf_trace_{tracepoint}"))
+        .is_some()
+}
+
+/// The optional groups this kernel cannot fully provide.
+pub fn missing_groups(btf: &Btf<'_>) -> Vec<&'static OptionalGroup> {
+    OPTIONAL
+        .iter()
+        .filter(|group| !group.tracepoints.iter().all(|tp| exists(btf, tp)))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sections_and_groups() {
+        assert_eq!(from_section("tp_btf/sched_switch"), Some("sched_switch"));
+        assert_eq!(from_section("fentry/x"), None);
+        assert!(is_optional("tasklet_exit"));
+        assert!(!is_optional("softirq_entry"));
+    }
+}

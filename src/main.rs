@@ -1,0 +1,37 @@
+//! The `netto` command: argument dispatch only.
+
+mod commands;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+use netto::cli::{Cli, Command};
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) if !e.use_stderr() => {
+            let _ = e.print();
+            return ExitCode::SUCCESS;
+        }
+        Err(e) => {
+            let rendered = e.render().to_string();
+            eprintln!("{}", rendered.lines().next().unwrap_or("netto: invalid arguments"));
+            return ExitCode::from(2);
+        }
+    };
+    if !cli.verbose {
+        libbpf_rs::set_print(None);
+    }
+    let result = match cli.command {
+        Command::Stat(args) => commands::stat::run(&args),
+        Command::Check(args) => commands::check::run(&args),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("netto: error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

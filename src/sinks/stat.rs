@@ -1,0 +1,171 @@
+//! `netto stat` output: a readable table per interval, or one JSON object
+//! per interval and line.
+
+use std::fmt::Write as _;
+use std::io::{self, Write};
+
+use crate::model::{percent, CpuTime, EventKey, Snapshot, SoftirqVector};
+
+/// Per-CPU columns are shown up to this many CPUs; beyond, the table would
+/// not fit a terminal and the JSON carries them anyway.
+const MAX_CPU_COLUMNS: usize = 16;
+
+pub fn write_json(out: &mut impl Write, snapshot: &Snapshot) -> io::Result<()> {
+    serde_json::to_writer(&mut *out, snapshot)?;
+    out.write_all(b"\n")?;
+    out.flush()
+}
+
+pub fn write_table(out: &mut impl Write, snapshot: &Snapshot) -> io::Result<()> {
+    out.write_all(render_table(snapshot).as_bytes())?;
+    out.flush()
+}
+
+fn ms(ns: u64) -> String {
+    format!("{:.3}", ns as f64 / 1e6)
+}
+
+fn row(text: &mut String, name: &str, t: &CpuTime, interval_s: f64, per_cpu: bool) {
+    let _ = write!(
+        text,
+        "{name:<16} {:>11} {:>7.2} {:>10}",
+        ms(t.total_ns),
+        t.percent_of_cpu(interval_s),
+        t.count
+    );
+    if per_cpu {
+        for &ns in &t.per_cpu_ns {
+            let _ = write!(text, " {:>9}", ms(ns));
+        }
+    }
+    text.push('\n');
+}
+
+pub fn render_table(s: &Snapshot) -> String {
+    let per_cpu = s.cpus <= MAX_CPU_COLUMNS;
+    let mut text = String::new();
+    let _ = writeln!(
+        text,
+        "interval {:.3} s ending {:.3} (unix), backend {}",
+        s.interval_s, s.ts, s.backend
+    );
+    let mut header = format!("{:<16} {:>11} {:>7} {:>10}", "EVENT", "TOTAL ms", "%CPU", "COUNT");
+    if per_cpu {
+        for cpu in 0..s.cpus {
+            let _ = write!(header, " {:>9}", format!("cpu{cpu} ms"));
+        }
+    }
+    let _ = writeln!(text, "{header}");
+    for key in EventKey::ALL {
+        if let Some(t) = s.events.get(&key) {
+            row(&mut text, key.name(), t, s.interval_s, per_cpu);
+        }
+    }
+    let _ = writeln!(text, "{}", header.replacen("EVENT  ", "SOFTIRQ", 1));
+    for vector in SoftirqVector::ALL {
+        if let Some(t) = s.softirq.get(&vector) {
+            row(&mut text, vector.name(), t, s.interval_s, per_cpu);
+        }
+    }
+    if !s.net_timer_callbacks.is_empty() {
+        let callbacks: Vec<String> = s
+            .net_timer_callbacks
+            .iter()
+            .map(|(name, ns)| format!("{name} {} ms", ms(*ns)))
+            .collect();
+        let _ = writeln!(text, "net_timers by callback: {}", callbacks.join(", "));
+    }
+    let o = &s.overhead;
+    let _ = write!(
+        text,
+        "netto overhead: process {} ms ({:.3}% CPU)",
+        ms(o.process_cpu_ns),
+        percent(o.process_cpu_ns, s.interval_s)
+    );
+    if o.bpf_stats {
+        let runs: u64 = o.programs.iter().map(|p| p.run_count).sum();
+        let _ = write!(
+            text,
+            ", BPF programs {} ms ({:.3}% CPU, {} runs, {:.0} ns/run)",
+            ms(o.bpf_run_time_ns),
+            percent(o.bpf_run_time_ns, s.interval_s),
+            runs,
+            if runs > 0 {
+                o.bpf_run_time_ns as f64 / runs as f64
+            } else {
+                0.0
+            }
+        );
+    } else {
+        text.push_str(", BPF program statistics off");
+    }
+    text.push_str("\n\n");
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Overhead;
+    use std::collections::BTreeMap;
+
+    fn snapshot() -> Snapshot {
+        let t = |ns: Vec<u64>| CpuTime {
+            total_ns: ns.iter().sum(),
+            per_cpu_ns: ns,
+            count: 3,
+        };
+        Snapshot {
+            ts: 1_700_000_000.5,
+            interval_s: 1.0,
+            backend: "tracepoint".into(),
+            cpus: 2,
+            events: EventKey::ALL
+                .iter()
+                .map(|&k| (k, t(vec![1_000_000, 2_000_000])))
+                .collect(),
+            softirq: SoftirqVector::ALL
+                .iter()
+                .map(|&v| (v, t(vec![0, 500_000])))
+                .collect(),
+            net_timer_callbacks: BTreeMap::from([("tcp_pace_kick".into(), 250_000)]),
+            overhead: Overhead {
+                process_cpu_ns: 400_000,
+                bpf_stats: true,
+                bpf_run_time_ns: 0,
+                programs: vec![],
+            },
+        }
+    }
+
+    #[test]
+    fn table_shows_every_event_vector_and_overhead() {
+        let text = render_table(&snapshot());
+        for key in EventKey::ALL {
+            assert!(text.contains(key.name()), "{} missing:\n{text}", key.name());
+        }
+        for vector in SoftirqVector::ALL {
+            assert!(text.contains(vector.name()));
+        }
+        assert!(text.contains("3.000"), "total of 1+2 ms:\n{text}");
+        assert!(text.contains("0.300"), "3 ms is 0.3% of a CPU-second:\n{text}");
+        assert!(text.contains("tcp_pace_kick 0.250 ms"));
+        assert!(text.contains("process 0.400 ms"));
+    }
+
+    #[test]
+    fn json_is_one_line_with_the_documented_shape() {
+        let mut out = Vec::new();
+        write_json(&mut out, &snapshot()).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert_eq!(text.lines().count(), 1);
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(v["backend"], "tracepoint");
+        assert_eq!(v["events"]["net_rx_softirq"]["total_ns"], 3_000_000);
+        assert_eq!(v["events"]["sock_send"]["per_cpu_ns"][1], 2_000_000);
+        assert_eq!(v["softirq"]["NET_RX"]["per_cpu_ns"][1], 500_000);
+        assert!(v["ts"].is_f64() && v["interval_s"].is_f64());
+        let back: Snapshot = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, snapshot());
+    }
+}

@@ -1,0 +1,3 @@
+//! Kernel symbols.
+
+pub mod kallsyms;
