@@ -66,8 +66,10 @@ static __always_inline void charge(struct netto_cpu *c, __u64 now)
 	__u32 cb = c->callback - 1;
 
 	c->since_ns = now;
-	if (c->in_hardirq)
+	if (c->in_hardirq) {
+		c->hardirq_ns += delta;
 		return;
+	}
 	if (vec < NETTO_NR_SOFTIRQS) {
 		c->softirq_ns[vec] += delta;
 		if (vec == NETTO_SOFTIRQ_NET_RX) {
@@ -77,6 +79,11 @@ static __always_inline void charge(struct netto_cpu *c, __u64 now)
 		} else if (cb < NETTO_MAX_CALLBACKS) {
 			c->event_ns[NETTO_EV_NET_TIMERS] += delta;
 			c->callback_ns[cb] += delta;
+			c->run_net_ns += delta;
+		} else if (c->callback) {
+			c->run_other_ns += delta;
+		} else {
+			c->run_idle_ns += delta;
 		}
 		return;
 	}
@@ -99,6 +106,9 @@ int BPF_PROG(netto_softirq_entry, unsigned int vec)
 	c->in_hardirq = 0;
 	c->softirq = vec + 1;
 	c->callback = 0;
+	c->run_net_ns = 0;
+	c->run_other_ns = 0;
+	c->run_idle_ns = 0;
 	c->softirq_count[vec]++;
 	if (vec == NETTO_SOFTIRQ_NET_RX)
 		c->event_count[NETTO_EV_NET_RX_SOFTIRQ]++;
@@ -111,10 +121,17 @@ SEC("tp_btf/softirq_exit")
 int BPF_PROG(netto_softirq_exit, unsigned int vec)
 {
 	struct netto_cpu *c = this_cpu();
+	__u64 callbacks_ns, share;
 
 	if (!c)
 		return 0;
 	charge(c, bpf_ktime_get_ns());
+	callbacks_ns = c->run_net_ns + c->run_other_ns;
+	if (c->run_net_ns && c->softirq == vec + 1) {
+		share = c->run_idle_ns * c->run_net_ns / callbacks_ns;
+		c->event_ns[NETTO_EV_NET_TIMERS] += share;
+		c->callback_overhead_ns += share;
+	}
 	c->in_hardirq = 0;
 	c->softirq = 0;
 	c->callback = 0;
@@ -131,6 +148,7 @@ static __always_inline int hardirq_enter(void)
 		return 0;
 	charge(c, bpf_ktime_get_ns());
 	c->in_hardirq = 1;
+	c->hardirq_count++;
 	return 0;
 }
 
@@ -190,11 +208,13 @@ static __always_inline int callback_enter(__u64 fn)
 	if (vec == NETTO_SOFTIRQ_NET_RX || vec == NETTO_SOFTIRQ_NET_TX)
 		return 0;
 	idx = bpf_map_lookup_elem(&callbacks, &fn);
-	if (!idx || *idx >= NETTO_MAX_CALLBACKS)
-		return 0;
 	charge(c, bpf_ktime_get_ns());
-	c->callback = *idx + 1;
-	c->event_count[NETTO_EV_NET_TIMERS]++;
+	if (idx && *idx < NETTO_MAX_CALLBACKS) {
+		c->callback = *idx + 1;
+		c->event_count[NETTO_EV_NET_TIMERS]++;
+	} else {
+		c->callback = NETTO_CALLBACK_OTHER;
+	}
 	return 0;
 }
 
@@ -250,67 +270,66 @@ int BPF_PROG(netto_work_end) { return callback_exit(); }
 
 /* ---- tasks: socket windows and context switches ------------------------ */
 
-/* Whether descriptor `fd` of the current task is a socket. Read through the
- * fd table rather than trusting the syscall: write(2) on a pipe or read(2)
- * of a file must not count. */
-static __always_inline bool fd_is_socket(long fd)
+/* Whether descriptor `fd` of `task` is a socket. Read through the fd table
+ * rather than trusting the syscall: write(2) on a pipe or read(2) of a file
+ * must not count. Direct loads through the BTF task pointer where the
+ * verifier allows them: they are far cheaper than probe-read helpers, and
+ * this runs on every read and write on the host. */
+static __always_inline bool fd_is_socket(struct task_struct *task, long fd)
 {
-	struct task_struct *task = bpf_get_current_task_btf();
-	struct fdtable *fdt = BPF_CORE_READ(task, files, fdt);
-	struct file **fds;
+	struct fdtable *fdt = task->files->fdt;
 	struct file *file = NULL;
-	umode_t mode;
 
-	if (fd < 0 || !fdt || fd >= BPF_CORE_READ(fdt, max_fds))
+	if (fd < 0 || !fdt || fd >= fdt->max_fds)
 		return false;
-	fds = BPF_CORE_READ(fdt, fd);
-	if (bpf_probe_read_kernel(&file, sizeof(file), &fds[fd]) || !file)
+	if (bpf_probe_read_kernel(&file, sizeof(file), &fdt->fd[fd]) || !file)
 		return false;
-	mode = BPF_CORE_READ(file, f_inode, i_mode);
-	return (mode & S_IFMT) == S_IFSOCK;
+	return (BPF_CORE_READ(file, f_inode, i_mode) & S_IFMT) == S_IFSOCK;
 }
 
 static __always_inline long syscall_arg(struct pt_regs *regs, __u32 n)
 {
 	switch (n) {
 	case 0:
-		return PT_REGS_PARM1_CORE_SYSCALL(regs);
+		return PT_REGS_PARM1_SYSCALL(regs);
 	case 1:
-		return PT_REGS_PARM2_CORE_SYSCALL(regs);
+		return PT_REGS_PARM2_SYSCALL(regs);
 	case 2:
-		return PT_REGS_PARM3_CORE_SYSCALL(regs);
+		return PT_REGS_PARM3_SYSCALL(regs);
 	default:
 		return -1;
 	}
 }
 
-static __always_inline __u32 socket_window(struct pt_regs *regs, const struct netto_syscall *sc)
+static __always_inline __u32 socket_window(struct task_struct *task, struct pt_regs *regs,
+					   const struct netto_syscall *sc)
 {
 	switch (sc->kind) {
 	case NETTO_SYS_SEND:
-		return fd_is_socket(syscall_arg(regs, sc->fd_arg)) ? NETTO_WIN_SEND : NETTO_WIN_NONE;
+		return fd_is_socket(task, syscall_arg(regs, sc->fd_arg)) ? NETTO_WIN_SEND : NETTO_WIN_NONE;
 	case NETTO_SYS_RECV:
-		return fd_is_socket(syscall_arg(regs, sc->fd_arg)) ? NETTO_WIN_RECV : NETTO_WIN_NONE;
+		return fd_is_socket(task, syscall_arg(regs, sc->fd_arg)) ? NETTO_WIN_RECV : NETTO_WIN_NONE;
 	case NETTO_SYS_SPLICE:
-		if (fd_is_socket(syscall_arg(regs, 2)))
+		if (fd_is_socket(task, syscall_arg(regs, 2)))
 			return NETTO_WIN_SEND;
-		return fd_is_socket(syscall_arg(regs, 0)) ? NETTO_WIN_RECV : NETTO_WIN_NONE;
+		return fd_is_socket(task, syscall_arg(regs, 0)) ? NETTO_WIN_RECV : NETTO_WIN_NONE;
 	default:
 		return NETTO_WIN_NONE;
 	}
 }
 
-static __always_inline void set_task_window(struct task_struct *task, __u32 window, __u64 flags)
-{
-	__u32 *stored = bpf_task_storage_get(&task_windows, task, 0, flags);
-
-	if (stored)
-		*stored = window;
-}
+/*
+ * The running task's window lives in its CPU's record (task_window); task
+ * storage holds it only while the task is switched out mid-call. So the
+ * syscall hooks never touch task storage, and sched_switch moves the window
+ * out of the CPU record for `prev` and back in for `next`.
+ */
 
 SEC("tp_btf/sys_enter")
 int BPF_PROG(netto_sys_enter, struct pt_regs *regs, long id)
 {
+	/* Taken first, so the fd check below is inside the window it opens. */
+	__u64 now = bpf_ktime_get_ns();
 	struct netto_syscall *sc;
 	struct netto_cpu *c;
 	__u32 nr = id;
@@ -321,15 +340,14 @@ int BPF_PROG(netto_sys_enter, struct pt_regs *regs, long id)
 	sc = bpf_map_lookup_elem(&syscalls, &nr);
 	if (!sc || sc->kind == NETTO_SYS_OTHER)
 		return 0;
-	window = socket_window(regs, sc);
+	window = socket_window(bpf_get_current_task_btf(), regs, sc);
 	c = this_cpu();
 	if (window == NETTO_WIN_NONE || !c)
 		return 0;
-	charge(c, bpf_ktime_get_ns());
+	charge(c, now);
 	c->in_hardirq = 0;
 	c->task_window = window;
 	c->event_count[window == NETTO_WIN_SEND ? NETTO_EV_SOCK_SEND : NETTO_EV_SOCK_RECV]++;
-	set_task_window(bpf_get_current_task_btf(), window, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	return 0;
 }
 
@@ -343,7 +361,6 @@ int BPF_PROG(netto_sys_exit)
 	charge(c, bpf_ktime_get_ns());
 	c->in_hardirq = 0;
 	c->task_window = NETTO_WIN_NONE;
-	set_task_window(bpf_get_current_task_btf(), NETTO_WIN_NONE, 0);
 	return 0;
 }
 
@@ -357,7 +374,18 @@ int BPF_PROG(netto_sched_switch, bool preempt, struct task_struct *prev, struct 
 		return 0;
 	charge(c, bpf_ktime_get_ns());
 	c->in_hardirq = 0;
+	if (c->task_window != NETTO_WIN_NONE) {
+		window = bpf_task_storage_get(&task_windows, prev, 0,
+					      BPF_LOCAL_STORAGE_GET_F_CREATE);
+		if (window)
+			*window = c->task_window;
+	}
 	window = bpf_task_storage_get(&task_windows, next, 0, 0);
-	c->task_window = window ? *window : NETTO_WIN_NONE;
+	if (window && *window != NETTO_WIN_NONE) {
+		c->task_window = *window;
+		*window = NETTO_WIN_NONE;
+	} else {
+		c->task_window = NETTO_WIN_NONE;
+	}
 	return 0;
 }

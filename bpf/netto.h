@@ -57,6 +57,8 @@ struct netto_syscall {
  * user space resolves the names (a table on the Rust side) through kallsyms
  * and fills a hash map address -> index. Time is kept per index. */
 #define NETTO_MAX_CALLBACKS 32
+/* `callback` value while a callback that is not network work runs. */
+#define NETTO_CALLBACK_OTHER 0xffffu
 
 /*
  * Everything one CPU needs, in one per-CPU array slot: the hot path does a
@@ -74,19 +76,35 @@ struct netto_cpu {
 	/* Both hold index + 1 so that the all-zero value a fresh map starts
 	 * with means "none", with no initialisation step to get wrong. */
 	netto_u32 softirq;     /* running vector + 1, or 0 */
-	netto_u32 callback;    /* running network callback index + 1, or 0 */
+	netto_u32 callback;    /* running network callback index + 1,
+				  NETTO_CALLBACK_OTHER, or 0 */
 	netto_u32 task_window; /* enum netto_task_window of the running task */
 	/* Set between hardirq entry and exit. Hardirqs do not nest, and a
 	 * hook that never runs inside one (softirq, syscall, sched_switch)
 	 * clears it, so an exit missed while the programs were being
 	 * attached one by one cannot leave it stuck. */
 	netto_u32 in_hardirq;
+	netto_u32 pad;
+	/* Within the current TIMER/HRTIMER/TASKLET softirq run: time in
+	 * network callbacks, in other callbacks, and in neither (the expiry
+	 * loop, reprogramming the timer hardware). The last is shared out at
+	 * softirq exit in proportion to the first two, so the cost of running
+	 * network timers counts as network work. */
+	netto_u64 run_net_ns;
+	netto_u64 run_other_ns;
+	netto_u64 run_idle_ns;
 	/* counters, cumulative since load */
 	netto_u64 event_ns[NETTO_NR_EVENTS];
 	netto_u64 event_count[NETTO_NR_EVENTS];
 	netto_u64 softirq_ns[NETTO_NR_SOFTIRQS];
 	netto_u64 softirq_count[NETTO_NR_SOFTIRQS];
+	/* Hardirq handler time, charged to no event; reported so the user
+	 * sees what was left out. */
+	netto_u64 hardirq_ns;
+	netto_u64 hardirq_count;
 	netto_u64 callback_ns[NETTO_MAX_CALLBACKS];
+	/* The share of run_idle_ns given to net_timers (see above). */
+	netto_u64 callback_overhead_ns;
 };
 
 #endif /* NETTO_H */

@@ -12,7 +12,11 @@ const MIN_INTERVAL_S: f64 = 0.05;
 const MAX_DURATION_S: f64 = 30.0 * 24.0 * 3600.0;
 
 #[derive(Debug, Parser)]
-#[command(name = "netto", version, about = "How much CPU the Linux kernel network stack costs, measured exactly with eBPF")]
+#[command(
+    name = "netto",
+    version,
+    about = "How much CPU the Linux kernel network stack costs, measured exactly with eBPF"
+)]
 pub struct Cli {
     /// Print libbpf's own log (verifier output on load failures).
     #[arg(short, long, global = true)]
@@ -93,7 +97,9 @@ fn parse_interval(text: &str) -> Result<f64, String> {
 fn parse_duration(text: &str) -> Result<f64, String> {
     let value = parse_seconds(text, 0.0, MAX_DURATION_S)?;
     if value == 0.0 {
-        return Err(format!("must be between 0 and {MAX_DURATION_S} seconds, exclusive of 0"));
+        return Err(format!(
+            "must be between 0 and {MAX_DURATION_S} seconds, exclusive of 0"
+        ));
     }
     Ok(value)
 }

@@ -3,12 +3,15 @@
 //!
 //! Data flows one way: kernel maps ([`kernel`]) -> [`collect`] -> the
 //! [`model`] -> sinks ([`sinks`]). Sinks never touch BPF; the collector
-//! never renders.
+//! never renders. [`demo`], [`netns`] and [`load`] make traffic to measure.
 
 pub mod abi;
 pub mod cli;
 pub mod collect;
+pub mod demo;
 pub mod kernel;
+pub mod load;
 pub mod model;
+pub mod netns;
 pub mod sinks;
 pub mod symbols;

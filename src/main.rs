@@ -16,7 +16,13 @@ fn main() -> ExitCode {
         }
         Err(e) => {
             let rendered = e.render().to_string();
-            eprintln!("{}", rendered.lines().next().unwrap_or("netto: invalid arguments"));
+            eprintln!(
+                "{}",
+                rendered
+                    .lines()
+                    .next()
+                    .unwrap_or("netto: invalid arguments")
+            );
             return ExitCode::from(2);
         }
     };

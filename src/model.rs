@@ -155,8 +155,12 @@ pub struct Snapshot {
     pub cpus: usize,
     pub events: BTreeMap<EventKey, CpuTime>,
     pub softirq: BTreeMap<SoftirqVector, CpuTime>,
+    /// Time in hardirq handlers, which no event is charged for.
+    pub hardirq: CpuTime,
     /// `net_timers` split by the kernel callback that ran (e.g.
-    /// `tcp_pace_kick`); only callbacks that ran in the interval appear.
+    /// `tcp_pace_kick`), plus `timer_softirq_overhead`: the timer softirq's
+    /// own time around network callbacks. Sums to `net_timers`; only
+    /// entries that ran in the interval appear.
     pub net_timer_callbacks: BTreeMap<String, u64>,
     pub overhead: Overhead,
 }

@@ -28,6 +28,10 @@ pub struct Context {
     pub bpf_stats: bool,
 }
 
+/// Key in `net_timer_callbacks` for the share of timer-softirq time spent
+/// around network callbacks rather than in them (see bpf/netto.h).
+pub const TIMER_SOFTIRQ_OVERHEAD: &str = "timer_softirq_overhead";
+
 /// ABI event id of each model event: the one place the two meet.
 const EVENT_IDS: [(EventKey, netto_event); 5] = [
     (EventKey::NetRxSoftirq, netto_event::NETTO_EV_NET_RX_SOFTIRQ),
@@ -69,19 +73,28 @@ pub fn build(prev: &Reading, cur: &Reading, ctx: &Context) -> Snapshot {
             (vector, t)
         })
         .collect();
-    let net_timer_callbacks = ctx
-        .callback_names
+    let mut net_timer_callbacks = BTreeMap::new();
+    for (i, name) in ctx.callback_names.iter().enumerate() {
+        let ns: u64 = pairs
+            .iter()
+            .map(|(p, c)| c.callback_ns[i].saturating_sub(p.callback_ns[i]))
+            .sum();
+        if ns > 0 {
+            net_timer_callbacks.insert((*name).to_owned(), ns);
+        }
+    }
+    let overhead_ns: u64 = pairs
         .iter()
-        .enumerate()
-        .filter_map(|(i, name)| {
-            let ns: u64 = pairs
-                .iter()
-                .map(|(p, c)| c.callback_ns[i].saturating_sub(p.callback_ns[i]))
-                .sum();
-            (ns > 0).then(|| ((*name).to_owned(), ns))
+        .map(|(p, c)| {
+            c.callback_overhead_ns
+                .saturating_sub(p.callback_overhead_ns)
         })
-        .collect::<BTreeMap<_, _>>();
+        .sum();
+    if overhead_ns > 0 {
+        net_timer_callbacks.insert(TIMER_SOFTIRQ_OVERHEAD.to_owned(), overhead_ns);
+    }
 
+    let hardirq = time(|c, _| c.hardirq_ns, |c, _| c.hardirq_count, 0);
     Snapshot {
         ts: cur
             .wall
@@ -93,6 +106,7 @@ pub fn build(prev: &Reading, cur: &Reading, ctx: &Context) -> Snapshot {
         cpus: cur.cpus.len(),
         events,
         softirq,
+        hardirq,
         net_timer_callbacks,
         overhead: overhead(prev, cur, ctx.bpf_stats),
     }

@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 use netto::cli::StatArgs;
 use netto::collect::Collector;
+use netto::demo::Demo;
 use netto::kernel::accounting::Accounting;
 use netto::kernel::features::Features;
 use netto::kernel::stats::StatsGuard;
@@ -52,10 +53,23 @@ pub fn run(args: &StatArgs) -> Result<ExitCode> {
         );
     }
     if !accounting.callbacks_resolved() {
-        eprintln!("netto: note: kallsyms hides addresses (kernel.kptr_restrict): net_timers stays 0");
+        eprintln!(
+            "netto: note: kallsyms hides addresses (kernel.kptr_restrict): net_timers stays 0"
+        );
     }
+    let demo = if args.demo {
+        let demo = Demo::start().context("starting the demo load")?;
+        eprintln!("netto: demo load: {}", demo.describe());
+        Some(demo)
+    } else {
+        None
+    };
 
     let mut collector = Collector::start(&accounting, stats.is_some())?;
+    eprintln!(
+        "netto: measuring ({} BPF programs attached)",
+        accounting.attached().count()
+    );
     let start = Instant::now();
     let end = args.duration.map(|d| start + Duration::from_secs_f64(d));
     let interval = Duration::from_secs_f64(args.interval);
@@ -79,6 +93,7 @@ pub fn run(args: &StatArgs) -> Result<ExitCode> {
         }
         tick += 1;
     }
+    drop(demo);
     Ok(ExitCode::SUCCESS)
 }
 

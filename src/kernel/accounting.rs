@@ -65,9 +65,12 @@ impl<'obj> Accounting<'obj> {
             let Some(tp) = tracepoints::from_section(&section) else {
                 continue;
             };
-            if tracepoints::optional_group(tp)
-                .is_some_and(|group| !group.tracepoints.iter().all(|t| tracepoints::exists(&btf, t)))
-            {
+            if tracepoints::optional_group(tp).is_some_and(|group| {
+                !group
+                    .tracepoints
+                    .iter()
+                    .all(|t| tracepoints::exists(&btf, t))
+            }) {
                 prog.set_autoload(false);
             } else if !tracepoints::exists(&btf, tp) {
                 missing.push(tp.to_owned());
@@ -149,7 +152,10 @@ impl<'obj> Accounting<'obj> {
             .maps
             .cpus
             .lookup_percpu(&0u32.to_ne_bytes(), MapFlags::ANY)
-            .map_err(|source| KernelError::Map { map: "cpus", source })?
+            .map_err(|source| KernelError::Map {
+                map: "cpus",
+                source,
+            })?
             .unwrap_or_default();
         Ok(values
             .iter()

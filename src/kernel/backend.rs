@@ -42,7 +42,10 @@ impl fmt::Display for Backend {
 }
 
 /// The backend to use and, in words, why.
-pub fn select(choice: BackendChoice, features: &Features) -> Result<(Backend, String), KernelError> {
+pub fn select(
+    choice: BackendChoice,
+    features: &Features,
+) -> Result<(Backend, String), KernelError> {
     match features.tracepoint_backend_problem() {
         None => {
             let why = match choice {

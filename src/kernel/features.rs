@@ -175,7 +175,10 @@ fn probe_map_type(map_type: libbpf_sys::bpf_map_type, privileged: bool) -> Probe
     match unsafe { libbpf_sys::libbpf_probe_bpf_map_type(map_type, std::ptr::null()) } {
         1 => Probe::yes("supported"),
         0 => Probe::no("not supported by this kernel (needs 5.11+)"),
-        err => Probe::no(format!("probe failed: {}", std::io::Error::from_raw_os_error(-err))),
+        err => Probe::no(format!(
+            "probe failed: {}",
+            std::io::Error::from_raw_os_error(-err)
+        )),
     }
 }
 
@@ -187,7 +190,10 @@ fn probe_prog_type(prog_type: libbpf_sys::bpf_prog_type, privileged: bool) -> Pr
     match unsafe { libbpf_sys::libbpf_probe_bpf_prog_type(prog_type, std::ptr::null()) } {
         1 => Probe::yes("program type supported"),
         0 => Probe::no("program type not supported"),
-        err => Probe::no(format!("probe failed: {}", std::io::Error::from_raw_os_error(-err))),
+        err => Probe::no(format!(
+            "probe failed: {}",
+            std::io::Error::from_raw_os_error(-err)
+        )),
     }
 }
 

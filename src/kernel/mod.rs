@@ -19,7 +19,9 @@ use thiserror::Error;
 pub enum KernelError {
     #[error("{}", privileges::REQUIREMENT)]
     NotPrivileged,
-    #[error("kernel BTF is not available ({0}); netto needs a kernel built with CONFIG_DEBUG_INFO_BTF")]
+    #[error(
+        "kernel BTF is not available ({0}); netto needs a kernel built with CONFIG_DEBUG_INFO_BTF"
+    )]
     NoBtf(String),
     #[error("this kernel lacks the tracepoints {missing}; the tracepoint backend needs Linux {minimum} or later")]
     MissingTracepoints {

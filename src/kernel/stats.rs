@@ -40,9 +40,7 @@ pub fn run_stats(prog: BorrowedFd<'_>) -> io::Result<RunStats> {
     let mut info = libbpf_sys::bpf_prog_info::default();
     let mut len = u32::try_from(std::mem::size_of_val(&info)).expect("small struct");
     // SAFETY: info and len describe a valid, writable bpf_prog_info.
-    let ret = unsafe {
-        libbpf_sys::bpf_prog_get_info_by_fd(prog.as_raw_fd(), &mut info, &mut len)
-    };
+    let ret = unsafe { libbpf_sys::bpf_prog_get_info_by_fd(prog.as_raw_fd(), &mut info, &mut len) };
     if ret < 0 {
         return Err(io::Error::from_raw_os_error(-ret));
     }

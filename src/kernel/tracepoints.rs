@@ -36,7 +36,8 @@ pub const OPTIONAL: &[OptionalGroup] = &[
     },
     OptionalGroup {
         tracepoints: &["tasklet_entry", "tasklet_exit"],
-        without: "net_timers misses network tasklets (TCP small queues on kernels before BH workqueues)",
+        without:
+            "net_timers misses network tasklets (TCP small queues on kernels before BH workqueues)",
     },
 ];
 

@@ -49,7 +49,10 @@ pub fn render_table(s: &Snapshot) -> String {
         "interval {:.3} s ending {:.3} (unix), backend {}",
         s.interval_s, s.ts, s.backend
     );
-    let mut header = format!("{:<16} {:>11} {:>7} {:>10}", "EVENT", "TOTAL ms", "%CPU", "COUNT");
+    let mut header = format!(
+        "{:<16} {:>11} {:>7} {:>10}",
+        "EVENT", "TOTAL ms", "%CPU", "COUNT"
+    );
     if per_cpu {
         for cpu in 0..s.cpus {
             let _ = write!(header, " {:>9}", format!("cpu{cpu} ms"));
@@ -67,6 +70,7 @@ pub fn render_table(s: &Snapshot) -> String {
             row(&mut text, vector.name(), t, s.interval_s, per_cpu);
         }
     }
+    row(&mut text, "hardirq", &s.hardirq, s.interval_s, per_cpu);
     if !s.net_timer_callbacks.is_empty() {
         let callbacks: Vec<String> = s
             .net_timer_callbacks
@@ -128,6 +132,7 @@ mod tests {
                 .iter()
                 .map(|&v| (v, t(vec![0, 500_000])))
                 .collect(),
+            hardirq: t(vec![100_000, 0]),
             net_timer_callbacks: BTreeMap::from([("tcp_pace_kick".into(), 250_000)]),
             overhead: Overhead {
                 process_cpu_ns: 400_000,
@@ -148,7 +153,10 @@ mod tests {
             assert!(text.contains(vector.name()));
         }
         assert!(text.contains("3.000"), "total of 1+2 ms:\n{text}");
-        assert!(text.contains("0.300"), "3 ms is 0.3% of a CPU-second:\n{text}");
+        assert!(
+            text.contains("0.300"),
+            "3 ms is 0.3% of a CPU-second:\n{text}"
+        );
         assert!(text.contains("tcp_pace_kick 0.250 ms"));
         assert!(text.contains("process 0.400 ms"));
     }

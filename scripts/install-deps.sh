@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Installs everything netto needs to build, run and test on a fresh Debian
+# machine, and mounts the kernel file systems it uses. Safe to run again.
+set -euo pipefail
+
+packages=(
+  clang llvm libclang-dev libelf-dev zlib1g-dev pkg-config make # BPF and bindgen toolchain
+  bpftool                                                     # vmlinux.h generation, test inspection
+  iproute2 iperf3 util-linux procps                           # namespaces, load, pinning
+)
+
+if [ "$(id -u)" -ne 0 ]; then
+  echo "install-deps: run as root (apt-get and mounts need it)" >&2
+  exit 1
+fi
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+if ! command -v cargo >/dev/null 2>&1 && [ ! -x "$HOME/.cargo/bin/cargo" ]; then
+  echo "install-deps: a Rust toolchain (cargo) is required: https://rustup.rs" >&2
+  exit 1
+fi
+
+mountpoint -q /sys/fs/bpf || mount -t bpf bpf /sys/fs/bpf
+mountpoint -q /sys/kernel/tracing || mount -t tracefs nodev /sys/kernel/tracing || true

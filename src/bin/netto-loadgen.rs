@@ -1,0 +1,266 @@
+//! `netto-loadgen`: drives one kind of socket or file syscall for a fixed time, so
+//! netto's accounting can be checked against a workload whose syscalls and bytes are
+//! known. Each run ends with one JSON line saying what it did and what CPU it used;
+//! `recv` and `sink` first print `{"ready":true}` so a script knows when to start
+//! the sender.
+//!
+//! Exit codes: 0 done, 1 the run failed, 2 the request was invalid.
+
+use std::io::{self, Write};
+use std::net::SocketAddr;
+use std::process::ExitCode;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::error::ErrorKind;
+use clap::{Args, Parser, Subcommand};
+use serde::Serialize;
+
+use netto::load::{
+    self, LoadError, Proto, Receiver, RecvSyscall, SendConfig, SendSyscall, Sink, Summary, Until,
+};
+
+#[derive(Parser)]
+#[command(
+    name = "netto-loadgen",
+    version,
+    about = "Generate known socket or file load to check netto against"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Send to --dest with one chosen syscall
+    Send(SendArgs),
+    /// Receive on --listen with one chosen syscall
+    Recv(RecvArgs),
+    /// Accept and discard everything arriving on --listen
+    Sink(SinkArgs),
+    /// Read a temporary regular file, the control that is not socket traffic
+    ReadFile(RunArgs),
+}
+
+#[derive(Args)]
+struct SendArgs {
+    #[arg(long)]
+    proto: Proto,
+    #[arg(long)]
+    syscall: SendSyscall,
+    /// Loopback or 198.18.0.0/15 only
+    #[arg(long, value_name = "IP:PORT")]
+    dest: SocketAddr,
+    /// Bytes per datagram or per call [default: 1400 for udp, 65536 for tcp]
+    #[arg(long, value_name = "BYTES")]
+    size: Option<usize>,
+    /// TCP congestion control algorithm, e.g. bbr
+    #[arg(long, value_name = "NAME")]
+    congestion: Option<String>,
+    #[command(flatten)]
+    run: RunArgs,
+}
+
+#[derive(Args)]
+struct RecvArgs {
+    #[arg(long)]
+    proto: Proto,
+    #[arg(long)]
+    syscall: RecvSyscall,
+    #[arg(long, value_name = "IP:PORT")]
+    listen: SocketAddr,
+    #[command(flatten)]
+    run: RunArgs,
+}
+
+#[derive(Args)]
+struct SinkArgs {
+    #[arg(long)]
+    proto: Proto,
+    #[arg(long, value_name = "IP:PORT")]
+    listen: SocketAddr,
+    #[command(flatten)]
+    run: RunArgs,
+}
+
+#[derive(Args)]
+struct RunArgs {
+    /// How long to run, in seconds (fractions allowed)
+    #[arg(long, value_name = "SECS", value_parser = parse_seconds)]
+    duration: Duration,
+    /// Pin the load to this CPU
+    #[arg(long, value_name = "N")]
+    cpu: Option<usize>,
+}
+
+/// The closing line of every run; field order is part of the output format.
+#[derive(Serialize)]
+struct Report {
+    pid: u32,
+    calls: u64,
+    bytes: u64,
+    utime_ns: u64,
+    stime_ns: u64,
+}
+
+enum Failure {
+    /// The request itself is wrong: exit code 2.
+    Usage(String),
+    /// The request was fine but the run failed: exit code 1.
+    Run(String),
+}
+
+impl From<LoadError> for Failure {
+    fn from(e: LoadError) -> Failure {
+        if e.is_invalid_input() {
+            Failure::Usage(e.to_string())
+        } else {
+            Failure::Run(e.to_string())
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) if !e.use_stderr() => {
+            let _ = e.print();
+            return ExitCode::SUCCESS;
+        }
+        Err(e) => return fail(Failure::Usage(clap_message(&e))),
+    };
+    match run(cli.command) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(failure) => fail(failure),
+    }
+}
+
+fn run(command: Command) -> Result<(), Failure> {
+    let stop = stop_on_signals()?;
+    let summary = match command {
+        Command::Send(args) => {
+            let config = SendConfig {
+                proto: args.proto,
+                syscall: args.syscall,
+                dest: args.dest,
+                size: args.size.unwrap_or(SendConfig::default_size(args.proto)),
+                congestion: args.congestion,
+            };
+            config.validate()?;
+            pin(args.run.cpu)?;
+            load::send(&config, until(&args.run, &stop))?
+        }
+        Command::Recv(args) => {
+            pin(args.run.cpu)?;
+            let receiver = Receiver::bind(args.proto, args.syscall, args.listen)?;
+            announce_ready()?;
+            receiver.run(until(&args.run, &stop))?
+        }
+        Command::Sink(args) => {
+            pin(args.run.cpu)?;
+            let sink = Sink::bind(args.proto, args.listen)?;
+            announce_ready()?;
+            sink.run(until(&args.run, &stop))?
+        }
+        Command::ReadFile(run) => {
+            pin(run.cpu)?;
+            load::read_file(until(&run, &stop))?
+        }
+    };
+    report(summary)
+}
+
+/// SIGINT and SIGTERM end the run early but still print the report, so a caller
+/// that stops a receiver learns what it received.
+fn stop_on_signals() -> Result<Arc<AtomicBool>, Failure> {
+    let stop = Arc::new(AtomicBool::new(false));
+    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(signal, Arc::clone(&stop))
+            .map_err(|e| Failure::Run(format!("cannot handle signal {signal}: {e}")))?;
+    }
+    Ok(stop)
+}
+
+fn until<'a>(run: &RunArgs, stop: &'a AtomicBool) -> Until<'a> {
+    Until::after(run.duration).or_flag(stop)
+}
+
+fn pin(cpu: Option<usize>) -> Result<(), Failure> {
+    match cpu {
+        Some(cpu) => load::pin_current_thread(cpu).map_err(|e| {
+            Failure::Usage(format!(
+                "cannot pin to CPU {cpu}: {e}; pick one of /sys/devices/system/cpu/online"
+            ))
+        }),
+        None => Ok(()),
+    }
+}
+
+fn announce_ready() -> Result<(), Failure> {
+    print_line(r#"{"ready":true}"#)
+}
+
+fn report(summary: Summary) -> Result<(), Failure> {
+    let times = load::process_cpu_times()
+        .map_err(|e| Failure::Run(format!("cannot read this process's CPU time: {e}")))?;
+    let report = Report {
+        pid: std::process::id(),
+        calls: summary.calls,
+        bytes: summary.bytes,
+        utime_ns: times.user_ns,
+        stime_ns: times.system_ns,
+    };
+    let line = serde_json::to_string(&report)
+        .map_err(|e| Failure::Run(format!("cannot encode the report: {e}")))?;
+    print_line(&line)
+}
+
+/// Flushes at once: readers wait on these lines while the process keeps running.
+fn print_line(line: &str) -> Result<(), Failure> {
+    let mut out = io::stdout().lock();
+    writeln!(out, "{line}")
+        .and_then(|()| out.flush())
+        .map_err(|e| Failure::Run(format!("cannot write to stdout: {e}")))
+}
+
+fn fail(failure: Failure) -> ExitCode {
+    let (message, code) = match failure {
+        Failure::Usage(message) => (message, 2),
+        Failure::Run(message) => (message, 1),
+    };
+    let one_line = message.split_whitespace().collect::<Vec<_>>().join(" ");
+    let _ = writeln!(io::stderr(), "netto-loadgen: {one_line}");
+    ExitCode::from(code)
+}
+
+/// clap's messages span several lines; callers want one. Keeps everything before
+/// the usage section: the error, the missing arguments or possible values, and tips.
+fn clap_message(e: &clap::Error) -> String {
+    if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
+        return "missing subcommand or arguments: see --help".to_owned();
+    }
+    let rendered = e.render().to_string();
+    let message: Vec<&str> = rendered
+        .lines()
+        .map(str::trim)
+        .take_while(|l| !l.starts_with("Usage:") && !l.starts_with("For more information"))
+        .filter(|l| !l.is_empty())
+        .collect();
+    let message = message.join(" ");
+    message
+        .strip_prefix("error: ")
+        .unwrap_or(&message)
+        .to_owned()
+}
+
+fn parse_seconds(text: &str) -> Result<Duration, String> {
+    let secs: f64 = text
+        .parse()
+        .map_err(|_| format!("{text:?} is not a number of seconds"))?;
+    if secs.is_nan() || secs <= 0.0 {
+        return Err("must be more than 0 seconds".to_owned());
+    }
+    Duration::try_from_secs_f64(secs).map_err(|_| format!("{text} seconds is too long"))
+}

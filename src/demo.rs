@@ -1,0 +1,136 @@
+//! netto's built-in demo load, so there is something to measure without setting up
+//! traffic by hand: a TCP stream from the host into a private namespace over a veth
+//! pair, which exercises the real send and receive paths on both ends and touches no
+//! outside network.
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc};
+use std::thread::{self, JoinHandle};
+use std::time::Duration;
+
+use anyhow::{anyhow, Context};
+
+use crate::load::{self, LoadError, Proto, SendConfig, SendSyscall, Sink, Until};
+use crate::netns::{self, VethPair};
+
+/// iperf3's port, so the stream is easy to recognise in packet captures.
+pub const DEMO_PORT: u16 = 5201;
+
+/// Bulk-transfer sized writes, like a file copy or a backup stream.
+const WRITE_SIZE: usize = 64 * 1024;
+
+/// BBR is what a modern bulk sender would use; the demo falls back to the kernel
+/// default where BBR is missing.
+const PREFERRED_CONGESTION: &str = "bbr";
+
+/// Pause before reconnecting, so a sink that keeps failing does not turn the client
+/// into a busy loop.
+const RECONNECT_PAUSE: Duration = Duration::from_millis(100);
+
+/// The running demo. Dropping it stops the traffic and removes the namespace.
+pub struct Demo {
+    stop: Arc<AtomicBool>,
+    threads: Vec<JoinHandle<()>>,
+    pair: Arc<VethPair>,
+}
+
+impl Demo {
+    /// Must be called from a thread in the host's network namespace.
+    pub fn start() -> anyhow::Result<Demo> {
+        netns::sweep_stale("demo");
+        let pair = VethPair::create("demo").context("cannot set up the demo namespace")?;
+        // From here on, dropping `demo` stops whatever was started and removes the namespace.
+        let mut demo = Demo {
+            stop: Arc::new(AtomicBool::new(false)),
+            threads: Vec::new(),
+            pair: Arc::new(pair),
+        };
+        let dest = SocketAddr::from((demo.pair.peer_addr(), DEMO_PORT));
+        let (ready_tx, ready_rx) = mpsc::channel();
+        let (pair, stop) = (Arc::clone(&demo.pair), Arc::clone(&demo.stop));
+        let server = thread::Builder::new()
+            .name("netto-demo-sink".into())
+            .spawn(move || serve(&pair, dest, &stop, ready_tx))
+            .context("cannot start the demo sink thread")?;
+        demo.threads.push(server);
+        ready_rx
+            .recv()
+            .map_err(|_| anyhow!("the demo sink thread ended before listening"))??;
+        let stop = Arc::clone(&demo.stop);
+        let client = thread::Builder::new()
+            .name("netto-demo-client".into())
+            .spawn(move || push(dest, &stop))
+            .context("cannot start the demo client thread")?;
+        demo.threads.push(client);
+        Ok(demo)
+    }
+
+    /// One line saying where the demo traffic flows, for netto's startup banner.
+    pub fn describe(&self) -> String {
+        format!(
+            "demo load: TCP {} -> {}:{DEMO_PORT}, 64 KiB writes ({PREFERRED_CONGESTION} if available), via veth {} into namespace {}",
+            self.pair.host_addr(),
+            self.pair.peer_addr(),
+            self.pair.host_ifname(),
+            self.pair.ns_name(),
+        )
+    }
+
+    /// The topology, so a caller can watch its interface counters.
+    pub fn veth(&self) -> &VethPair {
+        &self.pair
+    }
+}
+
+impl Drop for Demo {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        for thread in self.threads.drain(..) {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// Runs the sink inside the namespace. Readiness (or why it failed) goes back to
+/// `start`, so the client never races a sink that is not listening yet.
+fn serve(
+    pair: &VethPair,
+    addr: SocketAddr,
+    stop: &AtomicBool,
+    ready: mpsc::Sender<anyhow::Result<()>>,
+) {
+    let bound = pair
+        .enter_current_thread()
+        .map_err(anyhow::Error::from)
+        .and_then(|()| Sink::bind(Proto::Tcp, addr).map_err(anyhow::Error::from))
+        .with_context(|| format!("cannot start the demo sink on {addr}"));
+    let sink = match bound {
+        Ok(sink) => sink,
+        Err(e) => {
+            let _ = ready.send(Err(e));
+            return;
+        }
+    };
+    let _ = ready.send(Ok(()));
+    let _ = sink.run(Until::flag(stop));
+}
+
+/// Streams to the sink until stopped, reconnecting whenever the connection ends.
+fn push(dest: SocketAddr, stop: &AtomicBool) {
+    let mut config = SendConfig {
+        size: WRITE_SIZE,
+        congestion: Some(PREFERRED_CONGESTION.to_owned()),
+        ..SendConfig::new(Proto::Tcp, SendSyscall::Write, dest)
+    };
+    loop {
+        let sent = load::send(&config, Until::flag(stop));
+        if stop.load(Ordering::Relaxed) {
+            return;
+        }
+        match sent {
+            Err(LoadError::Congestion { .. }) => config.congestion = None,
+            Ok(_) | Err(_) => thread::sleep(RECONNECT_PAUSE),
+        }
+    }
+}

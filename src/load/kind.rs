@@ -1,0 +1,136 @@
+//! Which protocol and which syscall a load loop drives.
+
+use std::fmt;
+
+use super::LoadError;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Proto {
+    Udp,
+    Tcp,
+}
+
+impl fmt::Display for Proto {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Proto::Udp => "udp",
+            Proto::Tcp => "tcp",
+        })
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum SendSyscall {
+    Sendto,
+    Sendmsg,
+    Sendmmsg,
+    Write,
+    Writev,
+    Sendfile,
+}
+
+impl SendSyscall {
+    pub const ALL: [SendSyscall; 6] = [
+        SendSyscall::Sendto,
+        SendSyscall::Sendmsg,
+        SendSyscall::Sendmmsg,
+        SendSyscall::Write,
+        SendSyscall::Writev,
+        SendSyscall::Sendfile,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            SendSyscall::Sendto => "sendto",
+            SendSyscall::Sendmsg => "sendmsg",
+            SendSyscall::Sendmmsg => "sendmmsg",
+            SendSyscall::Write => "write",
+            SendSyscall::Writev => "writev",
+            SendSyscall::Sendfile => "sendfile",
+        }
+    }
+
+    /// sendmmsg only makes sense for datagrams, and sendfile is offered for TCP only,
+    /// where it is the zero-copy path real servers use.
+    pub fn supports(self, proto: Proto) -> bool {
+        match self {
+            SendSyscall::Sendmmsg => proto == Proto::Udp,
+            SendSyscall::Sendfile => proto == Proto::Tcp,
+            _ => true,
+        }
+    }
+
+    pub(crate) fn check(self, proto: Proto) -> Result<(), LoadError> {
+        if self.supports(proto) {
+            return Ok(());
+        }
+        Err(self.unsupported(proto))
+    }
+
+    /// The error for using this syscall with `proto`, listing the ones that work.
+    pub(crate) fn unsupported(self, proto: Proto) -> LoadError {
+        let supported = Self::ALL.iter().filter(|s| s.supports(proto));
+        let names: Vec<&str> = supported.map(|s| s.name()).collect();
+        LoadError::unsupported(proto, self.name(), &names)
+    }
+}
+
+impl fmt::Display for SendSyscall {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum RecvSyscall {
+    Recvfrom,
+    Recvmsg,
+    Recvmmsg,
+    Read,
+    Readv,
+}
+
+impl RecvSyscall {
+    pub const ALL: [RecvSyscall; 5] = [
+        RecvSyscall::Recvfrom,
+        RecvSyscall::Recvmsg,
+        RecvSyscall::Recvmmsg,
+        RecvSyscall::Read,
+        RecvSyscall::Readv,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            RecvSyscall::Recvfrom => "recvfrom",
+            RecvSyscall::Recvmsg => "recvmsg",
+            RecvSyscall::Recvmmsg => "recvmmsg",
+            RecvSyscall::Read => "read",
+            RecvSyscall::Readv => "readv",
+        }
+    }
+
+    /// recvmmsg batches datagrams; on a byte stream it would only be a slower recvmsg.
+    pub fn supports(self, proto: Proto) -> bool {
+        self != RecvSyscall::Recvmmsg || proto == Proto::Udp
+    }
+
+    pub(crate) fn check(self, proto: Proto) -> Result<(), LoadError> {
+        if self.supports(proto) {
+            return Ok(());
+        }
+        Err(self.unsupported(proto))
+    }
+
+    /// The error for using this syscall with `proto`, listing the ones that work.
+    pub(crate) fn unsupported(self, proto: Proto) -> LoadError {
+        let supported = Self::ALL.iter().filter(|s| s.supports(proto));
+        let names: Vec<&str> = supported.map(|s| s.name()).collect();
+        LoadError::unsupported(proto, self.name(), &names)
+    }
+}
+
+impl fmt::Display for RecvSyscall {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}

@@ -1,0 +1,399 @@
+//! A throwaway network namespace joined to the host by a veth pair.
+//!
+//! The demo and the tests need traffic that crosses a real network device and the
+//! full IP stack on both ends, yet never leaves the machine. A veth pair into a
+//! private namespace gives exactly that, and deleting the namespace takes the whole
+//! topology away again.
+//!
+//! Setup is done with the `ip` command (iproute2) rather than netlink by hand: it is
+//! present on every machine that can run netto, and its failures come with readable
+//! messages.
+
+use std::collections::HashSet;
+use std::ffi::OsStr;
+use std::fs::File;
+use std::io;
+use std::net::Ipv4Addr;
+use std::os::fd::AsRawFd;
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+
+/// First address of 198.18.0.0/15, the RFC 2544 benchmarking range: it is never routed
+/// on the internet, so even a misrouted packet from a test cannot reach a real host.
+const BENCH_BASE: u32 = u32::from_be_bytes([198, 18, 0, 0]);
+
+/// How many /30 subnets fit in 198.18.0.0/15.
+const BENCH_SUBNETS: u32 = 1 << 15;
+
+/// Spreads the pairs of different processes apart in the range, so concurrent runs
+/// rarely probe the same subnets.
+const SUBNETS_PER_PID: u32 = 64;
+
+/// Names are `netto-{tag}-{pid}-{n}` so that [`sweep_stale`] can tell, from the name
+/// alone, which process owned a namespace.
+const NS_PREFIX: &str = "netto-";
+
+/// Longest tag accepted, keeping namespace names short enough to read in `ip netns list`.
+const MAX_TAG_LEN: usize = 16;
+
+/// Linux's `PID_MAX_LIMIT` is 2^22, below 36^5, so five base-36 digits always hold a pid.
+const PID_DIGITS: usize = 5;
+
+static NEXT_PAIR: AtomicU32 = AtomicU32::new(0);
+
+/// Why a namespace could not be set up or entered.
+#[derive(Debug, thiserror::Error)]
+pub enum NetnsError {
+    #[error(
+        "the `ip` command (iproute2) is not installed: install it, e.g. `apt-get install iproute2`"
+    )]
+    IpMissing,
+    #[error("cannot run `ip {args}`: {cause}")]
+    Spawn { args: String, cause: io::Error },
+    #[error("`ip {args}` failed: {detail}")]
+    Ip { args: String, detail: String },
+    #[error("invalid namespace tag {0:?}: use 1 to 16 ASCII letters, digits or underscores")]
+    InvalidTag(String),
+    #[error("every /30 in 198.18.0.0/15 is already in use on this host: delete leftover interfaces (`ip -4 addr`) or namespaces (`ip netns list`)")]
+    NoFreeSubnet,
+    #[error(
+        "cannot enter network namespace {ns}: {cause}; entering one needs root (CAP_SYS_ADMIN)"
+    )]
+    Enter { ns: String, cause: io::Error },
+}
+
+/// A network namespace with one end of a veth pair inside it and the other end in the
+/// namespace of the thread that created it. Dropping it removes both.
+#[derive(Debug)]
+pub struct VethPair {
+    ns: String,
+    host_if: String,
+    peer_if: String,
+    host_addr: Ipv4Addr,
+    peer_addr: Ipv4Addr,
+    /// Whether this pair made `host_if`: a failed setup must not delete an interface
+    /// of that name that was already there.
+    owns_link: bool,
+}
+
+impl VethPair {
+    /// Creates namespace `netto-{tag}-{pid}-{n}` and a veth pair addressed from a free
+    /// /30 of 198.18.0.0/15. Must be called from a thread in the host namespace, since
+    /// the `ip` child processes inherit the calling thread's namespace.
+    pub fn create(tag: &str) -> Result<VethPair, NetnsError> {
+        let n = NEXT_PAIR.fetch_add(1, Ordering::Relaxed);
+        VethPair::create_numbered(tag, std::process::id(), n)
+    }
+
+    /// `create` with the name's pid and counter given, so tests can predict the names.
+    fn create_numbered(tag: &str, pid: u32, n: u32) -> Result<VethPair, NetnsError> {
+        check_tag(tag)?;
+        let (host_addr, peer_addr) = free_subnet(pid, n)?;
+        let (host_if, peer_if) = interface_names(pid, n);
+        let ns = format!("{NS_PREFIX}{tag}-{pid}-{n}");
+        ip(&["netns", "add", &ns])?;
+        // From here on, dropping `pair` undoes whatever part of the setup succeeded.
+        let mut pair = VethPair {
+            ns,
+            host_if,
+            peer_if,
+            host_addr,
+            peer_addr,
+            owns_link: false,
+        };
+        pair.configure()?;
+        Ok(pair)
+    }
+
+    fn configure(&mut self) -> Result<(), NetnsError> {
+        let ns = self.ns.as_str();
+        let host_cidr = format!("{}/30", self.host_addr);
+        let peer_cidr = format!("{}/30", self.peer_addr);
+        ip(&[
+            "link",
+            "add",
+            &self.host_if,
+            "type",
+            "veth",
+            "peer",
+            "name",
+            &self.peer_if,
+            "netns",
+            ns,
+        ])?;
+        self.owns_link = true;
+        ip(&["addr", "add", &host_cidr, "dev", &self.host_if])?;
+        ip(&["link", "set", &self.host_if, "up"])?;
+        ip(&["-n", ns, "addr", "add", &peer_cidr, "dev", &self.peer_if])?;
+        ip(&["-n", ns, "link", "set", &self.peer_if, "up"])?;
+        ip(&["-n", ns, "link", "set", "lo", "up"])?;
+        Ok(())
+    }
+
+    pub fn ns_name(&self) -> &str {
+        &self.ns
+    }
+
+    pub fn host_addr(&self) -> Ipv4Addr {
+        self.host_addr
+    }
+
+    pub fn peer_addr(&self) -> Ipv4Addr {
+        self.peer_addr
+    }
+
+    pub fn host_ifname(&self) -> &str {
+        &self.host_if
+    }
+
+    pub fn peer_ifname(&self) -> &str {
+        &self.peer_if
+    }
+
+    /// Sets the MTU of both ends: jumbo frames let a test send large
+    /// datagrams without IP fragmentation.
+    pub fn set_mtu(&self, mtu: u32) -> Result<(), NetnsError> {
+        let mtu = mtu.to_string();
+        ip(&["link", "set", "dev", &self.host_if, "mtu", &mtu])?;
+        ip(&[
+            "-n",
+            &self.ns,
+            "link",
+            "set",
+            "dev",
+            &self.peer_if,
+            "mtu",
+            &mtu,
+        ])?;
+        Ok(())
+    }
+
+    /// `ip netns exec NS program`, so a child process runs wholly inside the namespace
+    /// without this process having to fork and setns itself.
+    pub fn command(&self, program: impl AsRef<OsStr>) -> Command {
+        let mut cmd = Command::new("ip");
+        cmd.args(["netns", "exec"]).arg(&self.ns).arg(program);
+        cmd
+    }
+
+    /// Moves only the calling thread into the namespace (network namespaces are per
+    /// thread), so one process can serve inside the namespace and send from the host.
+    pub fn enter_current_thread(&self) -> Result<(), NetnsError> {
+        let enter_error = |cause| NetnsError::Enter {
+            ns: self.ns.clone(),
+            cause,
+        };
+        let handle = File::open(format!("/run/netns/{}", self.ns)).map_err(enter_error)?;
+        // SAFETY: `handle` is an open namespace file for the whole call; setns only reads it.
+        if unsafe { libc::setns(handle.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
+            return Err(enter_error(io::Error::last_os_error()));
+        }
+        Ok(())
+    }
+}
+
+impl Drop for VethPair {
+    fn drop(&mut self) {
+        // Deleting the host end first removes both ends at once; deleting only the
+        // namespace would leave the kernel to free them later from a work queue, and a
+        // caller looking right after the drop could still see the interface.
+        if self.owns_link {
+            let _ = ip(&["link", "del", &self.host_if]);
+        }
+        let _ = ip(&["netns", "del", &self.ns]);
+    }
+}
+
+/// Deletes namespaces `netto-{tag}-{pid}-*` whose process is gone, so leftovers of a
+/// netto that was SIGKILLed (and so never ran its destructors) are reaped at the next
+/// start. Best effort: anything it cannot inspect or delete is left alone.
+pub fn sweep_stale(tag: &str) {
+    if check_tag(tag).is_err() {
+        return;
+    }
+    let Ok(listing) = ip(&["netns", "list"]) else {
+        return;
+    };
+    let prefix = format!("{NS_PREFIX}{tag}-");
+    for name in listing.lines().filter_map(|l| l.split_whitespace().next()) {
+        let owner = name.strip_prefix(&prefix).and_then(owner_pid);
+        if owner.is_some_and(|pid| !process_alive(pid)) {
+            let _ = ip(&["netns", "del", name]);
+        }
+    }
+}
+
+/// The pid in a `{pid}-{n}` name suffix; `None` for names netto did not make.
+fn owner_pid(suffix: &str) -> Option<libc::pid_t> {
+    let (pid, n) = suffix.split_once('-')?;
+    n.parse::<u32>().ok()?;
+    pid.parse::<libc::pid_t>().ok().filter(|&pid| pid > 0)
+}
+
+fn process_alive(pid: libc::pid_t) -> bool {
+    // SAFETY: signal 0 only checks that the process exists; nothing is delivered.
+    let found = unsafe { libc::kill(pid, 0) } == 0;
+    found || io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+}
+
+fn check_tag(tag: &str) -> Result<(), NetnsError> {
+    let valid = !tag.is_empty()
+        && tag.len() <= MAX_TAG_LEN
+        && tag.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
+    if valid {
+        Ok(())
+    } else {
+        Err(NetnsError::InvalidTag(tag.to_owned()))
+    }
+}
+
+/// Host and peer address of the first /30 at or after a pid- and counter-derived
+/// index that has no address on the host yet.
+fn free_subnet(pid: u32, n: u32) -> Result<(Ipv4Addr, Ipv4Addr), NetnsError> {
+    let taken = host_ipv4_addrs()?;
+    let start = pid.wrapping_mul(SUBNETS_PER_PID).wrapping_add(n) % BENCH_SUBNETS;
+    (0..BENCH_SUBNETS)
+        .map(|k| BENCH_BASE + (start + k) % BENCH_SUBNETS * 4)
+        .find(|&base| (base..base + 4).all(|a| !taken.contains(&Ipv4Addr::from(a))))
+        .map(|base| (Ipv4Addr::from(base + 1), Ipv4Addr::from(base + 2)))
+        .ok_or(NetnsError::NoFreeSubnet)
+}
+
+fn host_ipv4_addrs() -> Result<HashSet<Ipv4Addr>, NetnsError> {
+    Ok(parse_ipv4_addrs(&ip(&["-o", "-4", "addr"])?))
+}
+
+/// Reads the `inet A.B.C.D/LEN` fields of `ip -o -4 addr` output.
+fn parse_ipv4_addrs(listing: &str) -> HashSet<Ipv4Addr> {
+    listing
+        .lines()
+        .filter_map(|line| {
+            let mut words = line.split_whitespace();
+            words.find(|&w| w == "inet")?;
+            let cidr = words.next()?;
+            cidr.split('/').next()?.parse().ok()
+        })
+        .collect()
+}
+
+/// Interface names must fit IFNAMSIZ (15 characters): "nt", the pid in five base-36
+/// digits, the counter in base 36 (at most seven digits) and a side letter. The fixed
+/// pid width keeps every pid/counter combination distinct.
+fn interface_names(pid: u32, n: u32) -> (String, String) {
+    let pid = base36(pid % 36u32.pow(PID_DIGITS as u32));
+    let stem = format!("nt{pid:0>width$}{}", base36(n), width = PID_DIGITS);
+    (format!("{stem}h"), format!("{stem}p"))
+}
+
+fn base36(mut value: u32) -> String {
+    let mut digits = Vec::new();
+    loop {
+        digits.push(char::from_digit(value % 36, 36).unwrap_or('0'));
+        value /= 36;
+        if value == 0 {
+            break;
+        }
+    }
+    digits.iter().rev().collect()
+}
+
+/// Runs `ip` and returns its stdout. Failures carry the command and ip's own message
+/// on one line, plus a hint when the cause is missing privileges.
+fn ip(args: &[&str]) -> Result<String, NetnsError> {
+    let joined = || args.join(" ");
+    let output = Command::new("ip")
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|cause| match cause.kind() {
+            io::ErrorKind::NotFound => NetnsError::IpMissing,
+            _ => NetnsError::Spawn {
+                args: joined(),
+                cause,
+            },
+        })?;
+    if output.status.success() {
+        return Ok(String::from_utf8_lossy(&output.stdout).into_owned());
+    }
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let mut detail = stderr.split_whitespace().collect::<Vec<_>>().join(" ");
+    if detail.is_empty() {
+        detail = output.status.to_string();
+    }
+    if detail.contains("Operation not permitted") || detail.contains("Permission denied") {
+        detail.push_str("; run as root (needs CAP_NET_ADMIN and CAP_SYS_ADMIN)");
+    }
+    Err(NetnsError::Ip {
+        args: joined(),
+        detail,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn interface_names_fit_ifnamsiz_and_differ() {
+        let (host, peer) = interface_names(4_194_304, u32::MAX);
+        assert!(host.len() <= 15 && peer.len() <= 15, "{host} {peer}");
+        assert_ne!(host, peer);
+        assert_ne!(interface_names(1, 12).0, interface_names(11, 2).0);
+    }
+
+    #[test]
+    fn owner_pid_accepts_only_netto_suffixes() {
+        assert_eq!(owner_pid("123-0"), Some(123));
+        assert_eq!(owner_pid("x-123-0"), None);
+        assert_eq!(owner_pid("123-0-1"), None);
+        assert_eq!(owner_pid("0-1"), None);
+    }
+
+    #[test]
+    fn parses_ip_addr_listing() {
+        let listing = "1: lo    inet 127.0.0.1/8 scope host lo\\       valid_lft forever\n\
+                       7: nt0h    inet 198.18.0.1/30 scope global nt0h\n";
+        let addrs = parse_ipv4_addrs(listing);
+        assert!(addrs.contains(&Ipv4Addr::new(198, 18, 0, 1)));
+        assert_eq!(addrs.len(), 2);
+    }
+
+    /// Removes an interface the test made itself.
+    struct LinkGuard(String);
+
+    impl Drop for LinkGuard {
+        fn drop(&mut self) {
+            let _ = ip(&["link", "del", &self.0]);
+        }
+    }
+
+    #[test]
+    fn failed_setup_removes_the_namespace_but_not_foreign_interfaces() {
+        // A counter value the process never reaches, so no other pair can clash.
+        let (pid, n) = (std::process::id(), u32::MAX);
+        let (host_if, _) = interface_names(pid, n);
+        let squatter = LinkGuard(host_if);
+        ip(&["link", "add", &squatter.0, "type", "veth"]).expect("create squatter");
+        let err = VethPair::create_numbered("unit", pid, n)
+            .expect_err("the name clash must fail the setup");
+        assert!(matches!(err, NetnsError::Ip { .. }), "{err}");
+        assert!(!err.to_string().contains('\n'));
+        let ns_path = format!("/run/netns/{NS_PREFIX}unit-{pid}-{n}");
+        assert!(
+            !std::path::Path::new(&ns_path).exists(),
+            "{ns_path} left behind"
+        );
+        let squatter_path = format!("/sys/class/net/{}", squatter.0);
+        assert!(
+            std::path::Path::new(&squatter_path).exists(),
+            "deleted a foreign interface"
+        );
+    }
+
+    #[test]
+    fn rejects_tags_that_would_confuse_the_sweep() {
+        assert!(check_tag("demo").is_ok());
+        assert!(check_tag("a-b").is_err());
+        assert!(check_tag("").is_err());
+    }
+}

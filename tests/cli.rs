@@ -1,0 +1,190 @@
+//! netto as a user runs it: `check` on this kernel, bad input, missing
+//! privileges, and being killed. Needs root and BPF (CI runs it for real).
+
+mod common;
+
+use std::process::{Command, Stdio};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use common::{netto_programs_loaded, wait_for_line, NETTO};
+use serde_json::Value;
+
+fn netto(args: &[&str]) -> std::process::Output {
+    Command::new(NETTO)
+        .args(args)
+        .output()
+        .expect("running netto")
+}
+
+/// One line on stderr, a non-zero exit, no panic.
+fn assert_clean_failure(out: &std::process::Output, mentions: &str) {
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success(),
+        "exit 0 for bad input; stderr {stderr}"
+    );
+    assert_ne!(out.status.code(), Some(101), "panicked: {stderr}");
+    assert_eq!(
+        stderr.trim_end().lines().count(),
+        1,
+        "not one line: {stderr:?}"
+    );
+    assert!(
+        stderr.contains(mentions),
+        "{stderr:?} does not mention {mentions:?}"
+    );
+    assert!(out.stdout.is_empty(), "wrote to stdout on error");
+}
+
+#[test]
+fn check_reports_this_kernel_and_picks_the_tracepoint_backend() {
+    let out = netto(&["check", "--json"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["backend"], "tracepoint");
+    assert_eq!(report["can_run"], true);
+    let features = &report["features"];
+    // ftrace is locked down on this machine: function hooks are refused.
+    assert_eq!(features["fentry_fexit"]["ok"], false, "{features}");
+    assert!(features["fentry_fexit"]["detail"]
+        .as_str()
+        .unwrap()
+        .contains("not permitted"));
+    for present in [
+        "privileges",
+        "btf",
+        "task_storage",
+        "tracepoints",
+        "perf_events",
+        "xdp",
+        "bpf_stats",
+        "kallsyms",
+    ] {
+        assert_eq!(
+            features[present]["ok"], true,
+            "{present}: {}",
+            features[present]
+        );
+    }
+
+    let text = netto(&["check"]);
+    assert!(text.status.success());
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(text.contains("fentry_fexit   no"), "{text}");
+    assert!(text.contains("backend        tracepoint"), "{text}");
+}
+
+#[test]
+fn bad_input_is_one_line_and_non_zero() {
+    for (args, mentions) in [
+        (&["stat", "--backend", "fentry"][..], "fentry"),
+        (&["stat", "--backend", "nope"], "nope"),
+        (&["stat", "--interval", "0"], "--interval"),
+        (&["stat", "--interval", "-1"], "--interval"),
+        (&["stat", "--duration", "-3"], "--duration"),
+        (&["stat", "--duration", "1e15"], "--duration"),
+        (&["stat", "--duration", "soon"], "--duration"),
+        (&["bogus"], "bogus"),
+    ] {
+        assert_clean_failure(&netto(args), mentions);
+    }
+}
+
+#[test]
+fn unprivileged_user_gets_an_explanation() {
+    let out = Command::new("setpriv")
+        .args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            "--inh-caps=-all",
+        ])
+        .args([NETTO, "stat", "--duration", "1"])
+        .output()
+        .expect("setpriv (util-linux)");
+    assert_clean_failure(&out, "needs root");
+    let check = Command::new("setpriv")
+        .args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            "--inh-caps=-all",
+        ])
+        .args([NETTO, "check"])
+        .output()
+        .unwrap();
+    assert!(
+        !check.status.success(),
+        "check must fail when netto cannot run"
+    );
+    assert!(String::from_utf8_lossy(&check.stdout).contains("needs root"));
+}
+
+#[test]
+fn stat_runs_for_its_duration_and_exits_zero() {
+    let started = Instant::now();
+    let out = netto(&["stat", "--interval", "0.5", "--duration", "1.2", "--json"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let lines: Vec<Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 3, "0.5 + 0.5 + a final 0.2 s interval");
+    assert!((lines[2]["interval_s"].as_f64().unwrap() - 0.2).abs() < 0.1);
+    for line in &lines {
+        assert_eq!(line["backend"], "tracepoint");
+        assert!(line["overhead"]["bpf_stats"].as_bool().unwrap());
+        assert!(!line["overhead"]["programs"].as_array().unwrap().is_empty());
+    }
+    assert!(started.elapsed() < Duration::from_secs(30));
+
+    let off = netto(&["stat", "--duration", "0.3", "--json", "--no-bpf-stats"]);
+    assert!(off.status.success());
+    let line: Value =
+        serde_json::from_slice(off.stdout.split(|&b| b == b'\n').next().unwrap()).unwrap();
+    assert_eq!(line["overhead"]["bpf_stats"], false);
+    assert!(line["overhead"]["programs"].as_array().unwrap().is_empty());
+}
+
+#[test]
+fn sigkill_leaves_nothing_attached() {
+    assert_eq!(
+        netto_programs_loaded(),
+        0,
+        "netto programs loaded before the test"
+    );
+    let mut child = Command::new(NETTO)
+        .args(["stat", "--json"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for_line(
+        child.stderr.take().unwrap(),
+        "netto: measuring",
+        Duration::from_secs(30),
+    );
+    assert!(
+        netto_programs_loaded() >= 20,
+        "netto's programs are not loaded"
+    );
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while netto_programs_loaded() > 0 {
+        assert!(
+            Instant::now() < deadline,
+            "programs still loaded after SIGKILL"
+        );
+        thread::sleep(Duration::from_millis(100));
+    }
+}

@@ -1,0 +1,239 @@
+//! Shared by the integration tests: run netto and the load generator as a
+//! user would, and read what they print. Everything started here is killed
+//! on drop, so a failing assertion leaves no process behind.
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, ChildStdout, Command, Stdio};
+use std::sync::mpsc;
+use std::thread;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use netto::model::{EventKey, Snapshot};
+use netto::netns::VethPair;
+use serde_json::Value;
+
+pub const NETTO: &str = env!("CARGO_BIN_EXE_netto");
+pub const LOADGEN: &str = env!("CARGO_BIN_EXE_netto-loadgen");
+
+pub fn now_unix() -> f64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64()
+}
+
+/// A child process killed when dropped.
+pub struct Guarded(pub Child);
+
+impl Drop for Guarded {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// `netto stat --json` running in the background, pinned to `cpu` so that
+/// it does not disturb the CPU under test.
+pub struct NettoStat {
+    child: Guarded,
+    lines: mpsc::Receiver<String>,
+}
+
+impl NettoStat {
+    pub fn start(cpu: usize, extra: &[&str]) -> NettoStat {
+        let mut child = Command::new("taskset")
+            .args(["-c", &cpu.to_string(), NETTO, "stat", "--json"])
+            .args(extra)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawning netto");
+        let stderr = child.stderr.take().unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let child = Guarded(child);
+        wait_for_line(stderr, "netto: measuring", Duration::from_secs(30));
+        NettoStat {
+            child,
+            lines: forward_lines(stdout),
+        }
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.0.id()
+    }
+
+    /// Snapshots printed so far.
+    pub fn snapshots(&self) -> Vec<Snapshot> {
+        self.lines
+            .try_iter()
+            .map(|line| serde_json::from_str(&line).expect("netto printed a bad JSON line"))
+            .collect()
+    }
+
+    /// SIGINT, then every snapshot printed, as a user pressing Ctrl-C sees.
+    pub fn stop(mut self) -> Vec<Snapshot> {
+        unsafe { libc::kill(self.child.0.id() as i32, libc::SIGINT) };
+        let status = self.child.0.wait().expect("waiting for netto");
+        assert!(status.success(), "netto exited with {status}");
+        self.snapshots()
+    }
+}
+
+/// Reads `stream` until a line starts with `prefix`; panics on timeout or
+/// end of stream (with what was read), then keeps draining it.
+pub fn wait_for_line(stream: impl std::io::Read + Send + 'static, prefix: &str, timeout: Duration) {
+    let lines = forward_lines(stream);
+    let deadline = Instant::now() + timeout;
+    let mut seen = Vec::new();
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match lines.recv_timeout(left) {
+            Ok(line) if line.starts_with(prefix) => break,
+            Ok(line) => seen.push(line),
+            Err(_) => panic!("no line starting with {prefix:?}; got {seen:?}"),
+        }
+    }
+    thread::spawn(move || for _ in lines {});
+}
+
+fn forward_lines(stream: impl std::io::Read + Send + 'static) -> mpsc::Receiver<String> {
+    let (tx, rx) = mpsc::channel();
+    thread::spawn(move || {
+        for line in BufReader::new(stream).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    rx
+}
+
+/// Snapshots whose interval overlaps [from, to] (unix seconds).
+pub fn overlapping(snaps: &[Snapshot], from: f64, to: f64) -> Vec<&Snapshot> {
+    snaps
+        .iter()
+        .filter(|s| s.ts > from && s.ts - s.interval_s < to)
+        .collect()
+}
+
+pub fn event_on_cpu(snaps: &[&Snapshot], key: EventKey, cpu: usize) -> u64 {
+    snaps.iter().map(|s| s.event(key).per_cpu_ns[cpu]).sum()
+}
+
+pub fn event_count(snaps: &[&Snapshot], key: EventKey) -> u64 {
+    snaps.iter().map(|s| s.event(key).count).sum()
+}
+
+/// What a finished loadgen run reports about itself.
+#[derive(Debug)]
+pub struct LoadReport {
+    pub calls: u64,
+    pub bytes: u64,
+    pub stime_ns: u64,
+    pub started: f64,
+    pub ended: f64,
+}
+
+/// A loadgen server (recv or sink) that has said it is ready.
+pub struct Server {
+    child: Guarded,
+    stdout: mpsc::Receiver<String>,
+}
+
+impl Server {
+    pub fn start(mut command: Command) -> Server {
+        let mut child = command
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("spawning loadgen server");
+        let stdout = forward_lines(child.stdout.take().unwrap());
+        let child = Guarded(child);
+        let line = stdout
+            .recv_timeout(Duration::from_secs(10))
+            .expect("loadgen server never said ready");
+        assert!(line.contains("ready"), "unexpected first line {line}");
+        Server { child, stdout }
+    }
+
+    /// Waits for the server to finish on its own and returns its report.
+    pub fn finish(mut self, started: f64) -> LoadReport {
+        let status = self.child.0.wait().unwrap();
+        assert!(status.success(), "loadgen server failed: {status}");
+        let line = self.stdout.recv_timeout(Duration::from_secs(5)).unwrap();
+        report(&line, started, now_unix())
+    }
+}
+
+fn report(line: &str, started: f64, ended: f64) -> LoadReport {
+    let v: Value = serde_json::from_str(line).unwrap_or_else(|_| panic!("bad report {line}"));
+    LoadReport {
+        calls: v["calls"].as_u64().unwrap(),
+        bytes: v["bytes"].as_u64().unwrap(),
+        stime_ns: v["stime_ns"].as_u64().unwrap(),
+        started,
+        ended,
+    }
+}
+
+/// Runs a loadgen client to completion and returns its report.
+pub fn run_client(mut command: Command) -> LoadReport {
+    let started = now_unix();
+    let out = command
+        .stderr(Stdio::inherit())
+        .output()
+        .expect("running loadgen");
+    assert!(out.status.success(), "loadgen failed: {}", out.status);
+    let text = String::from_utf8_lossy(&out.stdout);
+    report(
+        text.lines().last().expect("loadgen printed nothing"),
+        started,
+        now_unix(),
+    )
+}
+
+pub fn loadgen(args: &[&str]) -> Command {
+    let mut command = Command::new(LOADGEN);
+    command.args(args);
+    command
+}
+
+pub fn loadgen_in(pair: &VethPair, args: &[&str]) -> Command {
+    let mut command = pair.command(LOADGEN);
+    command.args(args);
+    command
+}
+
+/// Softirq time of the whole host from /proc/stat, in ns (tick-sampled).
+pub fn proc_stat_softirq_ns() -> u64 {
+    let stat = std::fs::read_to_string("/proc/stat").unwrap();
+    let cpu = stat.lines().next().unwrap();
+    let ticks: u64 = cpu.split_whitespace().nth(7).unwrap().parse().unwrap();
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as u64;
+    ticks * 1_000_000_000 / hz
+}
+
+/// Names of the BPF programs loaded on the host (kernel-truncated to 15 chars).
+pub fn loaded_program_names() -> Vec<String> {
+    let out = Command::new("bpftool")
+        .args(["prog", "show", "--json"])
+        .output()
+        .expect("bpftool");
+    let progs: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap_or_default();
+    progs
+        .iter()
+        .filter_map(|p| p["name"].as_str().map(str::to_owned))
+        .collect()
+}
+
+pub fn netto_programs_loaded() -> usize {
+    loaded_program_names()
+        .iter()
+        .filter(|n| n.starts_with("netto_"))
+        .count()
+}
+
+pub fn take_stdout(child: &mut Child) -> ChildStdout {
+    child.stdout.take().unwrap()
+}
