@@ -195,19 +195,27 @@ int BPF_PROG(netto_irq_work_exit) { return hardirq_exit(); }
 
 /* ---- network callbacks run from the TIMER / HRTIMER / TASKLET softirqs --- */
 
-static __always_inline int callback_enter(__u64 fn)
+/* The callback's address is read by the caller only after in_softirq()
+ * said it matters: most timers expire in hardirq or outside any softirq
+ * netto follows, and those should cost as little as possible. */
+static __always_inline struct netto_cpu *in_timer_softirq(void)
 {
 	struct netto_cpu *c = this_cpu();
-	__u32 *idx;
 	__u32 vec;
 
 	if (!c || c->in_hardirq || !c->softirq)
-		return 0;
+		return NULL;
 	/* NET_RX / NET_TX time is already an event of its own. */
 	vec = c->softirq - 1;
 	if (vec == NETTO_SOFTIRQ_NET_RX || vec == NETTO_SOFTIRQ_NET_TX)
-		return 0;
-	idx = bpf_map_lookup_elem(&callbacks, &fn);
+		return NULL;
+	return c;
+}
+
+static __always_inline int callback_enter(struct netto_cpu *c, __u64 fn)
+{
+	__u32 *idx = bpf_map_lookup_elem(&callbacks, &fn);
+
 	charge(c, bpf_ktime_get_ns());
 	if (idx && *idx < NETTO_MAX_CALLBACKS) {
 		c->callback = *idx + 1;
@@ -232,7 +240,9 @@ static __always_inline int callback_exit(void)
 SEC("tp_btf/timer_expire_entry")
 int BPF_PROG(netto_timer_entry, struct timer_list *timer)
 {
-	return callback_enter((__u64)BPF_CORE_READ(timer, function));
+	struct netto_cpu *c = in_timer_softirq();
+
+	return c ? callback_enter(c, (__u64)timer->function) : 0;
 }
 
 SEC("tp_btf/timer_expire_exit")
@@ -241,7 +251,9 @@ int BPF_PROG(netto_timer_exit) { return callback_exit(); }
 SEC("tp_btf/hrtimer_expire_entry")
 int BPF_PROG(netto_hrtimer_entry, struct hrtimer *timer)
 {
-	return callback_enter((__u64)BPF_CORE_READ(timer, function));
+	struct netto_cpu *c = in_timer_softirq();
+
+	return c ? callback_enter(c, (__u64)timer->function) : 0;
 }
 
 SEC("tp_btf/hrtimer_expire_exit")
@@ -251,18 +263,22 @@ int BPF_PROG(netto_hrtimer_exit) { return callback_exit(); }
 SEC("tp_btf/tasklet_entry")
 int BPF_PROG(netto_tasklet_entry, struct tasklet_struct *t, void *func)
 {
-	return callback_enter((__u64)func);
+	struct netto_cpu *c = in_timer_softirq();
+
+	return c ? callback_enter(c, (__u64)func) : 0;
 }
 
 SEC("tp_btf/tasklet_exit")
 int BPF_PROG(netto_tasklet_exit) { return callback_exit(); }
 
 /* BH workqueues run from the TASKLET/HI softirqs (TCP small queues moved to
- * one); callback_enter ignores work items run in process context. */
+ * one); work items run in process context are ignored. */
 SEC("tp_btf/workqueue_execute_start")
 int BPF_PROG(netto_work_start, struct work_struct *work)
 {
-	return callback_enter((__u64)BPF_CORE_READ(work, func));
+	struct netto_cpu *c = in_timer_softirq();
+
+	return c ? callback_enter(c, (__u64)work->func) : 0;
 }
 
 SEC("tp_btf/workqueue_execute_end")
@@ -328,18 +344,19 @@ static __always_inline __u32 socket_window(struct task_struct *task, struct pt_r
 SEC("tp_btf/sys_enter")
 int BPF_PROG(netto_sys_enter, struct pt_regs *regs, long id)
 {
-	/* Taken first, so the fd check below is inside the window it opens. */
-	__u64 now = bpf_ktime_get_ns();
 	struct netto_syscall *sc;
 	struct netto_cpu *c;
 	__u32 nr = id;
 	__u32 window;
+	__u64 now;
 
 	if (id < 0 || nr >= NETTO_MAX_SYSCALLS)
 		return 0;
 	sc = bpf_map_lookup_elem(&syscalls, &nr);
 	if (!sc || sc->kind == NETTO_SYS_OTHER)
 		return 0;
+	/* Before the fd check, so the check is inside the window it opens. */
+	now = bpf_ktime_get_ns();
 	window = socket_window(bpf_get_current_task_btf(), regs, sc);
 	c = this_cpu();
 	if (window == NETTO_WIN_NONE || !c)

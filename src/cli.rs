@@ -31,6 +31,9 @@ pub enum Command {
     Stat(StatArgs),
     /// Report what this kernel allows and which backend netto would use.
     Check(CheckArgs),
+    /// The demo load's child process (started by `--demo`).
+    #[command(name = "demo-load", hide = true)]
+    DemoLoad,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -134,3 +134,70 @@ fn push(dest: SocketAddr, stop: &AtomicBool) {
         }
     }
 }
+
+/// The demo load in a child process (`netto demo-load`), so the CPU it burns
+/// is not counted as netto's own overhead. The child stops when its stdin
+/// closes, which also happens when netto is killed: the child then still
+/// removes its namespace.
+pub struct DemoProcess {
+    child: std::process::Child,
+    description: String,
+}
+
+impl DemoProcess {
+    pub fn start() -> anyhow::Result<DemoProcess> {
+        use std::io::{BufRead, BufReader};
+        use std::process::{Command, Stdio};
+
+        let mut child = Command::new("/proc/self/exe")
+            .arg(DEMO_LOAD_COMMAND)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .context("cannot start the demo load process")?;
+        let mut description = String::new();
+        if let Some(stdout) = child.stdout.take() {
+            BufReader::new(stdout)
+                .read_line(&mut description)
+                .context("reading from the demo load process")?;
+        }
+        if description.trim().is_empty() {
+            let _ = child.kill();
+            let _ = child.wait();
+            anyhow::bail!("the demo load process failed to start");
+        }
+        Ok(DemoProcess {
+            child,
+            description: description.trim().to_owned(),
+        })
+    }
+
+    pub fn describe(&self) -> &str {
+        &self.description
+    }
+}
+
+impl Drop for DemoProcess {
+    fn drop(&mut self) {
+        drop(self.child.stdin.take());
+        let _ = self.child.wait();
+    }
+}
+
+/// The hidden subcommand the demo child runs.
+pub const DEMO_LOAD_COMMAND: &str = "demo-load";
+
+/// Body of `netto demo-load`: runs the load until stdin closes.
+pub fn run_until_stdin_closes() -> anyhow::Result<()> {
+    use std::io::{Read, Write};
+
+    let demo = Demo::start()?;
+    let mut stdout = std::io::stdout();
+    writeln!(stdout, "{}", demo.describe())?;
+    stdout.flush()?;
+    let mut sink = [0u8; 64];
+    while matches!(std::io::stdin().read(&mut sink), Ok(n) if n > 0) {}
+    drop(demo);
+    Ok(())
+}

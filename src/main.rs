@@ -32,6 +32,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Stat(args) => commands::stat::run(&args),
         Command::Check(args) => commands::check::run(&args),
+        Command::DemoLoad => netto::demo::run_until_stdin_closes().map(|()| ExitCode::SUCCESS),
     };
     match result {
         Ok(code) => code,

@@ -7,7 +7,7 @@ use std::process::{Command, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use common::{netto_programs_loaded, wait_for_line, NETTO};
+use common::{netto_links, netto_programs_loaded, wait_for_line, NETTO};
 use serde_json::Value;
 
 fn netto(args: &[&str]) -> std::process::Output {
@@ -157,11 +157,8 @@ fn stat_runs_for_its_duration_and_exits_zero() {
 
 #[test]
 fn sigkill_leaves_nothing_attached() {
-    assert_eq!(
-        netto_programs_loaded(),
-        0,
-        "netto programs loaded before the test"
-    );
+    // The kernel frees a previous test's programs shortly after it exits.
+    wait_until_no_netto_programs("before the test");
     let mut child = Command::new(NETTO)
         .args(["stat", "--json"])
         .stdout(Stdio::null())
@@ -173,17 +170,91 @@ fn sigkill_leaves_nothing_attached() {
         "netto: measuring",
         Duration::from_secs(30),
     );
-    assert!(
-        netto_programs_loaded() >= 20,
-        "netto's programs are not loaded"
+    let programs = netto_programs_loaded();
+    assert!(programs >= 20, "netto's programs are not loaded");
+    assert_eq!(
+        netto_links(),
+        programs,
+        "every program attached through a link"
     );
     child.kill().unwrap();
     child.wait().unwrap();
+    wait_until_no_netto_programs("after SIGKILL");
+}
+
+fn wait_until_no_netto_programs(when: &str) {
     let deadline = Instant::now() + Duration::from_secs(10);
     while netto_programs_loaded() > 0 {
         assert!(
             Instant::now() < deadline,
-            "programs still loaded after SIGKILL"
+            "netto programs still loaded {when}"
+        );
+        thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn demo_namespaces() -> Vec<String> {
+    let out = Command::new("ip").args(["netns", "list"]).output().unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|name| name.starts_with("netto-demo-"))
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn demo_load_shows_network_time_and_is_removed_on_exit() {
+    let out = netto(&["stat", "--demo", "--duration", "3", "--json"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("demo load: TCP"), "{stderr}");
+    let busiest = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .map(|v| {
+            (
+                v["events"]["net_rx_softirq"]["total_ns"].as_u64().unwrap(),
+                v["events"]["sock_send"]["total_ns"].as_u64().unwrap(),
+            )
+        })
+        .max()
+        .unwrap();
+    assert!(busiest.0 > 10_000_000, "demo NET_RX only {} ns", busiest.0);
+    assert!(
+        busiest.1 > 10_000_000,
+        "demo sock_send only {} ns",
+        busiest.1
+    );
+    assert!(demo_namespaces().is_empty(), "left {:?}", demo_namespaces());
+}
+
+#[test]
+fn sigkill_with_demo_still_removes_the_namespace() {
+    let mut child = Command::new(NETTO)
+        .args(["stat", "--demo"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for_line(
+        child.stderr.take().unwrap(),
+        "netto: measuring",
+        Duration::from_secs(30),
+    );
+    assert_eq!(demo_namespaces().len(), 1);
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !demo_namespaces().is_empty() || netto_programs_loaded() > 0 {
+        assert!(
+            Instant::now() < deadline,
+            "left {:?} after SIGKILL",
+            demo_namespaces()
         );
         thread::sleep(Duration::from_millis(100));
     }

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 use netto::cli::StatArgs;
 use netto::collect::Collector;
-use netto::demo::Demo;
+use netto::demo::DemoProcess;
 use netto::kernel::accounting::Accounting;
 use netto::kernel::features::Features;
 use netto::kernel::stats::StatsGuard;
@@ -58,8 +58,8 @@ pub fn run(args: &StatArgs) -> Result<ExitCode> {
         );
     }
     let demo = if args.demo {
-        let demo = Demo::start().context("starting the demo load")?;
-        eprintln!("netto: demo load: {}", demo.describe());
+        let demo = DemoProcess::start().context("starting the demo load")?;
+        eprintln!("netto: {}", demo.describe());
         Some(demo)
     } else {
         None

@@ -30,7 +30,7 @@ impl Backend {
     /// Oldest kernel the backend's hooks exist in (see README, "Backends").
     pub fn minimum_kernel(self) -> &'static str {
         match self {
-            Backend::Tracepoint => "5.11",
+            Backend::Tracepoint => "5.12",
         }
     }
 }

@@ -174,7 +174,9 @@ fn probe_map_type(map_type: libbpf_sys::bpf_map_type, privileged: bool) -> Probe
     // SAFETY: libbpf probe with no options; it creates and closes a map.
     match unsafe { libbpf_sys::libbpf_probe_bpf_map_type(map_type, std::ptr::null()) } {
         1 => Probe::yes("supported"),
-        0 => Probe::no("not supported by this kernel (needs 5.11+)"),
+        0 => Probe::no(
+            "not supported by this kernel (task storage for tracing programs needs 5.12+)",
+        ),
         err => Probe::no(format!(
             "probe failed: {}",
             std::io::Error::from_raw_os_error(-err)

@@ -7,3 +7,9 @@ pub mod account {
 pub mod probe {
     include!(concat!(env!("OUT_DIR"), "/probe.skel.rs"));
 }
+
+/// Empty programs on netto's hooks: the floor the overhead benchmark
+/// compares netto's per-run cost with.
+pub mod floor {
+    include!(concat!(env!("OUT_DIR"), "/floor.skel.rs"));
+}

@@ -154,7 +154,7 @@ mod tests {
         }
         assert!(text.contains("3.000"), "total of 1+2 ms:\n{text}");
         assert!(
-            text.contains("0.300"),
+            text.contains(" 0.30 "),
             "3 ms is 0.3% of a CPU-second:\n{text}"
         );
         assert!(text.contains("tcp_pace_kick 0.250 ms"));

@@ -1,10 +1,11 @@
 //! Shared by the integration tests: run netto and the load generator as a
 //! user would, and read what they print. Everything started here is killed
 //! on drop, so a failing assertion leaves no process behind.
+// Each test binary uses a different part of this module.
 #![allow(dead_code)]
 
 use std::io::{BufRead, BufReader};
-use std::process::{Child, ChildStdout, Command, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::thread;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -57,10 +58,6 @@ impl NettoStat {
             child,
             lines: forward_lines(stdout),
         }
-    }
-
-    pub fn pid(&self) -> u32 {
-        self.child.0.id()
     }
 
     /// Snapshots printed so far.
@@ -214,26 +211,33 @@ pub fn proc_stat_softirq_ns() -> u64 {
     ticks * 1_000_000_000 / hz
 }
 
-/// Names of the BPF programs loaded on the host (kernel-truncated to 15 chars).
-pub fn loaded_program_names() -> Vec<String> {
+fn bpftool_json(object: &str) -> Vec<Value> {
     let out = Command::new("bpftool")
-        .args(["prog", "show", "--json"])
+        .args([object, "show", "--json"])
         .output()
         .expect("bpftool");
-    let progs: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap_or_default();
-    progs
+    serde_json::from_slice(&out.stdout).unwrap_or_default()
+}
+
+/// Ids of the BPF programs named netto_* (kernel-truncated) loaded now.
+fn netto_program_ids() -> Vec<u64> {
+    bpftool_json("prog")
         .iter()
-        .filter_map(|p| p["name"].as_str().map(str::to_owned))
+        .filter(|p| p["name"].as_str().is_some_and(|n| n.starts_with("netto_")))
+        .filter_map(|p| p["id"].as_u64())
         .collect()
 }
 
 pub fn netto_programs_loaded() -> usize {
-    loaded_program_names()
-        .iter()
-        .filter(|n| n.starts_with("netto_"))
-        .count()
+    netto_program_ids().len()
 }
 
-pub fn take_stdout(child: &mut Child) -> ChildStdout {
-    child.stdout.take().unwrap()
+/// BPF links whose program is one of netto's: attachments that the kernel
+/// removes when their last fd closes, unlike legacy attachments.
+pub fn netto_links() -> usize {
+    let ids = netto_program_ids();
+    bpftool_json("link")
+        .iter()
+        .filter(|l| l["prog_id"].as_u64().is_some_and(|id| ids.contains(&id)))
+        .count()
 }

@@ -1,0 +1,32 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Empty programs on the hooks netto uses: the cost floor of running any BPF
+ * program there. The overhead benchmark attaches them beside netto and
+ * compares per-run costs measured in the same run.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+
+char LICENSE[] SEC("license") = "GPL";
+
+SEC("tp_btf/softirq_entry")
+int BPF_PROG(floor_softirq_entry) { return 0; }
+
+SEC("tp_btf/softirq_exit")
+int BPF_PROG(floor_softirq_exit) { return 0; }
+
+SEC("tp_btf/sched_switch")
+int BPF_PROG(floor_sched_switch) { return 0; }
+
+SEC("tp_btf/sys_enter")
+int BPF_PROG(floor_sys_enter) { return 0; }
+
+SEC("tp_btf/sys_exit")
+int BPF_PROG(floor_sys_exit) { return 0; }
+
+SEC("tp_btf/hrtimer_expire_entry")
+int BPF_PROG(floor_hrtimer_entry) { return 0; }
+
+SEC("tp_btf/irq_handler_entry")
+int BPF_PROG(floor_irq_entry) { return 0; }
