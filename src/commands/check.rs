@@ -8,7 +8,20 @@ use netto::cli::CheckArgs;
 use netto::kernel::backend::{self, BackendChoice};
 use netto::kernel::callbacks::NETWORK_CALLBACKS;
 use netto::kernel::features::Features;
+use netto::symbols::kallsyms::Kallsyms;
 use serde_json::json;
+
+/// How many names of the callback table this kernel has (kallsyms lists
+/// names even where it hides addresses).
+fn present_callbacks() -> usize {
+    let Ok(syms) = Kallsyms::load() else {
+        return 0;
+    };
+    NETWORK_CALLBACKS
+        .iter()
+        .filter(|(name, _)| syms.contains(name))
+        .count()
+}
 
 pub fn run(args: &CheckArgs) -> Result<ExitCode> {
     let features = Features::detect();
@@ -26,10 +39,12 @@ pub fn run(args: &CheckArgs) -> Result<ExitCode> {
         let report = match &selection {
             Ok((backend, why)) => json!({
                 "kernel": kernel, "features": findings,
+                "network_callbacks": present_callbacks(),
                 "backend": backend.name(), "why": why, "can_run": true,
             }),
             Err(e) => json!({
                 "kernel": kernel, "features": findings,
+                "network_callbacks": present_callbacks(),
                 "backend": null, "why": e.to_string(), "can_run": false,
             }),
         };
@@ -44,8 +59,9 @@ pub fn run(args: &CheckArgs) -> Result<ExitCode> {
             );
         }
         println!(
-            "{:<14} {} kernel functions recognised by address (net_timers)",
+            "{:<14} {} of {} network timer callbacks present in this kernel",
             "callbacks",
+            present_callbacks(),
             NETWORK_CALLBACKS.len()
         );
         match &selection {

@@ -63,6 +63,11 @@ impl Kallsyms {
         self.by_name.get(name).copied().filter(|&addr| addr != 0)
     }
 
+    /// Whether the kernel has a symbol of that name, addresses shown or not.
+    pub fn contains(&self, name: &str) -> bool {
+        self.by_name.contains_key(name)
+    }
+
     /// True when every address reads as zero: kptr_restrict hides them from
     /// this process, so nothing can be resolved.
     pub fn addresses_hidden(&self) -> bool {
@@ -95,5 +100,6 @@ ffffffff8202a140 T tcp_pace_kick_alias
         let syms = Kallsyms::parse("0000000000000000 T tcp_pace_kick\n0000000000000000 t x\n");
         assert!(syms.addresses_hidden());
         assert_eq!(syms.address_of("tcp_pace_kick"), None);
+        assert!(syms.contains("tcp_pace_kick"));
     }
 }
