@@ -83,6 +83,27 @@ pub struct CheckArgs {
     pub json: bool,
 }
 
+/// clap's messages span several lines; netto's binaries answer bad input
+/// with one. Keeps everything before the usage section: the error, the
+/// missing arguments or possible values, and tips.
+pub fn usage_error_line(e: &clap::Error) -> String {
+    if e.kind() == clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
+        return "missing subcommand or arguments: see --help".to_owned();
+    }
+    let rendered = e.render().to_string();
+    let message: Vec<&str> = rendered
+        .lines()
+        .map(str::trim)
+        .take_while(|l| !l.starts_with("Usage:") && !l.starts_with("For more information"))
+        .filter(|l| !l.is_empty())
+        .collect();
+    let message = message.join(" ");
+    message
+        .strip_prefix("error: ")
+        .unwrap_or(&message)
+        .to_owned()
+}
+
 fn parse_seconds(text: &str, min: f64, max: f64) -> Result<f64, String> {
     let value: f64 = text
         .parse()

@@ -5,7 +5,7 @@ mod commands;
 use std::process::ExitCode;
 
 use clap::Parser;
-use netto::cli::{Cli, Command};
+use netto::cli::{usage_error_line, Cli, Command};
 
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
@@ -15,14 +15,7 @@ fn main() -> ExitCode {
             return ExitCode::SUCCESS;
         }
         Err(e) => {
-            let rendered = e.render().to_string();
-            eprintln!(
-                "{}",
-                rendered
-                    .lines()
-                    .next()
-                    .unwrap_or("netto: invalid arguments")
-            );
+            eprintln!("netto: {}", usage_error_line(&e));
             return ExitCode::from(2);
         }
     };

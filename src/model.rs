@@ -37,15 +37,6 @@ impl EventKey {
             EventKey::NetTimers => "net_timers",
         }
     }
-
-    /// Whether the event is softirq work (as opposed to a task in a socket
-    /// call); softirq events are the ones compared with softirq totals.
-    pub fn is_softirq_work(self) -> bool {
-        matches!(
-            self,
-            EventKey::NetRxSoftirq | EventKey::NetTxSoftirq | EventKey::NetTimers
-        )
-    }
 }
 
 /// Softirq vectors, named as /proc/softirqs names them, in kernel order.

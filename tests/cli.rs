@@ -159,17 +159,7 @@ fn stat_runs_for_its_duration_and_exits_zero() {
 fn sigkill_leaves_nothing_attached() {
     // The kernel frees a previous test's programs shortly after it exits.
     wait_until_no_netto_programs("before the test");
-    let mut child = Command::new(NETTO)
-        .args(["stat", "--json"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    wait_for_line(
-        child.stderr.take().unwrap(),
-        "netto: measuring",
-        Duration::from_secs(30),
-    );
+    let mut child = start_measuring(&["stat", "--json"]);
     let programs = netto_programs_loaded();
     assert!(programs >= 20, "netto's programs are not loaded");
     assert_eq!(
@@ -180,6 +170,19 @@ fn sigkill_leaves_nothing_attached() {
     child.kill().unwrap();
     child.wait().unwrap();
     wait_until_no_netto_programs("after SIGKILL");
+}
+
+/// netto running in the background, once its programs are attached.
+fn start_measuring(args: &[&str]) -> std::process::Child {
+    let mut child = Command::new(NETTO)
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    wait_for_line(stderr, "netto: measuring", Duration::from_secs(30));
+    child
 }
 
 fn wait_until_no_netto_programs(when: &str) {
@@ -235,17 +238,7 @@ fn demo_load_shows_network_time_and_is_removed_on_exit() {
 
 #[test]
 fn sigkill_with_demo_still_removes_the_namespace() {
-    let mut child = Command::new(NETTO)
-        .args(["stat", "--demo"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    wait_for_line(
-        child.stderr.take().unwrap(),
-        "netto: measuring",
-        Duration::from_secs(30),
-    );
+    let mut child = start_measuring(&["stat", "--demo"]);
     assert_eq!(demo_namespaces().len(), 1);
     child.kill().unwrap();
     child.wait().unwrap();

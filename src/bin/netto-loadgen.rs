@@ -13,10 +13,10 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 
-use clap::error::ErrorKind;
 use clap::{Args, Parser, Subcommand};
 use serde::Serialize;
 
+use netto::cli::usage_error_line;
 use netto::load::{
     self, LoadError, Proto, Receiver, RecvSyscall, SendConfig, SendSyscall, Sink, Summary, Until,
 };
@@ -129,7 +129,7 @@ fn main() -> ExitCode {
             let _ = e.print();
             return ExitCode::SUCCESS;
         }
-        Err(e) => return fail(Failure::Usage(clap_message(&e))),
+        Err(e) => return fail(Failure::Usage(usage_error_line(&e))),
     };
     match run(cli.command) {
         Ok(()) => ExitCode::SUCCESS,
@@ -233,26 +233,6 @@ fn fail(failure: Failure) -> ExitCode {
     let one_line = message.split_whitespace().collect::<Vec<_>>().join(" ");
     let _ = writeln!(io::stderr(), "netto-loadgen: {one_line}");
     ExitCode::from(code)
-}
-
-/// clap's messages span several lines; callers want one. Keeps everything before
-/// the usage section: the error, the missing arguments or possible values, and tips.
-fn clap_message(e: &clap::Error) -> String {
-    if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
-        return "missing subcommand or arguments: see --help".to_owned();
-    }
-    let rendered = e.render().to_string();
-    let message: Vec<&str> = rendered
-        .lines()
-        .map(str::trim)
-        .take_while(|l| !l.starts_with("Usage:") && !l.starts_with("For more information"))
-        .filter(|l| !l.is_empty())
-        .collect();
-    let message = message.join(" ");
-    message
-        .strip_prefix("error: ")
-        .unwrap_or(&message)
-        .to_owned()
 }
 
 fn parse_seconds(text: &str) -> Result<Duration, String> {

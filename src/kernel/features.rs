@@ -58,8 +58,6 @@ pub struct Features {
     pub task_storage: Probe,
     pub fentry: Probe,
     pub tracepoints: Probe,
-    pub missing_required: Vec<String>,
-    pub missing_optional: Vec<&'static OptionalGroup>,
     pub perf_events: Probe,
     pub xdp: Probe,
     pub bpf_stats: Probe,
@@ -108,8 +106,6 @@ impl Features {
                 Probe::no(NOT_TRIED)
             },
             tracepoints,
-            missing_required,
-            missing_optional,
             perf_events: if privileged {
                 Probe::from_result(perf::try_cpu_clock())
             } else {

@@ -29,8 +29,32 @@ pub enum SendSyscall {
     Sendfile,
 }
 
-impl SendSyscall {
-    pub const ALL: [SendSyscall; 6] = [
+/// What both syscall enums share: a name, the protocols each works with, and
+/// the error for a combination that does not work.
+pub trait Syscall: Copy + 'static {
+    const ALL: &'static [Self];
+
+    fn name(self) -> &'static str;
+
+    fn supports(self, proto: Proto) -> bool;
+
+    fn check(self, proto: Proto) -> Result<(), LoadError> {
+        if self.supports(proto) {
+            return Ok(());
+        }
+        Err(self.unsupported(proto))
+    }
+
+    /// The error for using this syscall with `proto`, listing the ones that work.
+    fn unsupported(self, proto: Proto) -> LoadError {
+        let supported = Self::ALL.iter().filter(|s| s.supports(proto));
+        let names: Vec<&str> = supported.map(|s| s.name()).collect();
+        LoadError::unsupported(proto, self.name(), &names)
+    }
+}
+
+impl Syscall for SendSyscall {
+    const ALL: &'static [SendSyscall] = &[
         SendSyscall::Sendto,
         SendSyscall::Sendmsg,
         SendSyscall::Sendmmsg,
@@ -39,7 +63,7 @@ impl SendSyscall {
         SendSyscall::Sendfile,
     ];
 
-    pub fn name(self) -> &'static str {
+    fn name(self) -> &'static str {
         match self {
             SendSyscall::Sendto => "sendto",
             SendSyscall::Sendmsg => "sendmsg",
@@ -52,26 +76,12 @@ impl SendSyscall {
 
     /// sendmmsg only makes sense for datagrams, and sendfile is offered for TCP only,
     /// where it is the zero-copy path real servers use.
-    pub fn supports(self, proto: Proto) -> bool {
+    fn supports(self, proto: Proto) -> bool {
         match self {
             SendSyscall::Sendmmsg => proto == Proto::Udp,
             SendSyscall::Sendfile => proto == Proto::Tcp,
             _ => true,
         }
-    }
-
-    pub(crate) fn check(self, proto: Proto) -> Result<(), LoadError> {
-        if self.supports(proto) {
-            return Ok(());
-        }
-        Err(self.unsupported(proto))
-    }
-
-    /// The error for using this syscall with `proto`, listing the ones that work.
-    pub(crate) fn unsupported(self, proto: Proto) -> LoadError {
-        let supported = Self::ALL.iter().filter(|s| s.supports(proto));
-        let names: Vec<&str> = supported.map(|s| s.name()).collect();
-        LoadError::unsupported(proto, self.name(), &names)
     }
 }
 
@@ -90,8 +100,8 @@ pub enum RecvSyscall {
     Readv,
 }
 
-impl RecvSyscall {
-    pub const ALL: [RecvSyscall; 5] = [
+impl Syscall for RecvSyscall {
+    const ALL: &'static [RecvSyscall] = &[
         RecvSyscall::Recvfrom,
         RecvSyscall::Recvmsg,
         RecvSyscall::Recvmmsg,
@@ -99,7 +109,7 @@ impl RecvSyscall {
         RecvSyscall::Readv,
     ];
 
-    pub fn name(self) -> &'static str {
+    fn name(self) -> &'static str {
         match self {
             RecvSyscall::Recvfrom => "recvfrom",
             RecvSyscall::Recvmsg => "recvmsg",
@@ -110,22 +120,8 @@ impl RecvSyscall {
     }
 
     /// recvmmsg batches datagrams; on a byte stream it would only be a slower recvmsg.
-    pub fn supports(self, proto: Proto) -> bool {
+    fn supports(self, proto: Proto) -> bool {
         self != RecvSyscall::Recvmmsg || proto == Proto::Udp
-    }
-
-    pub(crate) fn check(self, proto: Proto) -> Result<(), LoadError> {
-        if self.supports(proto) {
-            return Ok(());
-        }
-        Err(self.unsupported(proto))
-    }
-
-    /// The error for using this syscall with `proto`, listing the ones that work.
-    pub(crate) fn unsupported(self, proto: Proto) -> LoadError {
-        let supported = Self::ALL.iter().filter(|s| s.supports(proto));
-        let names: Vec<&str> = supported.map(|s| s.name()).collect();
-        LoadError::unsupported(proto, self.name(), &names)
     }
 }
 

@@ -31,7 +31,7 @@ pub use affinity::pin_current_thread;
 pub use cputime::{process_cpu_times, CpuTimes};
 pub use error::LoadError;
 pub use file_read::read_file;
-pub use kind::{Proto, RecvSyscall, SendSyscall};
+pub use kind::{Proto, RecvSyscall, SendSyscall, Syscall};
 pub use receiver::Receiver;
 pub use send::{send, SendConfig};
 pub use sink::Sink;

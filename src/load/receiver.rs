@@ -7,6 +7,7 @@ use std::os::fd::{AsFd, BorrowedFd};
 use super::bind::{accept, Bound};
 use super::drive::{drive, is_transient};
 use super::recvcall::{self, RecvBatch};
+use super::Syscall;
 use super::{LoadError, Proto, RecvSyscall, Summary, Until, MMSG_BATCH};
 
 /// Room for the largest datagram, and a typical read size for a stream.

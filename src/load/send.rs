@@ -2,7 +2,7 @@
 
 use std::net::SocketAddr;
 
-use super::{target, tcp_send, udp_send, LoadError, Proto, SendSyscall, Summary, Until};
+use super::{target, tcp_send, udp_send, LoadError, Proto, SendSyscall, Summary, Syscall, Until};
 
 /// Largest UDP payload over IPv4 (65535 minus IP and UDP headers).
 const UDP_MAX_SIZE: usize = 65_507;

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use super::drive::{drive, is_transient};
 use super::scratch::ScratchFile;
+use super::Syscall;
 use super::{sendcall, sockopt};
 use super::{LoadError, Proto, SendConfig, SendSyscall, Summary, Until, IO_TIMEOUT};
 

@@ -7,6 +7,7 @@ use std::os::fd::AsFd;
 use super::drive::{drive, is_transient};
 use super::sendcall::{self, SendBatch};
 use super::sockaddr::RawAddr;
+use super::Syscall;
 use super::{LoadError, Proto, SendConfig, SendSyscall, Summary, Until, IO_TIMEOUT, MMSG_BATCH};
 
 /// sendto, sendmsg and sendmmsg name the destination on every call, as an

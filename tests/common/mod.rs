@@ -118,10 +118,6 @@ pub fn event_on_cpu(snaps: &[&Snapshot], key: EventKey, cpu: usize) -> u64 {
     snaps.iter().map(|s| s.event(key).per_cpu_ns[cpu]).sum()
 }
 
-pub fn event_count(snaps: &[&Snapshot], key: EventKey) -> u64 {
-    snaps.iter().map(|s| s.event(key).count).sum()
-}
-
 /// What a finished loadgen run reports about itself.
 #[derive(Debug)]
 pub struct LoadReport {
