@@ -18,61 +18,24 @@ fn softirq_vectors_agree_with_proc_stat_and_network_dominates() {
     let udp_dest = format!("{peer}:5302");
     let tcp_sink = Server::start(loadgen_in(
         &pair,
-        &[
-            "sink",
-            "--proto",
-            "tcp",
-            "--listen",
-            &tcp_dest,
-            "--duration",
-            "8",
-        ],
+        &format!("sink --proto tcp --listen {tcp_dest} --duration 8"),
     ));
     let udp_sink = Server::start(loadgen_in(
         &pair,
-        &[
-            "sink",
-            "--proto",
-            "udp",
-            "--listen",
-            &udp_dest,
-            "--duration",
-            "8",
-        ],
+        &format!("sink --proto udp --listen {udp_dest} --duration 8"),
     ));
     let netto = NettoStat::start(0, &["--interval", "0.5"]);
 
     let started = now_unix();
     let softirq_before = proc_stat_softirq_ns();
-    let tcp = {
-        let dest = tcp_dest.clone();
-        thread::spawn(move || {
-            run_client(loadgen(&[
-                "send",
-                "--proto",
-                "tcp",
-                "--syscall",
-                "write",
-                "--dest",
-                &dest,
-                "--duration",
-                "4",
-                "--congestion",
-                "bbr",
-            ]))
-        })
-    };
-    let udp = run_client(loadgen(&[
-        "send",
-        "--proto",
-        "udp",
-        "--syscall",
-        "sendto",
-        "--dest",
-        &udp_dest,
-        "--duration",
-        "4",
-    ]));
+    let tcp = thread::spawn(move || {
+        run_client(loadgen(&format!(
+            "send --proto tcp --syscall write --dest {tcp_dest} --duration 4 --congestion bbr"
+        )))
+    });
+    let udp = run_client(loadgen(&format!(
+        "send --proto udp --syscall sendto --dest {udp_dest} --duration 4"
+    )));
     let tcp = tcp.join().expect("tcp sender");
     let softirq_after = proc_stat_softirq_ns();
     let ended = now_unix();

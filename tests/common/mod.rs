@@ -186,15 +186,17 @@ pub fn run_client(mut command: Command) -> LoadReport {
     )
 }
 
-pub fn loadgen(args: &[&str]) -> Command {
+/// `netto-loadgen` with the arguments of a command line, split on spaces.
+pub fn loadgen(args: &str) -> Command {
     let mut command = Command::new(LOADGEN);
-    command.args(args);
+    command.args(args.split_whitespace());
     command
 }
 
-pub fn loadgen_in(pair: &VethPair, args: &[&str]) -> Command {
+/// The same, run inside the namespace of `pair`.
+pub fn loadgen_in(pair: &VethPair, args: &str) -> Command {
     let mut command = pair.command(LOADGEN);
-    command.args(args);
+    command.args(args.split_whitespace());
     command
 }
 
