@@ -154,6 +154,12 @@ pub struct Snapshot {
     /// entries that ran in the interval appear.
     pub net_timer_callbacks: BTreeMap<String, u64>,
     pub overhead: Overhead,
+    /// Stack sampling over the interval; absent when netto does not sample.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sampling: Option<SamplingStats>,
+    /// Where the time of each sampled context went, by category.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub breakdown: Vec<Breakdown>,
 }
 
 impl Snapshot {
@@ -164,6 +170,111 @@ impl Snapshot {
     pub fn softirq_total_ns(&self) -> u64 {
         self.softirq.values().map(|t| t.total_ns).sum()
     }
+}
+
+/// The network context a stack sample was taken in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SampleContext {
+    NetRx,
+    NetTx,
+    SockSend,
+    SockRecv,
+}
+
+impl SampleContext {
+    pub const ALL: [SampleContext; 4] = [
+        SampleContext::NetRx,
+        SampleContext::NetTx,
+        SampleContext::SockSend,
+        SampleContext::SockRecv,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            SampleContext::NetRx => "net_rx",
+            SampleContext::NetTx => "net_tx",
+            SampleContext::SockSend => "sock_send",
+            SampleContext::SockRecv => "sock_recv",
+        }
+    }
+
+    /// The exact event whose time a context's samples divide up.
+    pub fn event(self) -> EventKey {
+        match self {
+            SampleContext::NetRx => EventKey::NetRxSoftirq,
+            SampleContext::NetTx => EventKey::NetTxSoftirq,
+            SampleContext::SockSend => EventKey::SockSend,
+            SampleContext::SockRecv => EventKey::SockRecv,
+        }
+    }
+}
+
+/// A symbolized kernel stack, outermost frame first, and how many samples
+/// had it. Frames are function names (`[unknown]` where none was found),
+/// never addresses.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StackCount {
+    pub context: SampleContext,
+    pub frames: Vec<String>,
+    pub count: u64,
+}
+
+/// One category's part of a context.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CategoryShare {
+    pub category: String,
+    pub samples: u64,
+    /// samples / all samples of the context.
+    pub share: f64,
+    /// share x the context's exact event time.
+    pub cpu_ns: u64,
+}
+
+/// Where one context's time went; the categories add up to the whole.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Breakdown {
+    pub context: SampleContext,
+    pub samples: u64,
+    pub categories: Vec<CategoryShare>,
+}
+
+/// How stack sampling went over the interval.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SamplingStats {
+    pub frequency_hz: u64,
+    /// `mmap` (double-buffered BPF array) or `ringbuf`.
+    pub transport: String,
+    /// Samples read, with a usable stack.
+    pub samples: u64,
+    /// Samples lost because the buffer was full.
+    pub dropped: u64,
+    /// Samples whose kernel stack could not be read.
+    pub failed_stacks: u64,
+    /// Memory of the sample buffer.
+    pub buffer_bytes: u64,
+}
+
+/// What `netto record` writes and `netto report` / `--replay` read: the
+/// snapshots of a run and every symbolized stack sampled in it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Recording {
+    pub header: RecordingHeader,
+    pub snapshots: Vec<Snapshot>,
+    pub stacks: Vec<StackCount>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RecordingHeader {
+    pub netto_version: String,
+    pub host: String,
+    pub kernel: String,
+    /// Unix seconds.
+    pub started: f64,
+    pub duration_s: f64,
+    pub frequency_hz: u64,
+    pub backend: String,
+    pub transport: String,
 }
 
 #[cfg(test)]

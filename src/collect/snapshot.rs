@@ -109,6 +109,8 @@ pub fn build(prev: &Reading, cur: &Reading, ctx: &Context) -> Snapshot {
         hardirq,
         net_timer_callbacks,
         overhead: overhead(prev, cur, ctx.bpf_stats),
+        sampling: None,
+        breakdown: Vec::new(),
     }
 }
 

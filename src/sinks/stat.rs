@@ -140,6 +140,8 @@ mod tests {
                 bpf_run_time_ns: 0,
                 programs: vec![],
             },
+            sampling: None,
+            breakdown: Vec::new(),
         }
     }
 
