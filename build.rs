@@ -41,7 +41,9 @@ fn generate_abi(out: &Path) {
     bindgen::Builder::default()
         .header("bpf/netto.h")
         .allowlist_item("netto_.*|NETTO_.*")
-        .rustified_enum("netto_event|netto_task_window|netto_syscall_kind")
+        .rustified_enum(
+            "netto_event|netto_task_window|netto_syscall_kind|netto_sample_context|netto_transport",
+        )
         .derive_default(true)
         .generate()
         .expect("bindgen on bpf/netto.h")

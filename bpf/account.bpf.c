@@ -15,18 +15,12 @@
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
 #include "netto.h"
+#include "cpus_map.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
 #define S_IFMT 00170000
 #define S_IFSOCK 0140000
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct netto_cpu);
-} cpus SEC(".maps");
 
 /* The socket window of each task, so that it survives being switched out
  * and follows the task to another CPU. */
@@ -51,13 +45,6 @@ struct {
 	__type(key, __u64);
 	__type(value, __u32);
 } callbacks SEC(".maps");
-
-static __always_inline struct netto_cpu *this_cpu(void)
-{
-	__u32 zero = 0;
-
-	return bpf_map_lookup_elem(&cpus, &zero);
-}
 
 static __always_inline void charge(struct netto_cpu *c, __u64 now)
 {

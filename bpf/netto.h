@@ -107,4 +107,51 @@ struct netto_cpu {
 	netto_u64 callback_overhead_ns;
 };
 
+/* ---- stack sampling ---------------------------------------------------- */
+
+/* Where a sample was taken (model::SampleContext on the Rust side). */
+enum netto_sample_context {
+	NETTO_CTX_NET_RX = 0,
+	NETTO_CTX_NET_TX = 1,
+	NETTO_CTX_SOCK_SEND = 2,
+	NETTO_CTX_SOCK_RECV = 3,
+};
+
+enum netto_transport {
+	NETTO_TRANSPORT_MMAP = 0,
+	NETTO_TRANSPORT_RINGBUF = 1,
+};
+
+#define NETTO_MAX_FRAMES 64
+
+/* One sample: a slot of the mmap double buffer, or a ring buffer record. */
+struct netto_sample {
+	/* mmap transport: set last, with a full barrier, once the slot is
+	 * complete; user space clears it when it has read the slot. */
+	netto_u64 ready; /* 64-bit: BPF atomics on 32 bits need cpu v3 */
+	netto_u32 cpu;
+	netto_u32 context;  /* enum netto_sample_context */
+	netto_u32 nr_frames;
+	netto_u32 pad;
+	netto_u64 frames[NETTO_MAX_FRAMES]; /* leaf first */
+};
+
+/*
+ * Control block of the mmap double buffer (one mmapable array element).
+ * Writers (the BPF program, on any CPU) write into half `active`; user space
+ * swaps halves, then waits until no writer is still inside the old half
+ * before reading it: a writer announces itself in writers[half] and then
+ * re-checks `active`, so either it sees the swap and moves on, or user space
+ * sees it and waits. Slots are handed out by reserved[half]; beyond the
+ * half's size the sample is counted in `dropped`, never written.
+ */
+struct netto_sample_ctl {
+	netto_u32 active;
+	netto_u32 slots_per_half;
+	netto_u64 writers[2];
+	netto_u64 reserved[2];
+	netto_u64 dropped;
+	netto_u64 failed;
+};
+
 #endif /* NETTO_H */

@@ -176,6 +176,11 @@ impl<'obj> Accounting<'obj> {
             .collect()
     }
 
+    /// The per-CPU record map, which the sampler shares.
+    pub fn cpus_map(&self) -> std::os::fd::BorrowedFd<'_> {
+        self.skel.maps.cpus.as_fd()
+    }
+
     /// Names of the attached programs.
     pub fn attached(&self) -> impl Iterator<Item = &str> {
         self.links.iter().map(|(name, _)| name.as_str())

@@ -8,6 +8,7 @@ pub mod callbacks;
 pub mod features;
 pub mod perf;
 pub mod privileges;
+pub mod sampler;
 pub mod skel;
 pub mod stats;
 pub mod syscalls;
@@ -37,6 +38,8 @@ pub enum KernelError {
         prog: String,
         source: libbpf_rs::Error,
     },
+    #[error("opening the perf event for stack sampling failed: {0}")]
+    Perf(String),
     #[error("BPF map {map}: {source}")]
     Map {
         map: &'static str,

@@ -4,6 +4,10 @@ pub mod account {
     include!(concat!(env!("OUT_DIR"), "/account.skel.rs"));
 }
 
+pub mod sample {
+    include!(concat!(env!("OUT_DIR"), "/sample.skel.rs"));
+}
+
 pub mod probe {
     include!(concat!(env!("OUT_DIR"), "/probe.skel.rs"));
 }

@@ -1,0 +1,144 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Stack sampler: a cpu-clock perf event per CPU runs this program; it keeps
+ * a kernel stack only when the CPU was in network context (NET_RX/NET_TX
+ * softirq, or a task inside a socket call), as the accounting programs
+ * record it in the shared per-CPU map. Two transports, chosen at load time:
+ * an mmapable array used as a double buffer (read by user space without a
+ * syscall per sample) and the BPF ring buffer, kept to compare the two.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include "netto.h"
+#include "cpus_map.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+/* Set by user space before load; the verifier prunes the other transport. */
+const volatile __u32 transport = NETTO_TRANSPORT_MMAP;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct netto_sample_ctl);
+} sample_ctl SEC(".maps");
+
+/* Both halves of the double buffer: slots [0, n) and [n, 2n). User space
+ * sets max_entries to 2n before load. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, 2);
+	__type(key, __u32);
+	__type(value, struct netto_sample);
+} samples SEC(".maps");
+
+/* User space sets the size before load. */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 4096);
+} sample_ring SEC(".maps");
+
+static __always_inline int sample_context(struct netto_cpu *c)
+{
+	if (c->softirq == NETTO_SOFTIRQ_NET_RX + 1)
+		return NETTO_CTX_NET_RX;
+	if (c->softirq == NETTO_SOFTIRQ_NET_TX + 1)
+		return NETTO_CTX_NET_TX;
+	if (c->softirq)
+		return -1;
+	if (c->task_window == NETTO_WIN_SEND)
+		return NETTO_CTX_SOCK_SEND;
+	if (c->task_window == NETTO_WIN_RECV)
+		return NETTO_CTX_SOCK_RECV;
+	return -1;
+}
+
+static __always_inline int fill(struct bpf_perf_event_data *ctx, struct netto_sample *s,
+				int context, struct netto_sample_ctl *ctl)
+{
+	long n = bpf_get_stack(ctx, s->frames, sizeof(s->frames), 0);
+
+	if (n <= 0) {
+		__sync_fetch_and_add(&ctl->failed, 1);
+		return -1;
+	}
+	s->nr_frames = n / sizeof(s->frames[0]);
+	s->cpu = bpf_get_smp_processor_id();
+	s->context = context;
+	return 0;
+}
+
+static __always_inline void to_ring(struct bpf_perf_event_data *ctx, int context,
+				    struct netto_sample_ctl *ctl)
+{
+	struct netto_sample *s = bpf_ringbuf_reserve(&sample_ring, sizeof(*s), 0);
+
+	if (!s) {
+		__sync_fetch_and_add(&ctl->dropped, 1);
+		return;
+	}
+	if (fill(ctx, s, context, ctl))
+		bpf_ringbuf_discard(s, 0);
+	else
+		bpf_ringbuf_submit(s, 0);
+}
+
+static __always_inline void to_mmap(struct bpf_perf_event_data *ctx, int context,
+				    struct netto_sample_ctl *ctl)
+{
+	__u32 half = ctl->active & 1;
+	struct netto_sample *s;
+	__u64 idx;
+	__u32 key;
+
+	/* Announce, then confirm the half is still the active one (see the
+	 * protocol in netto.h). */
+	__sync_fetch_and_add(&ctl->writers[half], 1);
+	if ((ctl->active & 1) != half) {
+		__sync_fetch_and_add(&ctl->writers[half], -1);
+		__sync_fetch_and_add(&ctl->dropped, 1);
+		return;
+	}
+	idx = __sync_fetch_and_add(&ctl->reserved[half], 1);
+	if (idx >= ctl->slots_per_half) {
+		__sync_fetch_and_add(&ctl->dropped, 1);
+		goto out;
+	}
+	key = half * ctl->slots_per_half + idx;
+	s = bpf_map_lookup_elem(&samples, &key);
+	if (!s)
+		goto out;
+	if (fill(ctx, s, context, ctl))
+		s->nr_frames = 0;
+	/* Full barrier: the slot's content is visible before `ready`. */
+	__sync_lock_test_and_set(&s->ready, 1);
+out:
+	__sync_fetch_and_add(&ctl->writers[half], -1);
+}
+
+SEC("perf_event")
+int netto_sample(struct bpf_perf_event_data *ctx)
+{
+	struct netto_sample_ctl *ctl;
+	struct netto_cpu *c = this_cpu();
+	__u32 zero = 0;
+	int context;
+
+	if (!c)
+		return 0;
+	context = sample_context(c);
+	if (context < 0)
+		return 0;
+	ctl = bpf_map_lookup_elem(&sample_ctl, &zero);
+	if (!ctl)
+		return 0;
+	if (transport == NETTO_TRANSPORT_RINGBUF)
+		to_ring(ctx, context, ctl);
+	else
+		to_mmap(ctx, context, ctl);
+	return 0;
+}

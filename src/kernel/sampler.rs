@@ -1,0 +1,430 @@
+//! The stack sampler: a cpu-clock perf event per CPU runs `bpf/sample.bpf.c`,
+//! which keeps kernel stacks taken in network context. This module loads
+//! it, sizes its buffer, and drains samples through either transport.
+
+use std::cell::RefCell;
+use std::mem::MaybeUninit;
+use std::os::fd::{AsRawFd, IntoRawFd};
+use std::ptr::NonNull;
+use std::rc::Rc;
+use std::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use libbpf_rs::skel::{OpenSkel, SkelBuilder};
+use libbpf_rs::{Link, MapCore, OpenObject, RingBuffer, RingBufferBuilder};
+
+use super::accounting::Accounting;
+use super::perf::open_cpu_clock;
+use super::skel::sample::{SampleSkel, SampleSkelBuilder};
+use super::KernelError;
+use crate::abi::{
+    netto_sample, netto_sample_context, netto_sample_ctl, netto_transport, read_from,
+};
+use crate::model::SampleContext;
+
+/// Accepted sampling frequencies. Above 10 kHz a sample every 100 us costs
+/// more than the network work it would explain.
+pub const MIN_FREQUENCY_HZ: u64 = 1;
+pub const MAX_FREQUENCY_HZ: u64 = 10_000;
+/// The buffer is never larger than this, whatever the CPU count.
+pub const MAX_BUFFER_BYTES: u64 = 64 << 20;
+/// Room for this many drain periods' worth of samples per half, so a late
+/// drain does not drop.
+const HEADROOM: u64 = 2;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Transport {
+    /// Mmapable BPF array used as a double buffer: no syscall per sample.
+    Mmap,
+    /// The BPF ring buffer.
+    Ringbuf,
+}
+
+impl Transport {
+    pub fn name(self) -> &'static str {
+        match self {
+            Transport::Mmap => "mmap",
+            Transport::Ringbuf => "ringbuf",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+pub struct SamplerConfig {
+    pub frequency_hz: u64,
+    pub transport: Transport,
+    /// How often user space drains; sizes the buffer.
+    pub drain_period: Duration,
+    /// Overrides the computed buffer size (tests use a tiny one).
+    pub slots_per_half: Option<u32>,
+}
+
+/// Slots per half: frequency x CPUs x drain period, with headroom, capped.
+pub fn slots_for(frequency_hz: u64, cpus: usize, drain_period: Duration) -> u32 {
+    let per_period = (frequency_hz as f64 * cpus as f64 * drain_period.as_secs_f64()).ceil() as u64;
+    let cap = MAX_BUFFER_BYTES / 2 / size_of::<netto_sample>() as u64;
+    u32::try_from((per_period * HEADROOM).clamp(16, cap)).unwrap_or(u32::MAX)
+}
+
+/// A drained sample: where it was taken and its stack, leaf first.
+pub struct RawSample<'a> {
+    pub cpu: u32,
+    pub context: SampleContext,
+    pub frames: &'a [u64],
+}
+
+/// Cumulative counters of the sampler.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SamplerCounters {
+    pub samples: u64,
+    pub dropped: u64,
+    pub failed: u64,
+}
+
+pub struct Sampler<'obj> {
+    skel: SampleSkel<'obj>,
+    _links: Vec<Link>,
+    transport: Transport,
+    frequency_hz: u64,
+    buffer_bytes: u64,
+    samples: u64,
+    ctl: Mapping,
+    mmap: Option<DoubleBuffer>,
+    ring: Option<(RingBuffer<'static>, Rc<RefCell<Vec<netto_sample>>>)>,
+}
+
+impl<'obj> Sampler<'obj> {
+    pub fn load(
+        storage: &'obj mut MaybeUninit<OpenObject>,
+        accounting: &Accounting<'_>,
+        config: SamplerConfig,
+    ) -> Result<Self, KernelError> {
+        let load_err = |e: libbpf_rs::Error| KernelError::Load(format!("sampler: {e}"));
+        let cpus = accounting.cpus();
+        let slots = config
+            .slots_per_half
+            .unwrap_or_else(|| slots_for(config.frequency_hz, cpus, config.drain_period));
+        let mut open = SampleSkelBuilder::default()
+            .open(storage)
+            .map_err(load_err)?;
+        open.maps
+            .cpus
+            .reuse_fd(accounting.cpus_map())
+            .map_err(load_err)?;
+        let rodata = open
+            .maps
+            .rodata_data
+            .as_deref_mut()
+            .ok_or_else(|| KernelError::Load("sampler: no read-only data".into()))?;
+        let buffer_bytes = match config.transport {
+            Transport::Mmap => {
+                rodata.transport = netto_transport::NETTO_TRANSPORT_MMAP as u32;
+                open.maps
+                    .samples
+                    .set_max_entries(slots * 2)
+                    .map_err(load_err)?;
+                u64::from(slots) * 2 * size_of::<netto_sample>() as u64
+            }
+            Transport::Ringbuf => {
+                rodata.transport = netto_transport::NETTO_TRANSPORT_RINGBUF as u32;
+                let bytes = (u64::from(slots) * 2 * (size_of::<netto_sample>() as u64 + 8))
+                    .next_power_of_two()
+                    .max(4096);
+                let bytes = u32::try_from(bytes).unwrap_or(1 << 30);
+                open.maps
+                    .sample_ring
+                    .set_max_entries(bytes)
+                    .map_err(load_err)?;
+                u64::from(bytes)
+            }
+        };
+        let skel = open.load().map_err(load_err)?;
+
+        let ctl = Mapping::new(&skel.maps.sample_ctl, size_of::<netto_sample_ctl>())?;
+        // SAFETY: the control block is mapped and only this process writes
+        // slots_per_half, before any program runs.
+        unsafe { (*ctl.ptr.cast::<netto_sample_ctl>().as_ptr()).slots_per_half = slots };
+        let mmap = match config.transport {
+            Transport::Mmap => Some(DoubleBuffer {
+                slots: Mapping::new(
+                    &skel.maps.samples,
+                    size_of::<netto_sample>() * slots as usize * 2,
+                )?,
+                slots_per_half: slots,
+            }),
+            Transport::Ringbuf => None,
+        };
+        let mut sampler = Sampler {
+            _links: Vec::new(),
+            transport: config.transport,
+            frequency_hz: config.frequency_hz,
+            buffer_bytes,
+            samples: 0,
+            ctl,
+            mmap,
+            ring: None,
+            skel,
+        };
+        if config.transport == Transport::Ringbuf {
+            sampler.ring = Some(sampler.build_ring()?);
+        }
+        sampler._links = attach_per_cpu(&sampler.skel, cpus, config.frequency_hz)?;
+        Ok(sampler)
+    }
+
+    fn build_ring(
+        &self,
+    ) -> Result<(RingBuffer<'static>, Rc<RefCell<Vec<netto_sample>>>), KernelError> {
+        let queue: Rc<RefCell<Vec<netto_sample>>> = Rc::default();
+        let sink = Rc::clone(&queue);
+        let mut builder = RingBufferBuilder::new();
+        builder
+            .add(&self.skel.maps.sample_ring, move |bytes: &[u8]| {
+                if let Some(sample) = read_from::<netto_sample>(bytes) {
+                    sink.borrow_mut().push(sample);
+                }
+                0
+            })
+            .map_err(|e| KernelError::Load(format!("sampler ring buffer: {e}")))?;
+        let ring = builder
+            .build()
+            .map_err(|e| KernelError::Load(format!("sampler ring buffer: {e}")))?;
+        Ok((ring, queue))
+    }
+
+    pub fn transport(&self) -> Transport {
+        self.transport
+    }
+
+    pub fn frequency_hz(&self) -> u64 {
+        self.frequency_hz
+    }
+
+    pub fn buffer_bytes(&self) -> u64 {
+        self.buffer_bytes
+    }
+
+    /// Hands every sample taken since the last drain to `each`.
+    pub fn drain(&mut self, mut each: impl FnMut(RawSample<'_>)) -> Result<(), KernelError> {
+        let mut count = 0;
+        let mut deliver = |s: &netto_sample| {
+            let n = (s.nr_frames as usize).min(s.frames.len());
+            if n == 0 {
+                return;
+            }
+            if let Some(context) = context_of(s.context) {
+                count += 1;
+                each(RawSample {
+                    cpu: s.cpu,
+                    context,
+                    frames: &s.frames[..n],
+                });
+            }
+        };
+        if let Some(buffer) = &self.mmap {
+            buffer.drain(&self.ctl(), &mut deliver);
+        }
+        if let Some((ring, queue)) = &self.ring {
+            ring.consume()
+                .map_err(|e| KernelError::Load(format!("sampler ring buffer: {e}")))?;
+            for sample in queue.borrow_mut().drain(..) {
+                deliver(&sample);
+            }
+        }
+        self.samples += count;
+        Ok(())
+    }
+
+    pub fn counters(&self) -> SamplerCounters {
+        let ctl = self.ctl();
+        SamplerCounters {
+            samples: self.samples,
+            dropped: ctl.dropped.load(Ordering::Relaxed),
+            failed: ctl.failed.load(Ordering::Relaxed),
+        }
+    }
+
+    fn ctl(&self) -> CtlView<'_> {
+        CtlView::new(&self.ctl)
+    }
+}
+
+fn context_of(raw: u32) -> Option<SampleContext> {
+    const CONTEXTS: [(netto_sample_context, SampleContext); 4] = [
+        (netto_sample_context::NETTO_CTX_NET_RX, SampleContext::NetRx),
+        (netto_sample_context::NETTO_CTX_NET_TX, SampleContext::NetTx),
+        (
+            netto_sample_context::NETTO_CTX_SOCK_SEND,
+            SampleContext::SockSend,
+        ),
+        (
+            netto_sample_context::NETTO_CTX_SOCK_RECV,
+            SampleContext::SockRecv,
+        ),
+    ];
+    CONTEXTS
+        .iter()
+        .find(|(abi, _)| *abi as u32 == raw)
+        .map(|(_, context)| *context)
+}
+
+/// One cpu-clock event per CPU, each with the sampler attached through a
+/// link (which owns the event fd from then on).
+fn attach_per_cpu(
+    skel: &SampleSkel<'_>,
+    cpus: usize,
+    frequency_hz: u64,
+) -> Result<Vec<Link>, KernelError> {
+    let mut links = Vec::new();
+    for cpu in 0..cpus {
+        let cpu = i32::try_from(cpu).expect("CPU numbers are small");
+        let fd = match open_cpu_clock(cpu, frequency_hz) {
+            Ok(fd) => fd,
+            // Possible but offline CPUs have no event to open.
+            Err(e) if e.raw_os_error() == Some(libc::ENODEV) => continue,
+            Err(e) => return Err(KernelError::Perf(e.to_string())),
+        };
+        let link = skel
+            .progs
+            .netto_sample
+            .attach_perf_event(fd.into_raw_fd())
+            .map_err(|source| KernelError::Attach {
+                prog: "netto_sample".into(),
+                source,
+            })?;
+        links.push(link);
+    }
+    Ok(links)
+}
+
+/// A BPF_F_MMAPABLE array map mapped read-write into this process;
+/// unmapped on drop.
+struct Mapping {
+    ptr: NonNull<u8>,
+    len: usize,
+}
+
+impl Mapping {
+    fn new(map: &impl MapCore, bytes: usize) -> Result<Self, KernelError> {
+        let len = bytes.div_ceil(PAGE) * PAGE;
+        // SAFETY: mapping a BPF map fd; the kernel validates length and flags.
+        let ptr = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                map.as_fd().as_raw_fd(),
+                0,
+            )
+        };
+        if ptr == libc::MAP_FAILED {
+            return Err(KernelError::Load(format!(
+                "sampler: mmap of BPF map failed: {}",
+                std::io::Error::last_os_error()
+            )));
+        }
+        let ptr = NonNull::new(ptr.cast())
+            .ok_or_else(|| KernelError::Load("sampler: mmap returned null".into()))?;
+        Ok(Mapping { ptr, len })
+    }
+}
+
+impl Drop for Mapping {
+    fn drop(&mut self) {
+        // SAFETY: ptr/len are exactly what mmap returned; nothing borrows
+        // the mapping past its owner.
+        unsafe { libc::munmap(self.ptr.as_ptr().cast(), self.len) };
+    }
+}
+
+const PAGE: usize = 4096;
+
+/// The mmap double buffer's two halves. Reading it costs no syscall.
+struct DoubleBuffer {
+    slots: Mapping,
+    slots_per_half: u32,
+}
+
+/// Atomic views of the control block's fields, shared with BPF writers.
+struct CtlView<'a> {
+    active: &'a AtomicU32,
+    writers: [&'a AtomicU64; 2],
+    reserved: [&'a AtomicU64; 2],
+    dropped: &'a AtomicU64,
+    failed: &'a AtomicU64,
+}
+
+impl<'a> CtlView<'a> {
+    fn new(ctl: &'a Mapping) -> Self {
+        let p = ctl.ptr.cast::<netto_sample_ctl>().as_ptr();
+        // SAFETY: the mapping outlives the sampler; every field is naturally
+        // aligned and only ever accessed atomically by both sides.
+        unsafe {
+            CtlView {
+                active: AtomicU32::from_ptr(&raw mut (*p).active),
+                writers: [
+                    AtomicU64::from_ptr(&raw mut (*p).writers[0]),
+                    AtomicU64::from_ptr(&raw mut (*p).writers[1]),
+                ],
+                reserved: [
+                    AtomicU64::from_ptr(&raw mut (*p).reserved[0]),
+                    AtomicU64::from_ptr(&raw mut (*p).reserved[1]),
+                ],
+                dropped: AtomicU64::from_ptr(&raw mut (*p).dropped),
+                failed: AtomicU64::from_ptr(&raw mut (*p).failed),
+            }
+        }
+    }
+}
+
+/// How long to wait for writers still inside a half that was just retired;
+/// a BPF program runs to completion in microseconds.
+const WRITER_WAIT: Duration = Duration::from_millis(100);
+
+impl DoubleBuffer {
+    /// Retires the active half, waits for its writers, reads its complete
+    /// slots and hands the half back empty.
+    fn drain(&self, ctl: &CtlView<'_>, deliver: &mut impl FnMut(&netto_sample)) {
+        let old = (ctl.active.load(Ordering::SeqCst) & 1) as usize;
+        ctl.active.store((old as u32) ^ 1, Ordering::SeqCst);
+        fence(Ordering::SeqCst);
+        let deadline = Instant::now() + WRITER_WAIT;
+        while ctl.writers[old].load(Ordering::SeqCst) != 0 && Instant::now() < deadline {
+            std::thread::yield_now();
+        }
+        let reserved = ctl.reserved[old]
+            .load(Ordering::SeqCst)
+            .min(u64::from(self.slots_per_half));
+        let base = old * self.slots_per_half as usize;
+        for i in 0..reserved as usize {
+            // SAFETY: base + i is inside the mapping of 2 x slots_per_half
+            // slots; `ready` is accessed atomically, the rest only after
+            // `ready` says the writer is done with the slot.
+            unsafe {
+                let slot = self.slots.ptr.cast::<netto_sample>().as_ptr().add(base + i);
+                let ready = AtomicU64::from_ptr(&raw mut (*slot).ready);
+                if ready.load(Ordering::Acquire) == 1 {
+                    deliver(&*slot);
+                    ready.store(0, Ordering::Release);
+                }
+            }
+        }
+        ctl.reserved[old].store(0, Ordering::SeqCst);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn buffer_follows_frequency_cpus_and_period_with_a_cap() {
+        let small = slots_for(1000, 2, Duration::from_millis(100));
+        assert_eq!(small, 400);
+        assert!(slots_for(1000, 256, Duration::from_millis(100)) > small);
+        let capped = slots_for(10_000, 4096, Duration::from_secs(1));
+        assert!(u64::from(capped) * 2 * size_of::<netto_sample>() as u64 <= MAX_BUFFER_BYTES);
+        assert_eq!(slots_for(1, 1, Duration::from_millis(1)), 16);
+    }
+}
