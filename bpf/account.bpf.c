@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /*
  * Exact accounting of the kernel's network entry points, tracepoints only
  * (the `tracepoint` backend): works where ftrace refuses function hooks.
@@ -17,7 +17,7 @@
 #include "netto.h"
 #include "cpus_map.h"
 
-char LICENSE[] SEC("license") = "GPL";
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 #define S_IFMT 00170000
 #define S_IFSOCK 0140000

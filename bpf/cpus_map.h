@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: GPL-2.0 */
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
  * The per-CPU accounting record map, shared by the accounting and sampling
  * objects: the sampler's copy is pointed at the accounting one's fd before

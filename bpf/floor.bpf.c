@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /*
  * Empty programs on the hooks netto uses: the cost floor of running any BPF
  * program there. The overhead benchmark attaches them beside netto and
@@ -8,7 +8,7 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 
-char LICENSE[] SEC("license") = "GPL";
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 SEC("tp_btf/softirq_entry")
 int BPF_PROG(floor_softirq_entry) { return 0; }

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: GPL-2.0 */
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
  * The ABI between netto's BPF programs and its Rust side. This header is the
  * only definition: build.rs turns it into Rust with bindgen, so the two sides

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /*
  * Stack sampler: a cpu-clock perf event per CPU runs this program; it keeps
  * a kernel stack only when the CPU was in network context (NET_RX/NET_TX
@@ -13,7 +13,7 @@
 #include "netto.h"
 #include "cpus_map.h"
 
-char LICENSE[] SEC("license") = "GPL";
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 /* Set by user space before load; the verifier prunes the other transport. */
 const volatile __u32 transport = NETTO_TRANSPORT_MMAP;

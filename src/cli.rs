@@ -31,6 +31,11 @@ pub enum Command {
     Stat(StatArgs),
     /// Report what this kernel allows and which backend netto would use.
     Check(CheckArgs),
+    /// Sample where the network time goes, then write a flame graph,
+    /// folded stacks or a JSON recording.
+    Record(RecordArgs),
+    /// Render a recording again, or the difference of two.
+    Report(ReportArgs),
     /// The demo load's child process (started by `--demo`).
     #[command(name = "demo-load", hide = true)]
     DemoLoad,
@@ -76,6 +81,85 @@ pub struct StatArgs {
     pub no_bpf_stats: bool,
 }
 
+/// What `record` and `report` write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    /// inferno flame graph, frames coloured by category
+    Svg,
+    /// folded stacks (flamegraph.pl, inferno, speedscope)
+    Folded,
+    /// a netto recording: snapshots and symbolized stacks, replayable
+    Json,
+}
+
+impl Format {
+    /// The format a file name asks for, when --format is not given.
+    pub fn for_path(path: &std::path::Path) -> Format {
+        match path.extension().and_then(|e| e.to_str()) {
+            Some("json") => Format::Json,
+            Some("folded") | Some("txt") => Format::Folded,
+            _ => Format::Svg,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum TransportArg {
+    Mmap,
+    Ringbuf,
+}
+
+#[derive(Debug, Args)]
+pub struct RecordArgs {
+    /// How long to sample.
+    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true, value_parser = parse_duration)]
+    pub duration: f64,
+    /// Where to write.
+    #[arg(long, short, value_name = "FILE")]
+    pub output: std::path::PathBuf,
+    /// Output format [default: from the file name, else svg].
+    #[arg(long, value_enum)]
+    pub format: Option<Format>,
+    /// Samples per second per CPU.
+    #[arg(long, value_name = "HZ", default_value = "1000", allow_negative_numbers = true, value_parser = parse_frequency)]
+    pub frequency: u64,
+    /// How samples reach user space.
+    #[arg(long, value_enum, default_value_t = TransportArg::Mmap)]
+    pub transport: TransportArg,
+    /// Seconds per snapshot in the recording.
+    #[arg(long, default_value = "1", value_name = "SECONDS", allow_negative_numbers = true, value_parser = parse_interval)]
+    pub interval: f64,
+    /// Accounting backend.
+    #[arg(long, value_enum, default_value_t = BackendArg::Auto)]
+    pub backend: BackendArg,
+    /// Overwrite an existing output file.
+    #[arg(long)]
+    pub force: bool,
+    /// Run the built-in demo load while recording.
+    #[arg(long)]
+    pub demo: bool,
+}
+
+#[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("input").required(true).args(["recording", "diff"])))]
+pub struct ReportArgs {
+    /// A recording written by `netto record --format json`.
+    #[arg(value_name = "RECORDING")]
+    pub recording: Option<std::path::PathBuf>,
+    /// Render a differential flame graph of two recordings.
+    #[arg(long, num_args = 2, value_names = ["BEFORE", "AFTER"], conflicts_with = "recording")]
+    pub diff: Option<Vec<std::path::PathBuf>>,
+    /// Where to write.
+    #[arg(long, short, value_name = "FILE")]
+    pub output: std::path::PathBuf,
+    /// Output format [default: from the file name, else svg].
+    #[arg(long, value_enum)]
+    pub format: Option<Format>,
+    /// Overwrite an existing output file.
+    #[arg(long)]
+    pub force: bool,
+}
+
 #[derive(Debug, Args)]
 pub struct CheckArgs {
     /// Print the findings as one JSON object.
@@ -110,6 +194,19 @@ fn parse_seconds(text: &str, min: f64, max: f64) -> Result<f64, String> {
         .map_err(|_| format!("'{text}' is not a number of seconds"))?;
     if !value.is_finite() || value < min || value > max {
         return Err(format!("must be between {min} and {max} seconds"));
+    }
+    Ok(value)
+}
+
+fn parse_frequency(text: &str) -> Result<u64, String> {
+    use crate::kernel::sampler::{MAX_FREQUENCY_HZ, MIN_FREQUENCY_HZ};
+    let value: u64 = text
+        .parse()
+        .map_err(|_| format!("'{text}' is not a whole number of hertz"))?;
+    if !(MIN_FREQUENCY_HZ..=MAX_FREQUENCY_HZ).contains(&value) {
+        return Err(format!(
+            "must be between {MIN_FREQUENCY_HZ} and {MAX_FREQUENCY_HZ} Hz"
+        ));
     }
     Ok(value)
 }
@@ -159,6 +256,38 @@ mod tests {
             &["stat", "--duration", "inf"],
             &["stat", "--backend", "fentry"],
             &["stat", "--backend", "bogus"],
+            &[
+                "record",
+                "--duration",
+                "1",
+                "-o",
+                "x.svg",
+                "--frequency",
+                "0",
+            ],
+            &[
+                "record",
+                "--duration",
+                "1",
+                "-o",
+                "x.svg",
+                "--frequency",
+                "100000",
+            ],
+            &[
+                "record",
+                "--duration",
+                "1",
+                "-o",
+                "x.svg",
+                "--format",
+                "png",
+            ],
+            &["record", "--duration", "0", "-o", "x.svg"],
+            &["report", "-o", "x.svg"],
+            &[
+                "report", "a.json", "--diff", "b.json", "c.json", "-o", "x.svg",
+            ],
         ] {
             assert!(parse(bad).is_err(), "{bad:?} accepted");
         }

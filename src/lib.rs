@@ -6,6 +6,7 @@
 //! never renders. [`demo`], [`netns`] and [`load`] make traffic to measure.
 
 pub mod abi;
+pub mod breakdown;
 pub mod cli;
 pub mod collect;
 pub mod demo;

@@ -25,6 +25,8 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Stat(args) => commands::stat::run(&args),
         Command::Check(args) => commands::check::run(&args),
+        Command::Record(args) => commands::record::run(&args),
+        Command::Report(args) => commands::report::run(&args),
         Command::DemoLoad => netto::demo::run_until_stdin_closes().map(|()| ExitCode::SUCCESS),
     };
     match result {

@@ -2,4 +2,8 @@
 //! owns nothing else.
 
 pub mod check;
+pub mod record;
+mod render;
+pub mod report;
+mod signals;
 pub mod stat;

@@ -3,8 +3,6 @@
 use std::io;
 use std::mem::MaybeUninit;
 use std::process::ExitCode;
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
-use std::thread;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
@@ -16,6 +14,8 @@ use netto::kernel::features::Features;
 use netto::kernel::stats::StatsGuard;
 use netto::kernel::{backend, privileges, KernelError};
 use netto::sinks::stat as sink;
+
+use super::signals::{stop_on_signals, wait_until};
 
 pub fn run(args: &StatArgs) -> Result<ExitCode> {
     if !privileges::sufficient() {
@@ -90,29 +90,4 @@ pub fn run(args: &StatArgs) -> Result<ExitCode> {
     }
     drop(demo);
     Ok(ExitCode::SUCCESS)
-}
-
-/// Sleeps until `deadline`; false if a stop was requested first. Blocks on
-/// the signal channel rather than polling a flag: one wake-up per interval
-/// keeps netto's own CPU time down (each wake-up is costly in a VM).
-fn wait_until(deadline: Instant, stop: &Receiver<()>) -> bool {
-    let timeout = deadline.saturating_duration_since(Instant::now());
-    matches!(stop.recv_timeout(timeout), Err(RecvTimeoutError::Timeout))
-}
-
-/// SIGINT and SIGTERM end the run normally, so links, the demo namespace and
-/// the statistics fd are released by their destructors.
-fn stop_on_signals() -> Result<Receiver<()>> {
-    let mut signals = signal_hook::iterator::Signals::new([
-        signal_hook::consts::SIGINT,
-        signal_hook::consts::SIGTERM,
-    ])
-    .context("installing signal handlers")?;
-    let (tx, rx) = mpsc::channel();
-    thread::spawn(move || {
-        if signals.forever().next().is_some() {
-            let _ = tx.send(());
-        }
-    });
-    Ok(rx)
 }

@@ -13,7 +13,10 @@ pub fn try_cpu_clock() -> Result<String, String> {
         .map_err(|e| format!("perf_event_open refused: {e}"))
 }
 
-/// A cpu-clock event sampling `frequency` times per second on `cpu`.
+/// A cpu-clock event sampling `frequency` times per second on `cpu`. A fixed
+/// period (cpu-clock counts nanoseconds) rather than perf's frequency mode:
+/// that one starts with a period of 1 and fires in a burst until it adapts,
+/// which overflows a buffer sized for the steady rate.
 pub fn open_cpu_clock(cpu: i32, frequency: u64) -> io::Result<OwnedFd> {
     let mut attr = libbpf_sys::perf_event_attr {
         type_: libbpf_sys::PERF_TYPE_SOFTWARE,
@@ -21,8 +24,7 @@ pub fn open_cpu_clock(cpu: i32, frequency: u64) -> io::Result<OwnedFd> {
         config: u64::from(libbpf_sys::PERF_COUNT_SW_CPU_CLOCK),
         ..Default::default()
     };
-    attr.__bindgen_anon_1.sample_freq = frequency;
-    attr.set_freq(1);
+    attr.__bindgen_anon_1.sample_period = 1_000_000_000 / frequency.max(1);
     // SAFETY: attr is a valid perf_event_attr; pid -1 with a cpu means
     // "every task on that CPU"; no group fd, no flags.
     let fd = unsafe {

@@ -90,8 +90,11 @@ pub struct Sampler<'obj> {
     samples: u64,
     ctl: Mapping,
     mmap: Option<DoubleBuffer>,
-    ring: Option<(RingBuffer<'static>, Rc<RefCell<Vec<netto_sample>>>)>,
+    ring: Option<(RingBuffer<'static>, SampleQueue)>,
 }
+
+/// Samples the ring buffer callback has copied out, until drain() takes them.
+type SampleQueue = Rc<RefCell<Vec<netto_sample>>>;
 
 impl<'obj> Sampler<'obj> {
     pub fn load(
@@ -172,10 +175,8 @@ impl<'obj> Sampler<'obj> {
         Ok(sampler)
     }
 
-    fn build_ring(
-        &self,
-    ) -> Result<(RingBuffer<'static>, Rc<RefCell<Vec<netto_sample>>>), KernelError> {
-        let queue: Rc<RefCell<Vec<netto_sample>>> = Rc::default();
+    fn build_ring(&self) -> Result<(RingBuffer<'static>, SampleQueue), KernelError> {
+        let queue: SampleQueue = Rc::default();
         let sink = Rc::clone(&queue);
         let mut builder = RingBufferBuilder::new();
         builder

@@ -1,3 +1,5 @@
 //! Where snapshots go. Sinks only consume the model; none touches BPF.
 
+pub mod flame;
+pub mod output;
 pub mod stat;

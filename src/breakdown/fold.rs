@@ -1,0 +1,167 @@
+//! Samples -> [`StackCount`]s. Sampling repeats a few thousand stacks
+//! millions of times, so samples are counted by their raw addresses first
+//! (one hash of the stack per sample) and each distinct stack is symbolized
+//! once, when the counts are taken. Raw stacks that differ only in return
+//! addresses inside the same functions become the same symbolized stack
+//! and are merged there.
+
+use std::collections::HashMap;
+
+use crate::model::{SampleContext, StackCount};
+use crate::symbols::symbolizer::{trim_stack, FastState, FrameId, Symbolizer};
+
+/// Distinct raw stacks of one context and how often each was sampled.
+type RawCounts = HashMap<Box<[u64]>, u64, FastState>;
+
+/// Accumulates samples until [`take`](Folder::take) turns them into stacks.
+#[derive(Default)]
+pub struct Folder {
+    /// Indexed by `SampleContext as usize`.
+    by_context: [RawCounts; SampleContext::ALL.len()],
+    samples: u64,
+}
+
+impl Folder {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Counts one sample: `raw` as `bpf_get_stack` returned it, leaf first,
+    /// zero padding allowed.
+    pub fn add(&mut self, context: SampleContext, raw: &[u64]) {
+        self.add_count(context, raw, 1);
+    }
+
+    /// Counts `count` samples of the same stack.
+    pub fn add_count(&mut self, context: SampleContext, raw: &[u64], count: u64) {
+        let raw = trim_stack(raw);
+        let counts = &mut self.by_context[context as usize];
+        match counts.get_mut(raw) {
+            Some(n) => *n += count,
+            None => {
+                counts.insert(raw.into(), count);
+            }
+        }
+        self.samples += count;
+    }
+
+    /// Samples counted since the last [`take`](Self::take).
+    pub fn samples(&self) -> u64 {
+        self.samples
+    }
+
+    /// Distinct raw stacks counted since the last [`take`](Self::take).
+    pub fn distinct_stacks(&self) -> usize {
+        self.by_context.iter().map(HashMap::len).sum()
+    }
+
+    /// The counted samples as symbolized stacks, frames outermost first,
+    /// one entry per context and distinct frame list; ordered by context,
+    /// then most samples first, then frames. Empties the folder.
+    pub fn take(&mut self, symbolizer: &mut Symbolizer) -> Vec<StackCount> {
+        let mut stacks = Vec::new();
+        let mut frames = Vec::new();
+        for (context, counts) in SampleContext::ALL.into_iter().zip(&mut self.by_context) {
+            let mut merged: HashMap<Vec<FrameId>, u64, FastState> = HashMap::default();
+            for (raw, count) in counts.drain() {
+                symbolizer.symbolize_into(&raw, &mut frames);
+                match merged.get_mut(frames.as_slice()) {
+                    Some(n) => *n += count,
+                    None => {
+                        merged.insert(frames.clone(), count);
+                    }
+                }
+            }
+            let start = stacks.len();
+            stacks.extend(merged.into_iter().map(|(frames, count)| {
+                StackCount {
+                    context,
+                    frames: frames
+                        .iter()
+                        .map(|&f| symbolizer.name(f).to_owned())
+                        .collect(),
+                    count,
+                }
+            }));
+            stacks[start..]
+                .sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.frames.cmp(&b.frames)));
+        }
+        self.samples = 0;
+        stacks
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::symbols::kallsyms::SymbolTable;
+
+    const BASIC: &str = include_str!("../../tests/fixtures/kallsyms/basic.txt");
+
+    fn symbolizer() -> Symbolizer {
+        Symbolizer::new(SymbolTable::parse(BASIC).unwrap())
+    }
+
+    // Leaf first, as sampled: tcp_ack <- netif_receive_skb <- veth_poll.
+    const STACK: [u64; 3] = [0xffffffff81a10010, 0xffffffff81e66620, 0xffffffff81dbcf10];
+    // The same functions, other return addresses.
+    const SAME_FUNCTIONS: [u64; 3] = [0xffffffff81a10020, 0xffffffff81e66640, 0xffffffff81dbcf40];
+    // br_handle_frame <- veth_poll.
+    const BRIDGE: [u64; 2] = [0xffffffffc0a01010, 0xffffffff81dbcf10];
+
+    #[test]
+    fn folds_identical_stacks_and_merges_same_functions() {
+        let mut folder = Folder::new();
+        for _ in 0..5 {
+            folder.add(SampleContext::NetRx, &STACK);
+        }
+        folder.add(SampleContext::NetRx, &[STACK[0], STACK[1], STACK[2], 0, 0]);
+        folder.add_count(SampleContext::NetRx, &SAME_FUNCTIONS, 4);
+        folder.add(SampleContext::NetRx, &BRIDGE);
+        folder.add(SampleContext::SockRecv, &STACK);
+        assert_eq!(folder.samples(), 12);
+        assert_eq!(folder.distinct_stacks(), 4);
+
+        let stacks = folder.take(&mut symbolizer());
+        let tcp = vec![
+            "veth_poll".to_owned(),
+            "netif_receive_skb".into(),
+            "tcp_ack".into(),
+        ];
+        let bridge = vec!["veth_poll".to_owned(), "br_handle_frame".into()];
+        assert_eq!(
+            stacks,
+            [
+                StackCount {
+                    context: SampleContext::NetRx,
+                    frames: tcp.clone(),
+                    count: 10
+                },
+                StackCount {
+                    context: SampleContext::NetRx,
+                    frames: bridge,
+                    count: 1
+                },
+                StackCount {
+                    context: SampleContext::SockRecv,
+                    frames: tcp,
+                    count: 1
+                },
+            ]
+        );
+        assert_eq!(folder.samples(), 0);
+        assert_eq!(folder.distinct_stacks(), 0);
+        assert!(folder.take(&mut symbolizer()).is_empty());
+    }
+
+    #[test]
+    fn unknown_addresses_become_unknown_frames() {
+        let mut folder = Folder::new();
+        folder.add(
+            SampleContext::NetTx,
+            &[0xffffffff80000000, 0xffffffff81dbcf10],
+        );
+        let stacks = folder.take(&mut symbolizer());
+        assert_eq!(stacks[0].frames, ["veth_poll", "[unknown]"]);
+    }
+}

@@ -1,0 +1,956 @@
+//! Where sampled time went: each symbolized stack gets exactly one
+//! [`Category`], and a context's exact event time is divided between
+//! categories in proportion to their samples, so the parts always add up to
+//! the measured whole.
+//!
+//! Precedence: the matching frame nearest the leaf wins, because it is the
+//! most specific stage (TCP receive under a bridge under a driver poll is
+//! TCP). Frames no row matches (allocation, locks, copies inside a stage)
+//! inherit the stage of their nearest matching caller. A stack no row
+//! matches, or whose leaf is in the softirq machinery itself, is
+//! [`Category::Other`]. The table and the netfilter hook rule are in
+//! [`rules`].
+
+pub mod fold;
+pub mod rules;
+
+use std::collections::{BTreeMap, HashMap};
+
+use crate::model::{Breakdown, CategoryShare, CpuTime, EventKey, SampleContext, StackCount};
+use crate::symbols::symbolizer::FastState;
+
+/// A stage of the network stack. The names are public (JSON, TUI, web), so
+/// they never change.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Category {
+    DriverNapi,
+    Xdp,
+    Gro,
+    NetifReceive,
+    Tc,
+    Bridge,
+    NetfilterPrerouting,
+    NetfilterInput,
+    NetfilterForward,
+    NetfilterOutput,
+    NetfilterPostrouting,
+    /// Netfilter whose hook no caller identifies (netdev ingress/egress,
+    /// unusual call paths).
+    NetfilterOther,
+    Conntrack,
+    IpReceive,
+    Ipv4Forward,
+    Ipv6Forward,
+    LocalTcp,
+    LocalUdp,
+    LocalIcmp,
+    LocalOther,
+    SocketEnqueueWakeup,
+    SocketSend,
+    SocketRecv,
+    CopyUser,
+    TcpOutput,
+    UdpOutput,
+    IpOutput,
+    Qdisc,
+    DevXmit,
+    Other,
+}
+
+impl Category {
+    pub const ALL: [Category; 30] = [
+        Category::DriverNapi,
+        Category::Xdp,
+        Category::Gro,
+        Category::NetifReceive,
+        Category::Tc,
+        Category::Bridge,
+        Category::NetfilterPrerouting,
+        Category::NetfilterInput,
+        Category::NetfilterForward,
+        Category::NetfilterOutput,
+        Category::NetfilterPostrouting,
+        Category::NetfilterOther,
+        Category::Conntrack,
+        Category::IpReceive,
+        Category::Ipv4Forward,
+        Category::Ipv6Forward,
+        Category::LocalTcp,
+        Category::LocalUdp,
+        Category::LocalIcmp,
+        Category::LocalOther,
+        Category::SocketEnqueueWakeup,
+        Category::SocketSend,
+        Category::SocketRecv,
+        Category::CopyUser,
+        Category::TcpOutput,
+        Category::UdpOutput,
+        Category::IpOutput,
+        Category::Qdisc,
+        Category::DevXmit,
+        Category::Other,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Category::DriverNapi => "driver_napi",
+            Category::Xdp => "xdp",
+            Category::Gro => "gro",
+            Category::NetifReceive => "netif_receive",
+            Category::Tc => "tc",
+            Category::Bridge => "bridge",
+            Category::NetfilterPrerouting => "netfilter_prerouting",
+            Category::NetfilterInput => "netfilter_input",
+            Category::NetfilterForward => "netfilter_forward",
+            Category::NetfilterOutput => "netfilter_output",
+            Category::NetfilterPostrouting => "netfilter_postrouting",
+            Category::NetfilterOther => "netfilter_other",
+            Category::Conntrack => "conntrack",
+            Category::IpReceive => "ip_receive",
+            Category::Ipv4Forward => "ipv4_forward",
+            Category::Ipv6Forward => "ipv6_forward",
+            Category::LocalTcp => "local_tcp",
+            Category::LocalUdp => "local_udp",
+            Category::LocalIcmp => "local_icmp",
+            Category::LocalOther => "local_other",
+            Category::SocketEnqueueWakeup => "socket_enqueue_wakeup",
+            Category::SocketSend => "socket_send",
+            Category::SocketRecv => "socket_recv",
+            Category::CopyUser => "copy_user",
+            Category::TcpOutput => "tcp_output",
+            Category::UdpOutput => "udp_output",
+            Category::IpOutput => "ip_output",
+            Category::Qdisc => "qdisc",
+            Category::DevXmit => "dev_xmit",
+            Category::Other => "other",
+        }
+    }
+}
+
+/// The category of one stack, frames outermost first (as in
+/// [`StackCount`]).
+pub fn categorize(frames: &[&str]) -> Category {
+    categorize_with(frames, rules::action)
+}
+
+/// [`categorize`] with the per-frame lookup supplied, so a caller
+/// categorizing many stacks can remember each name's row.
+fn categorize_with<'a, S: AsRef<str>>(
+    frames: &'a [S],
+    mut action: impl FnMut(&'a str) -> Option<rules::Action>,
+) -> Category {
+    for (i, frame) in frames.iter().enumerate().rev() {
+        match action(frame.as_ref()) {
+            None => {}
+            Some(rules::Action::Is(category)) => return category,
+            Some(rules::Action::Netfilter) => return rules::hook(&frames[..=i]),
+        }
+    }
+    Category::Other
+}
+
+/// One [`Breakdown`] per context that has samples, in
+/// [`SampleContext::ALL`] order: the context's samples by category, most
+/// samples first, each with its share of the context's exact event time
+/// from `events` (0 where the event is missing).
+///
+/// The nanoseconds are split by largest remainder, so they add up to the
+/// event's `total_ns` exactly instead of drifting by rounding.
+pub fn breakdowns<'a>(
+    stacks: &'a [StackCount],
+    events: &BTreeMap<EventKey, CpuTime>,
+) -> Vec<Breakdown> {
+    // Stacks share most of their frames: look each name up in the table
+    // once, not once per stack.
+    let mut memo: HashMap<&str, Option<rules::Action>, FastState> = HashMap::default();
+    let mut action = |name: &'a str| *memo.entry(name).or_insert_with(|| rules::action(name));
+    let mut counts = [[0u64; Category::ALL.len()]; SampleContext::ALL.len()];
+    for stack in stacks {
+        let category = categorize_with(&stack.frames, &mut action);
+        counts[stack.context as usize][category as usize] += stack.count;
+    }
+    SampleContext::ALL
+        .into_iter()
+        .zip(counts)
+        .filter_map(|(context, by_category)| {
+            let total_ns = events.get(&context.event()).map_or(0, |t| t.total_ns);
+            breakdown(context, &by_category, total_ns)
+        })
+        .collect()
+}
+
+fn breakdown(context: SampleContext, by_category: &[u64], total_ns: u64) -> Option<Breakdown> {
+    let samples: u64 = by_category.iter().sum();
+    if samples == 0 {
+        return None;
+    }
+    let mut parts: Vec<(Category, u64)> = Category::ALL
+        .into_iter()
+        .zip(by_category.iter().copied())
+        .filter(|&(_, n)| n > 0)
+        .collect();
+    parts.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.name().cmp(b.0.name())));
+    let counts: Vec<u64> = parts.iter().map(|&(_, n)| n).collect();
+    let cpu_ns = split_ns(total_ns, &counts);
+    let categories = parts
+        .iter()
+        .zip(cpu_ns)
+        .map(|(&(category, n), cpu_ns)| CategoryShare {
+            category: category.name().to_owned(),
+            samples: n,
+            share: n as f64 / samples as f64,
+            cpu_ns,
+        })
+        .collect();
+    Some(Breakdown {
+        context,
+        samples,
+        categories,
+    })
+}
+
+/// `total_ns` divided in proportion to `counts`, in integers summing to
+/// `total_ns`: floors first, then the leftover nanoseconds one each to the
+/// largest fractional parts (earlier entries first on ties).
+fn split_ns(total_ns: u64, counts: &[u64]) -> Vec<u64> {
+    let samples: u128 = counts.iter().map(|&n| u128::from(n)).sum();
+    let exact: Vec<(u64, u128)> = counts
+        .iter()
+        .map(|&n| {
+            let scaled = u128::from(total_ns) * u128::from(n);
+            ((scaled / samples) as u64, scaled % samples)
+        })
+        .collect();
+    let mut split: Vec<u64> = exact.iter().map(|&(floor, _)| floor).collect();
+    let leftover = total_ns - split.iter().sum::<u64>();
+    let mut order: Vec<usize> = (0..counts.len()).collect();
+    order.sort_by(|&a, &b| exact[b].1.cmp(&exact[a].1).then(a.cmp(&b)));
+    for &i in order.iter().take(leftover as usize) {
+        split[i] += 1;
+    }
+    split
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Category::*;
+    use super::*;
+
+    fn with(outer: &[&'static str], inner: &[&'static str]) -> Vec<&'static str> {
+        outer.iter().chain(inner).copied().collect()
+    }
+
+    /// NET_RX run inline by a sender's `local_bh_enable`, as veth does.
+    const VETH_SOFTIRQ: &[&str] = &[
+        "entry_SYSCALL_64_after_hwframe",
+        "do_syscall_64",
+        "__x64_sys_sendto",
+        "__sys_sendto",
+        "tcp_sendmsg",
+        "tcp_sendmsg_locked",
+        "__tcp_push_pending_frames",
+        "tcp_write_xmit",
+        "__tcp_transmit_skb",
+        "__ip_queue_xmit",
+        "ip_finish_output2",
+        "__dev_queue_xmit",
+        "__local_bh_enable_ip",
+        "do_softirq.part.0",
+        "__do_softirq",
+        "handle_softirqs",
+        "net_rx_action",
+        "__napi_poll",
+        "process_backlog",
+        "__netif_receive_skb",
+        "__netif_receive_skb_one_core",
+    ];
+    const IPV4_LOCAL: &[&str] = &[
+        "ip_rcv",
+        "ip_rcv_finish",
+        "ip_local_deliver",
+        "ip_local_deliver_finish",
+        "ip_protocol_deliver_rcu",
+    ];
+
+    #[test]
+    fn local_tcp_delivery_over_veth() {
+        let rx = with(VETH_SOFTIRQ, IPV4_LOCAL);
+        let tcp = with(
+            &rx,
+            &["tcp_v4_rcv", "__inet_lookup_established", "inet_ehashfn"],
+        );
+        assert_eq!(categorize(&tcp), LocalTcp);
+        let ack = with(
+            &rx,
+            &[
+                "tcp_v4_rcv",
+                "tcp_v4_do_rcv",
+                "tcp_rcv_established",
+                "tcp_ack.isra.0",
+                "tcp_clean_rtx_queue.constprop.0",
+                "kfree_skb_reason",
+            ],
+        );
+        assert_eq!(categorize(&ack), LocalTcp);
+        let wakeup = with(
+            &rx,
+            &[
+                "tcp_v4_rcv",
+                "tcp_v4_do_rcv",
+                "tcp_rcv_established",
+                "tcp_data_queue",
+                "tcp_data_ready",
+                "sock_def_readable",
+                "__wake_up_sync_key",
+                "__wake_up_common",
+                "ep_autoremove_wake_function",
+                "try_to_wake_up",
+                "_raw_spin_unlock_irqrestore",
+            ],
+        );
+        assert_eq!(categorize(&wakeup), SocketEnqueueWakeup);
+        assert_eq!(
+            categorize(&with(VETH_SOFTIRQ, &["ip_rcv", "ip_rcv_core"])),
+            IpReceive
+        );
+        assert_eq!(
+            categorize(&with(
+                VETH_SOFTIRQ,
+                &["ip_rcv", "ip_rcv_finish", "ip_local_deliver"]
+            )),
+            LocalOther
+        );
+        assert_eq!(categorize(&VETH_SOFTIRQ[..19]), DriverNapi);
+        assert_eq!(categorize(VETH_SOFTIRQ), NetifReceive);
+        // The sender's own part of the stack, when the leaf is there; the
+        // softirq loop itself belongs to neither side.
+        assert_eq!(categorize(&VETH_SOFTIRQ[..16]), Other);
+        assert_eq!(categorize(&VETH_SOFTIRQ[..8]), TcpOutput);
+        assert_eq!(categorize(&VETH_SOFTIRQ[..12]), DevXmit);
+    }
+
+    #[test]
+    fn udp_and_icmp_delivery() {
+        let rx = with(VETH_SOFTIRQ, IPV4_LOCAL);
+        assert_eq!(
+            categorize(&with(
+                &rx,
+                &[
+                    "udp_rcv",
+                    "__udp4_lib_rcv",
+                    "__udp4_lib_lookup",
+                    "udp4_lib_lookup2"
+                ]
+            )),
+            LocalUdp
+        );
+        assert_eq!(
+            categorize(&with(
+                &rx,
+                &[
+                    "udp_rcv",
+                    "__udp4_lib_rcv",
+                    "udp_unicast_rcv_skb",
+                    "udp_queue_rcv_one_skb",
+                    "__udp_queue_rcv_skb",
+                    "__udp_enqueue_schedule_skb",
+                    "_raw_spin_lock"
+                ]
+            )),
+            SocketEnqueueWakeup
+        );
+        assert_eq!(
+            categorize(&with(
+                &rx,
+                &[
+                    "icmp_rcv",
+                    "icmp_echo",
+                    "icmp_reply",
+                    "ip_push_pending_frames",
+                    "ip_send_skb",
+                    "ip_local_out",
+                    "ip_output"
+                ]
+            )),
+            IpOutput
+        );
+        assert_eq!(
+            categorize(&with(&rx, &["icmp_rcv", "icmp_echo"])),
+            LocalIcmp
+        );
+        let v6 = with(
+            VETH_SOFTIRQ,
+            &[
+                "ipv6_rcv",
+                "ip6_rcv_finish",
+                "ip6_input",
+                "ip6_input_finish",
+                "ip6_protocol_deliver_rcu",
+            ],
+        );
+        assert_eq!(
+            categorize(&with(&v6, &["udpv6_rcv", "__udp6_lib_rcv"])),
+            LocalUdp
+        );
+        assert_eq!(categorize(&with(&v6, &["tcp_v6_rcv"])), LocalTcp);
+        assert_eq!(
+            categorize(&with(&v6, &["icmpv6_rcv", "icmpv6_echo_reply"])),
+            LocalIcmp
+        );
+    }
+
+    /// veth (namespace A) -> br0 -> veth (namespace B).
+    const BRIDGED: &[&str] = &[
+        "ret_from_fork_asm",
+        "ret_from_fork",
+        "kthread",
+        "smpboot_thread_fn",
+        "run_ksoftirqd",
+        "handle_softirqs",
+        "net_rx_action",
+        "__napi_poll",
+        "process_backlog",
+        "__netif_receive_skb",
+        "__netif_receive_skb_one_core",
+        "__netif_receive_skb_core.constprop.0",
+        "br_handle_frame",
+        "br_handle_frame_finish",
+    ];
+
+    #[test]
+    fn bridge_between_two_namespaces() {
+        assert_eq!(categorize(&with(BRIDGED, &["br_fdb_find_rcu"])), Bridge);
+        let forward = with(
+            BRIDGED,
+            &[
+                "br_forward",
+                "__br_forward",
+                "br_forward_finish",
+                "br_dev_queue_push_xmit",
+            ],
+        );
+        assert_eq!(categorize(&forward), Bridge);
+        let xmit = with(
+            &forward,
+            &[
+                "__dev_queue_xmit",
+                "dev_hard_start_xmit",
+                "veth_xmit",
+                "veth_forward_skb",
+                "__netif_rx",
+                "netif_rx_internal",
+                "enqueue_to_backlog",
+                "_raw_spin_lock",
+            ],
+        );
+        assert_eq!(categorize(&xmit), DevXmit);
+        assert_eq!(categorize(&BRIDGED[..12]), NetifReceive);
+        // Up to the bridge's own address: local delivery wins.
+        let up = with(
+            BRIDGED,
+            &[
+                "br_pass_frame_up",
+                "br_netif_receive_skb",
+                "netif_receive_skb",
+                "__netif_receive_skb",
+                "__netif_receive_skb_one_core",
+                "ip_rcv",
+                "ip_rcv_finish",
+                "ip_local_deliver",
+                "ip_local_deliver_finish",
+                "ip_protocol_deliver_rcu",
+                "tcp_v4_rcv",
+            ],
+        );
+        assert_eq!(categorize(&up), LocalTcp);
+    }
+
+    #[test]
+    fn bridge_netfilter_takes_the_bridge_hook() {
+        let pre = with(
+            &BRIDGED[..13],
+            &[
+                "nf_hook_slow",
+                "br_nf_pre_routing",
+                "nf_hook_slow",
+                "nft_do_chain_inet",
+                "nft_do_chain",
+                "nft_meta_get_eval",
+            ],
+        );
+        assert_eq!(categorize(&pre), NetfilterPrerouting);
+        let fwd = with(
+            BRIDGED,
+            &[
+                "br_forward",
+                "__br_forward",
+                "nf_hook_slow",
+                "br_nf_forward_ip",
+                "nf_hook_slow",
+                "nft_do_chain",
+            ],
+        );
+        assert_eq!(categorize(&fwd), NetfilterForward);
+    }
+
+    /// A router: received on one interface, forwarded out of another.
+    const ROUTED: &[&str] = &[
+        "net_rx_action",
+        "__napi_poll",
+        "virtnet_poll",
+        "virtnet_receive",
+        "receive_buf",
+        "napi_gro_receive",
+        "gro_normal_one",
+        "gro_normal_list",
+        "netif_receive_skb_list_internal",
+        "__netif_receive_skb_list_core",
+        "ip_list_rcv",
+        "ip_sublist_rcv",
+        "ip_list_rcv_finish.constprop.0",
+        "ip_sublist_rcv_finish",
+    ];
+
+    #[test]
+    fn router_forwarding() {
+        assert_eq!(
+            categorize(&with(
+                ROUTED,
+                &["ip_forward", "skb_cow", "pskb_expand_head"]
+            )),
+            Ipv4Forward
+        );
+        assert_eq!(
+            categorize(&with(ROUTED, &["ip_forward", "ip_forward_finish"])),
+            Ipv4Forward
+        );
+        let route = &[
+            "__netif_receive_skb_one_core",
+            "ip_rcv",
+            "ip_rcv_finish",
+            "ip_rcv_finish_core.constprop.0",
+            "ip_route_input_noref",
+            "ip_route_input_slow",
+            "fib_table_lookup",
+        ];
+        assert_eq!(categorize(route), IpReceive);
+        let out = with(
+            ROUTED,
+            &[
+                "ip_forward",
+                "ip_forward_finish",
+                "ip_output",
+                "ip_finish_output",
+                "__ip_finish_output",
+                "ip_finish_output2",
+                "neigh_hh_output",
+            ],
+        );
+        assert_eq!(categorize(&out), IpOutput);
+        let v6 = &[
+            "__netif_receive_skb_one_core",
+            "ipv6_rcv",
+            "ip6_rcv_finish",
+            "ip6_forward",
+            "ip6_dst_mtu_maybe_forward",
+        ];
+        assert_eq!(categorize(v6), Ipv6Forward);
+        let v6_route = &[
+            "ipv6_rcv",
+            "ip6_rcv_finish",
+            "ip6_route_input",
+            "ip6_route_input_lookup",
+            "fib6_table_lookup",
+        ];
+        assert_eq!(categorize(v6_route), IpReceive);
+    }
+
+    #[test]
+    fn conntrack_and_netfilter_by_hook() {
+        let rcv = with(VETH_SOFTIRQ, &["ip_rcv"]);
+        let ct = with(
+            &rcv,
+            &[
+                "nf_hook_slow",
+                "ipv4_conntrack_in",
+                "nf_conntrack_in",
+                "__nf_conntrack_find_get",
+            ],
+        );
+        assert_eq!(categorize(&ct), Conntrack);
+        let pre = with(
+            &rcv,
+            &[
+                "nf_hook_slow",
+                "nft_do_chain_ipv4",
+                "nft_do_chain",
+                "nft_immediate_eval",
+            ],
+        );
+        assert_eq!(categorize(&pre), NetfilterPrerouting);
+        let input = with(
+            &rcv,
+            &[
+                "ip_rcv_finish",
+                "ip_local_deliver",
+                "nf_hook_slow",
+                "nft_do_chain_ipv4",
+                "nft_do_chain",
+            ],
+        );
+        assert_eq!(categorize(&input), NetfilterInput);
+        let forward = with(
+            &rcv,
+            &[
+                "ip_rcv_finish",
+                "ip_forward",
+                "nf_hook_slow",
+                "nft_do_chain",
+            ],
+        );
+        assert_eq!(categorize(&forward), NetfilterForward);
+        let send = &[
+            "tcp_sendmsg_locked",
+            "tcp_write_xmit",
+            "__tcp_transmit_skb",
+            "__ip_queue_xmit",
+            "__ip_local_out",
+            "nf_hook_slow",
+            "nft_do_chain",
+        ];
+        assert_eq!(categorize(send), NetfilterOutput);
+        let nat = &[
+            "__ip_queue_xmit",
+            "ip_local_out",
+            "ip_output",
+            "nf_hook_slow",
+            "nf_nat_ipv4_out",
+            "nf_nat_inet_fn",
+            "nf_nat_packet",
+        ];
+        assert_eq!(categorize(nat), NetfilterPostrouting);
+        let confirm = &[
+            "__ip_queue_xmit",
+            "ip_local_out",
+            "ip_output",
+            "nf_hook_slow",
+            "ipv4_confirm",
+            "__nf_conntrack_confirm",
+        ];
+        assert_eq!(categorize(confirm), Conntrack);
+        // The ingress hook of a softirq run inline under `ip_output` is not
+        // POSTROUTING: the walk stops at the receive path.
+        let ingress = &[
+            "ip_output",
+            "ip_finish_output2",
+            "__dev_queue_xmit",
+            "__local_bh_enable_ip",
+            "do_softirq",
+            "net_rx_action",
+            "__napi_poll",
+            "process_backlog",
+            "__netif_receive_skb_core.constprop.0",
+            "nf_hook_slow",
+            "nft_do_chain",
+        ];
+        assert_eq!(categorize(ingress), NetfilterOther);
+        assert_eq!(categorize(&["nf_hook_slow"]), NetfilterOther);
+        let v6 = &["ipv6_rcv", "nf_hook_slow", "nft_do_chain"];
+        assert_eq!(categorize(v6), NetfilterPrerouting);
+        let v6_in = &[
+            "ip6_rcv_finish",
+            "ip6_input",
+            "nf_hook_slow",
+            "nft_do_chain",
+        ];
+        assert_eq!(categorize(v6_in), NetfilterInput);
+        let v6_out = &["inet6_csk_xmit", "ip6_xmit", "nf_hook_slow", "nft_do_chain"];
+        assert_eq!(categorize(v6_out), NetfilterOutput);
+    }
+
+    #[test]
+    fn gro() {
+        let gro = &[
+            "net_rx_action",
+            "__napi_poll",
+            "virtnet_poll",
+            "virtnet_receive",
+            "receive_buf",
+            "napi_gro_receive",
+            "dev_gro_receive",
+            "inet_gro_receive",
+            "tcp4_gro_receive",
+            "tcp_gro_receive",
+            "skb_gro_receive",
+        ];
+        assert_eq!(categorize(gro), Gro);
+        let veth = &[
+            "net_rx_action",
+            "__napi_poll",
+            "veth_poll",
+            "veth_xdp_rcv",
+            "napi_gro_receive",
+            "dev_gro_receive",
+            "__memcmp",
+        ];
+        assert_eq!(categorize(veth), Gro);
+        let flushed = with(
+            ROUTED,
+            &[
+                "ip_local_deliver",
+                "ip_local_deliver_finish",
+                "ip_protocol_deliver_rcu",
+                "tcp_v4_rcv",
+            ],
+        );
+        assert_eq!(categorize(&flushed), LocalTcp);
+        assert_eq!(
+            categorize(&[
+                "net_rx_action",
+                "__napi_poll",
+                "virtnet_poll",
+                "virtnet_receive",
+                "receive_buf",
+                "page_to_skb"
+            ]),
+            DriverNapi
+        );
+    }
+
+    #[test]
+    fn xdp_generic_and_native() {
+        let generic = &[
+            "net_rx_action",
+            "__napi_poll",
+            "process_backlog",
+            "__netif_receive_skb",
+            "__netif_receive_skb_one_core",
+            "__netif_receive_skb_core.constprop.0",
+            "do_xdp_generic",
+            "bpf_prog_run_generic_xdp",
+            "xdp_pass_prog",
+        ];
+        assert_eq!(categorize(generic), Xdp);
+        let veth = &[
+            "net_rx_action",
+            "__napi_poll",
+            "veth_poll",
+            "veth_xdp_rcv",
+            "veth_xdp_rcv_skb",
+            "xdp_drop_prog",
+        ];
+        assert_eq!(categorize(veth), Xdp);
+        let redirect = &[
+            "veth_poll",
+            "veth_xdp_rcv",
+            "veth_xdp_rcv_skb",
+            "my_redirect_prog",
+            "bpf_xdp_redirect_map",
+            "__xdp_do_redirect_frame",
+        ];
+        assert_eq!(categorize(redirect), Xdp);
+        let no_program = &[
+            "net_rx_action",
+            "__napi_poll",
+            "veth_poll",
+            "veth_xdp_rcv",
+            "__ptr_ring_consume",
+        ];
+        assert_eq!(categorize(no_program), DriverNapi);
+    }
+
+    #[test]
+    fn transmit_and_socket_calls() {
+        let tx = &[
+            "handle_softirqs",
+            "net_tx_action",
+            "__qdisc_run",
+            "sch_direct_xmit",
+            "dev_hard_start_xmit",
+            "start_xmit",
+            "xmit_skb",
+        ];
+        assert_eq!(categorize(tx), DevXmit);
+        assert_eq!(
+            categorize(&["net_tx_action", "__qdisc_run", "pfifo_fast_dequeue"]),
+            Qdisc
+        );
+        assert_eq!(
+            categorize(&[
+                "__dev_queue_xmit",
+                "sch_handle_egress",
+                "tcf_classify",
+                "cls_bpf_classify",
+                "egress_prog"
+            ]),
+            Tc
+        );
+        let recv = &[
+            "entry_SYSCALL_64_after_hwframe",
+            "do_syscall_64",
+            "__x64_sys_recvfrom",
+            "__sys_recvfrom",
+            "sock_recvmsg",
+            "inet_recvmsg",
+            "tcp_recvmsg",
+            "tcp_recvmsg_locked",
+            "skb_copy_datagram_iter",
+            "__skb_datagram_iter",
+            "_copy_to_iter",
+            "rep_movs_alternative",
+        ];
+        assert_eq!(categorize(recv), CopyUser);
+        assert_eq!(categorize(&recv[..8]), SocketRecv);
+        assert_eq!(
+            categorize(&with(
+                &recv[..8],
+                &[
+                    "release_sock",
+                    "__release_sock",
+                    "tcp_v4_do_rcv",
+                    "tcp_rcv_established"
+                ]
+            )),
+            LocalTcp
+        );
+        let udp = &[
+            "__x64_sys_sendto",
+            "__sys_sendto",
+            "udp_sendmsg",
+            "udp_send_skb",
+            "ip_send_skb",
+            "ip_local_out",
+            "ip_output",
+            "ip_finish_output2",
+            "__dev_queue_xmit",
+            "validate_xmit_skb",
+        ];
+        assert_eq!(categorize(udp), DevXmit);
+        assert_eq!(categorize(&udp[..4]), UdpOutput);
+        assert_eq!(
+            categorize(&["__x64_sys_sendmsg", "__sys_sendmsg", "___sys_sendmsg"]),
+            SocketSend
+        );
+        assert_eq!(
+            categorize(&["__x64_sys_write", "ksys_write", "vfs_write"]),
+            SocketSend
+        );
+    }
+
+    #[test]
+    fn nothing_known_is_other() {
+        assert_eq!(categorize(&[]), Other);
+        assert_eq!(categorize(&["[unknown]", "[unknown]"]), Other);
+        assert_eq!(
+            categorize(&["do_idle", "cpuidle_enter", "[unknown]"]),
+            Other
+        );
+    }
+
+    #[test]
+    fn names_are_stable_and_distinct() {
+        let names: std::collections::HashSet<_> = Category::ALL.iter().map(|c| c.name()).collect();
+        assert_eq!(names.len(), Category::ALL.len());
+        for (i, c) in Category::ALL.iter().enumerate() {
+            assert_eq!(*c as usize, i, "ALL is in declaration order");
+            assert!(c
+                .name()
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b == b'_' || b.is_ascii_digit()));
+        }
+    }
+
+    fn stack(context: SampleContext, frames: &[&str], count: u64) -> StackCount {
+        StackCount {
+            context,
+            frames: frames.iter().map(|&f| f.to_owned()).collect(),
+            count,
+        }
+    }
+
+    fn events(ns: &[(EventKey, u64)]) -> BTreeMap<EventKey, CpuTime> {
+        ns.iter()
+            .map(|&(key, total_ns)| {
+                (
+                    key,
+                    CpuTime {
+                        total_ns,
+                        per_cpu_ns: vec![total_ns],
+                        count: 1,
+                    },
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn breakdown_divides_the_exact_time() {
+        let stacks = [
+            stack(SampleContext::NetRx, &["net_rx_action", "tcp_v4_rcv"], 2),
+            stack(
+                SampleContext::NetRx,
+                &["net_rx_action", "tcp_v6_rcv", "memcpy"],
+                1,
+            ),
+            stack(
+                SampleContext::NetRx,
+                &["net_rx_action", "napi_gro_receive"],
+                1,
+            ),
+            stack(SampleContext::NetRx, &["[unknown]"], 2),
+            stack(SampleContext::SockRecv, &["tcp_recvmsg"], 5),
+        ];
+        let got = breakdowns(
+            &stacks,
+            &events(&[(EventKey::NetRxSoftirq, 1_000), (EventKey::SockRecv, 7)]),
+        );
+        assert_eq!(got.len(), 2);
+        let rx = &got[0];
+        assert_eq!((rx.context, rx.samples), (SampleContext::NetRx, 6));
+        let names: Vec<&str> = rx.categories.iter().map(|c| c.category.as_str()).collect();
+        // Most samples first; ties by name.
+        assert_eq!(names, ["local_tcp", "other", "gro"]);
+        let samples: Vec<u64> = rx.categories.iter().map(|c| c.samples).collect();
+        assert_eq!(samples, [3, 2, 1]);
+        assert_eq!(rx.categories.iter().map(|c| c.cpu_ns).sum::<u64>(), 1_000);
+        assert_eq!(
+            rx.categories.iter().map(|c| c.cpu_ns).collect::<Vec<_>>(),
+            [500, 333, 167]
+        );
+        assert!((rx.categories.iter().map(|c| c.share).sum::<f64>() - 1.0).abs() < 1e-12);
+        let recv = &got[1];
+        assert_eq!(recv.context, SampleContext::SockRecv);
+        assert_eq!(recv.categories.len(), 1);
+        assert_eq!(
+            (recv.categories[0].share, recv.categories[0].cpu_ns),
+            (1.0, 7)
+        );
+    }
+
+    #[test]
+    fn breakdown_without_event_time_or_samples() {
+        let stacks = [stack(SampleContext::NetTx, &["net_tx_action"], 3)];
+        let got = breakdowns(&stacks, &BTreeMap::new());
+        assert_eq!(got.len(), 1);
+        assert_eq!(got[0].categories[0].cpu_ns, 0);
+        assert!(breakdowns(&[], &events(&[(EventKey::NetRxSoftirq, 5)])).is_empty());
+    }
+
+    #[test]
+    fn split_adds_up_exactly() {
+        for (total, counts) in [
+            (1_000u64, vec![1u64, 1, 1]),
+            (7, vec![3, 3, 3]),
+            (u64::MAX, vec![u64::MAX, 1, 7]),
+            (0, vec![1, 2]),
+            (999_999_937, vec![17, 1, 1, 1, 5, 90_210]),
+        ] {
+            let split = split_ns(total, &counts);
+            assert_eq!(
+                split.iter().map(|&n| u128::from(n)).sum::<u128>(),
+                u128::from(total)
+            );
+        }
+        assert_eq!(split_ns(7, &[3, 3, 3]), [3, 2, 2]);
+    }
+}

@@ -1,0 +1,546 @@
+//! The categorization table: which kernel function marks which stage of
+//! the network stack. Data, not code, so adding a driver or a kernel
+//! version's renamed function is one row.
+//!
+//! How a stack is read (see [`categorize`](super::categorize)):
+//!
+//! 1. From the leaf outwards, the first frame some row matches decides: the
+//!    frame nearest the leaf is the most specific stage (a TCP receive
+//!    under a bridge under a driver poll is TCP).
+//! 2. For one frame, an exact row beats every pattern row; pattern rows are
+//!    tried in table order, so narrow patterns (`br_nf_`) precede broad
+//!    ones (`br_`).
+//! 3. A [`Action::Netfilter`] frame takes its hook from [`HOOKS`]: the
+//!    nearest frame at or outside it that runs a netfilter hook inline
+//!    (`ip_local_deliver` runs INPUT, `ip_forward` FORWARD, ...). The walk
+//!    passes frames no row matches and other netfilter frames, but stops at
+//!    a frame of any other stage: a hook below `__netif_receive_skb_core`
+//!    is the netdev ingress hook even when a softirq ran inline under
+//!    `ip_output`, so it is `netfilter_other`, not POSTROUTING.
+//!
+//! Functions not listed inherit the stage of the nearest listed caller:
+//! allocation, copies inside a stage, locks, checksums. BPF programs
+//! appear under their own name, which no row can know, so they inherit
+//! the stage of the kernel function that ran them (`do_xdp_generic`,
+//! `veth_xdp_rcv_skb`, `tcf_classify`, ...).
+
+use std::collections::HashMap;
+use std::sync::OnceLock;
+
+use super::Category::{self, *};
+use crate::symbols::kallsyms::normalize_name;
+use crate::symbols::symbolizer::FastState;
+
+/// How a row recognises a function name.
+#[derive(Debug, Clone, Copy)]
+pub enum Pattern {
+    Exact(&'static str),
+    Prefix(&'static str),
+    Suffix(&'static str),
+    Contains(&'static str),
+}
+
+impl Pattern {
+    pub fn matches(self, name: &str) -> bool {
+        match self {
+            Pattern::Exact(p) => name == p,
+            Pattern::Prefix(p) => name.starts_with(p),
+            Pattern::Suffix(p) => name.ends_with(p),
+            Pattern::Contains(p) => name.contains(p),
+        }
+    }
+}
+
+/// What a matching frame means.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Action {
+    Is(Category),
+    /// Netfilter machinery; the hook comes from the callers (rule 3).
+    Netfilter,
+}
+
+use Action::{Is, Netfilter};
+use Pattern::{Contains, Exact, Prefix, Suffix};
+
+/// Pattern -> stage. Exact names first, grouped by stage; then patterns,
+/// narrow before broad.
+#[rustfmt::skip]
+pub static RULES: &[(Pattern, Action)] = &[
+    // Driver and NAPI polling.
+    (Exact("net_rx_action"), Is(DriverNapi)),
+    (Exact("__napi_poll"), Is(DriverNapi)),
+    (Exact("napi_poll"), Is(DriverNapi)),
+    (Exact("napi_threaded_poll_loop"), Is(DriverNapi)),
+    (Exact("process_backlog"), Is(DriverNapi)),
+    (Exact("napi_complete_done"), Is(DriverNapi)),
+    (Exact("napi_busy_loop"), Is(DriverNapi)),
+    (Exact("__napi_busy_loop"), Is(DriverNapi)),
+    (Exact("veth_poll"), Is(DriverNapi)),
+    // veth's receive loop, run with and without an XDP program.
+    (Exact("veth_xdp_rcv"), Is(DriverNapi)),
+    (Exact("virtnet_poll"), Is(DriverNapi)),
+    (Exact("virtnet_receive"), Is(DriverNapi)),
+    // XDP: generic (skb) and native runners, redirect.
+    (Exact("do_xdp_generic"), Is(Xdp)),
+    (Exact("netif_receive_generic_xdp"), Is(Xdp)),
+    (Exact("bpf_prog_run_generic_xdp"), Is(Xdp)),
+    (Exact("bpf_prog_run_xdp"), Is(Xdp)),
+    (Exact("generic_xdp_tx"), Is(Xdp)),
+    (Exact("veth_xdp_rcv_skb"), Is(Xdp)),
+    (Exact("veth_xdp_rcv_one"), Is(Xdp)),
+    (Exact("virtnet_xdp_handler"), Is(Xdp)),
+    // GRO.
+    (Exact("napi_gro_receive"), Is(Gro)),
+    (Exact("dev_gro_receive"), Is(Gro)),
+    (Exact("napi_skb_finish"), Is(Gro)),
+    (Exact("skb_gro_receive"), Is(Gro)),
+    // Core receive: packet type dispatch, taps, RPS.
+    (Exact("__netif_receive_skb"), Is(NetifReceive)),
+    (Exact("__netif_receive_skb_core"), Is(NetifReceive)),
+    (Exact("__netif_receive_skb_one_core"), Is(NetifReceive)),
+    (Exact("__netif_receive_skb_list_core"), Is(NetifReceive)),
+    (Exact("netif_receive_skb"), Is(NetifReceive)),
+    (Exact("netif_receive_skb_core"), Is(NetifReceive)),
+    (Exact("netif_receive_skb_list_internal"), Is(NetifReceive)),
+    (Exact("netif_receive_skb_list"), Is(NetifReceive)),
+    // tc ingress/egress and tcx.
+    (Exact("sch_handle_ingress"), Is(Tc)),
+    (Exact("sch_handle_egress"), Is(Tc)),
+    (Exact("tc_run"), Is(Tc)),
+    (Exact("cls_bpf_classify"), Is(Tc)),
+    // Netfilter hook machinery and rule evaluation.
+    (Exact("nf_hook_slow"), Netfilter),
+    (Exact("nf_hook_slow_list"), Netfilter),
+    (Exact("nf_hook"), Netfilter),
+    (Exact("ipt_do_table"), Netfilter),
+    (Exact("ip6t_do_table"), Netfilter),
+    (Exact("ebt_do_table"), Netfilter),
+    (Exact("arpt_do_table"), Netfilter),
+    // Connection tracking.
+    (Exact("nf_confirm"), Is(Conntrack)),
+    (Exact("ipv4_confirm"), Is(Conntrack)),
+    (Exact("ipv6_confirm"), Is(Conntrack)),
+    // IP receive: header checks and the route lookup that decides between
+    // forwarding and local delivery.
+    (Exact("ip_rcv"), Is(IpReceive)),
+    (Exact("ip_rcv_core"), Is(IpReceive)),
+    (Exact("ip_rcv_finish"), Is(IpReceive)),
+    (Exact("ip_rcv_finish_core"), Is(IpReceive)),
+    (Exact("ip_list_rcv"), Is(IpReceive)),
+    (Exact("ip_list_rcv_finish"), Is(IpReceive)),
+    (Exact("ip_sublist_rcv"), Is(IpReceive)),
+    (Exact("ip_sublist_rcv_finish"), Is(IpReceive)),
+    (Exact("ip_route_use_hint"), Is(IpReceive)),
+    (Exact("ip_mkroute_input"), Is(IpReceive)),
+    (Exact("ipv6_rcv"), Is(IpReceive)),
+    (Exact("ip6_rcv_core"), Is(IpReceive)),
+    (Exact("ip6_rcv_finish"), Is(IpReceive)),
+    (Exact("ip6_rcv_finish_core"), Is(IpReceive)),
+    (Exact("ipv6_list_rcv"), Is(IpReceive)),
+    (Exact("ip6_list_rcv_finish"), Is(IpReceive)),
+    (Exact("ip6_sublist_rcv"), Is(IpReceive)),
+    // Forwarding.
+    (Exact("ip_forward"), Is(Ipv4Forward)),
+    (Exact("ip_forward_finish"), Is(Ipv4Forward)),
+    (Exact("ip_forward_options"), Is(Ipv4Forward)),
+    (Exact("ip6_forward"), Is(Ipv6Forward)),
+    (Exact("ip6_forward_finish"), Is(Ipv6Forward)),
+    // Local delivery, by protocol.
+    (Exact("tcp_v4_rcv"), Is(LocalTcp)),
+    (Exact("tcp_v6_rcv"), Is(LocalTcp)),
+    (Exact("tcp_v4_do_rcv"), Is(LocalTcp)),
+    (Exact("tcp_v6_do_rcv"), Is(LocalTcp)),
+    (Exact("tcp_v4_early_demux"), Is(LocalTcp)),
+    (Exact("tcp_v6_early_demux"), Is(LocalTcp)),
+    (Exact("tcp_rcv_established"), Is(LocalTcp)),
+    (Exact("tcp_rcv_state_process"), Is(LocalTcp)),
+    (Exact("tcp_add_backlog"), Is(LocalTcp)),
+    (Exact("tcp_filter"), Is(LocalTcp)),
+    (Exact("tcp_ack"), Is(LocalTcp)),
+    (Exact("tcp_validate_incoming"), Is(LocalTcp)),
+    (Exact("tcp_event_data_recv"), Is(LocalTcp)),
+    (Exact("tcp_urg"), Is(LocalTcp)),
+    (Exact("udp_rcv"), Is(LocalUdp)),
+    (Exact("udp_unicast_rcv_skb"), Is(LocalUdp)),
+    (Exact("udp_queue_rcv_skb"), Is(LocalUdp)),
+    (Exact("udp_queue_rcv_one_skb"), Is(LocalUdp)),
+    (Exact("udp_v4_early_demux"), Is(LocalUdp)),
+    (Exact("udpv6_rcv"), Is(LocalUdp)),
+    (Exact("udp6_unicast_rcv_skb"), Is(LocalUdp)),
+    (Exact("udpv6_queue_rcv_skb"), Is(LocalUdp)),
+    (Exact("udpv6_queue_rcv_one_skb"), Is(LocalUdp)),
+    (Exact("udp_v6_early_demux"), Is(LocalUdp)),
+    (Exact("icmp_rcv"), Is(LocalIcmp)),
+    (Exact("icmp_echo"), Is(LocalIcmp)),
+    (Exact("icmp_reply"), Is(LocalIcmp)),
+    (Exact("icmpv6_rcv"), Is(LocalIcmp)),
+    (Exact("icmpv6_echo_reply"), Is(LocalIcmp)),
+    (Exact("ping_rcv"), Is(LocalIcmp)),
+    (Exact("ip_local_deliver"), Is(LocalOther)),
+    (Exact("ip_local_deliver_finish"), Is(LocalOther)),
+    (Exact("ip_protocol_deliver_rcu"), Is(LocalOther)),
+    (Exact("ip6_input"), Is(LocalOther)),
+    (Exact("ip6_input_finish"), Is(LocalOther)),
+    (Exact("ip6_protocol_deliver_rcu"), Is(LocalOther)),
+    (Exact("raw_local_deliver"), Is(LocalOther)),
+    (Exact("raw_rcv"), Is(LocalOther)),
+    (Exact("igmp_rcv"), Is(LocalOther)),
+    // Queueing to the socket and waking its reader.
+    (Exact("tcp_data_queue"), Is(SocketEnqueueWakeup)),
+    (Exact("tcp_queue_rcv"), Is(SocketEnqueueWakeup)),
+    (Exact("tcp_ofo_queue"), Is(SocketEnqueueWakeup)),
+    (Exact("tcp_data_ready"), Is(SocketEnqueueWakeup)),
+    (Exact("sk_data_ready"), Is(SocketEnqueueWakeup)),
+    (Exact("sock_def_readable"), Is(SocketEnqueueWakeup)),
+    (Exact("sk_wake_async"), Is(SocketEnqueueWakeup)),
+    (Exact("ep_poll_callback"), Is(SocketEnqueueWakeup)),
+    (Exact("skb_queue_tail"), Is(SocketEnqueueWakeup)),
+    (Exact("__udp_enqueue_schedule_skb"), Is(SocketEnqueueWakeup)),
+    (Exact("__udp_queue_rcv_skb"), Is(SocketEnqueueWakeup)),
+    (Exact("__udpv6_queue_rcv_skb"), Is(SocketEnqueueWakeup)),
+    (Exact("sock_queue_rcv_skb_reason"), Is(SocketEnqueueWakeup)),
+    (Exact("__sock_queue_rcv_skb"), Is(SocketEnqueueWakeup)),
+    // Socket layer, system call side.
+    (Exact("sock_sendmsg"), Is(SocketSend)),
+    (Exact("__sock_sendmsg"), Is(SocketSend)),
+    (Exact("sock_sendmsg_nosec"), Is(SocketSend)),
+    (Exact("____sys_sendmsg"), Is(SocketSend)),
+    (Exact("___sys_sendmsg"), Is(SocketSend)),
+    (Exact("__sys_sendmsg"), Is(SocketSend)),
+    (Exact("__sys_sendmmsg"), Is(SocketSend)),
+    (Exact("__sys_sendto"), Is(SocketSend)),
+    (Exact("inet_sendmsg"), Is(SocketSend)),
+    (Exact("inet6_sendmsg"), Is(SocketSend)),
+    (Exact("sock_write_iter"), Is(SocketSend)),
+    (Exact("ksys_write"), Is(SocketSend)),
+    (Exact("vfs_write"), Is(SocketSend)),
+    (Exact("do_sendfile"), Is(SocketSend)),
+    (Exact("sock_recvmsg"), Is(SocketRecv)),
+    (Exact("sock_recvmsg_nosec"), Is(SocketRecv)),
+    (Exact("____sys_recvmsg"), Is(SocketRecv)),
+    (Exact("___sys_recvmsg"), Is(SocketRecv)),
+    (Exact("__sys_recvmsg"), Is(SocketRecv)),
+    (Exact("do_recvmmsg"), Is(SocketRecv)),
+    (Exact("__sys_recvmmsg"), Is(SocketRecv)),
+    (Exact("__sys_recvfrom"), Is(SocketRecv)),
+    (Exact("inet_recvmsg"), Is(SocketRecv)),
+    (Exact("inet6_recvmsg"), Is(SocketRecv)),
+    (Exact("sock_read_iter"), Is(SocketRecv)),
+    (Exact("ksys_read"), Is(SocketRecv)),
+    (Exact("vfs_read"), Is(SocketRecv)),
+    (Exact("tcp_recvmsg"), Is(SocketRecv)),
+    (Exact("tcp_recvmsg_locked"), Is(SocketRecv)),
+    (Exact("tcp_cleanup_rbuf"), Is(SocketRecv)),
+    (Exact("tcp_rcv_space_adjust"), Is(SocketRecv)),
+    (Exact("udp_recvmsg"), Is(SocketRecv)),
+    (Exact("udpv6_recvmsg"), Is(SocketRecv)),
+    (Exact("__skb_recv_udp"), Is(SocketRecv)),
+    (Exact("skb_recv_datagram"), Is(SocketRecv)),
+    (Exact("__skb_recv_datagram"), Is(SocketRecv)),
+    (Exact("__skb_try_recv_datagram"), Is(SocketRecv)),
+    // Copies between user memory and packets.
+    (Exact("_copy_to_iter"), Is(CopyUser)),
+    (Exact("_copy_from_iter"), Is(CopyUser)),
+    (Exact("_copy_from_iter_full"), Is(CopyUser)),
+    (Exact("_copy_from_iter_nocache"), Is(CopyUser)),
+    (Exact("copy_page_to_iter"), Is(CopyUser)),
+    (Exact("copy_page_from_iter"), Is(CopyUser)),
+    (Exact("skb_copy_datagram_iter"), Is(CopyUser)),
+    (Exact("__skb_datagram_iter"), Is(CopyUser)),
+    (Exact("simple_copy_to_iter"), Is(CopyUser)),
+    (Exact("skb_copy_datagram_from_iter"), Is(CopyUser)),
+    (Exact("skb_do_copy_data_nocache"), Is(CopyUser)),
+    (Exact("csum_and_copy_from_iter_full"), Is(CopyUser)),
+    (Exact("rep_movs_alternative"), Is(CopyUser)),
+    (Exact("copy_user_generic_string"), Is(CopyUser)),
+    (Exact("copy_user_enhanced_fast_string"), Is(CopyUser)),
+    (Exact("__arch_copy_to_user"), Is(CopyUser)),
+    (Exact("__arch_copy_from_user"), Is(CopyUser)),
+    // TCP and UDP transmit.
+    (Exact("tcp_sendmsg"), Is(TcpOutput)),
+    (Exact("tcp_sendmsg_locked"), Is(TcpOutput)),
+    (Exact("tcp_push"), Is(TcpOutput)),
+    (Exact("tcp_push_one"), Is(TcpOutput)),
+    (Exact("__tcp_push_pending_frames"), Is(TcpOutput)),
+    (Exact("tcp_write_xmit"), Is(TcpOutput)),
+    (Exact("__tcp_transmit_skb"), Is(TcpOutput)),
+    (Exact("tcp_transmit_skb"), Is(TcpOutput)),
+    (Exact("tcp_stream_alloc_skb"), Is(TcpOutput)),
+    (Exact("tcp_data_snd_check"), Is(TcpOutput)),
+    (Exact("tcp_send_ack"), Is(TcpOutput)),
+    (Exact("__tcp_send_ack"), Is(TcpOutput)),
+    (Exact("tcp_send_delayed_ack"), Is(TcpOutput)),
+    (Exact("tcp_send_fin"), Is(TcpOutput)),
+    (Exact("tcp_xmit_retransmit_queue"), Is(TcpOutput)),
+    (Exact("tcp_retransmit_skb"), Is(TcpOutput)),
+    (Exact("__tcp_retransmit_skb"), Is(TcpOutput)),
+    (Exact("tcp_v4_send_check"), Is(TcpOutput)),
+    (Exact("udp_sendmsg"), Is(UdpOutput)),
+    (Exact("udpv6_sendmsg"), Is(UdpOutput)),
+    (Exact("udp_send_skb"), Is(UdpOutput)),
+    (Exact("udp_v6_send_skb"), Is(UdpOutput)),
+    (Exact("udp_push_pending_frames"), Is(UdpOutput)),
+    // IP output: routing, fragmentation, neighbour resolution.
+    (Exact("ip_queue_xmit"), Is(IpOutput)),
+    (Exact("__ip_queue_xmit"), Is(IpOutput)),
+    (Exact("ip_local_out"), Is(IpOutput)),
+    (Exact("__ip_local_out"), Is(IpOutput)),
+    (Exact("ip_output"), Is(IpOutput)),
+    (Exact("ip_finish_output"), Is(IpOutput)),
+    (Exact("__ip_finish_output"), Is(IpOutput)),
+    (Exact("ip_finish_output2"), Is(IpOutput)),
+    (Exact("ip_send_skb"), Is(IpOutput)),
+    (Exact("ip_push_pending_frames"), Is(IpOutput)),
+    (Exact("ip_make_skb"), Is(IpOutput)),
+    (Exact("__ip_make_skb"), Is(IpOutput)),
+    (Exact("ip_append_data"), Is(IpOutput)),
+    (Exact("__ip_append_data"), Is(IpOutput)),
+    (Exact("ip_build_and_send_pkt"), Is(IpOutput)),
+    (Exact("ip_do_fragment"), Is(IpOutput)),
+    (Exact("ip6_xmit"), Is(IpOutput)),
+    (Exact("ip6_output"), Is(IpOutput)),
+    (Exact("ip6_finish_output"), Is(IpOutput)),
+    (Exact("__ip6_finish_output"), Is(IpOutput)),
+    (Exact("ip6_finish_output2"), Is(IpOutput)),
+    (Exact("ip6_local_out"), Is(IpOutput)),
+    (Exact("__ip6_local_out"), Is(IpOutput)),
+    (Exact("ip6_send_skb"), Is(IpOutput)),
+    (Exact("ip6_make_skb"), Is(IpOutput)),
+    (Exact("ip6_append_data"), Is(IpOutput)),
+    (Exact("neigh_resolve_output"), Is(IpOutput)),
+    (Exact("neigh_direct_output"), Is(IpOutput)),
+    // Queueing disciplines.
+    (Exact("__dev_xmit_skb"), Is(Qdisc)),
+    (Exact("__qdisc_run"), Is(Qdisc)),
+    (Exact("qdisc_run"), Is(Qdisc)),
+    (Exact("sch_direct_xmit"), Is(Qdisc)),
+    // Device transmit: core, drivers, completions.
+    (Exact("dev_queue_xmit"), Is(DevXmit)),
+    (Exact("__dev_queue_xmit"), Is(DevXmit)),
+    (Exact("dev_hard_start_xmit"), Is(DevXmit)),
+    (Exact("xmit_one"), Is(DevXmit)),
+    (Exact("validate_xmit_skb"), Is(DevXmit)),
+    (Exact("validate_xmit_skb_list"), Is(DevXmit)),
+    (Exact("netdev_core_pick_tx"), Is(DevXmit)),
+    (Exact("netdev_pick_tx"), Is(DevXmit)),
+    (Exact("net_tx_action"), Is(DevXmit)),
+    (Exact("start_xmit"), Is(DevXmit)),
+    (Exact("free_old_xmit"), Is(DevXmit)),
+    (Exact("veth_forward_skb"), Is(DevXmit)),
+    // Softirq machinery: its own time is no stage's, and it separates a
+    // sender's stack from the softirq run inline on top of it.
+    (Exact("handle_softirqs"), Is(Other)),
+    (Exact("__do_softirq"), Is(Other)),
+    (Exact("do_softirq"), Is(Other)),
+    (Exact("run_ksoftirqd"), Is(Other)),
+    (Exact("__local_bh_enable_ip"), Is(Other)),
+    (Exact("irq_exit_rcu"), Is(Other)),
+    (Exact("__irq_exit_rcu"), Is(Other)),
+
+    // Patterns, narrow before broad.
+    (Prefix("__x64_sys_send"), Is(SocketSend)),
+    (Prefix("__arm64_sys_send"), Is(SocketSend)),
+    (Prefix("__x64_sys_write"), Is(SocketSend)),
+    (Prefix("__arm64_sys_write"), Is(SocketSend)),
+    (Prefix("__x64_sys_recv"), Is(SocketRecv)),
+    (Prefix("__arm64_sys_recv"), Is(SocketRecv)),
+    (Prefix("__x64_sys_read"), Is(SocketRecv)),
+    (Prefix("__arm64_sys_read"), Is(SocketRecv)),
+    (Prefix("nf_conntrack_"), Is(Conntrack)),
+    (Prefix("__nf_conntrack_"), Is(Conntrack)),
+    (Prefix("nf_ct_"), Is(Conntrack)),
+    (Prefix("__nf_ct_"), Is(Conntrack)),
+    (Prefix("ipv4_conntrack_"), Is(Conntrack)),
+    (Prefix("ipv6_conntrack_"), Is(Conntrack)),
+    (Prefix("br_nf_"), Netfilter),
+    (Prefix("nf_"), Netfilter),
+    (Prefix("nft_"), Netfilter),
+    (Prefix("iptable_"), Netfilter),
+    (Prefix("ip6table_"), Netfilter),
+    (Prefix("ebt_"), Netfilter),
+    (Prefix("xt_"), Netfilter),
+    (Prefix("br_"), Is(Bridge)),
+    (Prefix("__br_"), Is(Bridge)),
+    (Prefix("nbp_"), Is(Bridge)),
+    (Prefix("tcf_"), Is(Tc)),
+    (Prefix("tcx_"), Is(Tc)),
+    (Prefix("xdp_"), Is(Xdp)),
+    (Prefix("__xdp_"), Is(Xdp)),
+    (Prefix("dev_map_"), Is(Xdp)),
+    (Prefix("cpu_map_"), Is(Xdp)),
+    // Native XDP in drivers: `i40e_run_xdp`, `receive_small_xdp`, ...
+    (Suffix("_xdp"), Is(Xdp)),
+    (Prefix("gro_"), Is(Gro)),
+    (Contains("_gro_"), Is(Gro)),
+    (Prefix("__netif_receive_skb"), Is(NetifReceive)),
+    (Prefix("ip_route_input"), Is(IpReceive)),
+    (Prefix("ip6_route_input"), Is(IpReceive)),
+    (Prefix("ip_route_output"), Is(IpOutput)),
+    (Prefix("ip6_route_output"), Is(IpOutput)),
+    (Prefix("__udp4_lib_"), Is(LocalUdp)),
+    (Prefix("__udp6_lib_"), Is(LocalUdp)),
+    (Prefix("__wake_up"), Is(SocketEnqueueWakeup)),
+    (Prefix("qdisc_"), Is(Qdisc)),
+    (Prefix("__qdisc_"), Is(Qdisc)),
+    (Prefix("sch_"), Is(Qdisc)),
+    (Prefix("pfifo_"), Is(Qdisc)),
+    (Prefix("fq_"), Is(Qdisc)),
+    (Prefix("htb_"), Is(Qdisc)),
+    (Prefix("cake_"), Is(Qdisc)),
+    (Prefix("tbf_"), Is(Qdisc)),
+    (Prefix("netem_"), Is(Qdisc)),
+    // Driver transmit: `veth_xmit`, `mlx5e_xmit`, `e1000_xmit_frame`, ...
+    (Suffix("_xmit"), Is(DevXmit)),
+    (Suffix("_xmit_frame"), Is(DevXmit)),
+    // Driver NAPI poll functions: `mlx5e_napi_poll`, `ixgbe_poll`, ...
+    (Suffix("_poll"), Is(DriverNapi)),
+];
+
+/// Functions that run a netfilter hook inline (`NF_HOOK`), and which hook:
+/// IPv4, IPv6 and the bridge's own hooks (`NFPROTO_BRIDGE`), folded onto
+/// the five inet hook names. Rule 3 of the module documentation.
+#[rustfmt::skip]
+pub static HOOKS: &[(&str, Category)] = &[
+    ("ip_rcv", NetfilterPrerouting),
+    ("ip_list_rcv", NetfilterPrerouting),
+    ("ip_sublist_rcv", NetfilterPrerouting),
+    ("ipv6_rcv", NetfilterPrerouting),
+    ("ipv6_list_rcv", NetfilterPrerouting),
+    ("ip6_sublist_rcv", NetfilterPrerouting),
+    ("br_handle_frame", NetfilterPrerouting),
+    ("br_nf_pre_routing", NetfilterPrerouting),
+    ("ip_local_deliver", NetfilterInput),
+    ("ip6_input", NetfilterInput),
+    ("br_pass_frame_up", NetfilterInput),
+    ("ip_forward", NetfilterForward),
+    ("ip6_forward", NetfilterForward),
+    ("br_forward", NetfilterForward),
+    ("__br_forward", NetfilterForward),
+    ("br_nf_forward", NetfilterForward),
+    ("br_nf_forward_ip", NetfilterForward),
+    ("br_nf_forward_arp", NetfilterForward),
+    ("ip_local_out", NetfilterOutput),
+    ("__ip_local_out", NetfilterOutput),
+    ("ip6_local_out", NetfilterOutput),
+    ("__ip6_local_out", NetfilterOutput),
+    ("ip6_xmit", NetfilterOutput),
+    ("ip_output", NetfilterPostrouting),
+    ("ip_finish_output", NetfilterPostrouting),
+    ("ip6_output", NetfilterPostrouting),
+    ("ip6_finish_output", NetfilterPostrouting),
+    ("br_forward_finish", NetfilterPostrouting),
+    ("br_nf_post_routing", NetfilterPostrouting),
+];
+
+/// [`RULES`] and [`HOOKS`] indexed for lookup: exact names hashed, patterns
+/// kept in table order.
+struct Matcher {
+    exact: HashMap<&'static str, Action, FastState>,
+    patterns: Vec<(Pattern, Action)>,
+    hooks: HashMap<&'static str, Category, FastState>,
+}
+
+fn matcher() -> &'static Matcher {
+    static MATCHER: OnceLock<Matcher> = OnceLock::new();
+    MATCHER.get_or_init(|| {
+        let mut exact = HashMap::default();
+        let mut patterns = Vec::new();
+        for &(pattern, action) in RULES {
+            match pattern {
+                Exact(name) => {
+                    exact.entry(name).or_insert(action);
+                }
+                _ => patterns.push((pattern, action)),
+            }
+        }
+        Matcher {
+            exact,
+            patterns,
+            hooks: HOOKS.iter().copied().collect(),
+        }
+    })
+}
+
+/// What `frame` means by itself, if any row matches it.
+pub fn action(frame: &str) -> Option<Action> {
+    let m = matcher();
+    let name = normalize_name(frame);
+    m.exact.get(name).copied().or_else(|| {
+        m.patterns
+            .iter()
+            .find(|(pattern, _)| pattern.matches(name))
+            .map(|&(_, action)| action)
+    })
+}
+
+/// The hook of the netfilter frame last in `outward` (rule 3), walking
+/// towards the outermost frame.
+pub fn hook<S: AsRef<str>>(outward: &[S]) -> Category {
+    let hooks = &matcher().hooks;
+    for frame in outward.iter().rev() {
+        let name = normalize_name(frame.as_ref());
+        if let Some(&hook) = hooks.get(name) {
+            return hook;
+        }
+        match action(name) {
+            None | Some(Netfilter) | Some(Is(Conntrack)) => {}
+            Some(Is(_)) => break,
+        }
+    }
+    NetfilterOther
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn no_row_is_shadowed() {
+        let mut seen = std::collections::HashSet::new();
+        for &(pattern, expected) in RULES {
+            if let Exact(name) = pattern {
+                assert!(seen.insert(name), "{name} listed twice");
+                assert_eq!(action(name), Some(expected), "{name}");
+            }
+        }
+        for (i, &(pattern, expected)) in RULES.iter().enumerate() {
+            let example = match pattern {
+                Exact(_) => continue,
+                Prefix(p) => format!("{p}zz"),
+                Suffix(p) => format!("zz{p}"),
+                Contains(p) => format!("zz{p}zz"),
+            };
+            let first = RULES[..i]
+                .iter()
+                .find(|(p, _)| !matches!(p, Exact(_)) && p.matches(&example));
+            assert!(
+                first.is_none(),
+                "row {i} ({pattern:?}) is shadowed by {first:?}"
+            );
+            assert_eq!(action(&example), Some(expected), "{example}");
+        }
+    }
+
+    #[test]
+    fn hook_functions_are_listed_stages() {
+        for &(name, hook) in HOOKS {
+            assert!(action(name).is_some(), "{name} matches no row");
+            assert!(hook.name().starts_with("netfilter_"), "{name}");
+        }
+    }
+
+    #[test]
+    fn exact_beats_pattern_and_suffixes_are_ignored() {
+        assert_eq!(action("sch_handle_ingress"), Some(Is(Tc)));
+        assert_eq!(action("sch_direct_xmit"), Some(Is(Qdisc)));
+        assert_eq!(action("tcp_write_xmit"), Some(Is(TcpOutput)));
+        assert_eq!(action("br_dev_xmit"), Some(Is(Bridge)));
+        assert_eq!(action("br_nf_pre_routing"), Some(Netfilter));
+        assert_eq!(action("nf_conntrack_in"), Some(Is(Conntrack)));
+        assert_eq!(action("nf_nat_ipv4_fn"), Some(Netfilter));
+        assert_eq!(action("tcp_ack.isra.0"), Some(Is(LocalTcp)));
+        assert_eq!(action("mlx5e_napi_poll"), Some(Is(DriverNapi)));
+        assert_eq!(action("tcp4_gro_receive"), Some(Is(Gro)));
+        assert_eq!(action("kmem_cache_alloc_node"), None);
+    }
+}

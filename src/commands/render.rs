@@ -1,0 +1,83 @@
+//! Writing a recording in the format the user asked for; shared by `record`
+//! and `report` so both produce the same files.
+
+use std::path::Path;
+
+use anyhow::{bail, Context, Result};
+use netto::breakdown::{categorize, Category};
+use netto::cli::Format;
+use netto::model::{Recording, StackCount};
+use netto::sinks::flame::svg::{self, Categories};
+use netto::sinks::flame::{diff, folded, Labels};
+use netto::sinks::output::write_atomically;
+
+/// Category names in their fixed order, so a category keeps its colour
+/// from one graph to the next.
+fn category_names() -> Vec<&'static str> {
+    Category::ALL.iter().map(|c| c.name()).collect()
+}
+
+/// The category a single frame stands for, if it names one on its own.
+fn frame_category(frame: &str) -> Option<&'static str> {
+    match categorize(&[frame]) {
+        Category::Other => None,
+        category => Some(category.name()),
+    }
+}
+
+pub fn write_recording(
+    recording: &Recording,
+    format: Format,
+    path: &Path,
+    force: bool,
+) -> Result<()> {
+    let labels = Labels::for_recording(&recording.header);
+    let names = category_names();
+    let categories = Categories {
+        names: &names,
+        of_frame: &frame_category,
+    };
+    write_atomically(path, force, |out| match format {
+        Format::Json => {
+            serde_json::to_writer(&mut *out, recording)?;
+            out.write_all(b"\n")
+        }
+        Format::Folded => folded::write_folded(&recording.stacks, out),
+        Format::Svg => Ok(svg::write_svg(
+            &recording.stacks,
+            &labels,
+            &categories,
+            out,
+        )?),
+    })
+    .with_context(|| format!("writing {}", path.display()))
+}
+
+pub fn write_diff(
+    before: &Recording,
+    after: &Recording,
+    format: Format,
+    path: &Path,
+    force: bool,
+) -> Result<()> {
+    let labels = Labels {
+        title: format!(
+            "Differential: {} -> {}",
+            before.header.host, after.header.host
+        ),
+        subtitle: "red: more samples after, blue: fewer (counts normalised to the after run)"
+            .to_owned(),
+    };
+    let (b, a): (&[StackCount], &[StackCount]) = (&before.stacks, &after.stacks);
+    if format == Format::Json {
+        bail!("a differential report is written as svg or folded, not json");
+    }
+    write_atomically(path, force, |out| {
+        if format == Format::Folded {
+            diff::write_diff_folded(b, a, true, out)
+        } else {
+            Ok(diff::write_diff_svg(b, a, true, &labels, out)?)
+        }
+    })
+    .with_context(|| format!("writing {}", path.display()))
+}

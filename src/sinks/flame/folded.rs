@@ -1,0 +1,296 @@
+//! Folded stacks, the plain-text exchange format of flame graph tools
+//! (flamegraph.pl, inferno, speedscope): one line per distinct stack,
+//! frames outermost first joined by `;`, then a space and the sample count.
+//! The sample context is the root frame (`net_rx;__do_softirq;... 12`), so
+//! the same kernel path under two contexts stays two towers instead of
+//! silently merging.
+
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+use std::io::{self, BufRead, Write};
+
+use thiserror::Error;
+
+use crate::model::StackCount;
+
+/// What the symbolizer writes for a frame it could not name; reused here
+/// so an address that slipped through reads the same as any other
+/// unnamed frame.
+const UNKNOWN_FRAME: &str = "[unknown]";
+
+/// Below this many hex digits a name such as `add` or `dec` is a plausible
+/// function; kernel addresses are at least this long.
+const MIN_ADDRESS_DIGITS: usize = 8;
+
+/// One line of a folded file once read back.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FoldedStack {
+    /// Outermost first; the first is the sample context for netto's own
+    /// output.
+    pub frames: Vec<String>,
+    pub count: u64,
+}
+
+#[derive(Debug, Error)]
+pub enum FoldedError {
+    #[error("folded stacks, line {line}: {reason}")]
+    Malformed { line: usize, reason: String },
+    #[error("reading folded stacks: {0}")]
+    Io(#[from] io::Error),
+}
+
+/// Writes one line per distinct stack, sorted, with duplicates (the same
+/// stack reported in several intervals) added up. Stacks with no samples
+/// are left out: they would draw nothing and only lengthen the file.
+pub fn write_folded(stacks: &[StackCount], out: &mut dyn Write) -> io::Result<()> {
+    for (stack, count) in fold(stacks) {
+        writeln!(out, "{stack} {count}")?;
+    }
+    Ok(())
+}
+
+/// The folded lines without their counts, keyed by stack text, which is
+/// what inferno and the differential step consume.
+pub(super) fn fold(stacks: &[StackCount]) -> BTreeMap<String, u64> {
+    let mut folded = BTreeMap::new();
+    for stack in stacks.iter().filter(|s| s.count > 0) {
+        let mut line = String::from(stack.context.name());
+        for frame in &stack.frames {
+            line.push(';');
+            line.push_str(&frame_label(frame));
+        }
+        let total: &mut u64 = folded.entry(line).or_default();
+        *total = total.saturating_add(stack.count);
+    }
+    folded
+}
+
+/// Makes a frame safe to place in a folded line: `;` would split it into
+/// two frames and a line break would end the line, so both are replaced.
+/// Anything that looks like a kernel address becomes `[unknown]`, because
+/// netto never prints an address even when a caller hands one in.
+pub(super) fn frame_label(frame: &str) -> Cow<'_, str> {
+    let needs_cleaning = |c: char| c == ';' || c.is_control();
+    let label = if frame.contains(needs_cleaning) {
+        Cow::Owned(
+            frame
+                .chars()
+                .map(|c| match c {
+                    ';' => ':',
+                    c if c.is_control() => ' ',
+                    c => c,
+                })
+                .collect(),
+        )
+    } else {
+        Cow::Borrowed(frame)
+    };
+    let trimmed = label.trim();
+    if trimmed.is_empty() || looks_like_address(trimmed) {
+        Cow::Borrowed(UNKNOWN_FRAME)
+    } else if trimmed.len() == label.len() {
+        label
+    } else {
+        Cow::Owned(trimmed.to_owned())
+    }
+}
+
+fn looks_like_address(s: &str) -> bool {
+    let digits = s
+        .strip_prefix("0x")
+        .or_else(|| s.strip_prefix("0X"))
+        .unwrap_or(s);
+    digits.len() >= MIN_ADDRESS_DIGITS && digits.chars().all(|c| c.is_ascii_hexdigit())
+}
+
+/// Reads folded stacks back, adding up lines with the same stack, in
+/// stack order. Blank lines and `# ` comments (which inferno also skips)
+/// are ignored; anything else that is not `frames count` is an error
+/// naming its line, since a silently dropped line would skew every share.
+pub fn parse_folded(input: impl BufRead) -> Result<Vec<FoldedStack>, FoldedError> {
+    let mut merged: BTreeMap<Vec<String>, u64> = BTreeMap::new();
+    for (index, line) in input.lines().enumerate() {
+        let number = index + 1;
+        let line = line.map_err(|err| match err.kind() {
+            io::ErrorKind::InvalidData => malformed(number, "not valid UTF-8"),
+            _ => FoldedError::Io(err),
+        })?;
+        let line = line.trim();
+        if line.is_empty() || line.starts_with("# ") {
+            continue;
+        }
+        let (frames, count) = parse_line(line).map_err(|reason| malformed(number, reason))?;
+        let total = merged.entry(frames).or_default();
+        *total = total
+            .checked_add(count)
+            .ok_or_else(|| malformed(number, "sample count overflows"))?;
+    }
+    Ok(merged
+        .into_iter()
+        .map(|(frames, count)| FoldedStack { frames, count })
+        .collect())
+}
+
+fn parse_line(line: &str) -> Result<(Vec<String>, u64), String> {
+    let (stack, count) = line
+        .rsplit_once(char::is_whitespace)
+        .ok_or("no sample count after the stack")?;
+    let count = count
+        .parse::<u64>()
+        .map_err(|_| format!("sample count `{count}` is not a whole number"))?;
+    let stack = stack.trim_end();
+    if stack.is_empty() {
+        return Err("no frames before the sample count".into());
+    }
+    let frames: Vec<String> = stack.split(';').map(str::to_owned).collect();
+    if frames.iter().any(String::is_empty) {
+        return Err("empty frame (two `;` in a row, or one at an end)".into());
+    }
+    Ok((frames, count))
+}
+
+fn malformed(line: usize, reason: impl Into<String>) -> FoldedError {
+    FoldedError::Malformed {
+        line,
+        reason: reason.into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::SampleContext;
+
+    fn stack(context: SampleContext, frames: &[&str], count: u64) -> StackCount {
+        StackCount {
+            context,
+            frames: frames.iter().map(|f| f.to_string()).collect(),
+            count,
+        }
+    }
+
+    fn folded_text(stacks: &[StackCount]) -> String {
+        let mut out = Vec::new();
+        write_folded(stacks, &mut out).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn context_is_the_root_frame_outermost_first() {
+        let text = folded_text(&[stack(
+            SampleContext::NetRx,
+            &["__do_softirq", "net_rx_action", "napi_poll"],
+            7,
+        )]);
+        assert_eq!(text, "net_rx;__do_softirq;net_rx_action;napi_poll 7\n");
+    }
+
+    #[test]
+    fn round_trip_keeps_every_count_and_merges_duplicates() {
+        let stacks = vec![
+            stack(SampleContext::NetRx, &["__do_softirq", "net_rx_action"], 5),
+            stack(SampleContext::NetTx, &["__do_softirq", "net_tx_action"], 3),
+            stack(SampleContext::SockSend, &["tcp_sendmsg", "tcp_push"], 11),
+            stack(SampleContext::SockRecv, &["tcp_recvmsg", "[unknown]"], 2),
+            // Same path as the first, from a later interval.
+            stack(SampleContext::NetRx, &["__do_softirq", "net_rx_action"], 4),
+            // Same frames, other context: must stay apart.
+            stack(SampleContext::NetTx, &["__do_softirq", "net_rx_action"], 1),
+        ];
+        let mut expected: BTreeMap<Vec<String>, u64> = BTreeMap::new();
+        for s in &stacks {
+            let mut frames = vec![s.context.name().to_string()];
+            frames.extend(s.frames.iter().cloned());
+            *expected.entry(frames).or_default() += s.count;
+        }
+
+        let parsed = parse_folded(folded_text(&stacks).as_bytes()).unwrap();
+        let got: BTreeMap<Vec<String>, u64> =
+            parsed.into_iter().map(|s| (s.frames, s.count)).collect();
+        assert_eq!(got, expected);
+        assert_eq!(got.values().sum::<u64>(), 26);
+    }
+
+    #[test]
+    fn parser_merges_duplicate_lines_and_skips_blanks_and_comments() {
+        let text = "# made by hand\n\na;b 2\r\na;b 3\na;c 1\n";
+        let parsed = parse_folded(text.as_bytes()).unwrap();
+        assert_eq!(
+            parsed,
+            vec![
+                FoldedStack {
+                    frames: vec!["a".into(), "b".into()],
+                    count: 5
+                },
+                FoldedStack {
+                    frames: vec!["a".into(), "c".into()],
+                    count: 1
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn frames_with_spaces_keep_them() {
+        let parsed = parse_folded("net_rx;veth_xmit [veth] 4\n".as_bytes()).unwrap();
+        assert_eq!(parsed[0].frames, vec!["net_rx", "veth_xmit [veth]"]);
+        assert_eq!(parsed[0].count, 4);
+    }
+
+    #[test]
+    fn malformed_lines_are_errors_naming_the_line() {
+        for (text, line, reason) in [
+            ("a;b 1\na;b\n", 2, "no sample count"),
+            ("a;b 1\n\na;b x\n", 3, "`x` is not a whole number"),
+            ("a;b -1\n", 1, "`-1` is not a whole number"),
+            ("a;b 1.5\n", 1, "not a whole number"),
+            ("a;;b 1\n", 1, "empty frame"),
+            ("a; 1\n", 1, "empty frame"),
+            ("a 1\n 7\n", 2, "no sample count"),
+            ("a 18446744073709551615\na 1\n", 2, "overflows"),
+        ] {
+            let err = parse_folded(text.as_bytes()).unwrap_err();
+            let message = err.to_string();
+            assert!(
+                message.starts_with(&format!("folded stacks, line {line}: ")),
+                "{text:?}: {message}"
+            );
+            assert!(message.contains(reason), "{text:?}: {message}");
+        }
+    }
+
+    #[test]
+    fn invalid_utf8_names_its_line() {
+        let err = parse_folded(&b"a 1\n\xff\xfe 2\n"[..]).unwrap_err();
+        assert_eq!(err.to_string(), "folded stacks, line 2: not valid UTF-8");
+    }
+
+    #[test]
+    fn separators_and_addresses_never_reach_the_output() {
+        let text = folded_text(&[
+            stack(
+                SampleContext::NetRx,
+                &[
+                    "ffffffff81a2b3c4",
+                    "0xffffffffc0de0042",
+                    "odd;name",
+                    "two\nlines",
+                    "",
+                ],
+                1,
+            ),
+            stack(SampleContext::NetRx, &["unused"], 0),
+        ]);
+        assert_eq!(
+            text,
+            "net_rx;[unknown];[unknown];odd:name;two lines;[unknown] 1\n"
+        );
+    }
+
+    #[test]
+    fn short_hex_looking_names_are_functions_not_addresses() {
+        assert_eq!(frame_label("add"), "add");
+        assert_eq!(frame_label("deadbee"), "deadbee");
+        assert_eq!(frame_label("tcp_ack+0x1a/0x2c0"), "tcp_ack+0x1a/0x2c0");
+    }
+}
