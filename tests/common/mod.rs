@@ -4,6 +4,8 @@
 // Each test binary uses a different part of this module.
 #![allow(dead_code)]
 
+pub mod topology;
+
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;

@@ -1,0 +1,208 @@
+//! The NET_RX breakdown on real topologies the test builds in namespaces,
+//! each under TCP load: what the topology exercises shows up with a clearly
+//! non-zero share, what it does not stays near zero. Runs `netto record` as
+//! a user would. Needs root and BPF.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::process::{Command, Stdio};
+use std::thread;
+use std::time::Duration;
+
+use common::topology::{run, Topology};
+use common::*;
+use netto::model::{Recording, SampleContext};
+
+/// Clearly present / near zero, as shares of NET_RX samples.
+const PRESENT: f64 = 0.03;
+const ABSENT: f64 = 0.01;
+
+/// Records while a TCP stream runs from `src` to `dest` (a sink in
+/// `dest_ns`), and returns NET_RX samples by category as shares.
+fn net_rx_shares(
+    topology: &Topology,
+    src_ns: &str,
+    dest_ns: &str,
+    dest: &str,
+) -> BTreeMap<String, f64> {
+    let output = tempfile::Builder::new().suffix(".json").tempfile().unwrap();
+    let path = output.path().to_str().unwrap().to_owned();
+    let mut sink = topology.exec(dest_ns, LOADGEN);
+    sink.args(format!("sink --proto tcp --listen {dest} --duration 9").split_whitespace());
+    let _sink = Server::start(sink);
+    let mut record = Command::new(NETTO)
+        .args([
+            "record",
+            "--duration",
+            "5",
+            "--format",
+            "json",
+            "--force",
+            "-o",
+            &path,
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = record.stderr.take().unwrap();
+    let record = Guarded(record);
+    wait_for_line(stderr, "netto: recording", Duration::from_secs(30));
+    let mut sender = topology.exec(src_ns, LOADGEN);
+    sender.args(
+        format!("send --proto tcp --syscall write --dest {dest} --duration 4").split_whitespace(),
+    );
+    run_client(sender);
+    let mut record = record;
+    let status = record.0.wait().unwrap();
+    assert!(status.success(), "netto record failed");
+    let recording: Recording =
+        serde_json::from_reader(std::fs::File::open(&path).unwrap()).unwrap();
+
+    let mut samples: BTreeMap<String, u64> = BTreeMap::new();
+    for snapshot in &recording.snapshots {
+        for breakdown in snapshot
+            .breakdown
+            .iter()
+            .filter(|b| b.context == SampleContext::NetRx)
+        {
+            for category in &breakdown.categories {
+                *samples.entry(category.category.clone()).or_default() += category.samples;
+            }
+        }
+    }
+    let total: u64 = samples.values().sum();
+    assert!(total > 200, "only {total} NET_RX samples");
+    let shares = samples
+        .into_iter()
+        .map(|(category, n)| (category, n as f64 / total as f64))
+        .collect();
+    eprintln!("NET_RX shares: {shares:?}");
+    shares
+}
+
+fn share(shares: &BTreeMap<String, f64>, category: &str) -> f64 {
+    shares.get(category).copied().unwrap_or(0.0)
+}
+
+fn assert_present(shares: &BTreeMap<String, f64>, categories: &[&str]) {
+    for category in categories {
+        let s = share(shares, category);
+        assert!(
+            s >= PRESENT,
+            "{category} is only {s:.3} of NET_RX: {shares:?}"
+        );
+    }
+}
+
+fn assert_absent(shares: &BTreeMap<String, f64>, categories: &[&str]) {
+    for category in categories {
+        let s = share(shares, category);
+        assert!(
+            s <= ABSENT,
+            "{category} is {s:.3} of NET_RX where it should be absent"
+        );
+    }
+}
+
+/// Two namespaces on one veth pair.
+fn pair(topology: &mut Topology) -> (String, String) {
+    let a = topology.namespace("a");
+    let b = topology.namespace("b");
+    let (ia, ib) = topology.link(&a, &b);
+    topology.addr(&a, &ia, "198.18.210.1/24");
+    topology.addr(&b, &ib, "198.18.210.2/24");
+    (a, b)
+}
+
+#[test]
+fn local_delivery() {
+    let mut topology = Topology::new("l");
+    let (a, b) = pair(&mut topology);
+    let shares = net_rx_shares(&topology, &a, &b, "198.18.210.2:5701");
+    assert_present(&shares, &["local_tcp"]);
+    assert_absent(&shares, &["bridge", "ipv4_forward", "conntrack"]);
+}
+
+#[test]
+fn bridge_between_two_namespaces() {
+    let mut topology = Topology::new("b");
+    let a = topology.namespace("a");
+    let b = topology.namespace("b");
+    let sw = topology.namespace("s");
+    let (ia, sa) = topology.link(&a, &sw);
+    let (ib, sb) = topology.link(&b, &sw);
+    topology::ip(&format!("-n {sw} link add br0 type bridge"));
+    topology::ip(&format!("-n {sw} link set {sa} master br0"));
+    topology::ip(&format!("-n {sw} link set {sb} master br0"));
+    topology::ip(&format!("-n {sw} link set br0 up"));
+    topology.addr(&a, &ia, "198.18.211.1/24");
+    topology.addr(&b, &ib, "198.18.211.2/24");
+    let shares = net_rx_shares(&topology, &a, &b, "198.18.211.2:5702");
+    assert_present(&shares, &["bridge", "local_tcp"]);
+    assert_absent(&shares, &["ipv4_forward", "conntrack"]);
+}
+
+#[test]
+fn router_forwarding_between_two_namespaces() {
+    let mut topology = Topology::new("r");
+    let a = topology.namespace("a");
+    let b = topology.namespace("b");
+    let r = topology.namespace("r");
+    let (ia, ra) = topology.link(&a, &r);
+    let (ib, rb) = topology.link(&b, &r);
+    topology.addr(&a, &ia, "198.18.212.1/24");
+    topology.addr(&r, &ra, "198.18.212.254/24");
+    topology.addr(&b, &ib, "198.18.213.1/24");
+    topology.addr(&r, &rb, "198.18.213.254/24");
+    topology::ip(&format!("-n {a} route add default via 198.18.212.254"));
+    topology::ip(&format!("-n {b} route add default via 198.18.213.254"));
+    run(
+        "ip",
+        &format!("netns exec {r} sysctl -qw net.ipv4.ip_forward=1"),
+    );
+    let shares = net_rx_shares(&topology, &a, &b, "198.18.213.1:5703");
+    assert_present(&shares, &["ipv4_forward", "local_tcp"]);
+    assert_absent(&shares, &["bridge", "conntrack"]);
+}
+
+#[test]
+fn conntrack_and_netfilter_rules() {
+    let mut topology = Topology::new("c");
+    let (a, b) = pair(&mut topology);
+    let mut nft = topology.exec(&b, "nft");
+    let mut nft = nft
+        .args(["-f", "-"])
+        .stdin(Stdio::piped())
+        .spawn()
+        .expect("nft (Debian package nftables)");
+    nft.stdin
+        .take()
+        .unwrap()
+        .write_all(
+            b"table inet netto_test {\n\
+              chain input { type filter hook input priority 0; ct state established,related,new accept; }\n\
+              chain pre { type filter hook prerouting priority 0; meta l4proto tcp accept; }\n\
+              }\n",
+        )
+        .unwrap();
+    assert!(
+        nft.wait().unwrap().success(),
+        "loading the nft rules failed"
+    );
+    thread::sleep(Duration::from_millis(100));
+    let shares = net_rx_shares(&topology, &a, &b, "198.18.210.2:5704");
+    assert_present(&shares, &["conntrack"]);
+    let netfilter: f64 = shares
+        .iter()
+        .filter(|(c, _)| c.starts_with("netfilter_"))
+        .map(|(_, s)| s)
+        .sum();
+    assert!(
+        netfilter >= PRESENT,
+        "netfilter is only {netfilter:.3} of NET_RX: {shares:?}"
+    );
+    assert_absent(&shares, &["bridge", "ipv4_forward"]);
+}

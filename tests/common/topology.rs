@@ -1,0 +1,86 @@
+//! Test networks of several namespaces joined by veth pairs, built with
+//! `ip` and removed on drop (deleting a namespace deletes its veth ends).
+//! Addresses come from 198.18.0.0/15, the benchmarking range.
+
+use std::process::Command;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+static NEXT: AtomicU32 = AtomicU32::new(0);
+
+/// Runs `ip ARGS`, panicking with its stderr on failure (test set-up).
+pub fn ip(args: &str) {
+    run("ip", args);
+}
+
+pub fn run(program: &str, args: &str) {
+    let out = Command::new(program)
+        .args(args.split_whitespace())
+        .output()
+        .unwrap_or_else(|e| panic!("{program}: {e}"));
+    assert!(
+        out.status.success(),
+        "{program} {args}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Namespaces created for one test, all deleted on drop.
+pub struct Topology {
+    prefix: String,
+    namespaces: Vec<String>,
+    links: u32,
+}
+
+impl Topology {
+    pub fn new(tag: &str) -> Topology {
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        Topology {
+            prefix: format!("nt{tag}{}x{n}", std::process::id() % 100_000),
+            namespaces: Vec::new(),
+            links: 0,
+        }
+    }
+
+    /// Creates namespace `name` (returned with the topology's prefix), with
+    /// loopback up.
+    pub fn namespace(&mut self, name: &str) -> String {
+        let ns = format!("{}{name}", self.prefix);
+        ip(&format!("netns add {ns}"));
+        self.namespaces.push(ns.clone());
+        ip(&format!("-n {ns} link set lo up"));
+        ns
+    }
+
+    /// A veth pair between two namespaces; returns the interface names
+    /// (in `a`, in `b`), both up.
+    pub fn link(&mut self, a: &str, b: &str) -> (String, String) {
+        self.links += 1;
+        let ia = format!("v{}a{}", self.links, std::process::id() % 100_000);
+        let ib = format!("v{}b{}", self.links, std::process::id() % 100_000);
+        ip(&format!(
+            "link add {ia} netns {a} type veth peer name {ib} netns {b}"
+        ));
+        ip(&format!("-n {a} link set {ia} up"));
+        ip(&format!("-n {b} link set {ib} up"));
+        (ia, ib)
+    }
+
+    pub fn addr(&self, ns: &str, ifname: &str, cidr: &str) {
+        ip(&format!("-n {ns} addr add {cidr} dev {ifname}"));
+    }
+
+    /// `ip netns exec NS program`.
+    pub fn exec(&self, ns: &str, program: &str) -> Command {
+        let mut command = Command::new("ip");
+        command.args(["netns", "exec", ns, program]);
+        command
+    }
+}
+
+impl Drop for Topology {
+    fn drop(&mut self) {
+        for ns in &self.namespaces {
+            let _ = Command::new("ip").args(["netns", "del", ns]).status();
+        }
+    }
+}

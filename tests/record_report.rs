@@ -1,0 +1,210 @@
+//! `netto record` and `netto report` as a user runs them: a recording made
+//! under load renders again offline to the same counts, as a well-formed
+//! flame graph, and against itself as an all-zero diff; no file carries a
+//! kernel address; bad input is one line and a non-zero exit. Recording
+//! needs root and BPF; reporting needs neither.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use common::NETTO;
+use netto::model::Recording;
+use netto::sinks::flame::folded::parse_folded;
+
+fn netto(args: &[&str]) -> Output {
+    Command::new(NETTO)
+        .args(args)
+        .output()
+        .expect("running netto")
+}
+
+fn path_in(dir: &Path, name: &str) -> PathBuf {
+    dir.join(name)
+}
+
+fn s(path: &Path) -> &str {
+    path.to_str().unwrap()
+}
+
+/// True if the text holds something shaped like an x86-64 kernel address.
+fn has_kernel_address(text: &str) -> bool {
+    text.to_ascii_lowercase()
+        .split(|c: char| !c.is_ascii_hexdigit())
+        .any(|word| word.len() >= 12 && word.starts_with("ffff"))
+}
+
+fn assert_one_line_failure(out: &Output, mentions: &str) {
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "succeeded: {stderr}");
+    assert_ne!(out.status.code(), Some(101), "panicked: {stderr}");
+    let last = stderr.trim_end().lines().last().unwrap_or_default();
+    assert!(
+        last.contains(mentions),
+        "{last:?} does not mention {mentions:?}"
+    );
+    assert!(stderr.lines().all(|l| l.starts_with("netto:")), "{stderr}");
+}
+
+#[test]
+fn record_then_report_round_trips() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = path_in(dir.path(), "run.json");
+    let out = netto(&["record", "--demo", "--duration", "3", "-o", s(&json)]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = std::fs::read_to_string(&json).unwrap();
+    assert!(
+        !has_kernel_address(&text),
+        "a kernel address in the recording"
+    );
+    let recording: Recording = serde_json::from_str(&text).unwrap();
+    assert!(recording.snapshots.len() >= 3);
+    assert!(recording.stacks.iter().map(|s| s.count).sum::<u64>() > 100);
+    assert!(recording.snapshots.iter().any(|s| !s.breakdown.is_empty()));
+
+    // Folded stacks parse back to the recording's counts.
+    let folded = path_in(dir.path(), "run.folded");
+    assert!(netto(&["report", s(&json), "-o", s(&folded)])
+        .status
+        .success());
+    let text = std::fs::read_to_string(&folded).unwrap();
+    assert!(!has_kernel_address(&text));
+    let parsed = parse_folded(text.as_bytes()).unwrap();
+    let mut expected: BTreeMap<Vec<String>, u64> = BTreeMap::new();
+    for stack in &recording.stacks {
+        let mut frames = vec![stack.context.name().to_owned()];
+        frames.extend(stack.frames.iter().cloned());
+        *expected.entry(frames).or_default() += stack.count;
+    }
+    let got: BTreeMap<Vec<String>, u64> = parsed.into_iter().map(|f| (f.frames, f.count)).collect();
+    assert_eq!(got, expected);
+
+    // The flame graph is well-formed and shows the kernel's receive path.
+    let svg = path_in(dir.path(), "run.svg");
+    assert!(netto(&["report", s(&json), "-o", s(&svg)]).status.success());
+    let text = std::fs::read_to_string(&svg).unwrap();
+    let options = roxmltree::ParsingOptions {
+        allow_dtd: true,
+        ..Default::default()
+    };
+    roxmltree::Document::parse_with_options(&text, options).expect("well-formed SVG");
+    assert!(text.contains("net_rx_action"), "no net_rx_action frame");
+    assert!(
+        text.contains(&recording.header.kernel),
+        "no kernel in the subtitle"
+    );
+    assert!(!has_kernel_address(&text));
+
+    // A recording against itself differs nowhere.
+    let diff = path_in(dir.path(), "diff.folded");
+    let out = netto(&["report", "--diff", s(&json), s(&json), "-o", s(&diff)]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for line in std::fs::read_to_string(&diff).unwrap().lines() {
+        let mut counts = line.rsplit(' ');
+        let after = counts.next().unwrap();
+        let before = counts.next().unwrap();
+        assert_eq!(before, after, "diff line {line}");
+    }
+    let diff_svg = path_in(dir.path(), "diff.svg");
+    assert!(
+        netto(&["report", "--diff", s(&json), s(&json), "-o", s(&diff_svg)])
+            .status
+            .success()
+    );
+
+    // An unwritable destination is one clear line.
+    assert_one_line_failure(
+        &netto(&["report", s(&json), "-o", "/nonexistent/dir/out.svg"]),
+        "/nonexistent/dir",
+    );
+
+    // Existing output is kept unless --force.
+    let before = std::fs::read(&svg).unwrap();
+    assert_one_line_failure(&netto(&["report", s(&json), "-o", s(&svg)]), "--force");
+    assert_eq!(std::fs::read(&svg).unwrap(), before);
+    assert!(netto(&["report", s(&json), "-o", s(&svg), "--force"])
+        .status
+        .success());
+}
+
+#[test]
+fn bad_input_is_one_line_and_non_zero() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = path_in(dir.path(), "out.svg");
+    let malformed = path_in(dir.path(), "bad.json");
+    std::fs::write(&malformed, "{\"header\": 1}").unwrap();
+    for (args, mentions) in [
+        (
+            vec![
+                "record",
+                "--duration",
+                "1",
+                "-o",
+                s(&out),
+                "--format",
+                "png",
+            ],
+            "png",
+        ),
+        (
+            vec![
+                "record",
+                "--duration",
+                "1",
+                "-o",
+                s(&out),
+                "--frequency",
+                "0",
+            ],
+            "--frequency",
+        ),
+        (
+            vec![
+                "record",
+                "--duration",
+                "1",
+                "-o",
+                s(&out),
+                "--frequency",
+                "1000000",
+            ],
+            "--frequency",
+        ),
+        (
+            vec!["record", "--duration", "-1", "-o", s(&out)],
+            "--duration",
+        ),
+        (
+            vec!["report", "/nonexistent/run.json", "-o", s(&out)],
+            "cannot read",
+        ),
+        (
+            vec!["report", s(&malformed), "-o", s(&out)],
+            "not a netto recording",
+        ),
+        (
+            vec![
+                "report",
+                "--diff",
+                s(&malformed),
+                s(&malformed),
+                "-o",
+                s(&out),
+            ],
+            "not a netto recording",
+        ),
+    ] {
+        assert_one_line_failure(&netto(&args), mentions);
+    }
+    assert!(!out.exists(), "a failed run left a file behind");
+}
