@@ -1,17 +1,22 @@
-//! What netto's accounting costs the traffic it measures.
+//! What netto costs the traffic it measures.
 //!
 //! iperf3 pushes TCP through a veth pair into a namespace, client and server
 //! pinned to CPU 1 (unpinned veth throughput swings too much between
-//! batches to compare); netto runs pinned to CPU 0.
+//! batches to compare); whatever is measured runs pinned to CPU 0.
 //!
-//! Throughput: runs with netto (accounting only, BPF run-time statistics off,
-//! as they tax every program) and without it are interleaved, and medians
-//! compared. Cost: one more run with statistics on and empty programs
-//! attached on the same hooks, so netto's per-run cost is compared with the
-//! floor of running any BPF program there, measured in the same run.
+//! Throughput: for each mode (netto accounting only; `netto record` sampling
+//! at 1 and 10 kHz through either transport; `perf record -a -g` at the same
+//! frequencies, the tool a user would otherwise run), runs with the mode and
+//! without anything are interleaved and medians compared; the mode's own
+//! process CPU per second is reported too. BPF run-time statistics stay off
+//! there, as they tax every program.
 //!
-//! Run as root: `cargo bench --bench overhead` (NETTO_BENCH_ROUNDS,
-//! NETTO_BENCH_SECONDS override the defaults of 5 rounds of 5 s).
+//! Cost: one more run with statistics on and empty programs attached on the
+//! same hooks, so netto's per-run cost is compared with the floor of running
+//! any BPF program there, measured in the same run.
+//!
+//! Run as root: `cargo bench --bench overhead` (NETTO_BENCH_ROUNDS and
+//! NETTO_BENCH_SECONDS override the defaults of 3 rounds of 5 s per mode).
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
@@ -19,7 +24,7 @@ use std::mem::MaybeUninit;
 use std::os::fd::AsFd;
 use std::process::{Child, Command, Stdio};
 use std::thread;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use libbpf_rs::skel::{OpenSkel, Skel, SkelBuilder};
@@ -30,8 +35,9 @@ use netto::netns::VethPair;
 
 const NETTO: &str = env!("CARGO_BIN_EXE_netto");
 const PORT: &str = "5399";
+
 /// netto program -> the empty program on the same hook, and the target
-/// ratio of their per-run costs.
+/// ratio of their per-run costs (NaN: no target).
 const FLOORS: &[(&str, &str, f64)] = &[
     ("netto_softirq_entry", "floor_softirq_entry", 2.0),
     ("netto_softirq_exit", "floor_softirq_exit", 2.0),
@@ -40,6 +46,111 @@ const FLOORS: &[(&str, &str, f64)] = &[
     ("netto_sys_exit", "floor_sys_exit", f64::NAN),
     ("netto_hrtimer_entry", "floor_hrtimer_entry", f64::NAN),
     ("netto_irq_entry", "floor_irq_entry", f64::NAN),
+];
+
+/// What runs beside the traffic in one throughput comparison.
+struct Mode {
+    name: &'static str,
+    program: &'static str,
+    args: &'static [&'static str],
+    /// A stderr line saying the mode is measuring; None: give it a second.
+    ready: Option<&'static str>,
+}
+
+const RECORD_OUT: &str = "/tmp/netto-bench-record.json";
+const PERF_OUT: &str = "/tmp/netto-bench-perf.data";
+
+const MODES: &[Mode] = &[
+    Mode {
+        name: "netto accounting",
+        program: NETTO,
+        args: &["stat", "--json", "--no-bpf-stats"],
+        ready: Some("netto: measuring"),
+    },
+    Mode {
+        name: "netto record 1 kHz mmap",
+        program: NETTO,
+        args: &[
+            "record",
+            "--duration",
+            "3600",
+            "--frequency",
+            "1000",
+            "--no-bpf-stats",
+            "--force",
+            "-o",
+            RECORD_OUT,
+        ],
+        ready: Some("netto: recording"),
+    },
+    Mode {
+        name: "netto record 1 kHz ringbuf",
+        program: NETTO,
+        args: &[
+            "record",
+            "--duration",
+            "3600",
+            "--frequency",
+            "1000",
+            "--transport",
+            "ringbuf",
+            "--no-bpf-stats",
+            "--force",
+            "-o",
+            RECORD_OUT,
+        ],
+        ready: Some("netto: recording"),
+    },
+    Mode {
+        name: "netto record 10 kHz mmap",
+        program: NETTO,
+        args: &[
+            "record",
+            "--duration",
+            "3600",
+            "--frequency",
+            "10000",
+            "--no-bpf-stats",
+            "--force",
+            "-o",
+            RECORD_OUT,
+        ],
+        ready: Some("netto: recording"),
+    },
+    Mode {
+        name: "netto record 10 kHz ringbuf",
+        program: NETTO,
+        args: &[
+            "record",
+            "--duration",
+            "3600",
+            "--frequency",
+            "10000",
+            "--transport",
+            "ringbuf",
+            "--no-bpf-stats",
+            "--force",
+            "-o",
+            RECORD_OUT,
+        ],
+        ready: Some("netto: recording"),
+    },
+    Mode {
+        name: "perf record -a -g 1 kHz",
+        program: "perf",
+        args: &[
+            "record", "-q", "-a", "-g", "-F", "1000", "-o", PERF_OUT, "--", "sleep", "3600",
+        ],
+        ready: None,
+    },
+    Mode {
+        name: "perf record -a -g 10 kHz",
+        program: "perf",
+        args: &[
+            "record", "-q", "-a", "-g", "-F", "10000", "-o", PERF_OUT, "--", "sleep", "3600",
+        ],
+        ready: None,
+    },
 ];
 
 struct Killed(Child);
@@ -70,41 +181,134 @@ fn median(values: &mut [f64]) -> f64 {
     }
 }
 
+/// Gbit/s of one pinned iperf3 run.
 fn iperf3(pair: &VethPair, seconds: u32) -> Result<f64> {
+    let peer = pair.peer_addr().to_string();
     let out = Command::new("iperf3")
         .args([
             "-c",
-            &pair.peer_addr().to_string(),
+            &peer,
             "-p",
             PORT,
             "-A",
             "1",
             "-J",
+            "-t",
+            &seconds.to_string(),
         ])
-        .args(["-t", &seconds.to_string()])
         .output()
         .context("running iperf3 (Debian package iperf3)")?;
     let report: serde_json::Value = serde_json::from_slice(&out.stdout)?;
-    report["end"]["sum_received"]["bits_per_second"]
+    let bps = report["end"]["sum_received"]["bits_per_second"]
         .as_f64()
-        .context("iperf3 reported no throughput")
+        .context("iperf3 reported no throughput")?;
+    Ok(bps / 1e9)
 }
 
-/// One measured run with netto attached (and, for the cost run, the floor).
-struct WithNetto {
-    gbps: f64,
+/// A mode's process, pinned to CPU 0, away from the traffic.
+struct Running {
+    child: Child,
+    started: Instant,
+    cpu_at_start: Duration,
+}
+
+/// CPU time of every thread of `pid` so far, exact (schedstat), so a
+/// start-up cost does not count as steady-state overhead.
+fn process_cpu(pid: u32) -> Duration {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return Duration::ZERO;
+    };
+    tasks
+        .filter_map(Result::ok)
+        .filter_map(|task| std::fs::read_to_string(task.path().join("schedstat")).ok())
+        .filter_map(|line| line.split_whitespace().next()?.parse::<u64>().ok())
+        .map(Duration::from_nanos)
+        .sum()
+}
+
+fn start_mode(mode: &Mode) -> Result<Running> {
+    let mut child = Command::new("taskset")
+        .args(["-c", "0", mode.program])
+        .args(mode.args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .with_context(|| format!("starting {}", mode.name))?;
+    let mut lines = BufReader::new(child.stderr.take().context("stderr")?).lines();
+    if let Some(ready) = mode.ready {
+        loop {
+            match lines.next() {
+                Some(line) if line.as_deref().is_ok_and(|l| l.starts_with(ready)) => break,
+                Some(_) => {}
+                None => bail!("{} exited before measuring", mode.name),
+            }
+        }
+    } else {
+        thread::sleep(Duration::from_secs(1));
+    }
+    thread::spawn(move || lines.for_each(drop));
+    // `taskset` execs the mode's program, so the child's pid is the mode's.
+    let cpu_at_start = process_cpu(child.id());
+    Ok(Running {
+        child,
+        started: Instant::now(),
+        cpu_at_start,
+    })
+}
+
+impl Running {
+    /// The process's CPU time per second while measuring, in ms; then
+    /// SIGINT, and wait for it to finish (a recording is written then).
+    fn stop(mut self) -> Result<f64> {
+        let cpu = process_cpu(self.child.id()).saturating_sub(self.cpu_at_start);
+        let elapsed = self.started.elapsed();
+        // SAFETY: signalling our own child.
+        unsafe { libc::kill(i32::try_from(self.child.id())?, libc::SIGINT) };
+        self.child.wait()?;
+        Ok(cpu.as_secs_f64() * 1e3 / elapsed.as_secs_f64())
+    }
+}
+
+fn throughput(pair: &VethPair, rounds: u32, seconds: u32) -> Result<()> {
+    println!(
+        "\n{:<29} {:>14} {:>12} {:>6} {:>15}",
+        "mode", "without Gbit/s", "with Gbit/s", "ratio", "mode CPU ms/s"
+    );
+    for mode in MODES {
+        let (mut without, mut with, mut cpu) = (Vec::new(), Vec::new(), Vec::new());
+        for round in 0..rounds {
+            for mode_first in [round % 2 == 0, round % 2 != 0] {
+                if mode_first {
+                    let running = start_mode(mode)?;
+                    with.push(iperf3(pair, seconds)?);
+                    cpu.push(running.stop()?);
+                } else {
+                    without.push(iperf3(pair, seconds)?);
+                }
+            }
+        }
+        let (base, measured) = (median(&mut without), median(&mut with));
+        println!(
+            "{:<29} {base:>14.2} {measured:>12.2} {:>6.3} {:>15.3}",
+            mode.name,
+            measured / base,
+            median(&mut cpu)
+        );
+    }
+    Ok(())
+}
+
+/// The cost run: netto's snapshots and the floor programs' statistics.
+struct CostRun {
     snapshots: Vec<Snapshot>,
     floor: BTreeMap<String, RunStats>,
 }
 
-fn run_with_netto(pair: &VethPair, seconds: u32, cost_run: bool) -> Result<WithNetto> {
+/// netto stat with BPF statistics on and the floor programs attached.
+fn cost_run(pair: &VethPair, seconds: u32) -> Result<CostRun> {
+    let _stats = StatsGuard::enable().context("enabling BPF run-time statistics")?;
     let mut child = Command::new("taskset")
         .args(["-c", "0", NETTO, "stat", "--json", "--interval", "1"])
-        .args(if cost_run {
-            None
-        } else {
-            Some("--no-bpf-stats")
-        })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()?;
@@ -127,17 +331,16 @@ fn run_with_netto(pair: &VethPair, seconds: u32, cost_run: bool) -> Result<WithN
     let mut storage = MaybeUninit::uninit();
     let floor = FloorSkelBuilder::default().open(&mut storage)?.load()?;
     let mut links = Vec::new();
-    if cost_run {
-        for prog in floor.object().progs_mut() {
-            links.push(prog.attach()?);
-        }
+    for prog in floor.object().progs_mut() {
+        links.push(prog.attach()?);
     }
     let before = floor_stats(&floor);
-    let gbps = iperf3(pair, seconds)? / 1e9;
+    iperf3(pair, seconds)?;
     let after = floor_stats(&floor);
     drop(links);
 
-    unsafe { libc::kill(child.0.id() as i32, libc::SIGINT) };
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(i32::try_from(child.0.id())?, libc::SIGINT) };
     let snapshots = collected.join().expect("reader thread");
     drop(child);
     let floor = after
@@ -151,11 +354,7 @@ fn run_with_netto(pair: &VethPair, seconds: u32, cost_run: bool) -> Result<WithN
             (name, delta)
         })
         .collect();
-    Ok(WithNetto {
-        gbps,
-        snapshots,
-        floor,
-    })
+    Ok(CostRun { snapshots, floor })
 }
 
 fn floor_stats<'obj>(skel: &impl Skel<'obj>) -> BTreeMap<String, RunStats> {
@@ -168,11 +367,64 @@ fn floor_stats<'obj>(skel: &impl Skel<'obj>) -> BTreeMap<String, RunStats> {
         .collect()
 }
 
+fn report_costs(cost: &CostRun) {
+    let seconds: f64 = cost.snapshots.iter().map(|s| s.interval_s).sum();
+    let user_ns: u64 = cost
+        .snapshots
+        .iter()
+        .map(|s| s.overhead.process_cpu_ns)
+        .sum();
+    println!(
+        "\nnetto stat user-space CPU {:.3} ms per second (target < 1)",
+        user_ns as f64 / 1e6 / seconds
+    );
+    let mut programs: BTreeMap<&str, (u64, u64)> = BTreeMap::new();
+    for p in cost.snapshots.iter().flat_map(|s| &s.overhead.programs) {
+        let entry = programs.entry(&p.name).or_default();
+        entry.0 += p.run_count;
+        entry.1 += p.run_time_ns;
+    }
+    let per_run = |(count, time): (u64, u64)| time as f64 / count.max(1) as f64;
+    println!(
+        "\n{:<26} {:>10} {:>8} {:>9}",
+        "program (cost run)", "runs/s", "ns/run", "CPU %"
+    );
+    for (name, &(count, time)) in &programs {
+        println!(
+            "{name:<26} {:>10.0} {:>8.0} {:>9.3}",
+            count as f64 / seconds,
+            per_run((count, time)),
+            time as f64 / seconds / 1e7
+        );
+    }
+    println!(
+        "\n{:<22} {:>10} {:>10} {:>7} {:>7}",
+        "program", "ns/run", "empty", "ratio", "target"
+    );
+    for &(program, floor, target) in FLOORS {
+        let netto = programs.get(program).map_or(f64::NAN, |&c| per_run(c));
+        let base = cost
+            .floor
+            .get(floor)
+            .map_or(f64::NAN, |s| per_run((s.run_count, s.run_time_ns)));
+        let target = if target.is_nan() {
+            "-".to_owned()
+        } else {
+            format!("{target:.0}x")
+        };
+        println!(
+            "{program:<22} {netto:>10.0} {base:>10.0} {:>7.2} {target:>7}",
+            netto / base
+        );
+    }
+}
+
 fn main() -> Result<()> {
+    // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
         bail!("the overhead benchmark loads BPF programs and builds namespaces: run it as root");
     }
-    let rounds = env_or("NETTO_BENCH_ROUNDS", 5);
+    let rounds = env_or("NETTO_BENCH_ROUNDS", 3);
     let seconds = env_or("NETTO_BENCH_SECONDS", 5);
     let pair = VethPair::create("bench")?;
     let _server = Killed(
@@ -183,94 +435,10 @@ fn main() -> Result<()> {
             .context("starting iperf3 in the namespace")?,
     );
     thread::sleep(Duration::from_millis(500));
-
-    let mut without = Vec::new();
-    let mut with = Vec::new();
-    for round in 0..rounds {
-        for netto_first in [round % 2 == 0, round % 2 != 0] {
-            if netto_first {
-                let run = run_with_netto(&pair, seconds, false)?;
-                eprintln!("round {round}: with netto    {:.2} Gbit/s", run.gbps);
-                with.push(run);
-            } else {
-                let gbps = iperf3(&pair, seconds)? / 1e9;
-                eprintln!("round {round}: without netto {gbps:.2} Gbit/s");
-                without.push(gbps);
-            }
-        }
-    }
-
-    let mut with_gbps: Vec<f64> = with.iter().map(|r| r.gbps).collect();
-    let median_with = median(&mut with_gbps);
-    let median_without = median(&mut without);
-    println!("\nnetto accounting overhead, iperf3 TCP through veth, {rounds} interleaved rounds of {seconds} s");
-    println!("throughput without netto  {median_without:.2} Gbit/s (median)");
-    println!("throughput with netto     {median_with:.2} Gbit/s (median)");
-    println!(
-        "throughput ratio          {:.3}  (target >= 0.98)",
-        median_with / median_without
-    );
-
-    let cost = {
-        let _stats = StatsGuard::enable().context("enabling BPF run-time statistics")?;
-        run_with_netto(&pair, seconds, true)?
-    };
-    let snaps: Vec<&Snapshot> = cost.snapshots.iter().collect();
-    let seconds_measured: f64 = snaps.iter().map(|s| s.interval_s).sum();
-    let user_ns: u64 = snaps.iter().map(|s| s.overhead.process_cpu_ns).sum();
-    println!(
-        "netto user-space CPU      {:.3} ms per second (target < 1)",
-        user_ns as f64 / 1e6 / seconds_measured
-    );
-
-    let netto_cost = |name: &str| {
-        let (count, time) = snaps
-            .iter()
-            .flat_map(|s| &s.overhead.programs)
-            .filter(|p| p.name == name)
-            .fold((0u64, 0u64), |(c, t), p| {
-                (c + p.run_count, t + p.run_time_ns)
-            });
-        time as f64 / count.max(1) as f64
-    };
-    let floor_cost = |name: &str| {
-        cost.floor.get(name).map_or(f64::NAN, |s| {
-            s.run_time_ns as f64 / s.run_count.max(1) as f64
-        })
-    };
-    let mut programs: BTreeMap<&str, (u64, u64)> = BTreeMap::new();
-    for p in snaps.iter().flat_map(|s| &s.overhead.programs) {
-        let entry = programs.entry(&p.name).or_default();
-        entry.0 += p.run_count;
-        entry.1 += p.run_time_ns;
-    }
-    println!(
-        "\n{:<26} {:>10} {:>8} {:>9}",
-        "program (cost run)", "runs/s", "ns/run", "CPU %"
-    );
-    for (name, (count, time)) in &programs {
-        println!(
-            "{name:<26} {:>10.0} {:>8.0} {:>9.3}",
-            *count as f64 / seconds_measured,
-            *time as f64 / (*count).max(1) as f64,
-            *time as f64 / seconds_measured / 1e7
-        );
-    }
-    println!(
-        "\n{:<22} {:>10} {:>10} {:>7} {:>7}",
-        "program", "ns/run", "empty", "ratio", "target"
-    );
-    for &(program, floor, target) in FLOORS {
-        let (cost, base) = (netto_cost(program), floor_cost(floor));
-        let target = if target.is_nan() {
-            "-".to_owned()
-        } else {
-            format!("{target:.0}x")
-        };
-        println!(
-            "{program:<22} {cost:>10.0} {base:>10.0} {:>7.2} {target:>7}",
-            cost / base
-        );
-    }
+    println!("netto overhead: iperf3 TCP through veth, {rounds} interleaved rounds of {seconds} s per mode");
+    throughput(&pair, rounds, seconds)?;
+    report_costs(&cost_run(&pair, seconds)?);
+    let _ = std::fs::remove_file(RECORD_OUT);
+    let _ = std::fs::remove_file(PERF_OUT);
     Ok(())
 }

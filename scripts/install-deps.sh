@@ -7,6 +7,7 @@ packages=(
   clang llvm libclang-dev libelf-dev zlib1g-dev pkg-config make # BPF and bindgen toolchain
   bpftool                                                     # vmlinux.h generation, test inspection
   iproute2 iperf3 util-linux procps nftables                  # namespaces, load, pinning, netfilter tests
+  linux-perf                                                  # the overhead benchmark's peer
 )
 
 if [ "$(id -u)" -ne 0 ]; then

@@ -138,6 +138,9 @@ pub struct RecordArgs {
     /// Run the built-in demo load while recording.
     #[arg(long)]
     pub demo: bool,
+    /// Do not turn on BPF run-time statistics (see `stat --no-bpf-stats`).
+    #[arg(long)]
+    pub no_bpf_stats: bool,
 }
 
 #[derive(Debug, Args)]

@@ -46,7 +46,11 @@ pub fn run(args: &RecordArgs) -> Result<ExitCode> {
     let (backend, why) = backend::select(args.backend.into(), &features)?;
     eprintln!("netto: backend {backend}: {why}");
     let mut symbolizer = Symbolizer::load().context("reading kernel symbols")?;
-    let stats = StatsGuard::enable().ok();
+    let stats = if args.no_bpf_stats {
+        None
+    } else {
+        StatsGuard::enable().ok()
+    };
 
     let mut acct_storage = MaybeUninit::uninit();
     let accounting = Accounting::load(&mut acct_storage, backend)?;
