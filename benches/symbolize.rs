@@ -3,16 +3,17 @@
 //! The workload is synthetic but shaped like a busy host: a kallsyms of
 //! about 100k symbols (every function with its `__pfx_` padding, compiler
 //! suffixes, a module and BPF programs), 4000 distinct stacks of 15-40
-//! frames built on real network paths, and samples drawn from them with
-//! Zipf-like repetition (a few hot paths, a long tail). Generated from a
-//! fixed seed, so runs compare.
+//! frames (how the context was entered, a real network path cut at some
+//! depth, up to six leaf helpers from a pool of 3000), and samples drawn
+//! from them with Zipf-like repetition (a few hot paths, a long tail).
+//! Generated from a fixed seed, so runs compare.
 //!
 //! `cargo bench --bench symbolize` (no privileges needed). The figure that
 //! matters is `pipeline`: samples per second through `Folder::add`,
 //! `Folder::take` and `breakdowns`, with the symbolizer's cache warm as it
 //! is from the second interval on.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt::Write;
 use std::hint::black_box;
 
@@ -50,63 +51,79 @@ impl Rng {
     }
 }
 
-/// Real paths, outermost first, that stacks are cut from.
+/// How a context is entered, outermost first: which frames sit above the
+/// network path in a real stack.
 #[rustfmt::skip]
-const PATHS: &[(SampleContext, &[&str])] = &[
-    (SampleContext::NetRx, &[
-        "ret_from_fork_asm", "ret_from_fork", "kthread", "smpboot_thread_fn", "run_ksoftirqd",
-        "handle_softirqs", "net_rx_action", "__napi_poll", "process_backlog", "__netif_receive_skb",
+const ENTRIES: &[&[&str]] = &[
+    &["ret_from_fork_asm", "ret_from_fork", "kthread", "smpboot_thread_fn", "run_ksoftirqd",
+      "handle_softirqs"],
+    &["asm_common_interrupt", "common_interrupt", "irq_exit_rcu", "handle_softirqs"],
+    // NET_RX run inline when a TCP sender re-enables bottom halves (veth).
+    &["entry_SYSCALL_64_after_hwframe", "do_syscall_64", "__x64_sys_sendto", "__sys_sendto",
+      "tcp_sendmsg", "tcp_sendmsg_locked", "__tcp_push_pending_frames", "tcp_write_xmit",
+      "__tcp_transmit_skb", "__ip_queue_xmit", "ip_local_out", "ip_output", "ip_finish_output",
+      "__ip_finish_output", "ip_finish_output2", "__dev_queue_xmit", "__local_bh_enable_ip",
+      "do_softirq", "handle_softirqs"],
+    &["entry_SYSCALL_64_after_hwframe", "do_syscall_64"],
+];
+
+/// Real network paths, outermost first, with the entries they run under;
+/// stacks are cut from them at any depth.
+#[rustfmt::skip]
+const PATHS: &[(SampleContext, &[usize], &[&str])] = &[
+    (SampleContext::NetRx, &[0, 1, 2], &[
+        "net_rx_action", "__napi_poll", "process_backlog", "__netif_receive_skb",
         "__netif_receive_skb_one_core", "ip_rcv", "ip_rcv_finish", "ip_local_deliver",
         "ip_local_deliver_finish", "ip_protocol_deliver_rcu", "tcp_v4_rcv", "tcp_v4_do_rcv",
         "tcp_rcv_established", "tcp_data_queue", "tcp_data_ready", "sock_def_readable",
         "__wake_up_sync_key", "__wake_up_common", "try_to_wake_up",
     ]),
-    (SampleContext::NetRx, &[
-        "entry_SYSCALL_64_after_hwframe", "do_syscall_64", "__x64_sys_sendto", "__sys_sendto",
-        "tcp_sendmsg", "tcp_sendmsg_locked", "__tcp_push_pending_frames", "tcp_write_xmit",
-        "__tcp_transmit_skb", "__ip_queue_xmit", "ip_finish_output2", "__dev_queue_xmit",
-        "__local_bh_enable_ip", "do_softirq", "handle_softirqs", "net_rx_action", "__napi_poll",
-        "veth_poll", "veth_xdp_rcv", "napi_gro_receive", "dev_gro_receive", "inet_gro_receive",
-        "tcp4_gro_receive", "tcp_gro_receive", "skb_gro_receive",
+    (SampleContext::NetRx, &[0, 1, 2], &[
+        "net_rx_action", "__napi_poll", "veth_poll", "veth_xdp_rcv", "napi_gro_receive",
+        "dev_gro_receive", "inet_gro_receive", "tcp4_gro_receive", "tcp_gro_receive",
+        "skb_gro_receive",
     ]),
-    (SampleContext::NetRx, &[
-        "asm_common_interrupt", "common_interrupt", "irq_exit_rcu", "handle_softirqs",
+    (SampleContext::NetRx, &[0, 1], &[
         "net_rx_action", "__napi_poll", "virtnet_poll", "virtnet_receive", "napi_gro_receive",
         "gro_normal_list", "netif_receive_skb_list_internal", "__netif_receive_skb_list_core",
         "ip_list_rcv", "ip_sublist_rcv", "nf_hook_slow", "ipv4_conntrack_in", "nf_conntrack_in",
         "__nf_conntrack_find_get",
     ]),
-    (SampleContext::NetRx, &[
-        "handle_softirqs", "net_rx_action", "__napi_poll", "process_backlog",
-        "__netif_receive_skb_one_core", "ip_rcv", "ip_rcv_finish", "ip_forward", "nf_hook_slow",
-        "nft_do_chain_ipv4", "nft_do_chain", "ip_forward_finish", "ip_output", "ip_finish_output2",
-        "__dev_queue_xmit", "dev_hard_start_xmit", "veth_xmit", "veth_forward_skb",
+    (SampleContext::NetRx, &[0, 1], &[
+        "net_rx_action", "__napi_poll", "process_backlog", "__netif_receive_skb_one_core", "ip_rcv",
+        "ip_rcv_finish", "ip_forward", "nf_hook_slow", "nft_do_chain_ipv4", "nft_do_chain",
+        "ip_forward_finish", "ip_output", "ip_finish_output2", "__dev_queue_xmit",
+        "dev_hard_start_xmit", "veth_xmit", "veth_forward_skb",
     ]),
-    (SampleContext::NetRx, &[
-        "handle_softirqs", "net_rx_action", "__napi_poll", "process_backlog", "__netif_receive_skb",
+    (SampleContext::NetRx, &[0, 1, 2], &[
+        "net_rx_action", "__napi_poll", "process_backlog", "__netif_receive_skb",
         "__netif_receive_skb_core", "br_handle_frame", "br_handle_frame_finish", "br_forward",
         "__br_forward", "br_forward_finish", "br_dev_queue_push_xmit", "__dev_queue_xmit",
         "dev_hard_start_xmit", "veth_xmit",
     ]),
-    (SampleContext::NetRx, &[
-        "handle_softirqs", "net_rx_action", "__napi_poll", "process_backlog", "__netif_receive_skb",
+    (SampleContext::NetRx, &[0, 1], &[
+        "net_rx_action", "__napi_poll", "process_backlog", "__netif_receive_skb",
         "__netif_receive_skb_core", "do_xdp_generic", "bpf_prog_run_generic_xdp", "xdp_pass_prog",
     ]),
-    (SampleContext::NetTx, &[
-        "handle_softirqs", "net_tx_action", "__qdisc_run", "sch_direct_xmit", "dev_hard_start_xmit",
-        "start_xmit", "free_old_xmit",
+    (SampleContext::NetTx, &[0, 1], &[
+        "net_tx_action", "__qdisc_run", "sch_direct_xmit", "dev_hard_start_xmit", "start_xmit",
+        "free_old_xmit",
     ]),
-    (SampleContext::SockRecv, &[
-        "entry_SYSCALL_64_after_hwframe", "do_syscall_64", "__x64_sys_recvfrom", "__sys_recvfrom",
-        "sock_recvmsg", "inet_recvmsg", "tcp_recvmsg", "tcp_recvmsg_locked",
-        "skb_copy_datagram_iter", "__skb_datagram_iter", "_copy_to_iter", "rep_movs_alternative",
+    (SampleContext::SockRecv, &[3], &[
+        "__x64_sys_recvfrom", "__sys_recvfrom", "sock_recvmsg", "inet_recvmsg", "tcp_recvmsg",
+        "tcp_recvmsg_locked", "skb_copy_datagram_iter", "__skb_datagram_iter", "_copy_to_iter",
+        "rep_movs_alternative",
     ]),
-    (SampleContext::SockSend, &[
-        "entry_SYSCALL_64_after_hwframe", "do_syscall_64", "__x64_sys_sendto", "__sys_sendto",
-        "udp_sendmsg", "udp_send_skb", "ip_send_skb", "ip_local_out", "ip_output",
-        "ip_finish_output2", "__dev_queue_xmit", "validate_xmit_skb",
+    (SampleContext::SockSend, &[3], &[
+        "__x64_sys_sendto", "__sys_sendto", "udp_sendmsg", "udp_send_skb", "ip_send_skb",
+        "ip_local_out", "ip_output", "ip_finish_output2", "__dev_queue_xmit", "validate_xmit_skb",
     ]),
 ];
+
+/// Leaf helpers (allocation, locks, checksums, ...) come from a pool this
+/// big, at most this many deep.
+const HELPERS: usize = 3_000;
+const MAX_HELPER_DEPTH: u64 = 6;
 
 struct Function {
     name: String,
@@ -122,9 +139,13 @@ fn kallsyms(rng: &mut Rng) -> (String, Vec<Function>) {
         Pattern::Exact(name) => Some(*name),
         _ => None,
     });
-    for name in PATHS
+    let path_names = PATHS.iter().flat_map(|(_, _, path)| path.iter().copied());
+    for name in ENTRIES
         .iter()
-        .flat_map(|(_, path)| path.iter().copied())
+        .copied()
+        .flatten()
+        .copied()
+        .chain(path_names)
         .chain(known)
     {
         if seen.insert(name) {
@@ -176,41 +197,48 @@ fn kallsyms(rng: &mut Rng) -> (String, Vec<Function>) {
     (text, functions)
 }
 
-/// A return address somewhere inside `f`.
-fn inside(rng: &mut Rng, f: &Function) -> u64 {
-    f.start + 1 + rng.below(f.size - 1)
+/// A return address in `f`: one of a few call sites, as a function calls
+/// its callee from one place or a handful.
+fn call_site(rng: &mut Rng, f: &Function) -> u64 {
+    f.start + f.size * (1 + rng.below(3)) / 4
 }
 
-/// Distinct raw stacks, leaf first as `bpf_get_stack` returns them.
+/// Distinct raw stacks of 15-40 frames, leaf first as `bpf_get_stack`
+/// returns them: an entry, a network path cut at some depth, a few helpers.
 fn distinct_stacks(rng: &mut Rng, functions: &[Function]) -> Vec<(SampleContext, Vec<u64>)> {
-    let by_name: std::collections::HashMap<&str, &Function> =
+    let by_name: HashMap<&str, &Function> =
         functions.iter().map(|f| (f.name.as_str(), f)).collect();
     let bpf_prog = Function {
         name: "xdp_pass_prog".into(),
         start: 0xffff_ffff_a000_1000,
         size: 512,
     };
-    let helpers = &functions[functions.len() / 2..];
+    let helpers = &functions[functions.len() - HELPERS..];
     let mut seen = HashSet::new();
     let mut stacks = Vec::new();
     while stacks.len() < DISTINCT_STACKS {
-        let (context, path) = PATHS[rng.below(PATHS.len() as u64) as usize];
-        let cut = 6 + rng.below(path.len() as u64 - 5) as usize;
-        let depth = 15 + rng.below(26) as usize;
-        let mut outermost_first: Vec<u64> = path[..cut]
+        let (context, entries, path) = PATHS[rng.below(PATHS.len() as u64) as usize];
+        let entry = ENTRIES[entries[rng.below(entries.len() as u64) as usize]];
+        let cut = 1 + rng.below(path.len() as u64) as usize;
+        let mut functions: Vec<&Function> = entry
             .iter()
-            .map(|name| {
-                let f = by_name.get(name).copied().unwrap_or(&bpf_prog);
-                inside(rng, f)
-            })
+            .chain(&path[..cut])
+            .map(|name| by_name.get(name).copied().unwrap_or(&bpf_prog))
             .collect();
-        while outermost_first.len() < depth {
-            let f = &helpers[rng.below(helpers.len() as u64) as usize];
-            outermost_first.push(inside(rng, f));
+        for _ in 0..rng.below(MAX_HELPER_DEPTH + 1) {
+            functions.push(&helpers[rng.below(HELPERS as u64) as usize]);
         }
-        outermost_first.reverse();
-        if seen.insert(outermost_first.clone()) {
-            stacks.push((context, outermost_first));
+        while functions.len() < 15 {
+            functions.push(&helpers[rng.below(HELPERS as u64) as usize]);
+        }
+        if functions.len() > 40 {
+            continue;
+        }
+        let (leaf, callers) = functions.split_last().expect("at least 15 frames");
+        let mut raw = vec![leaf.start + rng.below(leaf.size)];
+        raw.extend(callers.iter().rev().map(|f| call_site(rng, f)));
+        if seen.insert(raw.clone()) {
+            stacks.push((context, raw));
         }
     }
     stacks

@@ -57,12 +57,14 @@ impl Folder {
 
     /// The counted samples as symbolized stacks, frames outermost first,
     /// one entry per context and distinct frame list; ordered by context,
-    /// then most samples first, then frames. Empties the folder.
+    /// then most samples first, then frames compared from the leaf.
+    /// Empties the folder.
     pub fn take(&mut self, symbolizer: &mut Symbolizer) -> Vec<StackCount> {
         let mut stacks = Vec::new();
         let mut frames = Vec::new();
         for (context, counts) in SampleContext::ALL.into_iter().zip(&mut self.by_context) {
-            let mut merged: HashMap<Vec<FrameId>, u64, FastState> = HashMap::default();
+            let mut merged: HashMap<Vec<FrameId>, u64, FastState> =
+                HashMap::with_capacity_and_hasher(counts.len(), FastState::default());
             for (raw, count) in counts.drain() {
                 symbolizer.symbolize_into(&raw, &mut frames);
                 match merged.get_mut(frames.as_slice()) {
@@ -83,8 +85,13 @@ impl Folder {
                     count,
                 }
             }));
-            stacks[start..]
-                .sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.frames.cmp(&b.frames)));
+            // Ties broken from the leaf: outer frames are shared by most
+            // stacks, so comparing from there would walk deep every time.
+            stacks[start..].sort_by(|a, b| {
+                b.count
+                    .cmp(&a.count)
+                    .then_with(|| a.frames.iter().rev().cmp(b.frames.iter().rev()))
+            });
         }
         self.samples = 0;
         stacks
@@ -152,6 +159,13 @@ mod tests {
         assert_eq!(folder.samples(), 0);
         assert_eq!(folder.distinct_stacks(), 0);
         assert!(folder.take(&mut symbolizer()).is_empty());
+    }
+
+    #[test]
+    fn contexts_index_in_declaration_order() {
+        for (i, context) in SampleContext::ALL.into_iter().enumerate() {
+            assert_eq!(context as usize, i);
+        }
     }
 
     #[test]

@@ -3,10 +3,25 @@
 //! categories in proportion to their samples, so the parts always add up to
 //! the measured whole.
 //!
-//! Precedence: the matching frame nearest the leaf wins, because it is the
-//! most specific stage (TCP receive under a bridge under a driver poll is
-//! TCP). Frames no row matches (allocation, locks, copies inside a stage)
-//! inherit the stage of their nearest matching caller. A stack no row
+//! Precedence, reading a stack from the leaf outwards:
+//!
+//! 1. The matching frame nearest the leaf wins, because it is the most
+//!    specific stage: TCP receive under a bridge under a driver poll is
+//!    `local_tcp`; conntrack under a netfilter hook under forwarding is
+//!    `conntrack`.
+//! 2. Except the transmit path and the socket layer (`socket_send`,
+//!    `socket_recv`, `tcp_output`, `udp_output`, `ip_output`, `qdisc`,
+//!    `dev_xmit`): work passes through them on behalf of an enclosing
+//!    stage, so they count only when no other stage encloses them.
+//!    Forwarding includes sending the packet on, bridging includes
+//!    transmitting to the other port, a TCP receive includes the ACK it
+//!    sends; in NET_TX or a `send` call they are the stage.
+//! 3. The softirq machinery (`handle_softirqs`, `do_softirq`, ...) is a
+//!    boundary: a NET_RX run inline on top of a sender's stack is not
+//!    charged to the sender's frames below it.
+//!
+//! Frames no row matches (allocation, locks, copies inside a stage)
+//! inherit the stage of their nearest matching caller. A stack nothing
 //! matches, or whose leaf is in the softirq machinery itself, is
 //! [`Category::Other`]. The table and the netfilter hook rule are in
 //! [`rules`].
@@ -91,6 +106,21 @@ impl Category {
         Category::Other,
     ];
 
+    /// Rule 2 of the module documentation: categories that give way to an
+    /// enclosing stage.
+    fn defers(self) -> bool {
+        matches!(
+            self,
+            Category::SocketSend
+                | Category::SocketRecv
+                | Category::TcpOutput
+                | Category::UdpOutput
+                | Category::IpOutput
+                | Category::Qdisc
+                | Category::DevXmit
+        )
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             Category::DriverNapi => "driver_napi",
@@ -139,14 +169,19 @@ fn categorize_with<'a, S: AsRef<str>>(
     frames: &'a [S],
     mut action: impl FnMut(&'a str) -> Option<rules::Action>,
 ) -> Category {
+    let mut deferred = None;
     for (i, frame) in frames.iter().enumerate().rev() {
         match action(frame.as_ref()) {
             None => {}
+            Some(rules::Action::Is(Category::Other)) => break,
+            Some(rules::Action::Is(category)) if category.defers() => {
+                deferred.get_or_insert(category);
+            }
             Some(rules::Action::Is(category)) => return category,
             Some(rules::Action::Netfilter) => return rules::hook(&frames[..=i]),
         }
     }
-    Category::Other
+    deferred.unwrap_or(Category::Other)
 }
 
 /// One [`Breakdown`] per context that has samples, in
@@ -309,6 +344,24 @@ mod tests {
             ],
         );
         assert_eq!(categorize(&wakeup), SocketEnqueueWakeup);
+        let ack = with(
+            &rx,
+            &[
+                "tcp_v4_rcv",
+                "tcp_v4_do_rcv",
+                "tcp_rcv_established",
+                "__tcp_send_ack",
+                "__tcp_transmit_skb",
+                "__ip_queue_xmit",
+                "ip_local_out",
+                "ip_output",
+                "ip_finish_output2",
+                "__dev_queue_xmit",
+                "dev_hard_start_xmit",
+                "veth_xmit",
+            ],
+        );
+        assert_eq!(categorize(&ack), LocalTcp, "the ACK a receive sends");
         assert_eq!(
             categorize(&with(VETH_SOFTIRQ, &["ip_rcv", "ip_rcv_core"])),
             IpReceive
@@ -372,7 +425,8 @@ mod tests {
                     "ip_output"
                 ]
             )),
-            IpOutput
+            LocalIcmp,
+            "sending the echo reply is part of answering it"
         );
         assert_eq!(
             categorize(&with(&rx, &["icmp_rcv", "icmp_echo"])),
@@ -443,7 +497,7 @@ mod tests {
                 "_raw_spin_lock",
             ],
         );
-        assert_eq!(categorize(&xmit), DevXmit);
+        assert_eq!(categorize(&xmit), Bridge, "transmit to the other port");
         assert_eq!(categorize(&BRIDGED[..12]), NetifReceive);
         // Up to the bridge's own address: local delivery wins.
         let up = with(
@@ -546,7 +600,14 @@ mod tests {
                 "neigh_hh_output",
             ],
         );
-        assert_eq!(categorize(&out), IpOutput);
+        assert_eq!(categorize(&out), Ipv4Forward, "sending the packet on");
+        let xmit = with(
+            &out,
+            &["__dev_queue_xmit", "dev_hard_start_xmit", "veth_xmit"],
+        );
+        assert_eq!(categorize(&xmit), Ipv4Forward);
+        let postrouting = with(&out[..out.len() - 4], &["nf_hook_slow", "nft_do_chain"]);
+        assert_eq!(categorize(&postrouting), NetfilterPostrouting);
         let v6 = &[
             "__netif_receive_skb_one_core",
             "ipv6_rcv",

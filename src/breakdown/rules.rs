@@ -2,27 +2,27 @@
 //! the network stack. Data, not code, so adding a driver or a kernel
 //! version's renamed function is one row.
 //!
-//! How a stack is read (see [`categorize`](super::categorize)):
+//! Which of a stack's matching frames decides is the breakdown module's
+//! precedence rule (see [`super`]); this table says what one frame means:
 //!
-//! 1. From the leaf outwards, the first frame some row matches decides: the
-//!    frame nearest the leaf is the most specific stage (a TCP receive
-//!    under a bridge under a driver poll is TCP).
-//! 2. For one frame, an exact row beats every pattern row; pattern rows are
-//!    tried in table order, so narrow patterns (`br_nf_`) precede broad
-//!    ones (`br_`).
-//! 3. A [`Action::Netfilter`] frame takes its hook from [`HOOKS`]: the
+//! 1. An exact row beats every pattern row; pattern rows are tried in table
+//!    order, so narrow patterns (`br_nf_`) precede broad ones (`br_`).
+//! 2. An [`Action::Netfilter`] frame takes its hook from [`HOOKS`]: the
 //!    nearest frame at or outside it that runs a netfilter hook inline
-//!    (`ip_local_deliver` runs INPUT, `ip_forward` FORWARD, ...). The walk
-//!    passes frames no row matches and other netfilter frames, but stops at
-//!    a frame of any other stage: a hook below `__netif_receive_skb_core`
-//!    is the netdev ingress hook even when a softirq ran inline under
-//!    `ip_output`, so it is `netfilter_other`, not POSTROUTING.
+//!    (`ip_rcv` runs PREROUTING, `ip_local_deliver` INPUT, `ip_forward`
+//!    FORWARD, `__ip_local_out` OUTPUT, `ip_output` POSTROUTING, and the
+//!    bridge's own hooks alike). The walk passes frames no row matches and
+//!    other netfilter frames, but stops at a frame of any other stage: a
+//!    hook below `__netif_receive_skb_core` is the netdev ingress hook even
+//!    when a softirq ran inline under `ip_output`, so it is
+//!    `netfilter_other`, not POSTROUTING.
+//! 3. Rows mapping to `other` are boundaries (the softirq machinery).
 //!
 //! Functions not listed inherit the stage of the nearest listed caller:
-//! allocation, copies inside a stage, locks, checksums. BPF programs
-//! appear under their own name, which no row can know, so they inherit
-//! the stage of the kernel function that ran them (`do_xdp_generic`,
-//! `veth_xdp_rcv_skb`, `tcf_classify`, ...).
+//! allocation, copies inside a stage, locks, checksums, NAT inside a hook.
+//! BPF programs appear under their own name, which no row can know, so
+//! they inherit the stage of the kernel function that ran them
+//! (`do_xdp_generic`, `veth_xdp_rcv_skb`, `tcf_classify`, ...).
 
 use std::collections::HashMap;
 use std::sync::OnceLock;
@@ -49,13 +49,20 @@ impl Pattern {
             Pattern::Contains(p) => name.contains(p),
         }
     }
+
+    #[cfg(test)]
+    fn text(self) -> &'static str {
+        match self {
+            Pattern::Exact(p) | Pattern::Prefix(p) | Pattern::Suffix(p) | Pattern::Contains(p) => p,
+        }
+    }
 }
 
 /// What a matching frame means.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Action {
     Is(Category),
-    /// Netfilter machinery; the hook comes from the callers (rule 3).
+    /// Netfilter machinery; the hook comes from the callers (rule 2).
     Netfilter,
 }
 
@@ -398,7 +405,7 @@ pub static RULES: &[(Pattern, Action)] = &[
 
 /// Functions that run a netfilter hook inline (`NF_HOOK`), and which hook:
 /// IPv4, IPv6 and the bridge's own hooks (`NFPROTO_BRIDGE`), folded onto
-/// the five inet hook names. Rule 3 of the module documentation.
+/// the five inet hook names. Rule 2 of the module documentation.
 #[rustfmt::skip]
 pub static HOOKS: &[(&str, Category)] = &[
     ("ip_rcv", NetfilterPrerouting),
@@ -432,32 +439,40 @@ pub static HOOKS: &[(&str, Category)] = &[
     ("br_nf_post_routing", NetfilterPostrouting),
 ];
 
-/// [`RULES`] and [`HOOKS`] indexed for lookup: exact names hashed, patterns
-/// kept in table order.
+/// [`RULES`] and [`HOOKS`] indexed for lookup. An unmatched frame (most
+/// leaf helpers) is tested against every pattern, so prefixes are
+/// bucketed by their first byte and only a bucket is scanned.
 struct Matcher {
     exact: HashMap<&'static str, Action, FastState>,
-    patterns: Vec<(Pattern, Action)>,
+    /// Prefix rows by first byte, each bucket in table order.
+    prefixes: Vec<Vec<(usize, &'static str, Action)>>,
+    /// Suffix and substring rows, in table order.
+    others: Vec<(usize, Pattern, Action)>,
     hooks: HashMap<&'static str, Category, FastState>,
 }
 
 fn matcher() -> &'static Matcher {
     static MATCHER: OnceLock<Matcher> = OnceLock::new();
     MATCHER.get_or_init(|| {
-        let mut exact = HashMap::default();
-        let mut patterns = Vec::new();
-        for &(pattern, action) in RULES {
+        let mut m = Matcher {
+            exact: HashMap::default(),
+            prefixes: vec![Vec::new(); 256],
+            others: Vec::new(),
+            hooks: HOOKS.iter().copied().collect(),
+        };
+        for (row, &(pattern, action)) in RULES.iter().enumerate() {
             match pattern {
                 Exact(name) => {
-                    exact.entry(name).or_insert(action);
+                    m.exact.entry(name).or_insert(action);
                 }
-                _ => patterns.push((pattern, action)),
+                Prefix(p) => {
+                    let first = p.as_bytes().first().copied().unwrap_or_default();
+                    m.prefixes[usize::from(first)].push((row, p, action));
+                }
+                Suffix(_) | Contains(_) => m.others.push((row, pattern, action)),
             }
         }
-        Matcher {
-            exact,
-            patterns,
-            hooks: HOOKS.iter().copied().collect(),
-        }
+        m
     })
 }
 
@@ -465,15 +480,23 @@ fn matcher() -> &'static Matcher {
 pub fn action(frame: &str) -> Option<Action> {
     let m = matcher();
     let name = normalize_name(frame);
-    m.exact.get(name).copied().or_else(|| {
-        m.patterns
-            .iter()
-            .find(|(pattern, _)| pattern.matches(name))
-            .map(|&(_, action)| action)
-    })
+    if let Some(&action) = m.exact.get(name) {
+        return Some(action);
+    }
+    let bucket = name
+        .as_bytes()
+        .first()
+        .map_or(&[][..], |&b| &m.prefixes[usize::from(b)]);
+    let prefix = bucket.iter().find(|(_, p, _)| name.starts_with(p));
+    let other = m.others.iter().find(|(_, p, _)| p.matches(name));
+    match (prefix, other) {
+        (Some(&(a, _, prefix)), Some(&(b, _, other))) => Some(if a < b { prefix } else { other }),
+        (Some(&(_, _, action)), None) | (None, Some(&(_, _, action))) => Some(action),
+        (None, None) => None,
+    }
 }
 
-/// The hook of the netfilter frame last in `outward` (rule 3), walking
+/// The hook of the netfilter frame last in `outward` (rule 2), walking
 /// towards the outermost frame.
 pub fn hook<S: AsRef<str>>(outward: &[S]) -> Category {
     let hooks = &matcher().hooks;
@@ -504,6 +527,7 @@ mod tests {
             }
         }
         for (i, &(pattern, expected)) in RULES.iter().enumerate() {
+            assert!(!pattern.text().is_empty(), "row {i} matches everything");
             let example = match pattern {
                 Exact(_) => continue,
                 Prefix(p) => format!("{p}zz"),

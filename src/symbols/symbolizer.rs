@@ -41,12 +41,28 @@ impl FastHasher {
 }
 
 impl Hasher for FastHasher {
+    /// Stacks are hashed once per sample, so long inputs run four
+    /// independent lanes: the multiplies overlap instead of each waiting
+    /// for the previous one.
     fn write(&mut self, bytes: &[u8]) {
-        let mut chunks = bytes.chunks_exact(8);
-        for chunk in &mut chunks {
-            self.add(u64::from_le_bytes(chunk.try_into().expect("8-byte chunk")));
+        let word = |chunk: &[u8]| u64::from_le_bytes(chunk.try_into().expect("8-byte chunk"));
+        let mut blocks = bytes.chunks_exact(32);
+        if bytes.len() >= 32 {
+            let mut lanes = [self.hash, self.hash ^ 1, self.hash ^ 2, self.hash ^ 3];
+            for block in &mut blocks {
+                for (lane, chunk) in lanes.iter_mut().zip(block.chunks_exact(8)) {
+                    *lane = (lane.rotate_left(5) ^ word(chunk)).wrapping_mul(Self::MULTIPLIER);
+                }
+            }
+            for lane in lanes {
+                self.add(lane);
+            }
         }
-        let tail = chunks.remainder();
+        let mut words = blocks.remainder().chunks_exact(8);
+        for chunk in &mut words {
+            self.add(word(chunk));
+        }
+        let tail = words.remainder();
         if !tail.is_empty() {
             let mut last = [0u8; 8];
             last[..tail.len()].copy_from_slice(tail);
@@ -92,7 +108,7 @@ pub struct Symbolizer {
     table: SymbolTable,
     watch: Option<Watch>,
     names: Vec<Box<str>>,
-    ids: HashMap<Box<str>, FrameId>,
+    ids: HashMap<Box<str>, FrameId, FastState>,
     cache: HashMap<u64, FrameId, FastState>,
 }
 
@@ -187,7 +203,9 @@ impl Symbolizer {
             table,
             watch: None,
             names: vec![UNKNOWN_FRAME.into()],
-            ids: HashMap::from([(UNKNOWN_FRAME.into(), FrameId::UNKNOWN)]),
+            ids: [(UNKNOWN_FRAME.into(), FrameId::UNKNOWN)]
+                .into_iter()
+                .collect(),
             cache: HashMap::default(),
         }
     }
@@ -446,5 +464,21 @@ mod tests {
             .map(|i| low_bits(0xffffffff81000000 + i * 16))
             .collect();
         assert!(buckets.len() > 200, "{}", buckets.len());
+
+        // Stacks long enough for the four-lane path still depend on every
+        // word and on its position.
+        let hash = |stack: &[u64]| {
+            let mut h = FastHasher::default();
+            stack.hash(&mut h);
+            h.finish()
+        };
+        let stack: Vec<u64> = (0..37).map(|i| 0xffffffff81000000 + i * 0x40).collect();
+        let mut swapped = stack.clone();
+        swapped.swap(1, 2);
+        let mut changed = stack.clone();
+        changed[33] += 1;
+        assert_ne!(hash(&stack), hash(&swapped));
+        assert_ne!(hash(&stack), hash(&changed));
+        assert_ne!(hash(&stack), hash(&stack[..36]));
     }
 }
