@@ -6,4 +6,5 @@ pub mod record;
 mod render;
 pub mod report;
 mod signals;
+mod startup;
 pub mod stat;

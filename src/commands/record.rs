@@ -11,17 +11,13 @@ use netto::breakdown::breakdowns;
 use netto::breakdown::fold::Folder;
 use netto::cli::{Format, RecordArgs, TransportArg};
 use netto::collect::Collector;
-use netto::demo::DemoProcess;
-use netto::kernel::accounting::Accounting;
-use netto::kernel::features::Features;
 use netto::kernel::sampler::{Sampler, SamplerConfig, SamplerCounters, Transport};
-use netto::kernel::stats::StatsGuard;
-use netto::kernel::{backend, privileges, KernelError};
 use netto::model::{Recording, RecordingHeader, SampleContext, SamplingStats, StackCount};
 use netto::symbols::symbolizer::Symbolizer;
 
 use super::render::write_recording;
-use super::signals::{stop_on_signals, wait_until};
+use super::signals::wait_until;
+use super::startup::{self, Prepared};
 
 /// How often samples are moved out of the kernel buffer; the buffer is
 /// sized for it.
@@ -38,22 +34,14 @@ pub fn run(args: &RecordArgs) -> Result<ExitCode> {
             args.output.display()
         );
     }
-    if !privileges::sufficient() {
-        return Err(KernelError::NotPrivileged.into());
-    }
-    let stop = stop_on_signals()?;
-    let features = Features::detect();
-    let (backend, why) = backend::select(args.backend.into(), &features)?;
-    eprintln!("netto: backend {backend}: {why}");
+    let Prepared {
+        stop,
+        backend,
+        stats,
+    } = startup::prepare(args.backend, args.no_bpf_stats)?;
     let mut symbolizer = Symbolizer::load().context("reading kernel symbols")?;
-    let stats = if args.no_bpf_stats {
-        None
-    } else {
-        StatsGuard::enable().ok()
-    };
-
     let mut acct_storage = MaybeUninit::uninit();
-    let accounting = Accounting::load(&mut acct_storage, backend)?;
+    let accounting = startup::load_accounting(&mut acct_storage, backend)?;
     let transport = match args.transport {
         TransportArg::Mmap => Transport::Mmap,
         TransportArg::Ringbuf => Transport::Ringbuf,
@@ -69,13 +57,7 @@ pub fn run(args: &RecordArgs) -> Result<ExitCode> {
             slots_per_half: None,
         },
     )?;
-    let _demo = if args.demo {
-        let demo = DemoProcess::start().context("starting the demo load")?;
-        eprintln!("netto: {}", demo.describe());
-        Some(demo)
-    } else {
-        None
-    };
+    let _demo = startup::demo(args.demo)?;
 
     let mut collector = Collector::start(&accounting, stats.is_some())?;
     eprintln!(

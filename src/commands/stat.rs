@@ -8,57 +8,20 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 use netto::cli::StatArgs;
 use netto::collect::Collector;
-use netto::demo::DemoProcess;
-use netto::kernel::accounting::Accounting;
-use netto::kernel::features::Features;
-use netto::kernel::stats::StatsGuard;
-use netto::kernel::{backend, privileges, KernelError};
 use netto::sinks::stat as sink;
 
-use super::signals::{stop_on_signals, wait_until};
+use super::signals::wait_until;
+use super::startup::{self, Prepared};
 
 pub fn run(args: &StatArgs) -> Result<ExitCode> {
-    if !privileges::sufficient() {
-        return Err(KernelError::NotPrivileged.into());
-    }
-    let stop = stop_on_signals()?;
-    let features = Features::detect();
-    let (backend, why) = backend::select(args.backend.into(), &features)?;
-    eprintln!("netto: backend {backend}: {why}");
-
-    let stats = if args.no_bpf_stats {
-        None
-    } else {
-        match StatsGuard::enable() {
-            Ok(guard) => Some(guard),
-            Err(e) => {
-                eprintln!("netto: note: BPF run-time statistics unavailable ({e}); program costs not reported");
-                None
-            }
-        }
-    };
-
+    let Prepared {
+        stop,
+        backend,
+        stats,
+    } = startup::prepare(args.backend, args.no_bpf_stats)?;
     let mut storage = MaybeUninit::uninit();
-    let accounting = Accounting::load(&mut storage, backend)?;
-    for group in accounting.skipped() {
-        eprintln!(
-            "netto: note: no {} tracepoints here: {}",
-            group.tracepoints.join("/"),
-            group.without
-        );
-    }
-    if !accounting.callbacks_resolved() {
-        eprintln!(
-            "netto: note: kallsyms hides addresses (kernel.kptr_restrict): net_timers stays 0"
-        );
-    }
-    let demo = if args.demo {
-        let demo = DemoProcess::start().context("starting the demo load")?;
-        eprintln!("netto: {}", demo.describe());
-        Some(demo)
-    } else {
-        None
-    };
+    let accounting = startup::load_accounting(&mut storage, backend)?;
+    let demo = startup::demo(args.demo)?;
 
     let mut collector = Collector::start(&accounting, stats.is_some())?;
     eprintln!(
