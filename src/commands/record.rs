@@ -39,7 +39,6 @@ pub fn run(args: &RecordArgs) -> Result<ExitCode> {
         backend,
         stats,
     } = startup::prepare(args.backend, args.no_bpf_stats)?;
-    let mut symbolizer = Symbolizer::load().context("reading kernel symbols")?;
     let mut acct_storage = MaybeUninit::uninit();
     let accounting = startup::load_accounting(&mut acct_storage, backend)?;
     let transport = match args.transport {
@@ -57,6 +56,9 @@ pub fn run(args: &RecordArgs) -> Result<ExitCode> {
             slots_per_half: None,
         },
     )?;
+    // After netto's own programs are loaded, so their JIT-ed symbols are
+    // in the table and their appearance does not force a reload.
+    let mut symbolizer = Symbolizer::load().context("reading kernel symbols")?;
     let _demo = startup::demo(args.demo)?;
 
     let mut collector = Collector::start(&accounting, stats.is_some())?;
