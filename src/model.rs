@@ -220,6 +220,18 @@ pub struct StackCount {
     pub count: u64,
 }
 
+#[cfg(test)]
+impl StackCount {
+    /// Test shorthand.
+    pub(crate) fn of(context: SampleContext, frames: &[&str], count: u64) -> StackCount {
+        StackCount {
+            context,
+            frames: frames.iter().map(|&f| f.to_owned()).collect(),
+            count,
+        }
+    }
+}
+
 /// One category's part of a context.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CategoryShare {

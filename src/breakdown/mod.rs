@@ -921,14 +921,6 @@ mod tests {
         }
     }
 
-    fn stack(context: SampleContext, frames: &[&str], count: u64) -> StackCount {
-        StackCount {
-            context,
-            frames: frames.iter().map(|&f| f.to_owned()).collect(),
-            count,
-        }
-    }
-
     fn events(ns: &[(EventKey, u64)]) -> BTreeMap<EventKey, CpuTime> {
         ns.iter()
             .map(|&(key, total_ns)| {
@@ -947,19 +939,19 @@ mod tests {
     #[test]
     fn breakdown_divides_the_exact_time() {
         let stacks = [
-            stack(SampleContext::NetRx, &["net_rx_action", "tcp_v4_rcv"], 2),
-            stack(
+            StackCount::of(SampleContext::NetRx, &["net_rx_action", "tcp_v4_rcv"], 2),
+            StackCount::of(
                 SampleContext::NetRx,
                 &["net_rx_action", "tcp_v6_rcv", "memcpy"],
                 1,
             ),
-            stack(
+            StackCount::of(
                 SampleContext::NetRx,
                 &["net_rx_action", "napi_gro_receive"],
                 1,
             ),
-            stack(SampleContext::NetRx, &["[unknown]"], 2),
-            stack(SampleContext::SockRecv, &["tcp_recvmsg"], 5),
+            StackCount::of(SampleContext::NetRx, &["[unknown]"], 2),
+            StackCount::of(SampleContext::SockRecv, &["tcp_recvmsg"], 5),
         ];
         let got = breakdowns(
             &stacks,
@@ -990,7 +982,7 @@ mod tests {
 
     #[test]
     fn breakdown_without_event_time_or_samples() {
-        let stacks = [stack(SampleContext::NetTx, &["net_tx_action"], 3)];
+        let stacks = [StackCount::of(SampleContext::NetTx, &["net_tx_action"], 3)];
         let got = breakdowns(&stacks, &BTreeMap::new());
         assert_eq!(got.len(), 1);
         assert_eq!(got[0].categories[0].cpu_ns, 0);

@@ -87,21 +87,13 @@ mod tests {
     use super::*;
     use crate::model::SampleContext;
 
-    fn stack(context: SampleContext, frames: &[&str], count: u64) -> StackCount {
-        StackCount {
-            context,
-            frames: frames.iter().map(|f| f.to_string()).collect(),
-            count,
-        }
-    }
-
     fn run() -> Vec<StackCount> {
         vec![
-            stack(SampleContext::NetRx, &["__do_softirq", "net_rx_action"], 50),
-            stack(SampleContext::NetTx, &["__do_softirq", "net_tx_action"], 7),
-            stack(SampleContext::SockSend, &["tcp_sendmsg", "tcp_push"], 31),
-            stack(SampleContext::SockRecv, &["tcp_recvmsg"], 12),
-            stack(SampleContext::NetRx, &["__do_softirq", "net_rx_action"], 5),
+            StackCount::of(SampleContext::NetRx, &["__do_softirq", "net_rx_action"], 50),
+            StackCount::of(SampleContext::NetTx, &["__do_softirq", "net_tx_action"], 7),
+            StackCount::of(SampleContext::SockSend, &["tcp_sendmsg", "tcp_push"], 31),
+            StackCount::of(SampleContext::SockRecv, &["tcp_recvmsg"], 12),
+            StackCount::of(SampleContext::NetRx, &["__do_softirq", "net_rx_action"], 5),
         ]
     }
 
@@ -139,9 +131,9 @@ mod tests {
     #[test]
     fn changes_and_one_sided_stacks_are_kept() {
         let after = vec![
-            stack(SampleContext::NetRx, &["__do_softirq", "net_rx_action"], 80),
-            stack(SampleContext::SockSend, &["tcp_sendmsg", "tcp_push"], 31),
-            stack(SampleContext::SockSend, &["udp_sendmsg"], 9),
+            StackCount::of(SampleContext::NetRx, &["__do_softirq", "net_rx_action"], 80),
+            StackCount::of(SampleContext::SockSend, &["tcp_sendmsg", "tcp_push"], 31),
+            StackCount::of(SampleContext::SockSend, &["udp_sendmsg"], 9),
         ];
         let diff = parse_diff(&diff_text(&run(), &after, false));
         assert_eq!(diff["net_rx;__do_softirq;net_rx_action"], (55, 80));

@@ -161,14 +161,6 @@ mod tests {
     use super::*;
     use crate::model::SampleContext;
 
-    fn stack(context: SampleContext, frames: &[&str], count: u64) -> StackCount {
-        StackCount {
-            context,
-            frames: frames.iter().map(|f| f.to_string()).collect(),
-            count,
-        }
-    }
-
     fn folded_text(stacks: &[StackCount]) -> String {
         let mut out = Vec::new();
         write_folded(stacks, &mut out).unwrap();
@@ -177,7 +169,7 @@ mod tests {
 
     #[test]
     fn context_is_the_root_frame_outermost_first() {
-        let text = folded_text(&[stack(
+        let text = folded_text(&[StackCount::of(
             SampleContext::NetRx,
             &["__do_softirq", "net_rx_action", "napi_poll"],
             7,
@@ -188,14 +180,14 @@ mod tests {
     #[test]
     fn round_trip_keeps_every_count_and_merges_duplicates() {
         let stacks = vec![
-            stack(SampleContext::NetRx, &["__do_softirq", "net_rx_action"], 5),
-            stack(SampleContext::NetTx, &["__do_softirq", "net_tx_action"], 3),
-            stack(SampleContext::SockSend, &["tcp_sendmsg", "tcp_push"], 11),
-            stack(SampleContext::SockRecv, &["tcp_recvmsg", "[unknown]"], 2),
+            StackCount::of(SampleContext::NetRx, &["__do_softirq", "net_rx_action"], 5),
+            StackCount::of(SampleContext::NetTx, &["__do_softirq", "net_tx_action"], 3),
+            StackCount::of(SampleContext::SockSend, &["tcp_sendmsg", "tcp_push"], 11),
+            StackCount::of(SampleContext::SockRecv, &["tcp_recvmsg", "[unknown]"], 2),
             // Same path as the first, from a later interval.
-            stack(SampleContext::NetRx, &["__do_softirq", "net_rx_action"], 4),
+            StackCount::of(SampleContext::NetRx, &["__do_softirq", "net_rx_action"], 4),
             // Same frames, other context: must stay apart.
-            stack(SampleContext::NetTx, &["__do_softirq", "net_rx_action"], 1),
+            StackCount::of(SampleContext::NetTx, &["__do_softirq", "net_rx_action"], 1),
         ];
         let mut expected: BTreeMap<Vec<String>, u64> = BTreeMap::new();
         for s in &stacks {
@@ -268,7 +260,7 @@ mod tests {
     #[test]
     fn separators_and_addresses_never_reach_the_output() {
         let text = folded_text(&[
-            stack(
+            StackCount::of(
                 SampleContext::NetRx,
                 &[
                     "ffffffff81a2b3c4",
@@ -279,7 +271,7 @@ mod tests {
                 ],
                 1,
             ),
-            stack(SampleContext::NetRx, &["unused"], 0),
+            StackCount::of(SampleContext::NetRx, &["unused"], 0),
         ]);
         assert_eq!(
             text,
