@@ -170,6 +170,20 @@ pub struct CheckArgs {
     pub json: bool,
 }
 
+/// Parses the command line of a netto binary. Help and version print and
+/// exit 0; bad arguments print one line, `PROGRAM: message`, and exit 2.
+pub fn parse_or_exit_code<T: Parser>(program: &str) -> Result<T, std::process::ExitCode> {
+    T::try_parse().map_err(|e| {
+        if e.use_stderr() {
+            eprintln!("{program}: {}", usage_error_line(&e));
+            std::process::ExitCode::from(2)
+        } else {
+            let _ = e.print();
+            std::process::ExitCode::SUCCESS
+        }
+    })
+}
+
 /// clap's messages span several lines; netto's binaries answer bad input
 /// with one. Keeps everything before the usage section: the error, the
 /// missing arguments or possible values, and tips.

@@ -4,20 +4,12 @@ mod commands;
 
 use std::process::ExitCode;
 
-use clap::Parser;
-use netto::cli::{usage_error_line, Cli, Command};
+use netto::cli::{parse_or_exit_code, Cli, Command};
 
 fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
+    let cli: Cli = match parse_or_exit_code("netto") {
         Ok(cli) => cli,
-        Err(e) if !e.use_stderr() => {
-            let _ = e.print();
-            return ExitCode::SUCCESS;
-        }
-        Err(e) => {
-            eprintln!("netto: {}", usage_error_line(&e));
-            return ExitCode::from(2);
-        }
+        Err(code) => return code,
     };
     if !cli.verbose {
         libbpf_rs::set_print(None);

@@ -16,7 +16,7 @@ use std::time::Duration;
 use clap::{Args, Parser, Subcommand};
 use serde::Serialize;
 
-use netto::cli::usage_error_line;
+use netto::cli::parse_or_exit_code;
 use netto::load::{
     self, LoadError, Proto, Receiver, RecvSyscall, SendConfig, SendSyscall, Sink, Summary, Until,
 };
@@ -123,13 +123,9 @@ impl From<LoadError> for Failure {
 }
 
 fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
+    let cli: Cli = match parse_or_exit_code("netto-loadgen") {
         Ok(cli) => cli,
-        Err(e) if !e.use_stderr() => {
-            let _ = e.print();
-            return ExitCode::SUCCESS;
-        }
-        Err(e) => return fail(Failure::Usage(usage_error_line(&e))),
+        Err(code) => return code,
     };
     match run(cli.command) {
         Ok(()) => ExitCode::SUCCESS,
