@@ -64,5 +64,9 @@ fn frequency_changes_while_running_and_everything_unloads() {
         std::thread::sleep(Duration::from_millis(100));
         common::netto_programs_loaded() == before
     });
-    assert!(gone, "{} netto programs still loaded", common::netto_programs_loaded());
+    assert!(
+        gone,
+        "{} netto programs still loaded",
+        common::netto_programs_loaded()
+    );
 }
