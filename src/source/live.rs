@@ -104,11 +104,13 @@ fn run(
         return refuse(KernelError::NotPrivileged.into());
     }
     let mut notes = Vec::new();
-    let (backend, why) = match backend::select(config.backend, &Features::detect()) {
-        Ok(choice) => choice,
+    let backend = match backend::choose(config.backend, &Features::detect()) {
+        Ok(chosen) => {
+            notes.extend(chosen.notes);
+            chosen.backend
+        }
         Err(e) => return refuse(e.into()),
     };
-    notes.push(format!("backend {backend}: {why}"));
     let stats = if config.bpf_stats {
         match StatsGuard::enable() {
             Ok(guard) => Some(guard),
