@@ -4,6 +4,7 @@
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::kernel::backend::BackendChoice;
+use crate::source::live::Demo;
 
 /// Longest accepted --interval and --duration: a typo such as 1e9 gets an
 /// error instead of a process that never ends.
@@ -58,6 +59,25 @@ impl From<BackendArg> for BackendChoice {
     }
 }
 
+/// When to run the built-in demo load.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum DemoArg {
+    Off,
+    On,
+    /// only when the host's network is idle at start
+    Auto,
+}
+
+impl From<DemoArg> for Demo {
+    fn from(arg: DemoArg) -> Self {
+        match arg {
+            DemoArg::Off => Demo::Off,
+            DemoArg::On => Demo::On,
+            DemoArg::Auto => Demo::IfIdle,
+        }
+    }
+}
+
 #[derive(Debug, Args)]
 pub struct StatArgs {
     /// Seconds per interval.
@@ -74,8 +94,9 @@ pub struct StatArgs {
     pub json: bool,
     /// Push TCP traffic through a veth pair into a private network namespace
     /// while running, so an idle host shows real numbers; removed on exit.
-    #[arg(long)]
-    pub demo: bool,
+    /// `--demo=auto`: only if the host's network is idle at start.
+    #[arg(long, value_enum, num_args = 0..=1, require_equals = true, default_missing_value = "on", default_value_t = DemoArg::Off, value_name = "WHEN")]
+    pub demo: DemoArg,
     /// Do not turn on BPF run-time statistics (they add two clock reads to
     /// every BPF program on the host while netto runs); netto's per-program
     /// cost is then not reported.
@@ -137,9 +158,10 @@ pub struct RecordArgs {
     /// Overwrite an existing output file.
     #[arg(long)]
     pub force: bool,
-    /// Run the built-in demo load while recording.
-    #[arg(long)]
-    pub demo: bool,
+    /// Run the built-in demo load while recording (`--demo=auto`: only if
+    /// the host's network is idle at start).
+    #[arg(long, value_enum, num_args = 0..=1, require_equals = true, default_missing_value = "on", default_value_t = DemoArg::Off, value_name = "WHEN")]
+    pub demo: DemoArg,
     /// Do not turn on BPF run-time statistics (see `stat --no-bpf-stats`).
     #[arg(long)]
     pub no_bpf_stats: bool,

@@ -260,6 +260,36 @@ fn demo_load_shows_network_time_and_is_removed_on_exit() {
 }
 
 #[test]
+fn demo_auto_runs_only_when_the_host_network_is_idle() {
+    let idle = netto(&["stat", "--demo=auto", "--duration", "1"]);
+    assert!(idle.status.success());
+    let stderr = String::from_utf8_lossy(&idle.stderr);
+    assert!(
+        stderr.contains("demo load: TCP"),
+        "idle host, no demo:\n{stderr}"
+    );
+
+    // UDP on loopback: its sends alone are far above the idle threshold.
+    let quiet =
+        |mut command: Command| common::Guarded(command.stdout(Stdio::null()).spawn().unwrap());
+    let _sink = quiet(common::loadgen(
+        "sink --proto udp --listen 127.0.0.1:47011 --duration 10",
+    ));
+    let _busy = quiet(common::loadgen(
+        "send --proto udp --syscall sendto --dest 127.0.0.1:47011 --duration 10",
+    ));
+    thread::sleep(Duration::from_millis(300));
+    let busy = netto(&["stat", "--demo=auto", "--duration", "1"]);
+    assert!(busy.status.success());
+    let stderr = String::from_utf8_lossy(&busy.stderr);
+    assert!(
+        !stderr.contains("demo load"),
+        "demo on a busy host:\n{stderr}"
+    );
+    assert!(demo_namespaces().is_empty(), "left {:?}", demo_namespaces());
+}
+
+#[test]
 fn sigkill_with_demo_still_removes_the_namespace() {
     let mut child = start_measuring(&["stat", "--demo"]);
     assert_eq!(demo_namespaces().len(), 1);
