@@ -41,12 +41,24 @@ struct {
 	__type(value, __u32);
 } callbacks SEC(".maps");
 
+/*
+ * A hook reads the clock before it charges, and interrupts are on in most
+ * hooks (softirq_entry/exit run with them enabled): an interrupt's own hooks
+ * can charge a later time in between. The time up to there is charged
+ * already, so an earlier `now` charges nothing and the clock never moves
+ * back. (Without this the difference wraps to nearly 2^64: harmless in the
+ * wrapping counters, but not in the products of the timer shares.)
+ */
 static __always_inline void charge(struct netto_cpu *c, __u64 now)
 {
-	__u64 delta = c->since_ns ? now - c->since_ns : 0;
+	__u64 delta = 0;
 	__u32 vec = c->softirq - 1;
 	__u32 cb = c->callback - 1;
 
+	if (now <= c->since_ns)
+		return;
+	if (c->since_ns)
+		delta = now - c->since_ns;
 	c->since_ns = now;
 	if (c->in_hardirq) {
 		c->hardirq_ns += delta;
