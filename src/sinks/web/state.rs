@@ -1,0 +1,240 @@
+//! What the web server knows: the source's description, the recent past
+//! (for the history endpoint, new clients and flame graphs of the last N
+//! seconds), the cumulative metrics and the stream clients. The hub thread
+//! is its only writer, one snapshot at a time; request handlers only read.
+
+use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard};
+
+use actix_web::web::Bytes;
+use serde::Serialize;
+use serde_json::Value;
+
+use super::metrics::{Metrics, MetricsError};
+use super::stream::{self, StreamError, Streams};
+use crate::model::Snapshot;
+use crate::sinks::flame::{svg, FlameError, Labels};
+use crate::sinks::history::History;
+use crate::source::SourceInfo;
+
+/// How the server was started, shown by the page and the source endpoint.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Settings {
+    /// Seconds of snapshots kept.
+    pub history_s: f64,
+    /// The flame graph's window when a request names none.
+    pub flame_s: f64,
+}
+
+struct Recent {
+    history: History,
+    /// Bumped per snapshot; keys the flame graph cache.
+    generation: u64,
+    ended: bool,
+}
+
+/// The last flame graph drawn: every page reloads the same picture after
+/// each snapshot, so it is drawn once per snapshot, not once per client.
+struct FlameCache {
+    generation: u64,
+    seconds: f64,
+    svg: Result<Arc<Vec<u8>>, FlameFailure>,
+}
+
+pub struct State {
+    pub info: SourceInfo,
+    pub settings: Settings,
+    pub metrics: Metrics,
+    pub streams: Streams,
+    recent: RwLock<Recent>,
+    flame: Mutex<Option<FlameCache>>,
+}
+
+/// A flame graph that could not be drawn, for the response.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FlameFailure {
+    NoSamples,
+    Render(String),
+}
+
+impl State {
+    pub fn new(info: SourceInfo, settings: Settings) -> Result<State, MetricsError> {
+        Ok(State {
+            metrics: Metrics::new(&info)?,
+            info,
+            streams: Streams::default(),
+            recent: RwLock::new(Recent {
+                history: History::new(settings.history_s),
+                generation: 0,
+                ended: false,
+            }),
+            flame: Mutex::new(None),
+            settings,
+        })
+    }
+
+    /// Takes in the next snapshot: counters, history, and every stream
+    /// client, in that order, so a scrape or page never sees a snapshot
+    /// in one place and not yet counted in another.
+    pub fn publish(&self, snapshot: Snapshot) {
+        self.metrics.add(&snapshot);
+        let message = snapshot_event(&snapshot);
+        let delivery = {
+            let mut recent = self.write();
+            recent.history.push(snapshot);
+            recent.generation += 1;
+            // Under the lock: a client subscribing now gets this snapshot
+            // either in its backlog or from here, never twice or not at all.
+            self.streams.broadcast(&message)
+        };
+        self.metrics
+            .set_stream_clients(delivery.clients, delivery.dropped);
+    }
+
+    /// The source has ended (a replay played out, a live run stopped):
+    /// every stream says so and ends.
+    pub fn end(&self) {
+        let mut recent = self.write();
+        recent.ended = true;
+        let delivery = self.streams.broadcast(&end_event());
+        self.streams.close_all();
+        self.metrics.set_stream_clients(0, delivery.dropped);
+    }
+
+    pub fn ended(&self) -> bool {
+        self.read().ended
+    }
+
+    /// A new stream client: first the snapshots newer than `since` (unix
+    /// seconds; without it, only the latest), then every new one, or the
+    /// end if the source has ended.
+    pub fn subscribe(
+        &self,
+        since: Option<f64>,
+    ) -> Result<tokio::sync::mpsc::Receiver<Bytes>, StreamError> {
+        let recent = self.read();
+        let mut backlog: Vec<Bytes> = match since {
+            Some(since) => recent
+                .history
+                .iter()
+                .filter(|s| s.ts > since)
+                .map(snapshot_event)
+                .collect(),
+            None => recent.history.latest().map(snapshot_event).into_iter().collect(),
+        };
+        if recent.ended {
+            backlog.push(end_event());
+        }
+        let rx = self.streams.subscribe(backlog, !recent.ended);
+        self.metrics.set_stream_clients(self.streams.len(), 0);
+        rx
+    }
+
+    /// The latest snapshot, stacks included.
+    pub fn latest(&self) -> Option<Snapshot> {
+        self.read().history.latest().cloned()
+    }
+
+    /// Snapshots of the last `seconds` without their stacks (the flame
+    /// graph endpoints serve those), oldest first.
+    pub fn history(&self, seconds: f64) -> Vec<Value> {
+        self.read().history.last(seconds).map(summary).collect()
+    }
+
+    pub fn snapshots(&self) -> usize {
+        self.read().history.len()
+    }
+
+    /// Folded stacks of the last `seconds`.
+    pub fn folded(&self, seconds: f64) -> Vec<u8> {
+        let stacks = self.read().history.stacks(seconds);
+        let mut out = Vec::new();
+        crate::sinks::flame::folded::write_folded(&stacks, &mut out)
+            .expect("writing to memory cannot fail");
+        out
+    }
+
+    /// The flame graph of the last `seconds`, from the cache when nothing
+    /// changed since it was drawn.
+    pub fn flame_svg(&self, seconds: f64) -> Result<Arc<Vec<u8>>, FlameFailure> {
+        let (generation, stacks, newest) = {
+            let recent = self.read();
+            let cached = self.flame_cache();
+            if let Some(hit) = cached
+                .as_ref()
+                .filter(|c| c.generation == recent.generation && c.seconds == seconds)
+            {
+                return hit.svg.clone();
+            }
+            let newest = recent.history.latest().map_or(0.0, |s| s.ts);
+            (recent.generation, recent.history.stacks(seconds), newest)
+        };
+        let labels = Labels {
+            title: format!("Kernel network stack CPU on {}", self.info.host),
+            subtitle: format!(
+                "last {seconds} s up to {}, kernel {}, {} backend",
+                clock(newest),
+                self.info.kernel,
+                self.info.backend
+            ),
+        };
+        let mut out = Vec::new();
+        let svg = match svg::write_categorized_svg(&stacks, &labels, &mut out) {
+            Ok(()) => Ok(Arc::new(out)),
+            Err(FlameError::NoSamples) => Err(FlameFailure::NoSamples),
+            Err(e) => Err(FlameFailure::Render(e.to_string())),
+        };
+        *self.flame_cache() = Some(FlameCache {
+            generation,
+            seconds,
+            svg: svg.clone(),
+        });
+        svg
+    }
+
+    fn flame_cache(&self) -> std::sync::MutexGuard<'_, Option<FlameCache>> {
+        self.flame
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn read(&self) -> RwLockReadGuard<'_, Recent> {
+        self.recent
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn write(&self) -> std::sync::RwLockWriteGuard<'_, Recent> {
+        self.recent
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+/// A snapshot as the page and the history endpoint see it: everything but
+/// the stacks, which are large and served as flame graphs instead.
+fn summary(snapshot: &Snapshot) -> Value {
+    let mut value = serde_json::to_value(snapshot).expect("a snapshot serializes");
+    if let Value::Object(fields) = &mut value {
+        fields.remove("stacks");
+    }
+    value
+}
+
+fn snapshot_event(snapshot: &Snapshot) -> Bytes {
+    stream::event("snapshot", summary(snapshot).to_string().as_bytes())
+}
+
+fn end_event() -> Bytes {
+    stream::event("end", b"{}")
+}
+
+/// Time of day (UTC) of a unix timestamp, for the flame graph's subtitle.
+fn clock(ts: f64) -> String {
+    let seconds = ts.max(0.0) as u64 % 86_400;
+    format!(
+        "{:02}:{:02}:{:02} UTC",
+        seconds / 3600,
+        seconds / 60 % 60,
+        seconds % 60
+    )
+}
