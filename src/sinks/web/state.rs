@@ -238,3 +238,107 @@ fn clock(ts: f64) -> String {
         seconds % 60
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{SampleContext, StackCount};
+
+    fn state() -> State {
+        let info = SourceInfo {
+            host: "box".into(),
+            kernel: "6.8".into(),
+            backend: "tracepoint".into(),
+            frequency_hz: Some(99),
+            origin: "live".into(),
+            notes: vec![],
+        };
+        let settings = Settings {
+            history_s: 10.0,
+            flame_s: 5.0,
+        };
+        State::new(info, settings).unwrap()
+    }
+
+    fn snapshot(ts: f64, samples: u64) -> Snapshot {
+        let mut s = Snapshot::empty("tracepoint", 1);
+        s.ts = ts;
+        s.interval_s = 1.0;
+        if samples > 0 {
+            s.stacks = vec![StackCount::of(
+                SampleContext::NetRx,
+                &["net_rx_action", "tcp_v4_rcv"],
+                samples,
+            )];
+        }
+        s
+    }
+
+    fn drain(rx: &mut tokio::sync::mpsc::Receiver<Bytes>) -> Vec<String> {
+        std::iter::from_fn(|| rx.try_recv().ok())
+            .map(|b| String::from_utf8(b.to_vec()).unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn history_and_events_leave_the_stacks_out() {
+        let state = state();
+        let mut client = state.subscribe(None).unwrap();
+        state.publish(snapshot(1.0, 3));
+        let events = drain(&mut client);
+        assert_eq!(events.len(), 1);
+        assert!(events[0].starts_with("event: snapshot\ndata: {"));
+        assert!(!events[0].contains("tcp_v4_rcv"));
+        let history = state.history(10.0);
+        assert_eq!(history.len(), 1);
+        assert!(history[0].get("stacks").is_none());
+        // The stacks are still there for the latest snapshot and the graphs.
+        assert_eq!(state.latest().unwrap().stacks.len(), 1);
+        assert_eq!(
+            String::from_utf8(state.folded(5.0)).unwrap(),
+            "net_rx;net_rx_action;tcp_v4_rcv 3\n"
+        );
+    }
+
+    #[test]
+    fn new_clients_get_what_they_missed_then_the_end() {
+        let state = state();
+        for ts in 1..=4 {
+            state.publish(snapshot(f64::from(ts), 0));
+        }
+        let mut since = state.subscribe(Some(2.0)).unwrap();
+        let mut latest = state.subscribe(None).unwrap();
+        assert_eq!(drain(&mut since).len(), 2);
+        let only = drain(&mut latest);
+        assert_eq!(only.len(), 1);
+        assert!(only[0].contains("\"ts\":4.0"));
+        state.end();
+        assert!(state.ended());
+        assert_eq!(drain(&mut since), ["event: end\ndata: {}\n\n"]);
+        assert!(since.is_closed());
+        let mut late = state.subscribe(None).unwrap();
+        assert_eq!(drain(&mut late).len(), 2);
+        assert!(late.is_closed());
+    }
+
+    #[test]
+    fn flame_graph_drawn_once_per_snapshot_and_window() {
+        let state = state();
+        assert_eq!(state.flame_svg(5.0).unwrap_err(), FlameFailure::NoSamples);
+        state.publish(snapshot(1.0, 5));
+        let first = state.flame_svg(5.0).unwrap();
+        assert!(Arc::ptr_eq(&first, &state.flame_svg(5.0).unwrap()));
+        assert!(!Arc::ptr_eq(&first, &state.flame_svg(2.0).unwrap()));
+        state.publish(snapshot(2.0, 5));
+        let second = state.flame_svg(5.0).unwrap();
+        assert!(!Arc::ptr_eq(&first, &second));
+        let text = String::from_utf8(second.to_vec()).unwrap();
+        assert!(text.contains("tcp_v4_rcv"));
+        assert!(text.contains("Kernel network stack CPU on box"));
+    }
+
+    #[test]
+    fn clock_of_a_timestamp() {
+        assert_eq!(clock(86_400.0 + 3_723.9), "01:02:03 UTC");
+    }
+}
