@@ -70,7 +70,10 @@ fn every_endpoint_of_a_replayed_recording() {
         ("/style.css", "text/css; charset=utf-8", "#flame-box"),
     ] {
         let asset = serve.get(path);
-        assert_eq!((asset.status, asset.content_type.as_str()), (200, content_type));
+        assert_eq!(
+            (asset.status, asset.content_type.as_str()),
+            (200, content_type)
+        );
         assert!(asset.body.contains(needle), "{path}");
     }
 
@@ -119,7 +122,10 @@ fn every_endpoint_of_a_replayed_recording() {
     let ts: Vec<f64> = window.iter().map(|s| s["ts"].as_f64().unwrap()).collect();
     assert_eq!(ts, newest.iter().map(|s| s.ts).collect::<Vec<_>>());
     let covered: f64 = newest.iter().map(|s| s.interval_s).sum();
-    assert!(covered >= 2.0 && covered - newest[0].interval_s < 2.0, "{covered}");
+    assert!(
+        covered >= 2.0 && covered - newest[0].interval_s < 2.0,
+        "{covered}"
+    );
 
     // The folded stacks of the whole recording add up to its samples.
     let folded = serve.get("/api/v1/flame/folded?seconds=300");
@@ -157,7 +163,9 @@ fn every_endpoint_of_a_replayed_recording() {
         (metrics.status, metrics.content_type.as_str()),
         (200, "text/plain; version=0.0.4; charset=utf-8")
     );
-    assert!(metrics.body.contains("# TYPE netto_cpu_seconds_total counter"));
+    assert!(metrics
+        .body
+        .contains("# TYPE netto_cpu_seconds_total counter"));
 
     for path in ENDPOINTS.iter().filter(|p| **p != "/api/v1/stream") {
         assert!(
@@ -193,8 +201,14 @@ fn read_only_bad_queries_and_unknown_paths() {
         assert!(reply.json()["error"].is_string(), "{path}");
     }
     let missing = serve.get("/api/v2/snapshot");
-    assert_eq!((missing.status, missing.content_type.as_str()), (404, "application/json"));
-    assert!(missing.json()["error"].as_str().unwrap().contains("/api/v2/snapshot"));
+    assert_eq!(
+        (missing.status, missing.content_type.as_str()),
+        (404, "application/json")
+    );
+    assert!(missing.json()["error"]
+        .as_str()
+        .unwrap()
+        .contains("/api/v2/snapshot"));
     let (status, lines) = serve.interrupt();
     assert!(status.success(), "{status} {lines:?}");
 }
@@ -256,7 +270,9 @@ fn metrics_pass_promtool_never_decrease_and_add_up() {
         promtool_check(&reply.body);
         let now = counters(&reply.body);
         for (series, before) in &previous {
-            let after = now.get(series).unwrap_or_else(|| panic!("{series} vanished"));
+            let after = now
+                .get(series)
+                .unwrap_or_else(|| panic!("{series} vanished"));
             assert!(after >= before, "{series} went from {before} to {after}");
         }
         distinct.insert(now.get("netto_intervals_total").copied().unwrap_or(0.0) as u64);
@@ -268,7 +284,10 @@ fn metrics_pass_promtool_never_decrease_and_add_up() {
         std::thread::sleep(std::time::Duration::from_millis(100));
     }
     assert!(scrapes >= 5, "{scrapes} scrapes");
-    assert!(distinct.len() >= 3, "scrapes saw only {distinct:?} intervals");
+    assert!(
+        distinct.len() >= 3,
+        "scrapes saw only {distinct:?} intervals"
+    );
 
     // Cumulative from start: every recorded nanosecond, per event and CPU.
     assert_eq!(previous["netto_intervals_total"], 6.0);
@@ -360,7 +379,9 @@ fn remote_addresses_need_a_flag_and_get_a_warning() {
     assert_eq!(code, 1);
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
     assert!(
-        stderr.starts_with("netto: error: 0.0.0.0:0 is reachable from other hosts; pass --allow-remote"),
+        stderr.starts_with(
+            "netto: error: 0.0.0.0:0 is reachable from other hosts; pass --allow-remote"
+        ),
         "{stderr}"
     );
 
@@ -416,5 +437,51 @@ fn bad_input_is_one_clear_line() {
         let (code, stderr) = netto(args);
         assert_eq!(code, 2, "{args:?}: {stderr}");
         assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
+    }
+}
+
+#[test]
+fn the_grafana_dashboard_queries_served_metrics_with_rate() {
+    let dashboard: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/dashboards/netto.json"
+        ))
+        .unwrap(),
+    )
+    .unwrap();
+    let serve = Serve::start(&["--replay", RECORDING, "--speed", "inf"]);
+    serve.wait_ended();
+    let metrics = serve.get("/metrics").body;
+    let exprs: Vec<&str> = dashboard["panels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|p| p["targets"].as_array().unwrap())
+        .map(|t| t["expr"].as_str().unwrap())
+        .collect();
+    assert!(exprs.len() >= 8);
+    for expr in exprs {
+        let names = expr
+            .match_indices("netto_")
+            .map(|(i, _)| {
+                let name: String = expr[i..]
+                    .chars()
+                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                    .collect();
+                name
+            })
+            .collect::<Vec<_>>();
+        assert!(!names.is_empty(), "{expr}");
+        for name in names {
+            let typed = metrics
+                .lines()
+                .find_map(|l| l.strip_prefix(&format!("# TYPE {name} ")))
+                .unwrap_or_else(|| panic!("{expr}: {name} is not served"));
+            // Counters are only meaningful through rate().
+            if typed == "counter" {
+                assert!(expr.contains(&format!("rate({name}")), "{expr}");
+            }
+        }
     }
 }

@@ -81,7 +81,10 @@ fn the_page_shows_the_recorded_numbers_and_a_flame_graph() {
     ] {
         let shown = wait_for(
             &tab,
-            &format!("document.getElementById('value-{}')?.textContent", key.name()),
+            &format!(
+                "document.getElementById('value-{}')?.textContent",
+                key.name()
+            ),
         );
         let shown: f64 = shown.as_str().unwrap().parse().unwrap();
         let recorded = last.events[&key].percent_of_cpu(last.interval_s);

@@ -112,10 +112,15 @@ fn the_stream_delivers_a_snapshot_per_interval_under_load() {
         .map(|s| s["sampling"]["samples"].as_u64().unwrap())
         .sum();
     assert!(samples > 100, "{samples} samples");
-    assert!(snapshots.iter().any(|s| !s["breakdown"].as_array().unwrap().is_empty()));
+    assert!(snapshots
+        .iter()
+        .any(|s| !s["breakdown"].as_array().unwrap().is_empty()));
 
     let svg = serve.get("/api/v1/flame/svg?seconds=10");
-    assert_eq!((svg.status, svg.content_type.as_str()), (200, "image/svg+xml"));
+    assert_eq!(
+        (svg.status, svg.content_type.as_str()),
+        (200, "image/svg+xml")
+    );
     let metrics = serve.get("/metrics").body;
     assert!(metrics.contains("netto_info{backend=\"tracepoint\""));
 

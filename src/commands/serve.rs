@@ -31,7 +31,9 @@ pub fn run(args: &ServeArgs) -> Result<ExitCode> {
         flame_s: FLAME_WINDOW_S.min(args.history),
     };
     let state = actix_web::web::Data::new(State::new(source.info.clone(), settings)?);
-    let address = listener.local_addr().context("reading the listening address")?;
+    let address = listener
+        .local_addr()
+        .context("reading the listening address")?;
     actix_web::rt::System::new().block_on(async move {
         let server = web::server(listener, state.clone())
             .with_context(|| format!("serving on {address}"))?;

@@ -103,7 +103,10 @@ impl Serve {
     /// Waits until a replay has played out.
     pub fn wait_ended(&self) {
         let deadline = Instant::now() + Duration::from_secs(30);
-        while !self.get("/api/v1/source").json()["ended"].as_bool().unwrap() {
+        while !self.get("/api/v1/source").json()["ended"]
+            .as_bool()
+            .unwrap()
+        {
             assert!(Instant::now() < deadline, "the replay never ended");
             std::thread::sleep(Duration::from_millis(50));
         }

@@ -66,7 +66,11 @@ impl Metrics {
                 &["host", "kernel", "backend", "source", "version"],
             )?,
         )?;
-        let source = if info.origin == "live" { "live" } else { "replay" };
+        let source = if info.origin == "live" {
+            "live"
+        } else {
+            "replay"
+        };
         info_gauge
             .with_label_values(&[
                 info.host.as_str(),

@@ -31,9 +31,7 @@ pub fn configure(state: web::Data<State>) -> impl FnOnce(&mut web::ServiceConfig
                     error(StatusCode::BAD_REQUEST, &err.to_string()),
                 )
                 .into()
-            }))
-            // Nothing here reads a body; anything sent is refused early.
-            .app_data(web::PayloadConfig::new(0));
+            }));
         for asset in &ASSETS {
             config.service(
                 web::resource(asset.path).route(web::get().to(move || async move { page(asset) })),
@@ -104,14 +102,15 @@ struct Window {
 }
 
 impl Window {
-    fn seconds(&self, default: f64, longest: f64) -> Result<f64, HttpResponse> {
+    /// The window, or the 400 response for a bad one.
+    fn seconds(&self, default: f64, longest: f64) -> Result<f64, Box<HttpResponse>> {
         match self.seconds {
             None => Ok(default),
             Some(s) if s.is_finite() && s > 0.0 => Ok(s.min(longest)),
-            Some(_) => Err(error(
+            Some(_) => Err(Box::new(error(
                 StatusCode::BAD_REQUEST,
                 "seconds must be a positive number",
-            )),
+            ))),
         }
     }
 }
@@ -120,21 +119,21 @@ async fn history(state: web::Data<State>, window: web::Query<Window>) -> HttpRes
     let longest = state.settings.history_s;
     match window.seconds(longest, longest) {
         Ok(seconds) => ok("application/json").json(state.history(seconds)),
-        Err(response) => response,
+        Err(response) => *response,
     }
 }
 
 async fn folded(state: web::Data<State>, window: web::Query<Window>) -> HttpResponse {
     match window.seconds(state.settings.flame_s, state.settings.history_s) {
         Ok(seconds) => ok("text/plain; charset=utf-8").body(state.folded(seconds)),
-        Err(response) => response,
+        Err(response) => *response,
     }
 }
 
 async fn flame_svg(state: web::Data<State>, window: web::Query<Window>) -> HttpResponse {
     let seconds = match window.seconds(state.settings.flame_s, state.settings.history_s) {
         Ok(seconds) => seconds,
-        Err(response) => return response,
+        Err(response) => return *response,
     };
     // Drawing takes milliseconds to tens of them: off the async workers.
     let drawn = web::block(move || state.flame_svg(seconds)).await;

@@ -119,7 +119,12 @@ impl State {
                 .filter(|s| s.ts > since)
                 .map(snapshot_event)
                 .collect(),
-            None => recent.history.latest().map(snapshot_event).into_iter().collect(),
+            None => recent
+                .history
+                .latest()
+                .map(snapshot_event)
+                .into_iter()
+                .collect(),
         };
         if recent.ended {
             backlog.push(end_event());

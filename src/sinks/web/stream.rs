@@ -188,7 +188,10 @@ mod tests {
         let mut first = streams.subscribe(backlog, true).unwrap();
         assert_eq!(drain(&mut first), ["b", "c"]);
         let second = streams.subscribe(vec![], true).unwrap();
-        assert_eq!(streams.subscribe(vec![], true).unwrap_err(), StreamError::TooMany);
+        assert_eq!(
+            streams.subscribe(vec![], true).unwrap_err(),
+            StreamError::TooMany
+        );
         drop(second);
         assert_eq!(streams.len(), 1);
         let _third = streams.subscribe(vec![], true).unwrap();
