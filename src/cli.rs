@@ -5,6 +5,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::kernel::backend::BackendChoice;
 use crate::kernel::sampler::Transport;
+use crate::source::live::Demo;
 
 /// Longest accepted --interval and --duration: a typo such as 1e9 gets an
 /// error instead of a process that never ends.
@@ -47,6 +48,7 @@ pub enum Command {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum BackendArg {
     Auto,
+    Fentry,
     Tracepoint,
 }
 
@@ -54,7 +56,27 @@ impl From<BackendArg> for BackendChoice {
     fn from(arg: BackendArg) -> Self {
         match arg {
             BackendArg::Auto => BackendChoice::Auto,
+            BackendArg::Fentry => BackendChoice::Fentry,
             BackendArg::Tracepoint => BackendChoice::Tracepoint,
+        }
+    }
+}
+
+/// When to run the built-in demo load.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum DemoArg {
+    Off,
+    On,
+    /// only when the host's network is idle at start
+    Auto,
+}
+
+impl From<DemoArg> for Demo {
+    fn from(arg: DemoArg) -> Self {
+        match arg {
+            DemoArg::Off => Demo::Off,
+            DemoArg::On => Demo::On,
+            DemoArg::Auto => Demo::IfIdle,
         }
     }
 }
@@ -75,8 +97,9 @@ pub struct StatArgs {
     pub json: bool,
     /// Push TCP traffic through a veth pair into a private network namespace
     /// while running, so an idle host shows real numbers; removed on exit.
-    #[arg(long)]
-    pub demo: bool,
+    /// `--demo=auto`: only if the host's network is idle at start.
+    #[arg(long, value_enum, num_args = 0..=1, require_equals = true, default_missing_value = "on", default_value_t = DemoArg::Off, value_name = "WHEN")]
+    pub demo: DemoArg,
     /// Do not turn on BPF run-time statistics (they add two clock reads to
     /// every BPF program on the host while netto runs); netto's per-program
     /// cost is then not reported.
@@ -147,9 +170,10 @@ pub struct RecordArgs {
     /// Overwrite an existing output file.
     #[arg(long)]
     pub force: bool,
-    /// Run the built-in demo load while recording.
-    #[arg(long)]
-    pub demo: bool,
+    /// Run the built-in demo load while recording (`--demo=auto`: only if
+    /// the host's network is idle at start).
+    #[arg(long, value_enum, num_args = 0..=1, require_equals = true, default_missing_value = "on", default_value_t = DemoArg::Off, value_name = "WHEN")]
+    pub demo: DemoArg,
     /// Do not turn on BPF run-time statistics (see `stat --no-bpf-stats`).
     #[arg(long)]
     pub no_bpf_stats: bool,
@@ -207,9 +231,10 @@ pub struct ServeArgs {
     /// Accounting backend.
     #[arg(long, value_enum, default_value_t = BackendArg::Auto)]
     pub backend: BackendArg,
-    /// Run the built-in demo load while serving.
-    #[arg(long)]
-    pub demo: bool,
+    /// Run the built-in demo load while serving (`--demo=auto`: only if
+    /// the host's network is idle at start).
+    #[arg(long, value_enum, num_args = 0..=1, require_equals = true, default_missing_value = "on", default_value_t = DemoArg::Off, value_name = "WHEN")]
+    pub demo: DemoArg,
     /// Do not turn on BPF run-time statistics (see `stat --no-bpf-stats`).
     #[arg(long)]
     pub no_bpf_stats: bool,
@@ -332,7 +357,7 @@ mod tests {
             &["stat", "--duration", "0"],
             &["stat", "--duration", "1e12"],
             &["stat", "--duration", "inf"],
-            &["stat", "--backend", "fentry"],
+            &["stat", "--backend", "kprobe"],
             &["stat", "--backend", "bogus"],
             &[
                 "record",

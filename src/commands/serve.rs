@@ -91,7 +91,7 @@ fn start_source(args: &ServeArgs) -> Result<Source> {
                 frequency_hz: args.frequency,
                 transport: args.transport.into(),
             }),
-            demo: args.demo,
+            demo: args.demo.into(),
             flush_on_stop: false,
         }),
     }
