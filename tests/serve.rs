@@ -485,3 +485,71 @@ fn the_grafana_dashboard_queries_served_metrics_with_rate() {
         }
     }
 }
+
+#[test]
+fn a_stalled_client_is_cut_off_cleanly_while_others_get_everything() {
+    use std::io::{Read, Write};
+    const SNAPSHOTS: usize = 800;
+    // Large snapshots (many timer callbacks, about 15 KB each) so that
+    // the stalled client's queue overflows after the kernel's socket
+    // buffers are full.
+    let mut recording = recording();
+    let mut snapshot = recording.snapshots[0].clone();
+    snapshot.stacks.clear();
+    snapshot.net_timer_callbacks = (0..400).map(|i| (format!("callback_{i:04}"), i)).collect();
+    recording.snapshots = (0..SNAPSHOTS)
+        .map(|i| Snapshot {
+            ts: 1000.0 + i as f64,
+            interval_s: 1.0,
+            ..snapshot.clone()
+        })
+        .collect();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("long.json");
+    std::fs::write(&path, serde_json::to_vec(&recording).unwrap()).unwrap();
+
+    let serve = Serve::start(&["--replay", path.to_str().unwrap(), "--speed", "100"]);
+    let mut follower = serve.stream("/api/v1/stream?since=0");
+    let mut stalled =
+        std::net::TcpStream::connect(serve.base.trim_start_matches("http://")).unwrap();
+    stalled
+        .write_all(b"GET /api/v1/stream HTTP/1.1\r\nHost: netto\r\nConnection: close\r\n\r\n")
+        .unwrap();
+
+    let mut ts = Vec::new();
+    while let Some(event) = follower.next_event().expect("the follower's stream broke") {
+        if event.kind == "snapshot" {
+            let snapshot: serde_json::Value = serde_json::from_str(&event.data).unwrap();
+            ts.push(snapshot["ts"].as_f64().unwrap());
+        }
+    }
+    let expected: Vec<f64> = (0..SNAPSHOTS).map(|i| 1000.0 + i as f64).collect();
+    assert_eq!(ts, expected, "the follower missed snapshots");
+    let metrics = serve.get("/metrics").body;
+    assert!(
+        metrics.contains("\nnetto_stream_clients_dropped_total 1\n"),
+        "{}",
+        metrics
+            .lines()
+            .filter(|l| l.starts_with("netto_stream"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+
+    // The stalled client now finds what fitted, then a proper end of the
+    // chunked response, without the source's end event.
+    let mut received = Vec::new();
+    stalled
+        .set_read_timeout(Some(std::time::Duration::from_secs(10)))
+        .unwrap();
+    stalled.read_to_end(&mut received).unwrap();
+    let text = String::from_utf8_lossy(&received);
+    let got = text.matches("event: snapshot").count();
+    assert!(got < SNAPSHOTS, "the stalled client got everything");
+    assert!(!text.contains("event: end"));
+    assert!(
+        text.ends_with("0\r\n\r\n"),
+        "no clean end: {:?}",
+        &text[text.len().saturating_sub(40)..]
+    );
+}
