@@ -4,6 +4,7 @@
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::kernel::backend::BackendChoice;
+use crate::kernel::sampler::Transport;
 use crate::source::live::Demo;
 
 /// Longest accepted --interval and --duration: a typo such as 1e9 gets an
@@ -37,6 +38,8 @@ pub enum Command {
     Record(RecordArgs),
     /// Render a recording again, or the difference of two.
     Report(ReportArgs),
+    /// Serve a live web view, a JSON API and Prometheus metrics.
+    Serve(ServeArgs),
     /// The demo load's child process (started by `--demo`).
     #[command(name = "demo-load", hide = true)]
     DemoLoad,
@@ -132,6 +135,15 @@ pub enum TransportArg {
     Ringbuf,
 }
 
+impl From<TransportArg> for Transport {
+    fn from(arg: TransportArg) -> Self {
+        match arg {
+            TransportArg::Mmap => Transport::Mmap,
+            TransportArg::Ringbuf => Transport::Ringbuf,
+        }
+    }
+}
+
 #[derive(Debug, Args)]
 pub struct RecordArgs {
     /// How long to sample.
@@ -185,6 +197,47 @@ pub struct ReportArgs {
     /// Overwrite an existing output file.
     #[arg(long)]
     pub force: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Address and port to listen on.
+    #[arg(long, default_value = "127.0.0.1:9464", value_name = "ADDR:PORT")]
+    pub listen: std::net::SocketAddr,
+    /// Allow a non-loopback --listen address. Everything served is
+    /// read-only, but there is no authentication and no TLS.
+    #[arg(long)]
+    pub allow_remote: bool,
+    /// Serve a recording (from `netto record --format json`) instead of
+    /// measuring: no root, no BPF.
+    #[arg(long, value_name = "RECORDING", conflicts_with_all = ["demo", "no_bpf_stats", "backend", "transport", "frequency", "interval"])]
+    pub replay: Option<std::path::PathBuf>,
+    /// Replay this many times faster than recorded (`inf`: all at once).
+    #[arg(long, default_value = "1", value_name = "FACTOR", requires = "replay", value_parser = parse_speed)]
+    pub speed: f64,
+    /// Seconds of history kept for the chart, the history endpoint and
+    /// flame graphs.
+    #[arg(long, default_value = "300", value_name = "SECONDS", allow_negative_numbers = true, value_parser = parse_interval)]
+    pub history: f64,
+    /// Seconds per interval.
+    #[arg(long, default_value = "1", value_name = "SECONDS", allow_negative_numbers = true, value_parser = parse_interval)]
+    pub interval: f64,
+    /// Stack samples per second per CPU, for the breakdown and flame graph.
+    #[arg(long, value_name = "HZ", default_value = "99", allow_negative_numbers = true, value_parser = parse_frequency)]
+    pub frequency: u64,
+    /// How samples reach user space.
+    #[arg(long, value_enum, default_value_t = TransportArg::Mmap)]
+    pub transport: TransportArg,
+    /// Accounting backend.
+    #[arg(long, value_enum, default_value_t = BackendArg::Auto)]
+    pub backend: BackendArg,
+    /// Run the built-in demo load while serving (`--demo=auto`: only if
+    /// the host's network is idle at start).
+    #[arg(long, value_enum, num_args = 0..=1, require_equals = true, default_missing_value = "on", default_value_t = DemoArg::Off, value_name = "WHEN")]
+    pub demo: DemoArg,
+    /// Do not turn on BPF run-time statistics (see `stat --no-bpf-stats`).
+    #[arg(long)]
+    pub no_bpf_stats: bool,
 }
 
 #[derive(Debug, Args)]
@@ -250,6 +303,15 @@ fn parse_frequency(text: &str) -> Result<u64, String> {
         ));
     }
     Ok(value)
+}
+
+fn parse_speed(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(speed) if speed > 0.0 => Ok(speed),
+        _ => Err(format!(
+            "'{text}' is not a speed factor (a number above 0, or inf)"
+        )),
+    }
 }
 
 fn parse_interval(text: &str) -> Result<f64, String> {
@@ -326,6 +388,13 @@ mod tests {
             ],
             &["record", "--duration", "0", "-o", "x.svg"],
             &["report", "-o", "x.svg"],
+            &["serve", "--listen", "localhost"],
+            &["serve", "--listen", "1.2.3.4:99999"],
+            &["serve", "--speed", "2"],
+            &["serve", "--replay", "r.json", "--speed", "0"],
+            &["serve", "--replay", "r.json", "--speed", "nan"],
+            &["serve", "--replay", "r.json", "--demo"],
+            &["serve", "--history", "0"],
             &[
                 "report", "a.json", "--diff", "b.json", "c.json", "-o", "x.svg",
             ],

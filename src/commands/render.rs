@@ -4,26 +4,11 @@
 use std::path::Path;
 
 use anyhow::{bail, Context, Result};
-use netto::breakdown::{categorize, Category};
 use netto::cli::Format;
 use netto::model::{Recording, StackCount};
-use netto::sinks::flame::svg::{self, Categories};
+use netto::sinks::flame::svg;
 use netto::sinks::flame::{diff, folded, Labels};
 use netto::sinks::output::write_atomically;
-
-/// Category names in their fixed order, so a category keeps its colour
-/// from one graph to the next.
-fn category_names() -> Vec<&'static str> {
-    Category::ALL.iter().map(|c| c.name()).collect()
-}
-
-/// The category a single frame stands for, if it names one on its own.
-fn frame_category(frame: &str) -> Option<&'static str> {
-    match categorize(&[frame]) {
-        Category::Other => None,
-        category => Some(category.name()),
-    }
-}
 
 pub fn write_recording(
     recording: &Recording,
@@ -32,11 +17,6 @@ pub fn write_recording(
     force: bool,
 ) -> Result<()> {
     let labels = Labels::for_recording(&recording.header);
-    let names = category_names();
-    let categories = Categories {
-        names: &names,
-        of_frame: &frame_category,
-    };
     let stacks = recording.stacks();
     write_atomically(path, force, |out| match format {
         Format::Json => {
@@ -44,7 +24,7 @@ pub fn write_recording(
             out.write_all(b"\n")
         }
         Format::Folded => folded::write_folded(&stacks, out),
-        Format::Svg => Ok(svg::write_svg(&stacks, &labels, &categories, out)?),
+        Format::Svg => Ok(svg::write_categorized_svg(&stacks, &labels, out)?),
     })
     .with_context(|| format!("writing {}", path.display()))
 }
