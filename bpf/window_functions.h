@@ -58,6 +58,12 @@ static __always_inline int function_exit(void)
 
 /* The send path of kernels with commit 86a7e0b69bd5. */
 SOCKET_FUNCTION(send, __sock_sendmsg, NETTO_WIN_SEND)
+/* Where that one is inlined (Debian's 6.12, 6.18), the callers that reach
+ * it without sock_sendmsg: sendto(2), sendmsg(2)/sendmmsg(2) per message,
+ * write(2)/writev(2). */
+SOCKET_FUNCTION(send, __sys_sendto, NETTO_WIN_SEND)
+SOCKET_FUNCTION(send, ____sys_sendmsg, NETTO_WIN_SEND)
+SOCKET_FUNCTION(send, sock_write_iter, NETTO_WIN_SEND)
 /* The send path before it, and kernel-internal senders after it
  * (splice_to_socket for sendfile, kernel_sendmsg). */
 SOCKET_FUNCTION(send, sock_sendmsg, NETTO_WIN_SEND)
