@@ -5,9 +5,9 @@
 
 mod vm;
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -69,27 +69,24 @@ const MATRIX: &[Row] = &[
     },
 ];
 
-/// `netto check`, for the log and (as JSON) for what each kernel lacks.
-fn check_jobs() -> [Job; 2] {
-    let job = |name: &str, args: &[&str]| Job {
-        name: name.to_owned(),
+/// `netto check --json`: printed with the results, and it tells which
+/// features the kernel lacks.
+fn check_job() -> Job {
+    Job {
+        name: "00-check".to_owned(),
         program: NETTO.into(),
-        args: args.iter().map(|a| a.to_string()).collect(),
+        args: vec!["check".to_owned(), "--json".to_owned()],
         env: Vec::new(),
         timeout: Duration::from_secs(2 * MINUTES),
-    };
-    [
-        job("00-check", &["check"]),
-        job("01-check-json", &["check", "--json"]),
-    ]
+    }
 }
 
-fn row_jobs(executables: &std::collections::BTreeMap<String, std::path::PathBuf>) -> Vec<Job> {
+fn row_jobs(executables: &BTreeMap<String, PathBuf>) -> Vec<Job> {
     MATRIX
         .iter()
         .enumerate()
         .map(|(i, row)| Job {
-            name: format!("{:02}-{}", i + 2, row.test),
+            name: format!("{:02}-{}", i + 1, row.test),
             program: executables[row.test].clone(),
             args: ["--test-threads=1", "--nocapture"]
                 .iter()
@@ -130,12 +127,13 @@ fn kernel_dependent_features_work_on_every_kernel_of_the_matrix() {
     let mut failures = Vec::new();
     for series in KERNELS {
         let kernel = series.prepare(&layout.cache_dir, MODULES);
-        let mut jobs = Vec::from(check_jobs());
+        let mut jobs = vec![check_job()];
         jobs.extend(row_jobs(&executables));
         let dir = layout.results_dir.join(series.name);
         let boot = guest::boot(&kernel, &layout.target_dir, &dir, &jobs);
+        let check = check_findings(&boot.results[0].output);
         eprintln!(
-            "\n=== kernel {} ({}): {:.0} s wall{}\n{}",
+            "\n=== kernel {} ({}): {:.0} s wall{}; netto check:\n{}",
             kernel.release,
             kernel.package,
             boot.wall.as_secs_f64(),
@@ -144,15 +142,14 @@ fn kernel_dependent_features_work_on_every_kernel_of_the_matrix() {
             } else {
                 ""
             },
-            boot.results[0].output.trim_end()
+            serde_json::to_string_pretty(&check).unwrap()
         );
-        let check = check_findings(&boot.results[1].output);
         let cells: Vec<Cell> = MATRIX
             .iter()
-            .zip(&boot.results[2..])
+            .zip(&boot.results[1..])
             .map(|(row, result)| Cell::judge(row, &check, result))
             .collect();
-        for ((row, cell), result) in MATRIX.iter().zip(&cells).zip(&boot.results[2..]) {
+        for ((row, cell), result) in MATRIX.iter().zip(&cells).zip(&boot.results[1..]) {
             if let Cell::NotAvailable(why) = cell {
                 eprintln!(
                     "--- {} on {}: not available: {why}",

@@ -76,6 +76,14 @@ pub fn scaled(wait: Duration) -> Duration {
     wait.mul_f64(time_scale())
 }
 
+/// A sampling frequency whose period is stretched by [`time_scale`]. In an
+/// emulated guest the cpu-clock timer fires late whenever the host preempts
+/// qemu's vCPU thread, and a late hrtimer takes one sample for all the
+/// periods it overran: a longer period loses fewer.
+pub fn scaled_hz(hz: u64) -> u64 {
+    ((hz as f64 / time_scale()).round() as u64).max(1)
+}
+
 pub fn now_unix() -> f64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
