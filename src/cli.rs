@@ -44,6 +44,7 @@ pub enum Command {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum BackendArg {
     Auto,
+    Fentry,
     Tracepoint,
 }
 
@@ -51,6 +52,7 @@ impl From<BackendArg> for BackendChoice {
     fn from(arg: BackendArg) -> Self {
         match arg {
             BackendArg::Auto => BackendChoice::Auto,
+            BackendArg::Fentry => BackendChoice::Fentry,
             BackendArg::Tracepoint => BackendChoice::Tracepoint,
         }
     }
@@ -271,7 +273,7 @@ mod tests {
             &["stat", "--duration", "0"],
             &["stat", "--duration", "1e12"],
             &["stat", "--duration", "inf"],
-            &["stat", "--backend", "fentry"],
+            &["stat", "--backend", "kprobe"],
             &["stat", "--backend", "bogus"],
             &[
                 "record",

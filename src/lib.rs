@@ -2,7 +2,8 @@
 //! exactly with eBPF.
 //!
 //! Data flows one way: kernel maps ([`kernel`]) -> [`collect`] -> the
-//! [`model`] -> sinks ([`sinks`]). Sinks never touch BPF; the collector
+//! [`model`], streamed by a [`source`] (live or replayed) -> sinks
+//! ([`sinks`]). Sinks never touch BPF; the collector
 //! never renders. [`demo`], [`netns`] and [`load`] make traffic to measure.
 
 pub mod abi;
@@ -15,4 +16,5 @@ pub mod load;
 pub mod model;
 pub mod netns;
 pub mod sinks;
+pub mod source;
 pub mod symbols;

@@ -3,7 +3,7 @@
 //! recording replays them, so `stat`, the TUI, the web view and recordings
 //! all agree on what a number means. No I/O here.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use serde::{Deserialize, Serialize};
 
@@ -160,9 +160,38 @@ pub struct Snapshot {
     /// Where the time of each sampled context went, by category.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub breakdown: Vec<Breakdown>,
+    /// The symbolized stacks sampled in the interval, most samples first
+    /// within each context: what flame graphs of any time range are drawn
+    /// from.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stacks: Vec<StackCount>,
 }
 
 impl Snapshot {
+    /// An interval in which nothing ran: every event and vector present,
+    /// at zero, on `cpus` CPUs.
+    pub fn empty(backend: &str, cpus: usize) -> Snapshot {
+        let zero = CpuTime {
+            total_ns: 0,
+            per_cpu_ns: vec![0; cpus],
+            count: 0,
+        };
+        Snapshot {
+            ts: 0.0,
+            interval_s: 0.0,
+            backend: backend.to_owned(),
+            cpus,
+            events: EventKey::ALL.map(|k| (k, zero.clone())).into(),
+            softirq: SoftirqVector::ALL.map(|v| (v, zero.clone())).into(),
+            hardirq: zero.clone(),
+            net_timer_callbacks: BTreeMap::new(),
+            overhead: Overhead::default(),
+            sampling: None,
+            breakdown: Vec::new(),
+            stacks: Vec::new(),
+        }
+    }
+
     pub fn event(&self, key: EventKey) -> &CpuTime {
         &self.events[&key]
     }
@@ -268,12 +297,43 @@ pub struct SamplingStats {
 }
 
 /// What `netto record` writes and `netto report` / `--replay` read: the
-/// snapshots of a run and every symbolized stack sampled in it.
+/// snapshots of a run, each with the stacks sampled in it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Recording {
     pub header: RecordingHeader,
     pub snapshots: Vec<Snapshot>,
-    pub stacks: Vec<StackCount>,
+}
+
+impl Recording {
+    /// Every stack sampled in the recording.
+    pub fn stacks(&self) -> Vec<StackCount> {
+        merge_stacks(&self.snapshots)
+    }
+}
+
+/// The stacks of several intervals as one entry per (context, frames),
+/// ordered by context, then most samples first.
+pub fn merge_stacks<'a>(snapshots: impl IntoIterator<Item = &'a Snapshot>) -> Vec<StackCount> {
+    let mut counts: HashMap<(SampleContext, &[String]), u64> = HashMap::new();
+    for stack in snapshots.into_iter().flat_map(|s| &s.stacks) {
+        *counts.entry((stack.context, &stack.frames)).or_default() += stack.count;
+    }
+    let mut merged: Vec<StackCount> = counts
+        .into_iter()
+        .map(|((context, frames), count)| StackCount {
+            context,
+            frames: frames.to_vec(),
+            count,
+        })
+        .collect();
+    merged.sort_by(|a, b| {
+        (a.context, std::cmp::Reverse(a.count), &a.frames).cmp(&(
+            b.context,
+            std::cmp::Reverse(b.count),
+            &b.frames,
+        ))
+    });
+    merged
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -307,6 +367,28 @@ mod tests {
                 serde_json::Value::String(vector.name().into())
             );
         }
+    }
+
+    #[test]
+    fn merged_stacks_add_up_across_intervals() {
+        let mut first = Snapshot::empty("tracepoint", 1);
+        first.stacks = vec![
+            StackCount::of(SampleContext::NetRx, &["a", "b"], 3),
+            StackCount::of(SampleContext::NetTx, &["c"], 1),
+        ];
+        let mut second = Snapshot::empty("tracepoint", 1);
+        second.stacks = vec![
+            StackCount::of(SampleContext::NetRx, &["a"], 5),
+            StackCount::of(SampleContext::NetRx, &["a", "b"], 4),
+        ];
+        assert_eq!(
+            merge_stacks([&first, &second]),
+            [
+                StackCount::of(SampleContext::NetRx, &["a", "b"], 7),
+                StackCount::of(SampleContext::NetRx, &["a"], 5),
+                StackCount::of(SampleContext::NetTx, &["c"], 1),
+            ]
+        );
     }
 
     #[test]

@@ -48,6 +48,22 @@ fn check_reports_this_kernel_and_picks_the_tracepoint_backend() {
     let report: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(report["backend"], "tracepoint");
     assert_eq!(report["can_run"], true);
+    // auto wanted fentry, could not have it, and says why.
+    let why = report["why"].as_str().unwrap();
+    assert!(
+        why.contains("fentry backend unavailable") && why.contains("not permitted"),
+        "{why}"
+    );
+    // The tracepoint backend saw each of netto's own loopback socket calls.
+    let calls = report["self_check"]["calls"].as_array().unwrap();
+    let names: Vec<&str> = calls.iter().map(|c| c["call"].as_str().unwrap()).collect();
+    for call in [
+        "sendto", "sendmsg", "sendmmsg", "write", "writev", "sendfile", "recvfrom", "recvmsg",
+        "recvmmsg", "read", "readv",
+    ] {
+        assert!(names.contains(&call), "{call} not checked: {names:?}");
+    }
+    assert!(calls.iter().all(|c| c["seen"] == true), "{calls:?}");
     let features = &report["features"];
     // ftrace is locked down on this machine: function hooks are refused.
     assert_eq!(features["fentry_fexit"]["ok"], false, "{features}");
@@ -76,7 +92,14 @@ fn check_reports_this_kernel_and_picks_the_tracepoint_backend() {
     assert!(text.status.success());
     let text = String::from_utf8_lossy(&text.stdout);
     assert!(text.contains("fentry_fexit   no"), "{text}");
-    assert!(text.contains("backend        tracepoint"), "{text}");
+    assert!(
+        text.contains("backend tracepoint: fentry backend unavailable"),
+        "{text}"
+    );
+    assert!(
+        text.contains("self-check     tracepoint: saw 11 of 11 kinds of socket call"),
+        "{text}"
+    );
 }
 
 #[test]

@@ -65,7 +65,7 @@ fn record_then_report_round_trips() {
     );
     let recording: Recording = serde_json::from_str(&text).unwrap();
     assert!(recording.snapshots.len() >= 3);
-    assert!(recording.stacks.iter().map(|s| s.count).sum::<u64>() > 100);
+    assert!(recording.stacks().iter().map(|s| s.count).sum::<u64>() > 100);
     assert!(recording.snapshots.iter().any(|s| !s.breakdown.is_empty()));
 
     // Folded stacks parse back to the recording's counts.
@@ -77,7 +77,7 @@ fn record_then_report_round_trips() {
     assert!(!has_kernel_address(&text));
     let parsed = parse_folded(text.as_bytes()).unwrap();
     let mut expected: BTreeMap<Vec<String>, u64> = BTreeMap::new();
-    for stack in &recording.stacks {
+    for stack in &recording.stacks() {
         let mut frames = vec![stack.context.name().to_owned()];
         frames.extend(stack.frames.iter().cloned());
         *expected.entry(frames).or_default() += stack.count;

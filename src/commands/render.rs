@@ -37,18 +37,14 @@ pub fn write_recording(
         names: &names,
         of_frame: &frame_category,
     };
+    let stacks = recording.stacks();
     write_atomically(path, force, |out| match format {
         Format::Json => {
             serde_json::to_writer(&mut *out, recording)?;
             out.write_all(b"\n")
         }
-        Format::Folded => folded::write_folded(&recording.stacks, out),
-        Format::Svg => Ok(svg::write_svg(
-            &recording.stacks,
-            &labels,
-            &categories,
-            out,
-        )?),
+        Format::Folded => folded::write_folded(&stacks, out),
+        Format::Svg => Ok(svg::write_svg(&stacks, &labels, &categories, out)?),
     })
     .with_context(|| format!("writing {}", path.display()))
 }
@@ -68,7 +64,7 @@ pub fn write_diff(
         subtitle: "red: more samples after, blue: fewer (counts normalised to the after run)"
             .to_owned(),
     };
-    let (b, a): (&[StackCount], &[StackCount]) = (&before.stacks, &after.stacks);
+    let (b, a): (&[StackCount], &[StackCount]) = (&before.stacks(), &after.stacks());
     if format == Format::Json {
         bail!("a differential report is written as svg or folded, not json");
     }

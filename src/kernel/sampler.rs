@@ -81,6 +81,31 @@ pub struct SamplerCounters {
     pub failed: u64,
 }
 
+impl std::ops::Add for SamplerCounters {
+    type Output = SamplerCounters;
+
+    fn add(self, other: SamplerCounters) -> SamplerCounters {
+        SamplerCounters {
+            samples: self.samples + other.samples,
+            dropped: self.dropped + other.dropped,
+            failed: self.failed + other.failed,
+        }
+    }
+}
+
+/// Saturating: counters of two different samplers are never compared.
+impl std::ops::Sub for SamplerCounters {
+    type Output = SamplerCounters;
+
+    fn sub(self, other: SamplerCounters) -> SamplerCounters {
+        SamplerCounters {
+            samples: self.samples.saturating_sub(other.samples),
+            dropped: self.dropped.saturating_sub(other.dropped),
+            failed: self.failed.saturating_sub(other.failed),
+        }
+    }
+}
+
 pub struct Sampler<'obj> {
     skel: SampleSkel<'obj>,
     _links: Vec<Link>,

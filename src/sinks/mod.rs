@@ -1,5 +1,6 @@
 //! Where snapshots go. Sinks only consume the model; none touches BPF.
 
 pub mod flame;
+pub mod history;
 pub mod output;
 pub mod stat;

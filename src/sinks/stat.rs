@@ -122,8 +122,6 @@ mod tests {
         Snapshot {
             ts: 1_700_000_000.5,
             interval_s: 1.0,
-            backend: "tracepoint".into(),
-            cpus: 2,
             events: EventKey::ALL
                 .iter()
                 .map(|&k| (k, t(vec![1_000_000, 2_000_000])))
@@ -140,8 +138,7 @@ mod tests {
                 bpf_run_time_ns: 0,
                 programs: vec![],
             },
-            sampling: None,
-            breakdown: Vec::new(),
+            ..Snapshot::empty("tracepoint", 2)
         }
     }
 

@@ -1,0 +1,88 @@
+//! Where snapshots come from. Every front end (stat, record, top, serve)
+//! reads the same stream: a [`Source`] hands out [`Snapshot`]s one interval
+//! at a time, whether they are measured now ([`live`]) or played back from a
+//! recording ([`replay`]). Front ends therefore never touch BPF, and a
+//! recording exercises exactly the code a live run does.
+
+pub mod live;
+pub mod replay;
+
+use std::sync::mpsc::{Receiver, Sender};
+use std::thread::JoinHandle;
+
+use serde::{Deserialize, Serialize};
+
+use crate::model::Snapshot;
+
+/// What a front end shows about where its numbers come from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SourceInfo {
+    pub host: String,
+    pub kernel: String,
+    pub backend: String,
+    /// Stack sampling frequency at the start; `None` when not sampling.
+    pub frequency_hz: Option<u64>,
+    /// `live`, or the path of the replayed recording.
+    pub origin: String,
+    /// Things the user should know about this run (features this kernel
+    /// lacks, the demo load), one sentence each.
+    pub notes: Vec<String>,
+}
+
+/// A request to a running source.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Control {
+    /// End after the current interval (live: with a final, shorter
+    /// snapshot when the source was configured to flush).
+    Stop,
+    /// Change the sampling frequency; takes effect within one drain period.
+    SetFrequency(u64),
+}
+
+/// A running source: its snapshots arrive on [`Source::snapshots`], which
+/// closes when the source ends. Dropping it stops the source and waits
+/// for it, so BPF links and the demo namespace are gone afterwards.
+pub struct Source {
+    pub info: SourceInfo,
+    pub snapshots: Receiver<Snapshot>,
+    control: Sender<Control>,
+    thread: Option<JoinHandle<anyhow::Result<()>>>,
+    live: bool,
+}
+
+impl Source {
+    /// A handle other threads (signal handlers, web requests) can use.
+    pub fn controller(&self) -> Sender<Control> {
+        self.control.clone()
+    }
+
+    /// Whether the source measures now (only then can the frequency change).
+    pub fn is_live(&self) -> bool {
+        self.live
+    }
+
+    pub fn stop(&self) {
+        let _ = self.control.send(Control::Stop);
+    }
+
+    /// Stops the source and returns how it ended.
+    pub fn finish(mut self) -> anyhow::Result<()> {
+        self.stop();
+        self.join()
+    }
+
+    fn join(&mut self) -> anyhow::Result<()> {
+        match self.thread.take().map(JoinHandle::join) {
+            None => Ok(()),
+            Some(Ok(result)) => result,
+            Some(Err(_)) => Err(anyhow::anyhow!("the measuring thread panicked")),
+        }
+    }
+}
+
+impl Drop for Source {
+    fn drop(&mut self) {
+        self.stop();
+        let _ = self.join();
+    }
+}

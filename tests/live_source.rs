@@ -1,0 +1,72 @@
+//! The live source as the TUI and the web server drive it: snapshots per
+//! interval, a sampling frequency changed while running, and nothing left
+//! loaded once it is dropped.
+
+mod common;
+
+use std::time::Duration;
+
+use netto::kernel::backend::BackendChoice;
+use netto::kernel::sampler::Transport;
+use netto::source::live::{self, LiveConfig, Sampling};
+use netto::source::Control;
+
+#[test]
+fn frequency_changes_while_running_and_everything_unloads() {
+    let before = common::netto_programs_loaded();
+    let source = live::start(LiveConfig {
+        backend: BackendChoice::Auto,
+        bpf_stats: false,
+        interval: Duration::from_millis(300),
+        duration: None,
+        sampling: Some(Sampling {
+            frequency_hz: 200,
+            transport: Transport::Mmap,
+        }),
+        demo: false,
+        flush_on_stop: false,
+    })
+    .expect("starting the live source");
+    assert!(source.is_live());
+    assert_eq!(source.info.frequency_hz, Some(200));
+    assert!(common::netto_programs_loaded() > before);
+
+    let next = || {
+        source
+            .snapshots
+            .recv_timeout(Duration::from_secs(5))
+            .expect("a snapshot per interval")
+    };
+    let first = next();
+    assert_eq!(first.sampling.as_ref().unwrap().frequency_hz, 200);
+    assert!((first.interval_s - 0.3).abs() < 0.1, "{}", first.interval_s);
+
+    source
+        .controller()
+        .send(Control::SetFrequency(2000))
+        .unwrap();
+    // The interval in progress may end with either sampler; the one after
+    // is all at the new frequency.
+    let _ = next();
+    let later = next();
+    assert_eq!(later.sampling.as_ref().unwrap().frequency_hz, 2000);
+    // Out of range requests are clamped, never an error.
+    source
+        .controller()
+        .send(Control::SetFrequency(1_000_000))
+        .unwrap();
+    let _ = next();
+    assert_eq!(next().sampling.as_ref().unwrap().frequency_hz, 10_000);
+
+    source.finish().expect("the source ends cleanly");
+    // The kernel frees released programs from a work queue, shortly after.
+    let gone = (0..50).any(|_| {
+        std::thread::sleep(Duration::from_millis(100));
+        common::netto_programs_loaded() == before
+    });
+    assert!(
+        gone,
+        "{} netto programs still loaded",
+        common::netto_programs_loaded()
+    );
+}
