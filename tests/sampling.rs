@@ -96,8 +96,8 @@ fn run(
 }
 
 fn agreement(transport: Transport) {
-    let frequency = scaled_hz(1000);
-    let (tally, net_rx_ns, dropped, _) = run(transport, frequency, None, scaled_secs(10));
+    let frequency = 1000;
+    let (tally, net_rx_ns, dropped, _) = run(transport, frequency, None, 10);
     assert_eq!(tally.bad_stacks, 0);
     assert_eq!(dropped, 0, "the default buffer dropped samples at 1 kHz");
     let sampled_ns = tally.per_context[0] * 1_000_000_000 / frequency;
@@ -126,7 +126,7 @@ fn net_rx_samples_agree_with_exact_time_ringbuf() {
 }
 
 fn overflow(transport: Transport) {
-    let (tally, _, dropped, _) = run(transport, scaled_hz(10_000), Some(4), scaled_secs(3));
+    let (tally, _, dropped, _) = run(transport, 10_000, Some(4), 3);
     let taken: u64 = tally.per_context.iter().sum();
     eprintln!("{}: {taken} samples, {dropped} dropped", transport.name());
     assert!(dropped > 0, "a 4-slot buffer at 10 kHz must drop");

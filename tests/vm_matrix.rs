@@ -59,13 +59,17 @@ const MATRIX: &[Row] = &[
         needs: &["tracepoints", "task_storage"],
         timeout: Duration::from_secs(10 * MINUTES),
     },
+    // Only the tests that say whether sampling works: the NET_RX agreement
+    // tests (an accuracy bound) cannot hold in an emulated guest, where the
+    // host preempts qemu's vCPU threads and the cpu-clock hrtimer loses
+    // the periods it overran (see README, "Kernel support").
     Row {
         feature: "stack sampling",
         test: "sampling",
-        filter: &[],
+        filter: &["tiny_buffer"],
         env: &[],
         needs: &["perf_events"],
-        timeout: Duration::from_secs(5 * MINUTES),
+        timeout: Duration::from_secs(4 * MINUTES),
     },
 ];
 

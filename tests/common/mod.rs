@@ -6,6 +6,7 @@
 
 pub mod topology;
 
+use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
@@ -45,16 +46,16 @@ pub fn library_backend() -> Backend {
     let arg = requested_backend().map_or(BackendArg::Auto, |b| {
         BackendArg::from_str(&b, true).unwrap_or_else(|e| panic!("NETTO_TEST_BACKEND={b}: {e}"))
     });
-    backend::select(arg.into(), &Features::detect())
+    backend::choose(arg.into(), &Features::detect())
         .expect("no backend can run here")
-        .0
+        .backend
 }
 
 /// How much slower than a real machine the tests run: `NETTO_TEST_TIME_SCALE`
 /// (the VM matrix sets it for guests under qemu TCG, which emulates every
 /// instruction), else 1. Load durations and waits grow by it; ratios and
 /// thresholds stay as they are.
-pub fn time_scale() -> f64 {
+fn time_scale() -> f64 {
     std::env::var("NETTO_TEST_TIME_SCALE")
         .ok()
         .map(|s| {
@@ -74,14 +75,6 @@ pub fn scaled_secs(seconds: u64) -> u64 {
 /// A wait, stretched by [`time_scale`].
 pub fn scaled(wait: Duration) -> Duration {
     wait.mul_f64(time_scale())
-}
-
-/// A sampling frequency whose period is stretched by [`time_scale`]. In an
-/// emulated guest the cpu-clock timer fires late whenever the host preempts
-/// qemu's vCPU thread, and a late hrtimer takes one sample for all the
-/// periods it overran: a longer period loses fewer.
-pub fn scaled_hz(hz: u64) -> u64 {
-    ((hz as f64 / time_scale()).round() as u64).max(1)
 }
 
 pub fn now_unix() -> f64 {
@@ -141,7 +134,15 @@ impl NettoStat {
         unsafe { libc::kill(self.child.0.id() as i32, libc::SIGINT) };
         let status = self.child.0.wait().expect("waiting for netto");
         assert!(status.success(), "netto exited with {status}");
-        self.snapshots()
+        let snaps = self.snapshots();
+        if let Some(wanted) = requested_backend() {
+            let used: BTreeSet<&str> = snaps.iter().map(|s| s.backend.as_str()).collect();
+            assert!(
+                used.iter().all(|b| *b == wanted),
+                "asked for the {wanted} backend, netto measured with {used:?}"
+            );
+        }
+        snaps
     }
 }
 
