@@ -3,6 +3,7 @@
 //! guest wrote to the share; a job without a `status` file never finished.
 
 use std::fs;
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::thread;
@@ -67,8 +68,8 @@ pub fn boot(kernel: &Kernel, share: &Path, dir: &Path, jobs: &[Job]) -> Boot {
     let serial_log = dir.join("serial.log");
     let deadline = BOOT_ALLOWANCE + jobs.iter().map(|j| j.timeout).sum::<Duration>();
     let started = Instant::now();
-    let mut qemu = Command::new(host::find_tool("qemu-system-x86_64", "qemu-system-x86"))
-        .args(["-accel", "tcg", "-cpu", "max", "-smp", "2", "-m", MEMORY])
+    let mut qemu = Command::new(host::find_tool("qemu-system-x86_64", "qemu-system-x86"));
+    qemu.args(["-accel", "tcg", "-cpu", "max", "-smp", "2", "-m", MEMORY])
         .args(["-nographic", "-no-reboot"])
         .arg("-kernel")
         .arg(&kernel.vmlinuz)
@@ -82,9 +83,20 @@ pub fn boot(kernel: &Kernel, share: &Path, dir: &Path, jobs: &[Job]) -> Boot {
         ))
         .stdin(Stdio::null())
         .stdout(fs::File::create(&serial_log).unwrap())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("starting qemu");
+        .stderr(Stdio::inherit());
+    // SAFETY: prctl is async-signal-safe; it only sets a process attribute.
+    // It takes qemu down with the test when the test itself is killed
+    // (a CI time-out, Ctrl-C), which the deadline below cannot handle.
+    unsafe {
+        qemu.pre_exec(|| {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) == 0 {
+                Ok(())
+            } else {
+                Err(std::io::Error::last_os_error())
+            }
+        });
+    }
+    let mut qemu = qemu.spawn().expect("starting qemu");
     let timed_out = loop {
         if qemu.try_wait().unwrap().is_some() {
             break false;
