@@ -43,6 +43,7 @@ fn net_rx_shares(
             "-o",
             &path,
         ])
+        .args(backend_args())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()

@@ -12,7 +12,6 @@ use std::time::{Duration, Instant};
 use common::*;
 use netto::collect::Collector;
 use netto::kernel::accounting::Accounting;
-use netto::kernel::backend::Backend;
 use netto::kernel::sampler::{Sampler, SamplerConfig, Transport};
 use netto::model::{EventKey, SampleContext};
 use netto::netns::VethPair;
@@ -33,15 +32,8 @@ fn run(
 ) -> (Tally, u64, u64, u64) {
     let pair = VethPair::create("sample").expect("creating the test namespace");
     let dest = format!("{}:5601", pair.peer_addr());
-    let _sink = Server::start(loadgen_in(
-        &pair,
-        &format!(
-            "sink --proto tcp --listen {dest} --duration {}",
-            seconds + 3
-        ),
-    ));
     let mut acct_storage = MaybeUninit::uninit();
-    let accounting = Accounting::load(&mut acct_storage, Backend::Tracepoint).unwrap();
+    let accounting = Accounting::load(&mut acct_storage, library_backend()).unwrap();
     let mut sampler_storage = MaybeUninit::uninit();
     let mut sampler = Sampler::load(
         &mut sampler_storage,
@@ -55,6 +47,15 @@ fn run(
     )
     .unwrap();
     let mut collector = Collector::start(&accounting, false).unwrap();
+    // Started only now: its lifetime must cover the load, not BPF
+    // verification, which takes many seconds in an emulated guest.
+    let _sink = Server::start(loadgen_in(
+        &pair,
+        &format!(
+            "sink --proto tcp --listen {dest} --duration {}",
+            seconds + 3
+        ),
+    ));
     let load = thread::spawn(move || {
         run_client(loadgen(&format!(
             "send --proto tcp --syscall write --dest {dest} --duration {seconds}"

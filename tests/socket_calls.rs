@@ -14,10 +14,10 @@ use netto::model::{EventKey, Snapshot};
 use netto::netns::VethPair;
 
 const UNDER_TEST: usize = 1;
-const SEND_SECONDS: u32 = 3;
+const SEND_SECONDS: u64 = 3;
 /// Receivers run longer: their system time is smaller, and it is sampled by
 /// the tick (HZ=250 here), so a short run is a noisy reference.
-const RECV_SECONDS: u32 = 6;
+const RECV_SECONDS: u64 = 6;
 /// Quiet time before each run, longer than netto's interval, so no interval
 /// holds the tail of one run and the start of the next.
 const GAP: Duration = Duration::from_millis(600);
@@ -64,17 +64,21 @@ fn every_send_variant_is_charged_like_the_kernel_charges_it() {
         ("udp", "write", 5404),
         ("tcp", "sendfile", 5405),
     ];
+    let seconds = scaled_secs(SEND_SECONDS);
     let mut runs = Vec::new();
     for (proto, syscall, port) in variants {
         let dest = format!("{}:{port}", bench.pair.peer_addr());
         let size = if proto == "udp" { 8000 } else { 65536 };
         let sink = Server::start(loadgen_in(
             &bench.pair,
-            &format!("sink --proto {proto} --listen {dest} --duration 6 --cpu 0"),
+            &format!(
+                "sink --proto {proto} --listen {dest} --duration {} --cpu 0",
+                2 * seconds
+            ),
         ));
         thread::sleep(GAP);
         let run = run_client(loadgen(&format!(
-            "send --proto {proto} --syscall {syscall} --dest {dest} --duration {SEND_SECONDS} \
+            "send --proto {proto} --syscall {syscall} --dest {dest} --duration {seconds} \
              --cpu {UNDER_TEST} --size {size}"
         )));
         drop(sink);
@@ -110,6 +114,7 @@ fn every_send_variant_is_charged_like_the_kernel_charges_it() {
 fn every_recv_variant_is_charged_like_the_kernel_charges_it() {
     let bench = Bench::new("recv");
     let variants = ["recvfrom", "recvmsg", "recvmmsg", "read", "readv"];
+    let seconds = scaled_secs(RECV_SECONDS);
     let mut runs = Vec::new();
     for (syscall, port) in variants.into_iter().zip(5501..) {
         // The receiver listens in the root namespace on the CPU under test;
@@ -117,14 +122,14 @@ fn every_recv_variant_is_charged_like_the_kernel_charges_it() {
         let listen = format!("{}:{port}", bench.pair.host_addr());
         thread::sleep(GAP);
         let receiver = Server::start(loadgen(&format!(
-            "recv --proto udp --syscall {syscall} --listen {listen} --duration {RECV_SECONDS} \
+            "recv --proto udp --syscall {syscall} --listen {listen} --duration {seconds} \
              --cpu {UNDER_TEST}"
         )));
         let started = now_unix();
         run_client(loadgen_in(
             &bench.pair,
             &format!(
-                "send --proto udp --syscall sendmmsg --dest {listen} --duration {RECV_SECONDS} \
+                "send --proto udp --syscall sendmmsg --dest {listen} --duration {seconds} \
                  --cpu 0 --size 8000"
             ),
         ));
@@ -152,7 +157,8 @@ fn reading_a_regular_file_is_not_a_socket_receive() {
     let bench = Bench::new("file");
     thread::sleep(GAP);
     let run = run_client(loadgen(&format!(
-        "read-file --duration {SEND_SECONDS} --cpu {UNDER_TEST}"
+        "read-file --duration {} --cpu {UNDER_TEST}",
+        scaled_secs(SEND_SECONDS)
     )));
     let snaps = bench.finish();
     assert!(

@@ -7,18 +7,76 @@
 pub mod serve;
 pub mod topology;
 
+use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::thread;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use clap::ValueEnum;
+use netto::cli::BackendArg;
+use netto::kernel::backend::{self, Backend};
+use netto::kernel::features::Features;
 use netto::model::{EventKey, Snapshot};
 use netto::netns::VethPair;
 use serde_json::Value;
 
 pub const NETTO: &str = env!("CARGO_BIN_EXE_netto");
 pub const LOADGEN: &str = env!("CARGO_BIN_EXE_netto-loadgen");
+
+/// The backend every test measures with: `NETTO_TEST_BACKEND` (what
+/// `--backend` takes), else netto's own choice. The VM matrix runs the same
+/// test binaries once per backend with this set.
+fn requested_backend() -> Option<String> {
+    std::env::var("NETTO_TEST_BACKEND")
+        .ok()
+        .filter(|b| !b.is_empty())
+}
+
+/// `--backend NAME` for a netto command line, or nothing for auto.
+pub fn backend_args() -> Vec<String> {
+    requested_backend()
+        .map(|b| vec!["--backend".to_owned(), b])
+        .unwrap_or_default()
+}
+
+/// The same choice for tests that drive the library directly, resolved as
+/// netto resolves `--backend`.
+pub fn library_backend() -> Backend {
+    let arg = requested_backend().map_or(BackendArg::Auto, |b| {
+        BackendArg::from_str(&b, true).unwrap_or_else(|e| panic!("NETTO_TEST_BACKEND={b}: {e}"))
+    });
+    backend::choose(arg.into(), &Features::detect())
+        .expect("no backend can run here")
+        .backend
+}
+
+/// How much slower than a real machine the tests run: `NETTO_TEST_TIME_SCALE`
+/// (the VM matrix sets it for guests under qemu TCG, which emulates every
+/// instruction), else 1. Load durations and waits grow by it; ratios and
+/// thresholds stay as they are.
+fn time_scale() -> f64 {
+    std::env::var("NETTO_TEST_TIME_SCALE")
+        .ok()
+        .map(|s| {
+            s.parse::<f64>()
+                .ok()
+                .filter(|f| *f >= 1.0)
+                .unwrap_or_else(|| panic!("NETTO_TEST_TIME_SCALE={s}: expected a number >= 1"))
+        })
+        .unwrap_or(1.0)
+}
+
+/// `seconds` of load, stretched by [`time_scale`].
+pub fn scaled_secs(seconds: u64) -> u64 {
+    (seconds as f64 * time_scale()).ceil() as u64
+}
+
+/// A wait, stretched by [`time_scale`].
+pub fn scaled(wait: Duration) -> Duration {
+    wait.mul_f64(time_scale())
+}
 
 pub fn now_unix() -> f64 {
     SystemTime::now()
@@ -48,6 +106,7 @@ impl NettoStat {
     pub fn start(cpu: usize, extra: &[&str]) -> NettoStat {
         let mut child = Command::new("taskset")
             .args(["-c", &cpu.to_string(), NETTO, "stat", "--json"])
+            .args(backend_args())
             .args(extra)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -56,7 +115,7 @@ impl NettoStat {
         let stderr = child.stderr.take().unwrap();
         let stdout = child.stdout.take().unwrap();
         let child = Guarded(child);
-        wait_for_line(stderr, "netto: measuring", Duration::from_secs(30));
+        wait_for_line(stderr, "netto: measuring", scaled(Duration::from_secs(30)));
         NettoStat {
             child,
             lines: forward_lines(stdout),
@@ -76,7 +135,15 @@ impl NettoStat {
         unsafe { libc::kill(self.child.0.id() as i32, libc::SIGINT) };
         let status = self.child.0.wait().expect("waiting for netto");
         assert!(status.success(), "netto exited with {status}");
-        self.snapshots()
+        let snaps = self.snapshots();
+        if let Some(wanted) = requested_backend() {
+            let used: BTreeSet<&str> = snaps.iter().map(|s| s.backend.as_str()).collect();
+            assert!(
+                used.iter().all(|b| *b == wanted),
+                "asked for the {wanted} backend, netto measured with {used:?}"
+            );
+        }
+        snaps
     }
 }
 
@@ -147,7 +214,7 @@ impl Server {
         let stdout = forward_lines(child.stdout.take().unwrap());
         let child = Guarded(child);
         let line = stdout
-            .recv_timeout(Duration::from_secs(10))
+            .recv_timeout(scaled(Duration::from_secs(10)))
             .expect("loadgen server never said ready");
         assert!(line.contains("ready"), "unexpected first line {line}");
         Server { child, stdout }

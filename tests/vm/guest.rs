@@ -1,0 +1,155 @@
+//! One guest boot: the jobs it runs, the qemu process and what comes back.
+//! qemu exits 0 whatever happens inside, so results are read from files the
+//! guest wrote to the share; a job without a `status` file never finished.
+
+use std::fs;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use super::host::{self, shell_quote};
+use super::initramfs::{self, GuestConfig};
+use super::kernel::Kernel;
+
+/// Boot to the first job, with room to spare (about 8 s measured).
+const BOOT_ALLOWANCE: Duration = Duration::from_secs(90);
+const MEMORY: &str = "2G";
+
+/// A command the guest runs, bounded by its own timeout inside the guest.
+pub struct Job {
+    /// Directory name under `jobs/`; jobs run in name order.
+    pub name: String,
+    pub program: PathBuf,
+    pub args: Vec<String>,
+    pub env: Vec<(String, String)>,
+    pub timeout: Duration,
+}
+
+/// How a job ended.
+#[derive(Debug)]
+pub struct JobResult {
+    /// `None` when the guest never finished the job (hung, crashed or
+    /// killed at the boot's deadline).
+    pub status: Option<i32>,
+    pub output: String,
+    pub seconds: Option<u64>,
+}
+
+/// What one boot produced.
+pub struct Boot {
+    pub results: Vec<JobResult>,
+    pub serial_log: PathBuf,
+    pub timed_out: bool,
+    pub wall: Duration,
+}
+
+/// Boots `kernel`, runs `jobs` in it and collects their results. `dir`
+/// (on the share) receives the jobs and the serial log.
+pub fn boot(kernel: &Kernel, share: &Path, dir: &Path, jobs: &[Job]) -> Boot {
+    let _ = fs::remove_dir_all(dir);
+    let jobs_dir = dir.join("jobs");
+    for job in jobs {
+        write_job(&jobs_dir.join(&job.name), job);
+    }
+    let executables: Vec<PathBuf> = jobs.iter().map(|j| j.program.clone()).collect();
+    let archive = dir.join("initramfs.cpio");
+    initramfs::build(
+        kernel,
+        &GuestConfig {
+            share,
+            results: dir,
+        },
+        &executables,
+        &archive,
+    );
+
+    let serial_log = dir.join("serial.log");
+    let deadline = BOOT_ALLOWANCE + jobs.iter().map(|j| j.timeout).sum::<Duration>();
+    let started = Instant::now();
+    let mut qemu = Command::new(host::find_tool("qemu-system-x86_64", "qemu-system-x86"));
+    qemu.args(["-accel", "tcg", "-cpu", "max", "-smp", "2", "-m", MEMORY])
+        .args(["-nographic", "-no-reboot"])
+        .arg("-kernel")
+        .arg(&kernel.vmlinuz)
+        .arg("-initrd")
+        .arg(&archive)
+        .args(["-append", "console=ttyS0 panic=-1 quiet"])
+        .arg("-virtfs")
+        .arg(format!(
+            "local,path={},mount_tag=share,security_model=none",
+            share.display()
+        ))
+        .stdin(Stdio::null())
+        .stdout(fs::File::create(&serial_log).unwrap())
+        .stderr(Stdio::inherit());
+    // SAFETY: prctl is async-signal-safe; it only sets a process attribute.
+    // It takes qemu down with the test when the test itself is killed
+    // (a CI time-out, Ctrl-C), which the deadline below cannot handle.
+    unsafe {
+        qemu.pre_exec(|| {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) == 0 {
+                Ok(())
+            } else {
+                Err(std::io::Error::last_os_error())
+            }
+        });
+    }
+    let mut qemu = qemu.spawn().expect("starting qemu");
+    let timed_out = loop {
+        if qemu.try_wait().unwrap().is_some() {
+            break false;
+        }
+        if started.elapsed() > deadline {
+            let _ = qemu.kill();
+            let _ = qemu.wait();
+            break true;
+        }
+        thread::sleep(Duration::from_millis(200));
+    };
+    let _ = fs::remove_file(&archive);
+    Boot {
+        results: jobs
+            .iter()
+            .map(|job| read_result(&jobs_dir.join(&job.name)))
+            .collect(),
+        serial_log,
+        timed_out,
+        wall: started.elapsed(),
+    }
+}
+
+/// `run` (a shell script the init runs) and `timeout` (seconds) in `dir`.
+fn write_job(dir: &Path, job: &Job) {
+    fs::create_dir_all(dir).unwrap();
+    let mut script = String::from("cd /tmp\n");
+    for (key, value) in &job.env {
+        script.push_str(&format!("export {key}={}\n", shell_quote(value)));
+    }
+    script.push_str("exec");
+    for word in
+        std::iter::once(job.program.to_str().unwrap()).chain(job.args.iter().map(String::as_str))
+    {
+        script.push(' ');
+        script.push_str(&shell_quote(word));
+    }
+    script.push('\n');
+    fs::write(dir.join("run"), script).unwrap();
+    fs::write(dir.join("timeout"), job.timeout.as_secs().to_string()).unwrap();
+}
+
+fn read_result(dir: &Path) -> JobResult {
+    let read = |name| fs::read_to_string(dir.join(name)).ok();
+    JobResult {
+        status: read("status").and_then(|s| s.trim().parse().ok()),
+        output: read("output").unwrap_or_default(),
+        seconds: read("seconds").and_then(|s| s.trim().parse().ok()),
+    }
+}
+
+/// The last `lines` lines of `text`.
+pub fn tail(text: &str, lines: usize) -> String {
+    let all: Vec<&str> = text.lines().collect();
+    all[all.len().saturating_sub(lines)..].join("\n")
+}

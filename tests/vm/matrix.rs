@@ -1,0 +1,149 @@
+//! The matrix: rows are features (a test binary run with a filter and an
+//! environment), columns are kernels, cells say pass, fail or not
+//! available. A feature is not available on a kernel when `netto check`
+//! there reports a finding the row needs as missing.
+
+use std::time::Duration;
+
+use serde_json::Value;
+
+use super::guest::JobResult;
+
+/// One feature of the matrix.
+pub struct Row {
+    /// What the table calls it.
+    pub feature: &'static str,
+    /// Integration test target (`tests/<test>.rs`).
+    pub test: &'static str,
+    /// libtest arguments after `--test-threads=1 --nocapture`: a filter.
+    pub filter: &'static [&'static str],
+    pub env: &'static [(&'static str, &'static str)],
+    /// `netto check --json` findings that must be "ok" for the feature to
+    /// exist on a kernel.
+    pub needs: &'static [&'static str],
+    /// Bound on the run inside the guest.
+    pub timeout: Duration,
+}
+
+#[derive(Debug)]
+pub enum Cell {
+    Pass { seconds: u64 },
+    Fail(String),
+    NotAvailable(String),
+}
+
+impl Cell {
+    /// What `result` of `row` means, given the kernel's `check` findings
+    /// (the `features` object of `netto check --json`).
+    pub fn judge(row: &Row, check: &Value, result: &JobResult) -> Cell {
+        let missing: Vec<&str> = row
+            .needs
+            .iter()
+            .copied()
+            .filter(|need| check["features"][need]["ok"] != true)
+            .collect();
+        match (result.status, missing.is_empty()) {
+            (None, _) => Cell::Fail("no result: the guest hung, crashed or ran out of time".into()),
+            (Some(0), true) => Cell::Pass {
+                seconds: result.seconds.unwrap_or(0),
+            },
+            (Some(0), false) => Cell::Fail(format!(
+                "passed although netto check reports {} missing",
+                missing.join(", ")
+            )),
+            (Some(code), true) => Cell::Fail(format!("exit status {code}")),
+            (Some(_), false) => Cell::NotAvailable(format!("{} missing", missing.join(", "))),
+        }
+    }
+
+    pub fn failed(&self) -> bool {
+        matches!(self, Cell::Fail(_))
+    }
+
+    fn text(&self) -> String {
+        match self {
+            Cell::Pass { seconds } => format!("pass ({seconds} s)"),
+            Cell::Fail(_) => "FAIL".to_owned(),
+            Cell::NotAvailable(_) => "n/a".to_owned(),
+        }
+    }
+}
+
+/// One kernel's column.
+pub struct Column {
+    /// Series and exact release, e.g. `6.1 (6.1.0-56-amd64)`.
+    pub heading: String,
+    pub cells: Vec<Cell>,
+}
+
+/// A Markdown table, readable as text and pasteable into README.
+pub fn render(rows: &[Row], columns: &[Column]) -> String {
+    let mut table = String::from("| feature | test |");
+    let mut rule = String::from("|---|---|");
+    for column in columns {
+        table.push_str(&format!(" {} |", column.heading));
+        rule.push_str("---|");
+    }
+    table.push('\n');
+    table.push_str(&rule);
+    for (i, row) in rows.iter().enumerate() {
+        table.push_str(&format!("\n| {} | `{}` |", row.feature, row.test));
+        for column in columns {
+            table.push_str(&format!(" {} |", column.cells[i].text()));
+        }
+    }
+    table.push('\n');
+    table
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    const ROW: Row = Row {
+        feature: "f",
+        test: "t",
+        filter: &[],
+        env: &[],
+        needs: &["fentry_fexit"],
+        timeout: Duration::from_secs(1),
+    };
+
+    fn result(status: Option<i32>) -> JobResult {
+        JobResult {
+            status,
+            output: String::new(),
+            seconds: Some(7),
+        }
+    }
+
+    #[test]
+    fn a_missing_feature_is_not_available_unless_its_test_passes() {
+        let without = json!({"features": {"fentry_fexit": {"ok": false}}});
+        let with = json!({"features": {"fentry_fexit": {"ok": true}}});
+        assert!(matches!(
+            Cell::judge(&ROW, &without, &result(Some(101))),
+            Cell::NotAvailable(_)
+        ));
+        assert!(Cell::judge(&ROW, &without, &result(Some(0))).failed());
+        assert!(Cell::judge(&ROW, &with, &result(Some(101))).failed());
+        assert!(Cell::judge(&ROW, &with, &result(None)).failed());
+        assert!(matches!(
+            Cell::judge(&ROW, &with, &result(Some(0))),
+            Cell::Pass { seconds: 7 }
+        ));
+    }
+
+    #[test]
+    fn the_table_has_a_row_per_feature_and_a_column_per_kernel() {
+        let columns = [Column {
+            heading: "6.1".into(),
+            cells: vec![Cell::NotAvailable("x".into())],
+        }];
+        assert_eq!(
+            render(&[ROW], &columns),
+            "| feature | test | 6.1 |\n|---|---|---|\n| f | `t` | n/a |\n"
+        );
+    }
+}
