@@ -15,4 +15,5 @@ pub mod load;
 pub mod model;
 pub mod netns;
 pub mod sinks;
+pub mod sketch;
 pub mod symbols;

@@ -111,6 +111,7 @@ pub fn build(prev: &Reading, cur: &Reading, ctx: &Context) -> Snapshot {
         overhead: overhead(prev, cur, ctx.bpf_stats),
         sampling: None,
         breakdown: Vec::new(),
+        sketch: None,
     }
 }
 

@@ -142,6 +142,7 @@ mod tests {
             },
             sampling: None,
             breakdown: Vec::new(),
+            sketch: None,
         }
     }
 
