@@ -149,6 +149,31 @@ static __always_inline __u32 classify(void *data, void *data_end, struct sketch_
 	return SKETCH_PROTO_OTHER;
 }
 
+static __always_inline int same_flow(const struct sketch_flow *a, const struct sketch_flow *b)
+{
+	const __u64 *x = (const __u64 *)a, *y = (const __u64 *)b;
+
+	return ((x[0] ^ y[0]) | (x[1] ^ y[1]) | (x[2] ^ y[2]) | (x[3] ^ y[3]) |
+		(x[4] ^ y[4])) == 0;
+}
+
+/* The bucket vote of sketch.h's struct sketch_candidate. */
+static __always_inline void vote(struct sketch_state *s, const struct sketch_flow *flow,
+				 __u64 hash)
+{
+	struct sketch_candidate *c = &s->candidates[(hash >> 32) & (SKETCH_CANDIDATES - 1)];
+
+	if (same_flow(&c->flow, flow)) {
+		if (c->votes < SKETCH_VOTES_MAX)
+			c->votes++;
+	} else if (c->votes > 0) {
+		c->votes--;
+	} else {
+		c->flow = *flow;
+		c->votes = 1;
+	}
+}
+
 /*
  * A packet with at least one sampled row, the first being `row`. Each
  * sampled row adds the current weight, then the next variate says how many
@@ -168,11 +193,8 @@ static __always_inline void sample(struct sketch_state *s, void *data, void *dat
 
 	class = classify(data, data_end, &flow);
 	if (class == CLASS_FLOW) {
-		__u32 slot = s->candidate_cursor;
-
 		hash = flow_hash(&flow);
-		s->candidates[slot & (SKETCH_CANDIDATES - 1)] = flow;
-		s->candidate_cursor = slot + 1;
+		vote(s, &flow, hash);
 	}
 
 #pragma unroll

@@ -33,8 +33,11 @@ typedef long long sketch_s64;
 
 /* Variates per CPU slot; a power of two. */
 #define SKETCH_RING 1024
-/* Recently sampled flows per CPU slot (top-K candidates); a power of two. */
+/* Top-K candidate buckets per CPU slot; a power of two. */
 #define SKETCH_CANDIDATES 256
+/* Votes a bucket's flow can bank: how long a flow that stopped keeps its
+ * bucket against newcomers (in sampled packets of that bucket). */
+#define SKETCH_VOTES_MAX 16
 
 /*
  * Counters are fixed point: one packet (or byte) is SKETCH_WEIGHT_ONE. An
@@ -94,6 +97,17 @@ struct sketch_variate {
 	sketch_u32 weight;
 };
 
+/*
+ * A bucket of flows sharing hash bits, held by a majority vote: a sampled
+ * packet of the holder adds a vote, one of another flow takes one away,
+ * and a flow takes an empty bucket over. Heavy flows hold their buckets.
+ */
+struct sketch_candidate {
+	struct sketch_flow flow;
+	sketch_u32 votes;
+	sketch_u32 _pad;
+};
+
 struct sketch_cell {
 	sketch_s64 packets;
 	sketch_s64 bytes;
@@ -104,7 +118,7 @@ struct sketch_state {
 	sketch_u32 skip;
 	sketch_u32 weight;
 	sketch_u32 cursor;
-	sketch_u32 candidate_cursor;
+	sketch_u32 _pad;
 	/* Every packet, exactly. */
 	sketch_u64 packets;
 	sketch_u64 bytes;
@@ -115,7 +129,7 @@ struct sketch_state {
 	/* Written by user space, read by the program. */
 	struct sketch_variate ring[SKETCH_RING] __attribute__((aligned(64)));
 	/* Written by the program on sampled TCP/UDP packets. */
-	struct sketch_flow candidates[SKETCH_CANDIDATES] __attribute__((aligned(64)));
+	struct sketch_candidate candidates[SKETCH_CANDIDATES] __attribute__((aligned(64)));
 	struct sketch_cell cells[] __attribute__((aligned(64)));
 };
 

@@ -19,6 +19,7 @@ fn main() -> ExitCode {
         Command::Check(args) => commands::check::run(&args),
         Command::Record(args) => commands::record::run(&args),
         Command::Report(args) => commands::report::run(&args),
+        Command::Sketch(args) => commands::sketch::run(&args),
         Command::DemoLoad => netto::demo::run_until_stdin_closes().map(|()| ExitCode::SUCCESS),
     };
     match result {

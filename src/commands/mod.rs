@@ -6,5 +6,6 @@ pub mod record;
 mod render;
 pub mod report;
 mod signals;
+pub mod sketch;
 mod startup;
 pub mod stat;

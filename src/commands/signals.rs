@@ -3,7 +3,7 @@
 
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::thread;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 
@@ -29,4 +29,30 @@ pub fn stop_on_signals() -> Result<Receiver<()>> {
 pub fn wait_until(deadline: Instant, stop: &Receiver<()>) -> bool {
     let timeout = deadline.saturating_duration_since(Instant::now());
     matches!(stop.recv_timeout(timeout), Err(RecvTimeoutError::Timeout))
+}
+
+/// Calls `each` at the end of every interval until `duration` has passed
+/// (if given) or a stop was requested: the loop of every live command.
+pub fn every_interval(
+    interval: f64,
+    duration: Option<f64>,
+    stop: &Receiver<()>,
+    mut each: impl FnMut() -> Result<()>,
+) -> Result<()> {
+    let start = Instant::now();
+    let end = duration.map(|d| start + Duration::from_secs_f64(d));
+    let interval = Duration::from_secs_f64(interval);
+    let mut tick = 1u32;
+    loop {
+        let due = start + interval * tick;
+        let until = end.map_or(due, |end| due.min(end));
+        if !wait_until(until, stop) {
+            return Ok(());
+        }
+        each()?;
+        if end.is_some_and(|end| Instant::now() >= end) {
+            return Ok(());
+        }
+        tick += 1;
+    }
 }

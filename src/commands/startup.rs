@@ -1,4 +1,5 @@
-//! The start of every measuring command (`stat`, `record`): privileges,
+//! The start of every measuring command (`stat`, `record`; `sketch` shares
+//! the statistics step): privileges,
 //! signal handling, backend choice, BPF statistics, loading the accounting,
 //! the optional demo load. One sequence, so every command says the same
 //! things in the same order.
@@ -35,22 +36,25 @@ pub fn prepare(backend_arg: BackendArg, no_bpf_stats: bool) -> Result<Prepared> 
     let features = Features::detect();
     let (backend, why) = backend::select(backend_arg.into(), &features)?;
     eprintln!("netto: backend {backend}: {why}");
-    let stats = if no_bpf_stats {
-        None
-    } else {
-        match StatsGuard::enable() {
-            Ok(guard) => Some(guard),
-            Err(e) => {
-                eprintln!("netto: note: BPF run-time statistics unavailable ({e}); program costs not reported");
-                None
-            }
-        }
-    };
     Ok(Prepared {
         stop,
         backend,
-        stats,
+        stats: bpf_stats(no_bpf_stats),
     })
+}
+
+/// BPF run-time statistics, unless turned off or unavailable (said so).
+pub fn bpf_stats(no_bpf_stats: bool) -> Option<StatsGuard> {
+    if no_bpf_stats {
+        return None;
+    }
+    match StatsGuard::enable() {
+        Ok(guard) => Some(guard),
+        Err(e) => {
+            eprintln!("netto: note: BPF run-time statistics unavailable ({e}); program costs not reported");
+            None
+        }
+    }
 }
 
 /// Loads and attaches the accounting, saying what this kernel leaves out.

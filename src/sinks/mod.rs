@@ -2,4 +2,5 @@
 
 pub mod flame;
 pub mod output;
+pub mod sketch;
 pub mod stat;

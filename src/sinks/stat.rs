@@ -10,8 +10,10 @@ use crate::model::{percent, CpuTime, EventKey, Snapshot, SoftirqVector};
 /// not fit a terminal and the JSON carries them anyway.
 const MAX_CPU_COLUMNS: usize = 16;
 
-pub fn write_json(out: &mut impl Write, snapshot: &Snapshot) -> io::Result<()> {
-    serde_json::to_writer(&mut *out, snapshot)?;
+/// One JSON object and a newline, flushed: the line-per-interval form of
+/// every live command.
+pub fn write_json(out: &mut impl Write, value: &impl serde::Serialize) -> io::Result<()> {
+    serde_json::to_writer(&mut *out, value)?;
     out.write_all(b"\n")?;
     out.flush()
 }

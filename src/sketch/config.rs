@@ -15,7 +15,7 @@ pub const WEIGHT_ONE: u32 = abi::SKETCH_WEIGHT_ONE;
 pub const MIN_PROBABILITY: f64 = 1e-6;
 
 pub const DEFAULT_PROBABILITY: f64 = 0.01;
-pub const DEFAULT_ROWS: u32 = 4;
+pub const DEFAULT_ROWS: u32 = 5;
 pub const DEFAULT_COLUMNS: u32 = 2048;
 pub const DEFAULT_TOP: usize = 10;
 
@@ -159,7 +159,10 @@ mod tests {
         assert!(matches!(Geometry::new(0, 64), Err(SketchError::Rows(0))));
         assert!(matches!(Geometry::new(9, 16), Err(SketchError::Rows(9))));
         for bad in [0, 8, 1000, 65536] {
-            assert!(matches!(Geometry::new(2, bad), Err(SketchError::Columns(_))));
+            assert!(matches!(
+                Geometry::new(2, bad),
+                Err(SketchError::Columns(_))
+            ));
         }
         let g = Geometry::new(3, 1024).unwrap();
         assert_eq!((g.column_bits(), g.lane_bits(), g.cells()), (10, 11, 3072));

@@ -33,7 +33,13 @@ impl Counters {
     }
 
     /// Adds one CPU's totals.
-    pub fn add_totals(&mut self, packets: u64, bytes: u64, proto_packets: &[i64], proto_bytes: &[i64]) {
+    pub fn add_totals(
+        &mut self,
+        packets: u64,
+        bytes: u64,
+        proto_packets: &[i64],
+        proto_bytes: &[i64],
+    ) {
         self.packets = self.packets.wrapping_add(packets);
         self.bytes = self.bytes.wrapping_add(bytes);
         add_all(&mut self.proto_packets, proto_packets);
@@ -81,11 +87,28 @@ mod tests {
     fn intervals_survive_wrapping() {
         let g = Geometry::new(1, 16).unwrap();
         let mut before = Counters::zero(g);
-        before.add_totals(u64::MAX - 1, 5, &[i64::MAX; PROTOCOL_COUNT], &[0; PROTOCOL_COUNT]);
-        before.add_cell(3, sketch_cell { packets: i64::MAX, bytes: -4 });
+        before.add_totals(
+            u64::MAX - 1,
+            5,
+            &[i64::MAX; PROTOCOL_COUNT],
+            &[0; PROTOCOL_COUNT],
+        );
+        before.add_cell(
+            3,
+            sketch_cell {
+                packets: i64::MAX,
+                bytes: -4,
+            },
+        );
         let mut after = before.clone();
         after.add_totals(3, 10, &[2; PROTOCOL_COUNT], &[1; PROTOCOL_COUNT]);
-        after.add_cell(3, sketch_cell { packets: 2, bytes: -6 });
+        after.add_cell(
+            3,
+            sketch_cell {
+                packets: 2,
+                bytes: -6,
+            },
+        );
         let delta = after.since(&before);
         assert_eq!((delta.packets, delta.bytes), (3, 10));
         assert_eq!(delta.proto_packets, [2; PROTOCOL_COUNT]);

@@ -67,6 +67,53 @@ pub fn top(
     ranked
 }
 
+/// Flows kept as candidates from one ranking to the next, per flow
+/// reported: a heavy flow the program happened not to sample lately keeps
+/// its place.
+const CARRIED_PER_REPORTED: usize = 4;
+
+/// Top-K across intervals: each ranking estimates the flows the program
+/// sampled lately together with the previous ranking's leaders.
+#[derive(Debug, Clone)]
+pub struct TopK {
+    k: usize,
+    carried: Vec<FlowKey>,
+}
+
+impl TopK {
+    pub fn new(k: usize) -> TopK {
+        TopK {
+            k,
+            carried: Vec::new(),
+        }
+    }
+
+    /// The `k` heaviest of the candidates by `counters`.
+    pub fn rank(
+        &mut self,
+        counters: &Counters,
+        geometry: Geometry,
+        sampled: impl IntoIterator<Item = FlowKey>,
+    ) -> Vec<(FlowKey, Estimate)> {
+        let mut candidates: HashSet<FlowKey> = sampled.into_iter().collect();
+        candidates.extend(self.carried.drain(..));
+        let mut ranked = top(
+            counters,
+            geometry,
+            &candidates,
+            self.k * CARRIED_PER_REPORTED,
+        );
+        self.carried = ranked.iter().map(|(key, _)| *key).collect();
+        ranked.truncate(self.k);
+        ranked
+    }
+
+    /// Forgets the carried flows (their cells are gone with a new sketch).
+    pub fn clear(&mut self) {
+        self.carried.clear();
+    }
+}
+
 /// Packets and bytes by protocol class. Every sampled row added its weight,
 /// so the sum over rows estimates `rows` times the traffic.
 pub fn protocols(counters: &Counters, geometry: Geometry) -> BTreeMap<String, ProtocolEstimate> {

@@ -188,9 +188,9 @@ fn ipv4(packet: &[u8], l3: usize) -> Option<Class> {
     if length < IPV4_HEADER {
         return None;
     }
-    let src: [u8; 4] = header[12..16].try_into().ok()?;
-    let dst: [u8; 4] = header[16..20].try_into().ok()?;
-    flow(packet, l3 + length, IpAddr::from(src), IpAddr::from(dst), proto)
+    let src = <[u8; 4]>::try_from(&header[12..16]).ok()?.into();
+    let dst = <[u8; 4]>::try_from(&header[16..20]).ok()?.into();
+    flow(packet, l3 + length, src, dst, proto)
 }
 
 fn ipv6(packet: &[u8], l3: usize) -> Option<Class> {
@@ -202,15 +202,11 @@ fn ipv6(packet: &[u8], l3: usize) -> Option<Class> {
         IPPROTO_ICMPV6 => return Some(Class::Protocol(SKETCH_PROTO_ICMPV6)),
         _ => return Some(Class::Protocol(SKETCH_PROTO_IPV6_OTHER)),
     }
-    let src: [u8; 16] = header[8..24].try_into().ok()?;
-    let dst: [u8; 16] = header[24..40].try_into().ok()?;
-    flow(
-        packet,
-        l3 + IPV6_HEADER,
-        IpAddr::from(src),
-        IpAddr::from(dst),
-        proto,
-    )
+    let addresses = (
+        <[u8; 16]>::try_from(&header[8..24]).ok()?.into(),
+        <[u8; 16]>::try_from(&header[24..40]).ok()?.into(),
+    );
+    flow(packet, l3 + IPV6_HEADER, addresses.0, addresses.1, proto)
 }
 
 fn flow(packet: &[u8], l4: usize, src: IpAddr, dst: IpAddr, proto: u8) -> Option<Class> {

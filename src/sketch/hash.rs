@@ -51,10 +51,34 @@ mod tests {
     fn lanes_stay_in_their_row_and_use_disjoint_bits() {
         let g = Geometry::new(4, 1024).unwrap();
         let hash = 0b1_0000000011 | (0b0_0000000101 << 11) | (0b1_1111111111 << 22);
-        assert_eq!(lane(hash, g, 0), Lane { cell: 3, negative: true });
-        assert_eq!(lane(hash, g, 1), Lane { cell: 1024 + 5, negative: false });
-        assert_eq!(lane(hash, g, 2), Lane { cell: 2048 + 1023, negative: true });
-        assert_eq!(lane(hash, g, 3), Lane { cell: 3072, negative: false });
+        assert_eq!(
+            lane(hash, g, 0),
+            Lane {
+                cell: 3,
+                negative: true
+            }
+        );
+        assert_eq!(
+            lane(hash, g, 1),
+            Lane {
+                cell: 1024 + 5,
+                negative: false
+            }
+        );
+        assert_eq!(
+            lane(hash, g, 2),
+            Lane {
+                cell: 2048 + 1023,
+                negative: true
+            }
+        );
+        assert_eq!(
+            lane(hash, g, 3),
+            Lane {
+                cell: 3072,
+                negative: false
+            }
+        );
     }
 
     #[test]

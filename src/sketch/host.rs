@@ -1,7 +1,6 @@
 //! The sketch co-hosted on an interface: what `netto sketch` runs, and
 //! what a measuring session calls once per interval.
 
-use std::collections::HashSet;
 use std::os::fd::AsFd;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
@@ -11,27 +10,20 @@ use crate::model::{percent, FlowEstimate, SketchCost, SketchSnapshot, XdpMode};
 use super::config::{Geometry, Sampling, SketchConfig};
 use super::counters::Counters;
 use super::error::SketchError;
-use super::estimate;
-use super::flow::FlowKey;
+use super::estimate::{self, TopK};
 use super::link::{ifindex, XdpLink};
 use super::program::Loaded;
 use super::variates::Variates;
 
-/// Flows carried over from one interval's ranking to the next as
-/// candidates, per reported flow: a heavy flow the program did not sample
-/// late in an interval keeps its place.
-const CARRIED_PER_REPORTED: usize = 4;
-
 pub struct Host {
     iface: String,
-    top: usize,
+    top: TopK,
     variates: Variates,
     loaded: Loaded,
     link: XdpLink,
     previous: Counters,
     previous_stats: RunStats,
     previous_at: Instant,
-    carried: Vec<FlowKey>,
 }
 
 impl Host {
@@ -47,12 +39,11 @@ impl Host {
         let previous_stats = stats_of(&loaded);
         Ok(Host {
             iface: iface.to_owned(),
-            top: config.top,
+            top: TopK::new(config.top),
             variates,
             previous: Counters::zero(geometry),
             previous_stats,
             previous_at: Instant::now(),
-            carried: Vec::new(),
             loaded,
             link,
         })
@@ -90,7 +81,7 @@ impl Host {
         self.link.replace(loaded.program().as_fd())?;
         self.previous_stats = stats_of(&loaded);
         self.previous = Counters::zero(geometry);
-        self.carried.clear();
+        self.top.clear();
         self.loaded = loaded;
         Ok(())
     }
@@ -108,17 +99,15 @@ impl Host {
         let now = Instant::now();
         let slots = self.loaded.slots();
         let current = slots.read();
-        let mut candidates: HashSet<FlowKey> = slots.candidates().into_iter().collect();
-        candidates.extend(self.carried.iter().copied());
+        let sampled = slots.candidates();
         let stats = stats_of(&self.loaded);
         let interval_s = now.duration_since(self.previous_at).as_secs_f64();
         let delta = current.since(&self.previous);
         let geometry = self.geometry();
-        let ranked = estimate::top(&delta, geometry, &candidates, self.top * CARRIED_PER_REPORTED);
-        self.carried = ranked.iter().map(|(key, _)| *key).collect();
-        let top = ranked
+        let top = self
+            .top
+            .rank(&delta, geometry, sampled)
             .iter()
-            .take(self.top)
             .map(|(key, e)| FlowEstimate {
                 flow: key.to_flow(),
                 packets: e.packets.round() as u64,

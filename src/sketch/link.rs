@@ -32,7 +32,12 @@ pub struct XdpLink {
 impl XdpLink {
     pub fn attach(prog: BorrowedFd<'_>, iface: &str, ifindex: u32) -> Result<XdpLink, SketchError> {
         let native = match create(prog, ifindex, libbpf_sys::XDP_FLAGS_DRV_MODE) {
-            Ok(fd) => return Ok(XdpLink { fd, mode: XdpMode::Native }),
+            Ok(fd) => {
+                return Ok(XdpLink {
+                    fd,
+                    mode: XdpMode::Native,
+                })
+            }
             Err(e) => e,
         };
         match create(prog, ifindex, libbpf_sys::XDP_FLAGS_SKB_MODE) {

@@ -8,13 +8,15 @@
 //! [`reference`] is the same algorithm in plain Rust, used by the tests to
 //! hold the kernel program to exact counts.
 //!
-//! Top-K: the program keeps, per CPU, a ring of the flow keys of its last
-//! sampled packets; user space estimates each candidate (and last
-//! interval's ranking) with the sketch and ranks them. A flow carrying a
-//! share s of the packets is missing from a ring of n sampled keys with
-//! probability (1 - s)^n, so heavy hitters are found, while the packet
-//! path pays only a 40-byte store per sampled packet: no sort, no median
-//! and no hash table in the kernel, and nothing at all on skipped packets.
+//! Top-K: each CPU slot holds a small table of candidate flows, bucketed
+//! by hash bits, each bucket kept by a majority vote of the sampled packets
+//! that fall in it (see `struct sketch_candidate`); user space estimates
+//! the holders (and the previous ranking) with the sketch and ranks them.
+//! A heavy flow wins its bucket and keeps it for a while after it stops,
+//! unlike a ring of recent keys, which forgets a heavy flow that ended
+//! early in an interval. The packet path pays a 40-byte compare per
+//! sampled packet: no sort, no median, no hash map in the kernel, and
+//! nothing at all on skipped packets.
 
 pub mod config;
 pub mod counters;

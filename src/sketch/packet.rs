@@ -14,7 +14,15 @@ const MAC_HEADER: usize = 14;
 /// A frame of `len` bytes (at least the headers) carrying `proto` (any IP
 /// protocol number; ports are written for every protocol) between the two
 /// addresses, optionally behind one 802.1Q tag.
-pub fn frame(src: IpAddr, dst: IpAddr, sport: u16, dport: u16, proto: u8, vlan: bool, len: usize) -> Vec<u8> {
+pub fn frame(
+    src: IpAddr,
+    dst: IpAddr,
+    sport: u16,
+    dport: u16,
+    proto: u8,
+    vlan: bool,
+    len: usize,
+) -> Vec<u8> {
     let mut f = vec![0u8; MAC_HEADER];
     f[0..6].copy_from_slice(&[0x02, 0, 0, 0, 0, 0x02]);
     f[6..12].copy_from_slice(&[0x02, 0, 0, 0, 0, 0x01]);
@@ -96,9 +104,18 @@ mod tests {
             classify(&frame(s6, d6, 5, 6, 17, false, 100)),
             Class::Flow(FlowKey::new(s6, d6, 5, 6, 17))
         );
-        assert_eq!(classify(&frame(s, d, 0, 0, 1, false, 64)), Class::Protocol(SKETCH_PROTO_ICMP));
-        assert_eq!(classify(&frame(s6, d6, 0, 0, 58, false, 64)), Class::Protocol(SKETCH_PROTO_ICMPV6));
-        assert_eq!(classify(&frame(s, d, 0, 0, 47, false, 64)), Class::Protocol(SKETCH_PROTO_IPV4_OTHER));
+        assert_eq!(
+            classify(&frame(s, d, 0, 0, 1, false, 64)),
+            Class::Protocol(SKETCH_PROTO_ICMP)
+        );
+        assert_eq!(
+            classify(&frame(s6, d6, 0, 0, 58, false, 64)),
+            Class::Protocol(SKETCH_PROTO_ICMPV6)
+        );
+        assert_eq!(
+            classify(&frame(s, d, 0, 0, 47, false, 64)),
+            Class::Protocol(SKETCH_PROTO_IPV4_OTHER)
+        );
         let mut fragment = frame(s, d, 1, 2, 17, false, 64);
         make_later_fragment(&mut fragment);
         assert_eq!(classify(&fragment), Class::Protocol(SKETCH_PROTO_FRAGMENT));

@@ -50,7 +50,9 @@ impl Loaded {
                 let data = map
                     .initial_value_mut()
                     .filter(|data| data.len() == size_of::<sketch_config>())
-                    .ok_or_else(|| SketchError::Load("read-only data is not one sketch_config".into()))?;
+                    .ok_or_else(|| {
+                        SketchError::Load("read-only data is not one sketch_config".into())
+                    })?;
                 data.copy_from_slice(bytes_of(&config));
             }
         }
@@ -89,9 +91,28 @@ impl Loaded {
     /// Runs the program once on `packet` (BPF_PROG_TEST_RUN) on this CPU
     /// and returns its verdict.
     pub fn test_run(&self, packet: &[u8]) -> Result<u32, SketchError> {
-        let mut input = libbpf_rs::ProgramInput::default();
-        input.data_in = Some(packet);
-        let output = self.program().test_run(input).map_err(SketchError::test_run)?;
+        let input = libbpf_rs::ProgramInput {
+            data_in: Some(packet),
+            ..Default::default()
+        };
+        let output = self
+            .program()
+            .test_run(input)
+            .map_err(SketchError::test_run)?;
         Ok(output.return_value)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::breakdown::{categorize, Category};
+
+    #[test]
+    fn breakdown_knows_the_program_by_name() {
+        assert_eq!(
+            categorize(&["veth_xdp_rcv_skb", PROGRAM]),
+            Category::XdpSketch
+        );
     }
 }

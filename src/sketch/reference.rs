@@ -3,7 +3,7 @@
 //! what the kernel counted. Tests hold the program to it; accuracy tests
 //! run long traces through it at user-space speed.
 
-use crate::abi::sketch::{sketch_variate, SKETCH_CANDIDATES};
+use crate::abi::sketch::{sketch_variate, SKETCH_CANDIDATES, SKETCH_VOTES_MAX};
 
 use super::config::Geometry;
 use super::counters::Counters;
@@ -16,9 +16,8 @@ pub struct Reference {
     skip: u32,
     weight: u32,
     cursor: u32,
-    candidate_cursor: u32,
     ring: Vec<sketch_variate>,
-    candidates: Vec<FlowKey>,
+    candidates: Vec<(FlowKey, u32)>,
     counters: Counters,
 }
 
@@ -30,9 +29,8 @@ impl Reference {
             skip: start.first.skip,
             weight: start.first.weight,
             cursor: 0,
-            candidate_cursor: 0,
             ring: start.ring,
-            candidates: vec![FlowKey([0; KEY_BYTES]); SKETCH_CANDIDATES as usize],
+            candidates: vec![(FlowKey([0; KEY_BYTES]), 0); SKETCH_CANDIDATES as usize],
             counters: Counters::zero(geometry),
         }
     }
@@ -48,7 +46,25 @@ impl Reference {
 
     /// The flows the program would have left as top-K candidates.
     pub fn candidates(&self) -> impl Iterator<Item = &FlowKey> {
-        self.candidates.iter().filter(|k| k.is_plausible())
+        self.candidates
+            .iter()
+            .filter(|(_, votes)| *votes > 0)
+            .map(|(key, _)| key)
+    }
+
+    fn vote(&mut self, key: FlowKey, hash: u64) {
+        let bucket = (hash >> 32) as usize & (self.candidates.len() - 1);
+        let (holder, votes) = &mut self.candidates[bucket];
+        if *holder == key {
+            if *votes < SKETCH_VOTES_MAX {
+                *votes += 1;
+            }
+        } else if *votes > 0 {
+            *votes -= 1;
+        } else {
+            *holder = key;
+            *votes = 1;
+        }
     }
 
     pub fn process(&mut self, packet: &[u8]) {
@@ -68,10 +84,9 @@ impl Reference {
         let class = classify(packet);
         let hash = match class {
             Class::Flow(key) => {
-                let slot = self.candidate_cursor as usize % self.candidates.len();
-                self.candidates[slot] = key;
-                self.candidate_cursor = self.candidate_cursor.wrapping_add(1);
-                flow_hash(&key)
+                let hash = flow_hash(&key);
+                self.vote(key, hash);
+                hash
             }
             Class::Protocol(_) => 0,
         };

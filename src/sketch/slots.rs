@@ -9,7 +9,7 @@ use std::os::fd::{AsRawFd, BorrowedFd};
 use std::ptr::{self, NonNull};
 
 use crate::abi::bytes_of;
-use crate::abi::sketch::{sketch_cell, sketch_flow, sketch_state, sketch_variate};
+use crate::abi::sketch::{sketch_candidate, sketch_cell, sketch_state, sketch_variate};
 
 use super::config::Geometry;
 use super::counters::{Counters, PROTOCOL_COUNT};
@@ -58,7 +58,8 @@ impl Slots {
             return Err(SketchError::Mmap(io::Error::last_os_error()));
         }
         Ok(Slots {
-            base: NonNull::new(base.cast()).ok_or(SketchError::Mmap(io::Error::other("null mapping")))?,
+            base: NonNull::new(base.cast())
+                .ok_or(SketchError::Mmap(io::Error::other("null mapping")))?,
             len,
             stride,
             cpus,
@@ -98,7 +99,8 @@ impl Slots {
         unsafe {
             let entries = ptr::addr_of_mut!((*state).ring).cast::<u64>();
             for (i, variate) in ring.iter().take((*state).ring.len()).enumerate() {
-                let word = u64::from_ne_bytes(bytes_of(variate).try_into().expect("8-byte variate"));
+                let word =
+                    u64::from_ne_bytes(bytes_of(variate).try_into().expect("8-byte variate"));
                 entries.add(i).write_volatile(word);
             }
         }
@@ -141,20 +143,20 @@ impl Slots {
         sum
     }
 
-    /// Flows the program sampled lately, on any CPU. A key being written
-    /// while read can come out torn; implausible ones are dropped, and a
-    /// plausible torn one only costs a query that estimates it small.
+    /// The flows holding candidate buckets, on any CPU. A key being
+    /// written while read can come out torn; implausible ones are dropped,
+    /// and a plausible torn one only costs a query that estimates it small.
     pub fn candidates(&self) -> Vec<FlowKey> {
         let mut keys = Vec::new();
         for cpu in 0..self.cpus {
             let state = self.state(cpu);
             // SAFETY: reads inside this CPU's slot, see `read`.
             unsafe {
-                let candidates = ptr::addr_of!((*state).candidates).cast::<sketch_flow>();
+                let candidates = ptr::addr_of!((*state).candidates).cast::<sketch_candidate>();
                 for i in 0..(*state).candidates.len() {
-                    let flow = candidates.add(i).read_volatile();
-                    let key = FlowKey::from_abi(&flow);
-                    if key.is_plausible() {
+                    let candidate = candidates.add(i).read_volatile();
+                    let key = FlowKey::from_abi(&candidate.flow);
+                    if candidate.votes > 0 && key.is_plausible() {
                         keys.push(key);
                     }
                 }

@@ -82,9 +82,15 @@ mod tests {
         let sampling = Sampling::new(0.05).unwrap();
         let mut v = Variates::new(sampling, 7);
         let n = 200_000;
-        let mean = (0..n).map(|_| f64::from(v.next_variate().skip)).sum::<f64>() / n as f64;
+        let mean = (0..n)
+            .map(|_| f64::from(v.next_variate().skip))
+            .sum::<f64>()
+            / n as f64;
         let expected = (1.0 - 0.05) / 0.05;
-        assert!((mean - expected).abs() / expected < 0.02, "{mean} vs {expected}");
+        assert!(
+            (mean - expected).abs() / expected < 0.02,
+            "{mean} vs {expected}"
+        );
         assert!(Variates::new(Sampling::new(1.0).unwrap(), 1)
             .ring()
             .iter()
@@ -94,8 +100,16 @@ mod tests {
     #[test]
     fn same_seed_same_sequence() {
         let sampling = Sampling::new(0.1).unwrap();
-        let a: Vec<u32> = Variates::new(sampling, 3).ring().iter().map(|x| x.skip).collect();
-        let b: Vec<u32> = Variates::new(sampling, 3).ring().iter().map(|x| x.skip).collect();
+        let a: Vec<u32> = Variates::new(sampling, 3)
+            .ring()
+            .iter()
+            .map(|x| x.skip)
+            .collect();
+        let b: Vec<u32> = Variates::new(sampling, 3)
+            .ring()
+            .iter()
+            .map(|x| x.skip)
+            .collect();
         assert_eq!(a, b);
     }
 }
