@@ -178,6 +178,7 @@ mod tests {
         assert_eq!(v["events"]["sock_send"]["per_cpu_ns"][1], 2_000_000);
         assert_eq!(v["softirq"]["NET_RX"]["per_cpu_ns"][1], 500_000);
         assert!(v["ts"].is_f64() && v["interval_s"].is_f64());
+        assert!(v.get("sketch").is_none(), "no sketch, no key");
         let back: Snapshot = serde_json::from_str(&text).unwrap();
         assert_eq!(back, snapshot());
     }
