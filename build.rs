@@ -1,5 +1,6 @@
 //! Compiles every `bpf/*.bpf.c` into a libbpf-rs skeleton and turns the
-//! shared ABI header `bpf/netto.h` into Rust, so both sides use one definition.
+//! shared ABI headers (`bpf/netto.h`, `bpf/sketch.h`) into Rust, so both
+//! sides use one definition.
 
 use std::env;
 use std::fs;
@@ -15,7 +16,9 @@ fn main() {
     println!("cargo:rerun-if-changed=bpf");
 
     generate_vmlinux_h(&out);
-    generate_abi(&out);
+    for abi in ABIS {
+        generate_abi(abi, &out);
+    }
     for source in bpf_sources() {
         build_skeleton(&source, &out);
     }
@@ -37,18 +40,40 @@ fn generate_vmlinux_h(out: &Path) {
     fs::write(&header, dump.stdout).expect("writing vmlinux.h");
 }
 
-fn generate_abi(out: &Path) {
-    bindgen::Builder::default()
-        .header("bpf/netto.h")
-        .allowlist_item("netto_.*|NETTO_.*")
-        .rustified_enum(
+/// An ABI header and what bindgen takes from it.
+struct Abi {
+    header: &'static str,
+    items: &'static str,
+    enums: &'static str,
+    output: &'static str,
+}
+
+const ABIS: &[Abi] = &[
+    Abi {
+        header: "bpf/netto.h",
+        items: "netto_.*|NETTO_.*",
+        enums:
             "netto_event|netto_task_window|netto_syscall_kind|netto_sample_context|netto_transport",
-        )
+        output: "netto_abi.rs",
+    },
+    Abi {
+        header: "bpf/sketch.h",
+        items: "sketch_.*|SKETCH_.*",
+        enums: "sketch_protocol",
+        output: "sketch_abi.rs",
+    },
+];
+
+fn generate_abi(abi: &Abi, out: &Path) {
+    bindgen::Builder::default()
+        .header(abi.header)
+        .allowlist_item(abi.items)
+        .rustified_enum(abi.enums)
         .derive_default(true)
         .generate()
-        .expect("bindgen on bpf/netto.h")
-        .write_to_file(out.join("netto_abi.rs"))
-        .expect("writing netto_abi.rs");
+        .unwrap_or_else(|e| panic!("bindgen on {}: {e}", abi.header))
+        .write_to_file(out.join(abi.output))
+        .unwrap_or_else(|e| panic!("writing {}: {e}", abi.output));
 }
 
 fn bpf_sources() -> Vec<PathBuf> {

@@ -22,3 +22,11 @@ pub fn read_from<T: Copy + Default>(bytes: &[u8]) -> Option<T> {
     // these integer-only structs; read_unaligned copes with any alignment.
     Some(unsafe { std::ptr::read_unaligned(bytes.as_ptr().cast::<T>()) })
 }
+
+/// The XDP sketch's ABI, generated from `bpf/sketch.h`. Its flexible
+/// array of cells comes with bindgen's accessor type, whose unsafe methods
+/// are generated without safety docs.
+#[allow(clippy::missing_safety_doc)]
+pub mod sketch {
+    include!(concat!(env!("OUT_DIR"), "/sketch_abi.rs"));
+}

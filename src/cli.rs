@@ -5,6 +5,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::kernel::backend::BackendChoice;
 use crate::kernel::sampler::Transport;
+use crate::sketch::config as sketch_config;
 use crate::source::live::Demo;
 
 /// Longest accepted --interval and --duration: a typo such as 1e9 gets an
@@ -40,6 +41,9 @@ pub enum Command {
     Report(ReportArgs),
     /// Serve a live web view, a JSON API and Prometheus metrics.
     Serve(ServeArgs),
+    /// Attach an XDP NitroSketch to an interface and show its heaviest
+    /// flows and what the sketch costs, every interval.
+    Sketch(SketchArgs),
     /// The demo load's child process (started by `--demo`).
     #[command(name = "demo-load", hide = true)]
     DemoLoad,
@@ -105,6 +109,10 @@ pub struct StatArgs {
     /// cost is then not reported.
     #[arg(long)]
     pub no_bpf_stats: bool,
+    /// Co-host the XDP NitroSketch on this interface (default settings; see
+    /// `netto sketch`): its heaviest flows and its own cost in every snapshot.
+    #[arg(long, value_name = "IFACE")]
+    pub xdp_sketch: Option<String>,
 }
 
 /// What `record` and `report` write.
@@ -177,6 +185,10 @@ pub struct RecordArgs {
     /// Do not turn on BPF run-time statistics (see `stat --no-bpf-stats`).
     #[arg(long)]
     pub no_bpf_stats: bool,
+    /// Co-host the XDP NitroSketch on this interface (default settings; see
+    /// `netto sketch`): its heaviest flows and its own cost in every snapshot.
+    #[arg(long, value_name = "IFACE")]
+    pub xdp_sketch: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -238,6 +250,61 @@ pub struct ServeArgs {
     /// Do not turn on BPF run-time statistics (see `stat --no-bpf-stats`).
     #[arg(long)]
     pub no_bpf_stats: bool,
+    /// Co-host the XDP NitroSketch on this interface (default settings; see
+    /// `netto sketch`): its heaviest flows and its own cost in every snapshot.
+    #[arg(long, value_name = "IFACE")]
+    pub xdp_sketch: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct SketchArgs {
+    /// The interface to attach to.
+    #[arg(long, value_name = "IFACE")]
+    pub iface: String,
+    /// Probability with which each row of each packet is updated, in (0, 1].
+    #[arg(long, value_name = "P", default_value_t = sketch_config::DEFAULT_PROBABILITY, allow_negative_numbers = true, value_parser = parse_probability)]
+    pub probability: f64,
+    /// Rows of the Count Sketch (1 to 8).
+    #[arg(long, value_name = "R", default_value_t = sketch_config::DEFAULT_ROWS, value_parser = parse_rows)]
+    pub rows: u32,
+    /// Columns per row: a power of two from 16 to 32768.
+    #[arg(long, value_name = "C", default_value_t = sketch_config::DEFAULT_COLUMNS, value_parser = parse_columns)]
+    pub columns: u32,
+    /// Flows shown per interval.
+    #[arg(long, value_name = "K", default_value_t = sketch_config::DEFAULT_TOP, value_parser = parse_top)]
+    pub top: usize,
+    /// Seconds per interval.
+    #[arg(long, default_value = "1", value_name = "SECONDS", allow_negative_numbers = true, value_parser = parse_interval)]
+    pub interval: f64,
+    /// Run this long, then exit 0 (default: until interrupted).
+    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true, value_parser = parse_duration)]
+    pub duration: Option<f64>,
+    /// One JSON object per interval and line instead of a table.
+    #[arg(long)]
+    pub json: bool,
+    /// Do not turn on BPF run-time statistics; the sketch's cost is then
+    /// not reported.
+    #[arg(long)]
+    pub no_bpf_stats: bool,
+}
+
+/// The sketch to co-host for `--xdp-sketch IFACE`.
+pub fn cohosted_sketch(iface: &Option<String>) -> Option<(String, crate::sketch::SketchConfig)> {
+    iface
+        .as_ref()
+        .map(|iface| (iface.clone(), crate::sketch::SketchConfig::default()))
+}
+
+impl SketchArgs {
+    pub fn config(&self) -> crate::sketch::SketchConfig {
+        crate::sketch::SketchConfig {
+            probability: self.probability,
+            rows: self.rows,
+            columns: self.columns,
+            top: self.top,
+            seed: None,
+        }
+    }
 }
 
 #[derive(Debug, Args)]
@@ -314,6 +381,37 @@ fn parse_speed(text: &str) -> Result<f64, String> {
     }
 }
 
+fn parse_probability(text: &str) -> Result<f64, String> {
+    let value: f64 = text
+        .parse()
+        .map_err(|_| format!("'{text}' is not a probability"))?;
+    sketch_config::Sampling::new(value).map_err(|e| e.to_string())?;
+    Ok(value)
+}
+
+fn parse_count(text: &str) -> Result<u32, String> {
+    text.parse()
+        .map_err(|_| format!("'{text}' is not a whole number"))
+}
+
+fn parse_rows(text: &str) -> Result<u32, String> {
+    sketch_config::check_rows(parse_count(text)?).map_err(|e| e.to_string())
+}
+
+fn parse_columns(text: &str) -> Result<u32, String> {
+    sketch_config::check_columns(parse_count(text)?).map_err(|e| e.to_string())
+}
+
+/// More flows than fit a terminal is a typo.
+const MAX_TOP: usize = 1000;
+
+fn parse_top(text: &str) -> Result<usize, String> {
+    match text.parse::<usize>() {
+        Ok(k) if (1..=MAX_TOP).contains(&k) => Ok(k),
+        _ => Err(format!("must be a whole number from 1 to {MAX_TOP}")),
+    }
+}
+
 fn parse_interval(text: &str) -> Result<f64, String> {
     parse_seconds(text, MIN_INTERVAL_S, MAX_INTERVAL_S)
 }
@@ -345,6 +443,24 @@ mod tests {
         assert_eq!(args.interval, 0.5);
         assert_eq!(args.duration, Some(3.0));
         assert_eq!(args.backend, BackendArg::Auto);
+        let cli = parse(&[
+            "sketch",
+            "--iface",
+            "eth0",
+            "--probability",
+            "1",
+            "--rows",
+            "3",
+        ])
+        .unwrap();
+        let Command::Sketch(args) = cli.command else {
+            panic!("sketch expected")
+        };
+        let config = args.config();
+        assert_eq!(
+            (config.probability, config.rows, config.columns),
+            (1.0, 3, 2048)
+        );
     }
 
     #[test]
@@ -395,6 +511,15 @@ mod tests {
             &["serve", "--replay", "r.json", "--speed", "nan"],
             &["serve", "--replay", "r.json", "--demo"],
             &["serve", "--history", "0"],
+            &["sketch"],
+            &["sketch", "--iface", "lo", "--probability", "0"],
+            &["sketch", "--iface", "lo", "--probability", "1.5"],
+            &["sketch", "--iface", "lo", "--probability", "-0.1"],
+            &["sketch", "--iface", "lo", "--rows", "0"],
+            &["sketch", "--iface", "lo", "--rows", "9"],
+            &["sketch", "--iface", "lo", "--columns", "1000"],
+            &["sketch", "--iface", "lo", "--columns", "65536"],
+            &["sketch", "--iface", "lo", "--top", "0"],
             &[
                 "report", "a.json", "--diff", "b.json", "c.json", "-o", "x.svg",
             ],

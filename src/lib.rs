@@ -16,5 +16,6 @@ pub mod load;
 pub mod model;
 pub mod netns;
 pub mod sinks;
+pub mod sketch;
 pub mod source;
 pub mod symbols;

@@ -7,35 +7,10 @@ use std::process::{Command, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use common::{netto_links, netto_programs_loaded, wait_for_line, NETTO};
+use common::{
+    assert_clean_failure, netto, netto_links, netto_programs_loaded, wait_for_line, NETTO,
+};
 use serde_json::Value;
-
-fn netto(args: &[&str]) -> std::process::Output {
-    Command::new(NETTO)
-        .args(args)
-        .output()
-        .expect("running netto")
-}
-
-/// One line on stderr, a non-zero exit, no panic.
-fn assert_clean_failure(out: &std::process::Output, mentions: &str) {
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        !out.status.success(),
-        "exit 0 for bad input; stderr {stderr}"
-    );
-    assert_ne!(out.status.code(), Some(101), "panicked: {stderr}");
-    assert_eq!(
-        stderr.trim_end().lines().count(),
-        1,
-        "not one line: {stderr:?}"
-    );
-    assert!(
-        stderr.contains(mentions),
-        "{stderr:?} does not mention {mentions:?}"
-    );
-    assert!(out.stdout.is_empty(), "wrote to stdout on error");
-}
 
 #[test]
 fn check_reports_this_kernel_and_picks_the_tracepoint_backend() {

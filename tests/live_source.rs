@@ -25,6 +25,7 @@ fn frequency_changes_while_running_and_everything_unloads() {
         }),
         demo: Demo::Off,
         flush_on_stop: false,
+        xdp_sketch: None,
     })
     .expect("starting the live source");
     assert!(source.is_live());

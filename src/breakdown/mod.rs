@@ -40,6 +40,9 @@ use crate::symbols::symbolizer::FastState;
 pub enum Category {
     DriverNapi,
     Xdp,
+    /// netto's own XDP sketch (`netto sketch`), by its program name: the
+    /// part of NET_RX that measuring flows costs.
+    XdpSketch,
     Gro,
     NetifReceive,
     Tc,
@@ -73,9 +76,10 @@ pub enum Category {
 }
 
 impl Category {
-    pub const ALL: [Category; 30] = [
+    pub const ALL: [Category; 31] = [
         Category::DriverNapi,
         Category::Xdp,
+        Category::XdpSketch,
         Category::Gro,
         Category::NetifReceive,
         Category::Tc,
@@ -125,6 +129,7 @@ impl Category {
         match self {
             Category::DriverNapi => "driver_napi",
             Category::Xdp => "xdp",
+            Category::XdpSketch => "xdp_sketch",
             Category::Gro => "gro",
             Category::NetifReceive => "netif_receive",
             Category::Tc => "tc",
@@ -818,6 +823,15 @@ mod tests {
             "__ptr_ring_consume",
         ];
         assert_eq!(categorize(no_program), DriverNapi);
+        let sketch = &[
+            "veth_poll",
+            "veth_xdp_rcv",
+            "veth_xdp_rcv_skb",
+            "netto_sketch",
+        ];
+        assert_eq!(categorize(sketch), XdpSketch);
+        let sketch_generic = &["do_xdp_generic", "bpf_prog_run_generic_xdp", "netto_sketch"];
+        assert_eq!(categorize(sketch_generic), XdpSketch);
     }
 
     #[test]

@@ -22,7 +22,8 @@
 //! allocation, copies inside a stage, locks, checksums, NAT inside a hook.
 //! BPF programs appear under their own name, which no row can know, so
 //! they inherit the stage of the kernel function that ran them
-//! (`do_xdp_generic`, `veth_xdp_rcv_skb`, `tcf_classify`, ...).
+//! (`do_xdp_generic`, `veth_xdp_rcv_skb`, `tcf_classify`, ...); netto's own
+//! sketch is the exception, known by name.
 
 use std::collections::HashMap;
 use std::sync::OnceLock;
@@ -96,6 +97,9 @@ pub static RULES: &[(Pattern, Action)] = &[
     (Exact("veth_xdp_rcv_skb"), Is(Xdp)),
     (Exact("veth_xdp_rcv_one"), Is(Xdp)),
     (Exact("virtnet_xdp_handler"), Is(Xdp)),
+    // netto's XDP sketch, named as the symbolizer names BPF programs
+    // (sketch::program::PROGRAM).
+    (Exact("netto_sketch"), Is(XdpSketch)),
     // GRO.
     (Exact("napi_gro_receive"), Is(Gro)),
     (Exact("dev_gro_receive"), Is(Gro)),

@@ -7,5 +7,6 @@ mod render;
 pub mod report;
 pub mod serve;
 mod signals;
+pub mod sketch;
 mod startup;
 pub mod stat;

@@ -36,6 +36,7 @@ pub fn run(args: &RecordArgs) -> Result<ExitCode> {
         }),
         demo: args.demo.into(),
         flush_on_stop: true,
+        xdp_sketch: netto::cli::cohosted_sketch(&args.xdp_sketch),
     })?;
     eprintln!(
         "netto: recording for {} s at {} Hz ({} transport)",

@@ -93,6 +93,7 @@ fn start_source(args: &ServeArgs) -> Result<Source> {
             }),
             demo: args.demo.into(),
             flush_on_stop: false,
+            xdp_sketch: netto::cli::cohosted_sketch(&args.xdp_sketch),
         }),
     }
 }

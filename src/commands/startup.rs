@@ -3,6 +3,7 @@
 //! SIGTERM turned into a clean stop of the source.
 
 use anyhow::Result;
+use netto::kernel::stats::StatsGuard;
 use netto::source::live::{self, LiveConfig};
 use netto::source::{Control, Source};
 
@@ -19,4 +20,19 @@ pub fn live(config: LiveConfig) -> Result<Source> {
         let _ = control.send(Control::Stop);
     })?;
     Ok(source)
+}
+
+/// BPF run-time statistics, unless turned off or unavailable (said so):
+/// for commands that load no accounting (`sketch`).
+pub fn bpf_stats(no_bpf_stats: bool) -> Option<StatsGuard> {
+    if no_bpf_stats {
+        return None;
+    }
+    match StatsGuard::enable() {
+        Ok(guard) => Some(guard),
+        Err(e) => {
+            eprintln!("netto: note: BPF run-time statistics unavailable ({e}); program costs not reported");
+            None
+        }
+    }
 }

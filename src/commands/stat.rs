@@ -20,6 +20,7 @@ pub fn run(args: &StatArgs) -> Result<ExitCode> {
         sampling: None,
         demo: args.demo.into(),
         flush_on_stop: false,
+        xdp_sketch: netto::cli::cohosted_sketch(&args.xdp_sketch),
     })?;
     let mut stdout = io::stdout().lock();
     for snapshot in source.snapshots.iter() {

@@ -17,3 +17,8 @@ pub mod probe {
 pub mod floor {
     include!(concat!(env!("OUT_DIR"), "/floor.skel.rs"));
 }
+
+/// A no-op XDP program: the floor the sketch benchmark compares with.
+pub mod xdp_floor {
+    include!(concat!(env!("OUT_DIR"), "/xdp_floor.skel.rs"));
+}

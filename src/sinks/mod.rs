@@ -3,5 +3,6 @@
 pub mod flame;
 pub mod history;
 pub mod output;
+pub mod sketch;
 pub mod stat;
 pub mod web;

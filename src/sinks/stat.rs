@@ -10,14 +10,19 @@ use crate::model::{percent, CpuTime, EventKey, Snapshot, SoftirqVector};
 /// not fit a terminal and the JSON carries them anyway.
 const MAX_CPU_COLUMNS: usize = 16;
 
-pub fn write_json(out: &mut impl Write, snapshot: &Snapshot) -> io::Result<()> {
-    serde_json::to_writer(&mut *out, snapshot)?;
+/// One JSON object and a newline, flushed: the line-per-interval form of
+/// every live command.
+pub fn write_json(out: &mut impl Write, value: &impl serde::Serialize) -> io::Result<()> {
+    serde_json::to_writer(&mut *out, value)?;
     out.write_all(b"\n")?;
     out.flush()
 }
 
 pub fn write_table(out: &mut impl Write, snapshot: &Snapshot) -> io::Result<()> {
     out.write_all(render_table(snapshot).as_bytes())?;
+    if let Some(sketch) = &snapshot.sketch {
+        out.write_all(super::sketch::render_table(sketch).as_bytes())?;
+    }
     out.flush()
 }
 
@@ -172,6 +177,7 @@ mod tests {
         assert_eq!(v["events"]["sock_send"]["per_cpu_ns"][1], 2_000_000);
         assert_eq!(v["softirq"]["NET_RX"]["per_cpu_ns"][1], 500_000);
         assert!(v["ts"].is_f64() && v["interval_s"].is_f64());
+        assert!(v.get("sketch").is_none(), "no sketch, no key");
         let back: Snapshot = serde_json::from_str(&text).unwrap();
         assert_eq!(back, snapshot());
     }

@@ -27,6 +27,7 @@ use crate::kernel::sampler::{
 use crate::kernel::stats::StatsGuard;
 use crate::kernel::{privileges, KernelError};
 use crate::model::{percent, EventKey, SamplingStats, Snapshot};
+use crate::sketch::{Host, SketchConfig};
 use crate::symbols::symbolizer::Symbolizer;
 
 /// How often samples are moved out of the kernel buffer; the buffer is
@@ -68,6 +69,9 @@ pub struct LiveConfig {
     /// On [`Control::Stop`], deliver the interval in progress too, so a
     /// recording keeps every sample taken before Ctrl-C.
     pub flush_on_stop: bool,
+    /// Co-host the XDP sketch on this interface: its flows and its cost go
+    /// into every snapshot, its frames into the breakdown.
+    pub xdp_sketch: Option<(String, SketchConfig)>,
 }
 
 /// Loads and attaches everything, then returns once the first interval has
@@ -157,8 +161,9 @@ fn run(
     }
 
     let mut frequency = config.sampling.map(|s| s.frequency_hz);
-    let mut measure: Option<Measure<'_, '_, '_>> = None;
+    let mut measure_slot: Option<Measure<'_, '_, '_>> = None;
     let mut _demo = None;
+    let mut sketch = None;
     // One pass per sampler: a frequency change replaces the sampler (its
     // buffer is sized for the frequency) and the interval goes on.
     loop {
@@ -168,10 +173,10 @@ fn run(
             .transpose();
         let mut sampler = match sampler {
             Ok(sampler) => sampler,
-            Err(e) if measure.is_some() => return Err(e),
+            Err(e) if measure_slot.is_some() => return Err(e),
             Err(e) => return refuse(e),
         };
-        let measure = match measure {
+        let measure = match measure_slot {
             Some(ref mut measure) => measure,
             None => {
                 // After netto's own programs are loaded, so their JIT-ed
@@ -189,6 +194,21 @@ fn run(
                     }
                     Ok(None) => {}
                     Err(e) => return refuse(e),
+                }
+                if let Some((iface, sketch_config)) = &config.xdp_sketch {
+                    match Host::attach(iface, sketch_config) {
+                        Ok(host) => {
+                            notes.push(format!(
+                                "XDP sketch on {iface} ({} XDP), p={}, {}x{}",
+                                host.mode().name(),
+                                host.probability(),
+                                sketch_config.rows,
+                                sketch_config.columns
+                            ));
+                            sketch = Some(host);
+                        }
+                        Err(e) => return refuse(e.into()),
+                    }
                 }
                 let collector = match Collector::start(&accounting, stats.is_some()) {
                     Ok(collector) => collector,
@@ -209,7 +229,9 @@ fn run(
                 if ready.send(Ok(info)).is_err() {
                     return Ok(());
                 }
-                measure.insert(Measure::new(config, collector, symbolizer, control, out))
+                let mut measure = Measure::new(config, collector, symbolizer, control, out);
+                measure.sketch = sketch.take();
+                measure_slot.insert(measure)
             }
         };
         match measure.run(sampler.as_mut())? {
@@ -306,6 +328,7 @@ struct Measure<'c, 'a, 'obj> {
     base: SamplerCounters,
     /// What samplers replaced during this interval counted in it.
     retired: SamplerCounters,
+    sketch: Option<Host>,
 }
 
 impl<'c, 'a, 'obj> Measure<'c, 'a, 'obj> {
@@ -330,6 +353,7 @@ impl<'c, 'a, 'obj> Measure<'c, 'a, 'obj> {
             flush_on_stop: config.flush_on_stop,
             base: SamplerCounters::default(),
             retired: SamplerCounters::default(),
+            sketch: None,
         }
     }
 
@@ -392,6 +416,7 @@ impl<'c, 'a, 'obj> Measure<'c, 'a, 'obj> {
     /// Ends the interval and sends its snapshot; false once nobody listens.
     fn deliver(&mut self, sampler: Option<&Sampler<'_>>) -> Result<bool> {
         let mut snapshot = self.collector.collect()?;
+        snapshot.sketch = self.sketch.as_mut().map(Host::snapshot);
         if let (Some(sampler), Some(symbolizer)) = (sampler, self.symbolizer.as_mut()) {
             symbolizer.refresh().context("re-reading kernel symbols")?;
             let stacks = self.folder.take(symbolizer);

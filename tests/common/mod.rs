@@ -309,3 +309,31 @@ pub fn netto_links() -> usize {
         .filter(|l| l["prog_id"].as_u64().is_some_and(|id| ids.contains(&id)))
         .count()
 }
+
+/// netto run to completion with `args`.
+pub fn netto(args: &[&str]) -> std::process::Output {
+    Command::new(NETTO)
+        .args(args)
+        .output()
+        .expect("running netto")
+}
+
+/// One line on stderr, a non-zero exit, no panic.
+pub fn assert_clean_failure(out: &std::process::Output, mentions: &str) {
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success(),
+        "exit 0 for bad input; stderr {stderr}"
+    );
+    assert_ne!(out.status.code(), Some(101), "panicked: {stderr}");
+    assert_eq!(
+        stderr.trim_end().lines().count(),
+        1,
+        "not one line: {stderr:?}"
+    );
+    assert!(
+        stderr.contains(mentions),
+        "{stderr:?} does not mention {mentions:?}"
+    );
+    assert!(out.stdout.is_empty(), "wrote to stdout on error");
+}

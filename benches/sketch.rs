@@ -1,0 +1,197 @@
+//! What the XDP sketch costs per packet, against an XDP program that does
+//! nothing, both run through BPF_PROG_TEST_RUN on 64-byte frames of a pool
+//! of distinct flows.
+//!
+//! Each test run repeats one frame `REPEAT` times and the kernel reports
+//! the mean time per run, which leaves the syscall out; the pool is walked
+//! frame by frame, so the sketch sees every flow. (A repeated test run
+//! switches the XDP dispatcher to the program, which takes milliseconds of
+//! wall time per call though no CPU time is measured: hence a small pool
+//! and long repeats.) Programs are measured in interleaved rounds on CPU 0
+//! and compared by medians, so drift of the machine hits all alike.
+//!
+//! Run as root: `cargo bench --bench sketch` (NETTO_BENCH_ROUNDS overrides
+//! the default of 5 rounds).
+//!
+//! Targets: at p = 1% at least 95% of the no-op rate; at p = 100% at most
+//! twice the no-op's ns per packet.
+
+use std::mem::MaybeUninit;
+use std::net::{IpAddr, Ipv4Addr};
+
+use anyhow::{bail, Context, Result};
+use libbpf_rs::skel::{OpenSkel, SkelBuilder};
+use libbpf_rs::{ProgramInput, ProgramMut};
+use netto::kernel::skel::xdp_floor::XdpFloorSkelBuilder;
+use netto::sketch::config::{Geometry, Sampling, DEFAULT_COLUMNS, DEFAULT_ROWS};
+use netto::sketch::packet::frame;
+use netto::sketch::program::Loaded;
+use netto::sketch::variates::Variates;
+
+const FLOWS: usize = 64;
+const FRAME: usize = 64;
+const REPEAT: u32 = 16384;
+
+fn env_or(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+fn pool() -> Vec<Vec<u8>> {
+    (0..FLOWS)
+        .map(|i| {
+            let i = u32::try_from(i).expect("small pool");
+            let src = IpAddr::V4(Ipv4Addr::from(0xc612_0000 | i));
+            let dst = IpAddr::V4(Ipv4Addr::from(0xc613_0000 | (i * 7919) & 0xffff));
+            frame(
+                src,
+                dst,
+                1024 + (i % 50_000) as u16,
+                80 + (i % 7) as u16,
+                17,
+                false,
+                FRAME,
+            )
+        })
+        .collect()
+}
+
+/// Mean ns per packet of one pass over the pool.
+fn pass(prog: &ProgramMut<'_>, pool: &[Vec<u8>]) -> Result<f64> {
+    let mut total_ns = 0u128;
+    for packet in pool {
+        let input = ProgramInput {
+            data_in: Some(packet),
+            repeat: REPEAT,
+            ..Default::default()
+        };
+        let out = prog.test_run(input).context("BPF_PROG_TEST_RUN")?;
+        total_ns += out.duration.as_nanos() * u128::from(REPEAT);
+    }
+    Ok(total_ns as f64 / (pool.len() as f64 * f64::from(REPEAT)))
+}
+
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values[values.len() / 2]
+}
+
+struct Variant {
+    label: String,
+    loaded: Loaded,
+}
+
+fn sketch(rows: u32, columns: u32, p: f64) -> Result<Variant> {
+    let geometry = Geometry::new(rows, columns)?;
+    let mut variates = Variates::new(Sampling::new(p)?, 1);
+    Ok(Variant {
+        label: format!("sketch p={:<5} {rows}x{columns}", format!("{}%", p * 100.0)),
+        loaded: Loaded::load(geometry, &mut variates)?,
+    })
+}
+
+/// Interleaved rounds: the no-op and every variant once per round.
+fn measure(
+    floor: &ProgramMut<'_>,
+    variants: &[Variant],
+    pool: &[Vec<u8>],
+    rounds: usize,
+) -> Result<(f64, Vec<f64>)> {
+    let mut floor_ns = Vec::new();
+    let mut ns = vec![Vec::new(); variants.len()];
+    for _ in 0..rounds {
+        floor_ns.push(pass(floor, pool)?);
+        for (v, samples) in variants.iter().zip(&mut ns) {
+            samples.push(pass(&v.loaded.program(), pool)?);
+        }
+    }
+    Ok((median(floor_ns), ns.into_iter().map(median).collect()))
+}
+
+fn report(title: &str, floor_ns: f64, variants: &[Variant], ns: &[f64]) {
+    println!("\n{title}");
+    println!(
+        "{:<28} {:>9} {:>9} {:>12} {:>10}",
+        "PROGRAM", "ns/pkt", "Mpps", "% no-op rate", "x no-op ns"
+    );
+    println!(
+        "{:<28} {:>9.2} {:>9.1} {:>12} {:>10}",
+        "no-op XDP",
+        floor_ns,
+        1e3 / floor_ns,
+        "100.0",
+        "1.00"
+    );
+    for (v, &n) in variants.iter().zip(ns) {
+        println!(
+            "{:<28} {:>9.2} {:>9.1} {:>12.1} {:>10.2}",
+            v.label,
+            n,
+            1e3 / n,
+            floor_ns / n * 100.0,
+            n / floor_ns
+        );
+    }
+}
+
+fn main() -> Result<()> {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        bail!("the sketch benchmark loads BPF programs: run it as root");
+    }
+    // SAFETY: a zeroed cpu_set_t with one bit set, for this thread only.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(0, &mut set);
+        libc::sched_setaffinity(0, size_of::<libc::cpu_set_t>(), &set);
+    }
+    libbpf_rs::set_print(None);
+    let rounds = env_or("NETTO_BENCH_ROUNDS", 5);
+    let pool = pool();
+    let mut storage = MaybeUninit::uninit();
+    let floor = XdpFloorSkelBuilder::default().open(&mut storage)?.load()?;
+    let floor_prog = &floor.progs.floor_xdp;
+    println!(
+        "netto sketch benchmark: BPF_PROG_TEST_RUN, {FRAME}-byte UDP frames of {FLOWS} flows, \
+         {REPEAT} runs per frame, median of {rounds} interleaved rounds, CPU 0"
+    );
+
+    let (rows, columns) = (DEFAULT_ROWS, DEFAULT_COLUMNS);
+    let main_variants: Vec<Variant> = [0.01, 0.1, 1.0]
+        .into_iter()
+        .map(|p| sketch(rows, columns, p))
+        .collect::<Result<_>>()?;
+    let (floor_ns, ns) = measure(floor_prog, &main_variants, &pool, rounds)?;
+    report(
+        "sampling probability (default geometry)",
+        floor_ns,
+        &main_variants,
+        &ns,
+    );
+    println!(
+        "targets: p=1% at >= 95% of the no-op rate: {:.1}% ({}); p=100% at <= 2x the no-op ns: {:.2}x ({})",
+        floor_ns / ns[0] * 100.0,
+        if floor_ns / ns[0] >= 0.95 { "met" } else { "missed" },
+        ns[2] / floor_ns,
+        if ns[2] / floor_ns <= 2.0 { "met" } else { "missed" },
+    );
+
+    let geometries = [
+        (1, 2048),
+        (2, 2048),
+        (4, 256),
+        (4, 2048),
+        (4, 16384),
+        (8, 128),
+    ];
+    let shape_variants: Vec<Variant> = geometries
+        .iter()
+        .flat_map(|&(r, c)| [0.01, 1.0].map(|p| (r, c, p)))
+        .map(|(r, c, p)| sketch(r, c, p))
+        .collect::<Result<_>>()?;
+    let (floor_ns, ns) = measure(floor_prog, &shape_variants, &pool, rounds)?;
+    report("rows and columns", floor_ns, &shape_variants, &ns);
+    Ok(())
+}

@@ -1,0 +1,136 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * The ABI of the XDP NitroSketch (sketch.bpf.c) and its control plane
+ * (src/sketch/): one definition, bindgen-ed into Rust by build.rs.
+ *
+ * Layout: one slot per CPU in an mmap-able array map, indexed by the CPU
+ * number. A slot is a struct sketch_state followed by rows x columns
+ * struct sketch_cell. Slots are whole cache lines and the map's values
+ * start page-aligned, so no cache line is shared between CPUs.
+ *
+ * NitroSketch samples (packet, row) slots: each row of each packet is
+ * updated with probability p. The gaps between updated slots are geometric
+ * variates user space draws and writes into the slot's ring; the program
+ * only counts them down, so a skipped packet costs a decrement and no
+ * header parsing.
+ */
+#ifndef NETTO_SKETCH_H
+#define NETTO_SKETCH_H
+
+/* Plain integer typedefs: includable from BPF C and on its own (bindgen). */
+typedef unsigned char sketch_u8;
+typedef unsigned short sketch_u16;
+typedef unsigned int sketch_u32;
+typedef unsigned long long sketch_u64;
+typedef long long sketch_s64;
+
+/* Most rows; every row takes log2(columns) + 1 bits of the one 64-bit hash. */
+#define SKETCH_MAX_ROWS 8
+#define SKETCH_MIN_COLUMNS 16
+#define SKETCH_MAX_COLUMNS 32768
+/* Bits of the flow hash available for row indices and signs. */
+#define SKETCH_HASH_BITS 64
+
+/* Variates per CPU slot; a power of two. */
+#define SKETCH_RING 1024
+/* Top-K candidate buckets per CPU slot; a power of two. */
+#define SKETCH_CANDIDATES 256
+/* Votes a bucket's flow can bank: how long a flow that stopped keeps its
+ * bucket against newcomers (in sampled packets of that bucket). */
+#define SKETCH_VOTES_MAX 16
+
+/*
+ * Counters are fixed point: one packet (or byte) is SKETCH_WEIGHT_ONE. An
+ * update adds the weight of the variate that chose it, SKETCH_WEIGHT_ONE/p,
+ * so estimates come out scaled by 1/p and stay exact when p changes.
+ */
+#define SKETCH_WEIGHT_ONE 1024
+
+#define SKETCH_HASH_SEED 0x6e6574746f736b65ULL /* "nettoske" */
+
+#define SKETCH_FAMILY_IPV4 4
+#define SKETCH_FAMILY_IPV6 6
+
+/* Packets the sketch does not count by flow, by what they are. */
+enum sketch_protocol {
+	SKETCH_PROTO_ARP,
+	SKETCH_PROTO_ICMP,
+	SKETCH_PROTO_ICMPV6,
+	/* IPv4 fragments after the first: they carry no ports. */
+	SKETCH_PROTO_FRAGMENT,
+	SKETCH_PROTO_IPV4_OTHER,
+	SKETCH_PROTO_IPV6_OTHER,
+	/* Other ethertypes and truncated headers. */
+	SKETCH_PROTO_OTHER,
+	SKETCH_PROTO_COUNT,
+};
+
+/* Read-only data, fixed when the program is loaded. */
+struct sketch_config {
+	sketch_u32 rows;
+	sketch_u32 columns;
+	/* log2(columns): the index bits of a row's hash lane. */
+	sketch_u32 column_bits;
+	sketch_u32 _pad;
+};
+
+/*
+ * A TCP or UDP flow, hashed as five little-endian 64-bit words. IPv4
+ * addresses fill the first 4 bytes of src/dst, the rest is zero; ports are
+ * in network byte order, as on the wire.
+ */
+struct sketch_flow {
+	sketch_u8 src[16];
+	sketch_u8 dst[16];
+	sketch_u16 sport;
+	sketch_u16 dport;
+	sketch_u8 proto;
+	sketch_u8 family;
+	sketch_u8 _pad[2];
+};
+
+/* A geometric gap and the weight of the update that ends it. */
+struct sketch_variate {
+	/* Slots skipped before the next update. */
+	sketch_u32 skip;
+	/* SKETCH_WEIGHT_ONE / p of the p the gap was drawn with. */
+	sketch_u32 weight;
+};
+
+/*
+ * A bucket of flows sharing hash bits, held by a majority vote: a sampled
+ * packet of the holder adds a vote, one of another flow takes one away,
+ * and a flow takes an empty bucket over. Heavy flows hold their buckets.
+ */
+struct sketch_candidate {
+	struct sketch_flow flow;
+	sketch_u32 votes;
+	sketch_u32 _pad;
+};
+
+struct sketch_cell {
+	sketch_s64 packets;
+	sketch_s64 bytes;
+};
+
+struct sketch_state {
+	/* Hot: every packet reads skip. */
+	sketch_u32 skip;
+	sketch_u32 weight;
+	sketch_u32 cursor;
+	sketch_u32 _pad;
+	/* Every packet, exactly. */
+	sketch_u64 packets;
+	sketch_u64 bytes;
+	/* Weighted counts of sampled rows of packets not counted by flow;
+	 * divided by rows they estimate packets and bytes. */
+	sketch_s64 proto_packets[SKETCH_PROTO_COUNT];
+	sketch_s64 proto_bytes[SKETCH_PROTO_COUNT];
+	/* Written by user space, read by the program. */
+	struct sketch_variate ring[SKETCH_RING] __attribute__((aligned(64)));
+	/* Written by the program on sampled TCP/UDP packets. */
+	struct sketch_candidate candidates[SKETCH_CANDIDATES] __attribute__((aligned(64)));
+	struct sketch_cell cells[] __attribute__((aligned(64)));
+};
+
+#endif

@@ -1,0 +1,45 @@
+//! `netto sketch`.
+
+use std::io;
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use netto::cli::SketchArgs;
+use netto::kernel::{privileges, KernelError};
+use netto::sinks::{sketch as sink, stat::write_json};
+use netto::sketch::Host;
+
+use super::signals::{every_interval, stop_on_signals};
+use super::startup;
+
+pub fn run(args: &SketchArgs) -> Result<ExitCode> {
+    let config = args.config();
+    config.geometry()?;
+    if !privileges::sufficient() {
+        return Err(KernelError::NotPrivileged.into());
+    }
+    let stop = stop_on_signals()?;
+    let stats = startup::bpf_stats(args.no_bpf_stats);
+    let mut host = Host::attach(&args.iface, &config)?;
+    eprintln!(
+        "netto: sketch attached to {} ({} XDP), p={}, {}x{}",
+        args.iface,
+        host.mode().name(),
+        host.probability(),
+        args.rows,
+        args.columns
+    );
+    let mut stdout = io::stdout().lock();
+    every_interval(args.interval, args.duration, &stop, || {
+        let snapshot = host.snapshot();
+        if args.json {
+            write_json(&mut stdout, &snapshot)
+        } else {
+            sink::write_table(&mut stdout, &snapshot)
+        }
+        .context("writing to standard output")
+    })?;
+    drop(host);
+    drop(stats);
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,177 @@
+//! `netto sketch` output: the interval's heaviest flows and what the
+//! sketch cost, as a table; JSON lines go through [`super::stat::write_json`].
+
+use std::fmt::Write as _;
+use std::io::{self, Write};
+
+use crate::model::SketchSnapshot;
+
+pub fn write_table(out: &mut impl Write, snapshot: &SketchSnapshot) -> io::Result<()> {
+    out.write_all(render_table(snapshot).as_bytes())?;
+    out.flush()
+}
+
+fn rate(count: u64, interval_s: f64) -> f64 {
+    if interval_s > 0.0 {
+        count as f64 / interval_s
+    } else {
+        0.0
+    }
+}
+
+pub fn render_table(s: &SketchSnapshot) -> String {
+    let mut text = String::new();
+    let _ = writeln!(
+        text,
+        "sketch on {} ({} XDP), p={}, {}x{}, interval {:.3} s ending {:.3} (unix)",
+        s.iface,
+        s.mode.name(),
+        s.probability,
+        s.rows,
+        s.columns,
+        s.interval_s,
+        s.ts
+    );
+    let _ = writeln!(
+        text,
+        "seen: {} packets ({:.0}/s), {} bytes ({:.3} Mbit/s)",
+        s.packets,
+        rate(s.packets, s.interval_s),
+        s.bytes,
+        rate(s.bytes, s.interval_s) * 8.0 / 1e6
+    );
+    let c = &s.cost;
+    if c.run_count == 0 && s.packets > 0 {
+        text.push_str("cost: unknown (BPF run-time statistics off)\n");
+    } else {
+        let _ = writeln!(
+            text,
+            "cost: {:.1} ns/packet, {:.3}% CPU ({} runs, {:.3} ms)",
+            c.ns_per_packet,
+            c.cpu_percent,
+            c.run_count,
+            c.run_time_ns as f64 / 1e6
+        );
+    }
+    let _ = writeln!(
+        text,
+        "{:<4} {:<47} {:>12} {:>14} {:>7}",
+        "PROTO", "FLOW", "PACKETS", "BYTES", "SHARE"
+    );
+    for e in &s.top {
+        let f = &e.flow;
+        let flow = format!(
+            "{} -> {}",
+            endpoint(&f.src, f.sport),
+            endpoint(&f.dst, f.dport)
+        );
+        let _ = writeln!(
+            text,
+            "{:<5} {:<46} {:>12} {:>14} {:>6.1}%",
+            f.proto,
+            flow,
+            e.packets,
+            e.bytes,
+            e.share * 100.0
+        );
+    }
+    if s.top.is_empty() {
+        text.push_str("(no TCP or UDP flow sampled)\n");
+    }
+    if !s.other_protocols.is_empty() {
+        let others: Vec<String> = s
+            .other_protocols
+            .iter()
+            .map(|(name, e)| format!("{name} {} packets", e.packets))
+            .collect();
+        let _ = writeln!(text, "other protocols (estimated): {}", others.join(", "));
+    }
+    text.push('\n');
+    text
+}
+
+/// `addr:port`, with IPv6 addresses in brackets as in URLs.
+fn endpoint(addr: &str, port: u16) -> String {
+    if addr.contains(':') {
+        format!("[{addr}]:{port}")
+    } else {
+        format!("{addr}:{port}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Flow, FlowEstimate, ProtocolEstimate, SketchCost, XdpMode};
+    use std::collections::BTreeMap;
+
+    fn snapshot() -> SketchSnapshot {
+        SketchSnapshot {
+            ts: 1_700_000_000.5,
+            interval_s: 2.0,
+            iface: "veth0".into(),
+            mode: XdpMode::Generic,
+            probability: 0.01,
+            rows: 4,
+            columns: 2048,
+            packets: 3000,
+            bytes: 1_500_000,
+            top: vec![FlowEstimate {
+                flow: Flow {
+                    src: "fd00::1".into(),
+                    dst: "fd00::2".into(),
+                    sport: 40000,
+                    dport: 5201,
+                    proto: "tcp".into(),
+                },
+                packets: 2000,
+                bytes: 1_200_000,
+                share: 0.8,
+            }],
+            other_protocols: BTreeMap::from([(
+                "arp".to_owned(),
+                ProtocolEstimate {
+                    packets: 4,
+                    bytes: 168,
+                },
+            )]),
+            cost: SketchCost {
+                run_count: 3000,
+                run_time_ns: 90_000,
+                ns_per_packet: 30.0,
+                cpu_percent: 0.0045,
+            },
+        }
+    }
+
+    #[test]
+    fn table_shows_flows_rates_and_cost() {
+        let text = render_table(&snapshot());
+        assert!(
+            text.contains("veth0 (generic XDP), p=0.01, 4x2048"),
+            "{text}"
+        );
+        assert!(text.contains("3000 packets (1500/s)"), "{text}");
+        assert!(text.contains("[fd00::1]:40000 -> [fd00::2]:5201"), "{text}");
+        assert!(text.contains("80.0%"), "{text}");
+        assert!(text.contains("30.0 ns/packet"), "{text}");
+        assert!(text.contains("arp 4 packets"), "{text}");
+        let mut off = snapshot();
+        off.cost = SketchCost::default();
+        assert!(render_table(&off).contains("statistics off"));
+    }
+
+    #[test]
+    fn json_has_the_documented_field_names() {
+        let mut out = Vec::new();
+        super::super::stat::write_json(&mut out, &snapshot()).unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+        assert_eq!(v["mode"], "generic");
+        assert_eq!(v["top"][0]["flow"]["dport"], 5201);
+        assert_eq!(v["top"][0]["share"], 0.8);
+        assert_eq!(v["other_protocols"]["arp"]["packets"], 4);
+        assert_eq!(v["cost"]["ns_per_packet"], 30.0);
+        let back: SketchSnapshot = serde_json::from_slice(&out).unwrap();
+        assert_eq!(back, snapshot());
+    }
+}

@@ -1,0 +1,49 @@
+//! Why the sketch could not be set up or read. Every message is one line,
+//! so `netto: error: ...` stays one line.
+
+use std::io;
+
+use super::config::{MIN_PROBABILITY, SKETCH_MAX_COLUMNS, SKETCH_MAX_ROWS, SKETCH_MIN_COLUMNS};
+
+#[derive(Debug, thiserror::Error)]
+pub enum SketchError {
+    #[error("probability {0} is outside (0, 1] (smallest accepted: {MIN_PROBABILITY})")]
+    Probability(f64),
+    #[error("rows must be between 1 and {SKETCH_MAX_ROWS}, got {0}")]
+    Rows(u32),
+    #[error("columns must be a power of two between {SKETCH_MIN_COLUMNS} and {SKETCH_MAX_COLUMNS}, got {0}")]
+    Columns(u32),
+    #[error("{rows} rows of {columns} columns need {bits} bits of the 64-bit flow hash: use fewer rows or columns")]
+    HashBits { rows: u32, columns: u32, bits: u32 },
+    #[error("no network interface named {0:?}")]
+    NoInterface(String),
+    #[error("loading the sketch program: {0}")]
+    Load(String),
+    #[error("attaching XDP to {iface}: native mode: {native}; generic mode: {generic}")]
+    Attach {
+        iface: String,
+        native: io::Error,
+        generic: io::Error,
+    },
+    #[error("replacing the sketch program through its link: {0}")]
+    Replace(io::Error),
+    #[error("mapping the sketch's per-CPU state: {0}")]
+    Mmap(io::Error),
+    #[error("running the sketch program on a test packet: {0}")]
+    TestRun(String),
+}
+
+impl SketchError {
+    /// libbpf-rs errors carry a chain of contexts; one line of them.
+    pub(crate) fn load(e: libbpf_rs::Error) -> SketchError {
+        SketchError::Load(one_line(&format!("{e:#}")))
+    }
+
+    pub(crate) fn test_run(e: libbpf_rs::Error) -> SketchError {
+        SketchError::TestRun(one_line(&format!("{e:#}")))
+    }
+}
+
+fn one_line(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}

@@ -1,0 +1,163 @@
+//! The sketch co-hosted on an interface: what `netto sketch` runs, and
+//! what a measuring session calls once per interval.
+
+use std::os::fd::AsFd;
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+use crate::kernel::stats::{run_stats, RunStats};
+use crate::model::{percent, FlowEstimate, SketchCost, SketchSnapshot, XdpMode};
+
+use super::config::{Geometry, Sampling, SketchConfig};
+use super::counters::Counters;
+use super::error::SketchError;
+use super::estimate::{self, TopK};
+use super::link::{ifindex, XdpLink};
+use super::program::Loaded;
+use super::variates::Variates;
+
+pub struct Host {
+    iface: String,
+    top: TopK,
+    variates: Variates,
+    loaded: Loaded,
+    link: XdpLink,
+    previous: Counters,
+    previous_stats: RunStats,
+    previous_at: Instant,
+}
+
+impl Host {
+    /// Loads the sketch and attaches it to `iface`. Nothing is attached
+    /// when any step fails.
+    pub fn attach(iface: &str, config: &SketchConfig) -> Result<Host, SketchError> {
+        let geometry = config.geometry()?;
+        let sampling = config.sampling()?;
+        let index = ifindex(iface)?;
+        let mut variates = Variates::new(sampling, config.seed.unwrap_or_else(rand::random));
+        let loaded = Loaded::load(geometry, &mut variates)?;
+        let link = XdpLink::attach(loaded.program().as_fd(), iface, index)?;
+        let previous_stats = stats_of(&loaded);
+        Ok(Host {
+            iface: iface.to_owned(),
+            top: TopK::new(config.top),
+            variates,
+            previous: Counters::zero(geometry),
+            previous_stats,
+            previous_at: Instant::now(),
+            loaded,
+            link,
+        })
+    }
+
+    pub fn mode(&self) -> XdpMode {
+        self.link.mode()
+    }
+
+    pub fn geometry(&self) -> Geometry {
+        self.loaded.geometry()
+    }
+
+    /// The probability as applied (see [`Sampling`]).
+    pub fn probability(&self) -> f64 {
+        self.variates.sampling().probability()
+    }
+
+    /// New variates, same program: every ring is rewritten with gaps drawn
+    /// for `probability`, each carrying its own weight, so updates already
+    /// chosen keep the weight of the p that chose them. A CPU switches
+    /// once its current gap ends; no packet goes uncounted.
+    pub fn set_probability(&mut self, probability: f64) -> Result<(), SketchError> {
+        self.variates.set_sampling(Sampling::new(probability)?);
+        self.refill();
+        Ok(())
+    }
+
+    /// A new geometry needs a new program (the verifier bounded the cells
+    /// with the old one): loaded beside the running one, swapped in through
+    /// the link, so no packet passes unseen. The sketch starts afresh.
+    pub fn set_geometry(&mut self, rows: u32, columns: u32) -> Result<(), SketchError> {
+        let geometry = Geometry::new(rows, columns)?;
+        let loaded = Loaded::load(geometry, &mut self.variates)?;
+        self.link.replace(loaded.program().as_fd())?;
+        self.previous_stats = stats_of(&loaded);
+        self.previous = Counters::zero(geometry);
+        self.top.clear();
+        self.loaded = loaded;
+        Ok(())
+    }
+
+    fn refill(&mut self) {
+        let slots = self.loaded.slots();
+        for cpu in 0..slots.cpus() {
+            slots.write_ring(cpu, &self.variates.ring());
+        }
+    }
+
+    /// Ends the current interval: the top flows and protocols counted in
+    /// it and what the program cost. Refills the variates for the next.
+    pub fn snapshot(&mut self) -> SketchSnapshot {
+        let now = Instant::now();
+        let slots = self.loaded.slots();
+        let current = slots.read();
+        let sampled = slots.candidates();
+        let stats = stats_of(&self.loaded);
+        let interval_s = now.duration_since(self.previous_at).as_secs_f64();
+        let delta = current.since(&self.previous);
+        let geometry = self.geometry();
+        let top = self
+            .top
+            .rank(&delta, geometry, sampled)
+            .iter()
+            .map(|(key, e)| FlowEstimate {
+                flow: key.to_flow(),
+                packets: e.packets.round() as u64,
+                bytes: e.bytes.max(0.0).round() as u64,
+                share: if delta.bytes > 0 {
+                    e.bytes.max(0.0) / delta.bytes as f64
+                } else {
+                    0.0
+                },
+            })
+            .collect();
+        let snapshot = SketchSnapshot {
+            ts: SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map_or(0.0, |d| d.as_secs_f64()),
+            interval_s,
+            iface: self.iface.clone(),
+            mode: self.mode(),
+            probability: self.probability(),
+            rows: geometry.rows(),
+            columns: geometry.columns(),
+            packets: delta.packets,
+            bytes: delta.bytes,
+            top,
+            other_protocols: estimate::protocols(&delta, geometry),
+            cost: cost(self.previous_stats, stats, interval_s),
+        };
+        self.previous = current;
+        self.previous_stats = stats;
+        self.previous_at = now;
+        self.refill();
+        snapshot
+    }
+}
+
+fn stats_of(loaded: &Loaded) -> RunStats {
+    run_stats(loaded.program().as_fd()).unwrap_or_default()
+}
+
+fn cost(before: RunStats, after: RunStats, interval_s: f64) -> SketchCost {
+    let run_count = after.run_count.wrapping_sub(before.run_count);
+    let run_time_ns = after.run_time_ns.wrapping_sub(before.run_time_ns);
+    SketchCost {
+        run_count,
+        run_time_ns,
+        ns_per_packet: if run_count > 0 {
+            run_time_ns as f64 / run_count as f64
+        } else {
+            0.0
+        },
+        cpu_percent: percent(run_time_ns, interval_s),
+    }
+}

@@ -1,0 +1,37 @@
+//! The co-hosted XDP sketch: NitroSketch sampling over a Count Sketch,
+//! counting flows on an interface so that netto can show both the heavy
+//! hitters and what measuring them costs.
+//!
+//! Data flows one way: the program (`bpf/sketch.bpf.c`) writes per-CPU
+//! slots ([`slots`]), [`host`] sums them into [`counters`], [`estimate`]
+//! answers queries, and the result is a [`crate::model::SketchSnapshot`].
+//! [`reference`] is the same algorithm in plain Rust, used by the tests to
+//! hold the kernel program to exact counts.
+//!
+//! Top-K: each CPU slot holds a small table of candidate flows, bucketed
+//! by hash bits, each bucket kept by a majority vote of the sampled packets
+//! that fall in it (see `struct sketch_candidate`); user space estimates
+//! the holders (and the previous ranking) with the sketch and ranks them.
+//! A heavy flow wins its bucket and keeps it for a while after it stops,
+//! unlike a ring of recent keys, which forgets a heavy flow that ended
+//! early in an interval. The packet path pays a 40-byte compare per
+//! sampled packet: no sort, no median, no hash map in the kernel, and
+//! nothing at all on skipped packets.
+
+pub mod config;
+pub mod counters;
+pub mod error;
+pub mod estimate;
+pub mod flow;
+pub mod hash;
+pub mod host;
+pub mod link;
+pub mod packet;
+pub mod program;
+pub mod reference;
+pub mod slots;
+pub mod variates;
+
+pub use config::SketchConfig;
+pub use error::SketchError;
+pub use host::Host;

@@ -1,0 +1,124 @@
+//! Ethernet frames built from a flow, for the tests and the benchmark that
+//! feed the program through BPF_PROG_TEST_RUN and the reference alike.
+
+use std::net::IpAddr;
+
+const ETH_P_IP: u16 = 0x0800;
+const ETH_P_IPV6: u16 = 0x86dd;
+const ETH_P_8021Q: u16 = 0x8100;
+const IPV4_HEADER: usize = 20;
+const IPV6_HEADER: usize = 40;
+const L4_HEADER: usize = 8;
+const MAC_HEADER: usize = 14;
+
+/// A frame of `len` bytes (at least the headers) carrying `proto` (any IP
+/// protocol number; ports are written for every protocol) between the two
+/// addresses, optionally behind one 802.1Q tag.
+pub fn frame(
+    src: IpAddr,
+    dst: IpAddr,
+    sport: u16,
+    dport: u16,
+    proto: u8,
+    vlan: bool,
+    len: usize,
+) -> Vec<u8> {
+    let mut f = vec![0u8; MAC_HEADER];
+    f[0..6].copy_from_slice(&[0x02, 0, 0, 0, 0, 0x02]);
+    f[6..12].copy_from_slice(&[0x02, 0, 0, 0, 0, 0x01]);
+    if vlan {
+        f[12..14].copy_from_slice(&ETH_P_8021Q.to_be_bytes());
+        f.extend_from_slice(&[0x00, 0x07]);
+        f.extend_from_slice(&[0, 0]);
+    }
+    let ethertype_at = f.len() - 2;
+    match (src, dst) {
+        (IpAddr::V4(s), IpAddr::V4(d)) => {
+            f[ethertype_at..].copy_from_slice(&ETH_P_IP.to_be_bytes());
+            let total = len.saturating_sub(f.len()).max(IPV4_HEADER + L4_HEADER);
+            let mut ip = [0u8; IPV4_HEADER];
+            ip[0] = 0x45;
+            ip[2..4].copy_from_slice(&u16::try_from(total).unwrap_or(u16::MAX).to_be_bytes());
+            ip[8] = 64;
+            ip[9] = proto;
+            ip[12..16].copy_from_slice(&s.octets());
+            ip[16..20].copy_from_slice(&d.octets());
+            f.extend_from_slice(&ip);
+        }
+        (s, d) => {
+            f[ethertype_at..].copy_from_slice(&ETH_P_IPV6.to_be_bytes());
+            let payload = len.saturating_sub(f.len() + IPV6_HEADER).max(L4_HEADER);
+            let mut ip = [0u8; IPV6_HEADER];
+            ip[0] = 0x60;
+            ip[4..6].copy_from_slice(&u16::try_from(payload).unwrap_or(u16::MAX).to_be_bytes());
+            ip[6] = proto;
+            ip[7] = 64;
+            ip[8..24].copy_from_slice(&v6(s));
+            ip[24..40].copy_from_slice(&v6(d));
+            f.extend_from_slice(&ip);
+        }
+    }
+    f.extend_from_slice(&sport.to_be_bytes());
+    f.extend_from_slice(&dport.to_be_bytes());
+    f.extend_from_slice(&[0; L4_HEADER - 4]);
+    f.resize(f.len().max(len), 0);
+    f
+}
+
+fn v6(addr: IpAddr) -> [u8; 16] {
+    match addr {
+        IpAddr::V4(a) => a.to_ipv6_mapped().octets(),
+        IpAddr::V6(a) => a.octets(),
+    }
+}
+
+/// Marks an IPv4 frame made by [`frame`] as a later fragment (offset 8).
+pub fn make_later_fragment(frame: &mut [u8]) {
+    frame[MAC_HEADER + 6..MAC_HEADER + 8].copy_from_slice(&1u16.to_be_bytes());
+}
+
+/// An ARP request frame.
+pub fn arp() -> Vec<u8> {
+    let mut f = vec![0u8; 42];
+    f[0..6].copy_from_slice(&[0xff; 6]);
+    f[12..14].copy_from_slice(&0x0806u16.to_be_bytes());
+    f
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::flow::{classify, Class, FlowKey};
+    use super::*;
+    use crate::abi::sketch::sketch_protocol::*;
+
+    #[test]
+    fn frames_classify_as_built() {
+        let (s, d): (IpAddr, IpAddr) = ("10.0.0.1".parse().unwrap(), "10.0.0.2".parse().unwrap());
+        for vlan in [false, true] {
+            let f = frame(s, d, 1000, 80, 6, vlan, 64);
+            assert_eq!(f.len(), 64);
+            assert_eq!(classify(&f), Class::Flow(FlowKey::new(s, d, 1000, 80, 6)));
+        }
+        let (s6, d6): (IpAddr, IpAddr) = ("fd00::1".parse().unwrap(), "fd00::2".parse().unwrap());
+        assert_eq!(
+            classify(&frame(s6, d6, 5, 6, 17, false, 100)),
+            Class::Flow(FlowKey::new(s6, d6, 5, 6, 17))
+        );
+        assert_eq!(
+            classify(&frame(s, d, 0, 0, 1, false, 64)),
+            Class::Protocol(SKETCH_PROTO_ICMP)
+        );
+        assert_eq!(
+            classify(&frame(s6, d6, 0, 0, 58, false, 64)),
+            Class::Protocol(SKETCH_PROTO_ICMPV6)
+        );
+        assert_eq!(
+            classify(&frame(s, d, 0, 0, 47, false, 64)),
+            Class::Protocol(SKETCH_PROTO_IPV4_OTHER)
+        );
+        let mut fragment = frame(s, d, 1, 2, 17, false, 64);
+        make_later_fragment(&mut fragment);
+        assert_eq!(classify(&fragment), Class::Protocol(SKETCH_PROTO_FRAGMENT));
+        assert_eq!(classify(&arp()), Class::Protocol(SKETCH_PROTO_ARP));
+    }
+}

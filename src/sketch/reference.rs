@@ -1,0 +1,120 @@
+//! The sketch in plain Rust, step for step what `netto_sketch` does on one
+//! CPU: fed the same packets and the same variates it must count exactly
+//! what the kernel counted. Tests hold the program to it; accuracy tests
+//! run long traces through it at user-space speed.
+
+use crate::abi::sketch::{sketch_variate, SKETCH_CANDIDATES, SKETCH_VOTES_MAX};
+
+use super::config::Geometry;
+use super::counters::Counters;
+use super::flow::{classify, Class, FlowKey, KEY_BYTES};
+use super::hash::{flow_hash, lane};
+use super::variates::{SlotStart, RING};
+
+pub struct Reference {
+    geometry: Geometry,
+    skip: u32,
+    weight: u32,
+    cursor: u32,
+    ring: Vec<sketch_variate>,
+    candidates: Vec<(FlowKey, u32)>,
+    counters: Counters,
+}
+
+impl Reference {
+    /// A CPU slot as the control plane starts it.
+    pub fn new(geometry: Geometry, start: SlotStart) -> Reference {
+        Reference {
+            geometry,
+            skip: start.first.skip,
+            weight: start.first.weight,
+            cursor: 0,
+            ring: start.ring,
+            candidates: vec![(FlowKey([0; KEY_BYTES]), 0); SKETCH_CANDIDATES as usize],
+            counters: Counters::zero(geometry),
+        }
+    }
+
+    /// A refill: later gaps come from `ring`.
+    pub fn set_ring(&mut self, ring: Vec<sketch_variate>) {
+        self.ring = ring;
+    }
+
+    pub fn counters(&self) -> &Counters {
+        &self.counters
+    }
+
+    /// The flows the program would have left as top-K candidates.
+    pub fn candidates(&self) -> impl Iterator<Item = &FlowKey> {
+        self.candidates
+            .iter()
+            .filter(|(_, votes)| *votes > 0)
+            .map(|(key, _)| key)
+    }
+
+    fn vote(&mut self, key: FlowKey, hash: u64) {
+        let bucket = (hash >> 32) as usize & (self.candidates.len() - 1);
+        let (holder, votes) = &mut self.candidates[bucket];
+        if *holder == key {
+            if *votes < SKETCH_VOTES_MAX {
+                *votes += 1;
+            }
+        } else if *votes > 0 {
+            *votes -= 1;
+        } else {
+            *holder = key;
+            *votes = 1;
+        }
+    }
+
+    pub fn process(&mut self, packet: &[u8]) {
+        let len = packet.len() as u64;
+        let rows = self.geometry.rows();
+        let c = &mut self.counters;
+        c.packets = c.packets.wrapping_add(1);
+        c.bytes = c.bytes.wrapping_add(len);
+        if self.skip >= rows {
+            self.skip -= rows;
+            return;
+        }
+        self.sample(packet, len);
+    }
+
+    fn sample(&mut self, packet: &[u8], len: u64) {
+        let class = classify(packet);
+        let hash = match class {
+            Class::Flow(key) => {
+                let hash = flow_hash(&key);
+                self.vote(key, hash);
+                hash
+            }
+            Class::Protocol(_) => 0,
+        };
+        let rows = self.geometry.rows();
+        let mut row = self.skip;
+        while row < rows {
+            let packets = i64::from(self.weight);
+            let bytes = u64::from(self.weight).wrapping_mul(len) as i64;
+            let c = &mut self.counters;
+            match class {
+                Class::Flow(_) => {
+                    let lane = lane(hash, self.geometry, row);
+                    let sign = if lane.negative { -1 } else { 1 };
+                    let cell = &mut c.cells[lane.cell];
+                    cell[0] = cell[0].wrapping_add(packets.wrapping_mul(sign));
+                    cell[1] = cell[1].wrapping_add(bytes.wrapping_mul(sign));
+                }
+                Class::Protocol(protocol) => {
+                    let i = protocol as usize;
+                    c.proto_packets[i] = c.proto_packets[i].wrapping_add(packets);
+                    c.proto_bytes[i] = c.proto_bytes[i].wrapping_add(bytes);
+                }
+            }
+            let next = self.ring[self.cursor as usize % RING];
+            self.cursor = self.cursor.wrapping_add(1);
+            row += 1 + next.skip;
+            self.weight = next.weight;
+        }
+        self.skip = row - rows;
+    }
+}

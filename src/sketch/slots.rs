@@ -1,0 +1,174 @@
+//! The per-CPU slots of the loaded sketch, mapped into netto: the program
+//! writes counters and candidates, netto reads them and writes variates.
+//! Mapping the array (rather than copying it through syscalls) is what
+//! lets netto refill a ring without touching the counters beside it: a
+//! map update would rewrite the whole value under the running program.
+
+use std::io;
+use std::os::fd::{AsRawFd, BorrowedFd};
+use std::ptr::{self, NonNull};
+
+use crate::abi::bytes_of;
+use crate::abi::sketch::{sketch_candidate, sketch_cell, sketch_state, sketch_variate};
+
+use super::config::Geometry;
+use super::counters::{Counters, PROTOCOL_COUNT};
+use super::error::SketchError;
+use super::flow::FlowKey;
+use super::variates::SlotStart;
+
+/// Whole cache lines per slot, so CPUs never share one.
+const CACHE_LINE: usize = 64;
+
+/// Bytes of one CPU's slot: the state and its cells, in whole cache lines.
+pub fn slot_bytes(geometry: Geometry) -> usize {
+    let bytes = size_of::<sketch_state>() + geometry.cells() * size_of::<sketch_cell>();
+    bytes.next_multiple_of(CACHE_LINE)
+}
+
+pub struct Slots {
+    base: NonNull<u8>,
+    len: usize,
+    stride: usize,
+    cpus: usize,
+    geometry: Geometry,
+}
+
+// SAFETY: the mapping is plain shared memory owned by this value; all
+// access goes through volatile reads and writes of whole integers.
+unsafe impl Send for Slots {}
+
+impl Slots {
+    pub fn map(fd: BorrowedFd<'_>, geometry: Geometry, cpus: usize) -> Result<Slots, SketchError> {
+        let stride = slot_bytes(geometry);
+        let len = stride * cpus;
+        // SAFETY: maps `len` bytes of an mmap-able array map of exactly
+        // `cpus` values of `stride` bytes; checked for failure below.
+        let base = unsafe {
+            libc::mmap(
+                ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                fd.as_raw_fd(),
+                0,
+            )
+        };
+        if base == libc::MAP_FAILED {
+            return Err(SketchError::Mmap(io::Error::last_os_error()));
+        }
+        Ok(Slots {
+            base: NonNull::new(base.cast())
+                .ok_or(SketchError::Mmap(io::Error::other("null mapping")))?,
+            len,
+            stride,
+            cpus,
+            geometry,
+        })
+    }
+
+    pub fn cpus(&self) -> usize {
+        self.cpus
+    }
+
+    fn state(&self, cpu: usize) -> *mut sketch_state {
+        assert!(cpu < self.cpus, "cpu {cpu} out of range");
+        // SAFETY: cpu < cpus keeps the offset inside the mapping.
+        unsafe { self.base.as_ptr().add(cpu * self.stride).cast() }
+    }
+
+    /// Sets a slot's first gap and ring. Only before the program can run
+    /// on it: the gap and weight are the program's own fields.
+    pub fn start(&self, cpu: usize, start: &SlotStart) {
+        let state = self.state(cpu);
+        // SAFETY: `state` points at this CPU's slot inside the mapping.
+        unsafe {
+            ptr::addr_of_mut!((*state).skip).write_volatile(start.first.skip);
+            ptr::addr_of_mut!((*state).weight).write_volatile(start.first.weight);
+        }
+        self.write_ring(cpu, &start.ring);
+    }
+
+    /// Replaces a slot's ring while the program may be reading it. Each
+    /// entry is one aligned 8-byte store, so the program sees an old or a
+    /// new variate, never half of each.
+    pub fn write_ring(&self, cpu: usize, ring: &[sketch_variate]) {
+        let state = self.state(cpu);
+        // SAFETY: the ring is inside the slot, 64-byte aligned, and its
+        // 8-byte entries are written whole.
+        unsafe {
+            let entries = ptr::addr_of_mut!((*state).ring).cast::<u64>();
+            for (i, variate) in ring.iter().take((*state).ring.len()).enumerate() {
+                let word =
+                    u64::from_ne_bytes(bytes_of(variate).try_into().expect("8-byte variate"));
+                entries.add(i).write_volatile(word);
+            }
+        }
+    }
+
+    /// The counters of every CPU, summed.
+    pub fn read(&self) -> Counters {
+        let mut sum = Counters::zero(self.geometry);
+        for cpu in 0..self.cpus {
+            let state = self.state(cpu);
+            // SAFETY: every read is inside this CPU's slot; the program may
+            // be updating a counter, and an aligned 8-byte read sees it
+            // before or after, never torn.
+            unsafe {
+                let mut proto_packets = [0i64; PROTOCOL_COUNT];
+                let mut proto_bytes = [0i64; PROTOCOL_COUNT];
+                for i in 0..PROTOCOL_COUNT {
+                    proto_packets[i] = ptr::addr_of!((*state).proto_packets[i]).read_volatile();
+                    proto_bytes[i] = ptr::addr_of!((*state).proto_bytes[i]).read_volatile();
+                }
+                sum.add_totals(
+                    ptr::addr_of!((*state).packets).read_volatile(),
+                    ptr::addr_of!((*state).bytes).read_volatile(),
+                    &proto_packets,
+                    &proto_bytes,
+                );
+                let cells = ptr::addr_of!((*state).cells).cast::<sketch_cell>();
+                for i in 0..self.geometry.cells() {
+                    let cell = cells.add(i);
+                    sum.add_cell(
+                        i,
+                        sketch_cell {
+                            packets: ptr::addr_of!((*cell).packets).read_volatile(),
+                            bytes: ptr::addr_of!((*cell).bytes).read_volatile(),
+                        },
+                    );
+                }
+            }
+        }
+        sum
+    }
+
+    /// The flows holding candidate buckets, on any CPU. A key being
+    /// written while read can come out torn; implausible ones are dropped,
+    /// and a plausible torn one only costs a query that estimates it small.
+    pub fn candidates(&self) -> Vec<FlowKey> {
+        let mut keys = Vec::new();
+        for cpu in 0..self.cpus {
+            let state = self.state(cpu);
+            // SAFETY: reads inside this CPU's slot, see `read`.
+            unsafe {
+                let candidates = ptr::addr_of!((*state).candidates).cast::<sketch_candidate>();
+                for i in 0..(*state).candidates.len() {
+                    let candidate = candidates.add(i).read_volatile();
+                    let key = FlowKey::from_abi(&candidate.flow);
+                    if candidate.votes > 0 && key.is_plausible() {
+                        keys.push(key);
+                    }
+                }
+            }
+        }
+        keys
+    }
+}
+
+impl Drop for Slots {
+    fn drop(&mut self) {
+        // SAFETY: unmaps exactly what `map` mapped; nothing borrows it.
+        unsafe { libc::munmap(self.base.as_ptr().cast(), self.len) };
+    }
+}

@@ -1,0 +1,115 @@
+//! The geometric gaps between sampled (packet, row) slots. Drawing them in
+//! user space keeps the random number generator off the packet path: the
+//! program only counts down. A seed makes the sequence reproducible, which
+//! is how the reference implementation replays the program's sampling.
+
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use rand_distr::Geometric;
+
+use crate::abi::sketch::{sketch_variate, SKETCH_MAX_ROWS, SKETCH_RING};
+
+use super::config::Sampling;
+
+/// Largest gap: `row + 1 + skip` must not overflow the program's u32.
+/// Cutting the geometric tail here changes nothing measurable: at the
+/// smallest p a gap this long has probability below e^-4000.
+const MAX_SKIP: u64 = u32::MAX as u64 - 2 * SKETCH_MAX_ROWS as u64;
+
+pub const RING: usize = SKETCH_RING as usize;
+
+pub struct Variates {
+    rng: StdRng,
+    sampling: Sampling,
+    gaps: Geometric,
+}
+
+/// What a CPU slot starts with: the first gap, and the ring after it.
+pub struct SlotStart {
+    pub first: sketch_variate,
+    pub ring: Vec<sketch_variate>,
+}
+
+impl Variates {
+    pub fn new(sampling: Sampling, seed: u64) -> Variates {
+        Variates {
+            rng: StdRng::seed_from_u64(seed),
+            sampling,
+            gaps: geometric(sampling),
+        }
+    }
+
+    pub fn sampling(&self) -> Sampling {
+        self.sampling
+    }
+
+    /// Later variates are drawn with `sampling`.
+    pub fn set_sampling(&mut self, sampling: Sampling) {
+        self.sampling = sampling;
+        self.gaps = geometric(sampling);
+    }
+
+    pub fn next_variate(&mut self) -> sketch_variate {
+        let skip = self.rng.sample(self.gaps).min(MAX_SKIP);
+        sketch_variate {
+            skip: u32::try_from(skip).expect("capped below u32::MAX"),
+            weight: self.sampling.weight(),
+        }
+    }
+
+    pub fn ring(&mut self) -> Vec<sketch_variate> {
+        (0..RING).map(|_| self.next_variate()).collect()
+    }
+
+    pub fn slot_start(&mut self) -> SlotStart {
+        SlotStart {
+            first: self.next_variate(),
+            ring: self.ring(),
+        }
+    }
+}
+
+fn geometric(sampling: Sampling) -> Geometric {
+    Geometric::new(sampling.probability()).expect("Sampling keeps p in (0, 1]")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gaps_have_the_geometric_mean() {
+        let sampling = Sampling::new(0.05).unwrap();
+        let mut v = Variates::new(sampling, 7);
+        let n = 200_000;
+        let mean = (0..n)
+            .map(|_| f64::from(v.next_variate().skip))
+            .sum::<f64>()
+            / n as f64;
+        let expected = (1.0 - 0.05) / 0.05;
+        assert!(
+            (mean - expected).abs() / expected < 0.02,
+            "{mean} vs {expected}"
+        );
+        assert!(Variates::new(Sampling::new(1.0).unwrap(), 1)
+            .ring()
+            .iter()
+            .all(|x| x.skip == 0 && x.weight == 1024));
+    }
+
+    #[test]
+    fn same_seed_same_sequence() {
+        let sampling = Sampling::new(0.1).unwrap();
+        let a: Vec<u32> = Variates::new(sampling, 3)
+            .ring()
+            .iter()
+            .map(|x| x.skip)
+            .collect();
+        let b: Vec<u32> = Variates::new(sampling, 3)
+            .ring()
+            .iter()
+            .map(|x| x.skip)
+            .collect();
+        assert_eq!(a, b);
+    }
+}

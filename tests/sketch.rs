@@ -1,0 +1,604 @@
+//! The XDP sketch against its reference implementation, its accuracy, and
+//! `netto sketch` end to end. Needs root: programs are loaded and run for
+//! real, and the live test builds a namespace.
+
+mod common;
+
+use std::collections::{HashMap, HashSet};
+use std::io::{BufRead, BufReader};
+use std::net::{IpAddr, UdpSocket};
+use std::process::{Command, Stdio};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use netto::model::{SketchSnapshot, XdpMode};
+use netto::netns::VethPair;
+use netto::sketch::config::{Geometry, Sampling, DEFAULT_COLUMNS, DEFAULT_ROWS};
+use netto::sketch::estimate::{self, Estimate, TopK};
+use netto::sketch::flow::FlowKey;
+use netto::sketch::packet::{arp, frame, make_later_fragment};
+use netto::sketch::program::Loaded;
+use netto::sketch::reference::Reference;
+use netto::sketch::variates::Variates;
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use rand_distr::Zipf;
+
+/// test_run executes on the calling CPU; the reference models one slot,
+/// the one started first, which is CPU 0's. The thread's affinity is
+/// restored on drop: libtest may run the next test on the same thread.
+struct PinnedToCpu0(libc::cpu_set_t);
+
+impl PinnedToCpu0 {
+    fn new() -> PinnedToCpu0 {
+        // SAFETY: cpu_set_t values for this thread only, checked calls.
+        unsafe {
+            let mut old: libc::cpu_set_t = std::mem::zeroed();
+            assert_eq!(
+                libc::sched_getaffinity(0, size_of::<libc::cpu_set_t>(), &mut old),
+                0
+            );
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            libc::CPU_SET(0, &mut set);
+            assert_eq!(
+                libc::sched_setaffinity(0, size_of::<libc::cpu_set_t>(), &set),
+                0
+            );
+            PinnedToCpu0(old)
+        }
+    }
+}
+
+impl Drop for PinnedToCpu0 {
+    fn drop(&mut self) {
+        // SAFETY: restores the set read in `new`.
+        unsafe { libc::sched_setaffinity(0, size_of::<libc::cpu_set_t>(), &self.0) };
+    }
+}
+
+fn addr(rng: &mut StdRng, v6: bool) -> IpAddr {
+    if v6 {
+        IpAddr::from(rng.random::<[u8; 16]>())
+    } else {
+        IpAddr::from(rng.random::<[u8; 4]>())
+    }
+}
+
+/// Many distinct TCP/UDP flows over IPv4 and IPv6, some VLAN-tagged, with
+/// ICMP, GRE, ARP, fragments and truncated frames mixed in.
+fn mixed_trace(packets: usize, flows: usize, seed: u64) -> Vec<Vec<u8>> {
+    let mut rng = StdRng::seed_from_u64(seed);
+    let pool: Vec<Vec<u8>> = (0..flows)
+        .map(|i| {
+            let v6 = i % 3 == 0;
+            let proto = if i % 2 == 0 { 6 } else { 17 };
+            let (s, d) = (addr(&mut rng, v6), addr(&mut rng, v6));
+            frame(
+                s,
+                d,
+                rng.random(),
+                rng.random(),
+                proto,
+                i % 5 == 0,
+                64 + i % 1400,
+            )
+        })
+        .collect();
+    (0..packets)
+        .map(|_| match rng.random_range(0..100) {
+            0 => arp(),
+            1 => frame(
+                addr(&mut rng, false),
+                addr(&mut rng, false),
+                0,
+                0,
+                1,
+                false,
+                98,
+            ),
+            2 => frame(
+                addr(&mut rng, true),
+                addr(&mut rng, true),
+                0,
+                0,
+                58,
+                false,
+                118,
+            ),
+            3 => {
+                let mut f = frame(
+                    addr(&mut rng, false),
+                    addr(&mut rng, false),
+                    1,
+                    2,
+                    17,
+                    false,
+                    600,
+                );
+                make_later_fragment(&mut f);
+                f
+            }
+            4 => pool[rng.random_range(0..flows)][..30].to_vec(),
+            5 => frame(
+                addr(&mut rng, false),
+                addr(&mut rng, false),
+                0,
+                0,
+                47,
+                false,
+                80,
+            ),
+            6 => frame(
+                addr(&mut rng, true),
+                addr(&mut rng, true),
+                0,
+                0,
+                47,
+                true,
+                90,
+            ),
+            _ => pool[rng.random_range(0..flows)].clone(),
+        })
+        .collect()
+}
+
+fn exact_run(rows: u32, columns: u32, probabilities: &[f64], seed: u64) {
+    let _pinned = PinnedToCpu0::new();
+    let geometry = Geometry::new(rows, columns).unwrap();
+    let first = Sampling::new(probabilities[0]).unwrap();
+    let mut kernel_variates = Variates::new(first, seed);
+    let loaded = Loaded::load(geometry, &mut kernel_variates).expect("loading netto_sketch");
+    let mut reference = Reference::new(geometry, Variates::new(first, seed).slot_start());
+    let mut refills = Variates::new(first, seed ^ 0xabcdef);
+    for (round, &p) in probabilities.iter().enumerate() {
+        if round > 0 {
+            // A run-time change of p: new variates, same program.
+            refills.set_sampling(Sampling::new(p).unwrap());
+            let ring = refills.ring();
+            loaded.slots().write_ring(0, &ring);
+            reference.set_ring(ring);
+        }
+        for packet in mixed_trace(20_000, 3_000, seed + round as u64) {
+            assert_eq!(loaded.test_run(&packet).unwrap(), 2, "XDP_PASS");
+            reference.process(&packet);
+        }
+    }
+    let kernel = loaded.slots().read();
+    let expected = reference.counters();
+    assert_eq!(kernel.packets, expected.packets);
+    assert_eq!(kernel.bytes, expected.bytes);
+    assert_eq!(kernel.proto_packets, expected.proto_packets);
+    assert_eq!(kernel.proto_bytes, expected.proto_bytes);
+    let differing = kernel
+        .cells
+        .iter()
+        .zip(&expected.cells)
+        .filter(|(a, b)| a != b)
+        .count();
+    assert_eq!(
+        differing,
+        0,
+        "{differing} of {} cells differ",
+        kernel.cells.len()
+    );
+    assert!(
+        expected.cells.iter().filter(|c| c[0] != 0).count() > kernel.cells.len() / 2,
+        "the trace must touch most cells for the comparison to mean something"
+    );
+    assert!(
+        expected.proto_packets.iter().all(|&n| n > 0),
+        "every protocol class was sampled"
+    );
+    let kernel_candidates: HashSet<FlowKey> = loaded.slots().candidates().into_iter().collect();
+    let expected_candidates: HashSet<FlowKey> = reference.candidates().copied().collect();
+    assert_eq!(kernel_candidates, expected_candidates);
+}
+
+#[test]
+fn kernel_counts_exactly_what_the_reference_counts() {
+    exact_run(4, 256, &[0.3], 11);
+}
+
+#[test]
+fn exact_with_odd_rows_full_sampling_and_a_change_of_p() {
+    exact_run(3, 1024, &[1.0, 0.05, 0.5], 12);
+}
+
+/// A Zipf-distributed trace: frames of `flows` distinct UDP/TCP flows, the
+/// k-th heaviest drawn with probability proportional to k^-skew.
+struct ZipfTrace {
+    frames: Vec<Vec<u8>>,
+    keys: Vec<FlowKey>,
+    draws: Vec<usize>,
+}
+
+impl ZipfTrace {
+    fn new(flows: usize, packets: usize, skew: f64, seed: u64) -> ZipfTrace {
+        let mut rng = StdRng::seed_from_u64(seed);
+        let mut frames = Vec::new();
+        let mut keys = Vec::new();
+        for i in 0..flows {
+            let v6 = i % 4 == 0;
+            let proto = if i % 2 == 0 { 17 } else { 6 };
+            let (s, d) = (addr(&mut rng, v6), addr(&mut rng, v6));
+            let (sport, dport) = (rng.random(), rng.random());
+            frames.push(frame(
+                s,
+                d,
+                sport,
+                dport,
+                proto,
+                false,
+                64 + (i * 37) % 1200,
+            ));
+            keys.push(FlowKey::new(s, d, sport, dport, proto));
+        }
+        let zipf = Zipf::new(flows as f64, skew).unwrap();
+        let draws = (0..packets)
+            .map(|_| rng.sample(zipf) as usize - 1)
+            .collect();
+        ZipfTrace {
+            frames,
+            keys,
+            draws,
+        }
+    }
+
+    /// Exact packets and bytes per flow, heaviest first.
+    fn exact(&self) -> Vec<(FlowKey, u64, u64)> {
+        let mut counts: HashMap<usize, (u64, u64)> = HashMap::new();
+        for &i in &self.draws {
+            let c = counts.entry(i).or_default();
+            c.0 += 1;
+            c.1 += self.frames[i].len() as u64;
+        }
+        let mut exact: Vec<(FlowKey, u64, u64)> = counts
+            .into_iter()
+            .map(|(i, (p, b))| (self.keys[i], p, b))
+            .collect();
+        exact.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+        exact
+    }
+}
+
+/// Runs the trace through the reference at probability `p`, ranking
+/// candidates every `interval` packets as the live host does every
+/// interval, and returns the final top-`k` with the sketch's counters.
+fn sketch_trace(
+    trace: &ZipfTrace,
+    p: f64,
+    k: usize,
+) -> (Vec<(FlowKey, Estimate)>, Reference, Geometry) {
+    const INTERVAL: usize = 50_000;
+    let geometry = Geometry::new(DEFAULT_ROWS, DEFAULT_COLUMNS).unwrap();
+    let mut reference = Reference::new(
+        geometry,
+        Variates::new(Sampling::new(p).unwrap(), 5).slot_start(),
+    );
+    let mut top = TopK::new(k);
+    for chunk in trace.draws.chunks(INTERVAL) {
+        for &i in chunk {
+            reference.process(&trace.frames[i]);
+        }
+        top.rank(
+            reference.counters(),
+            geometry,
+            reference.candidates().copied(),
+        );
+    }
+    let ranked = top.rank(
+        reference.counters(),
+        geometry,
+        reference.candidates().copied(),
+    );
+    (ranked, reference, geometry)
+}
+
+fn relative_error(estimate: f64, exact: u64) -> f64 {
+    (estimate - exact as f64).abs() / exact as f64
+}
+
+#[test]
+fn zipf_top10_found_within_5_percent_at_p1() {
+    let trace = ZipfTrace::new(20_000, 500_000, 1.1, 21);
+    let exact = trace.exact();
+    let (ranked, _, _) = sketch_trace(&trace, 1.0, 10);
+    let found: Vec<FlowKey> = ranked.iter().map(|(k, _)| *k).collect();
+    for (rank, (key, packets, bytes)) in exact.iter().take(10).enumerate() {
+        let Some((_, e)) = ranked.iter().find(|(k, _)| k == key) else {
+            panic!("flow of rank {rank} ({packets} packets) not in the top-10: {found:?}");
+        };
+        assert!(
+            relative_error(e.packets, *packets) <= 0.05,
+            "rank {rank}: {} vs {packets}",
+            e.packets
+        );
+        assert!(
+            relative_error(e.bytes, *bytes) <= 0.05,
+            "rank {rank}: {} vs {bytes} bytes",
+            e.bytes
+        );
+    }
+}
+
+#[test]
+fn zipf_estimates_within_10_percent_at_p001() {
+    let trace = ZipfTrace::new(20_000, 8_000_000, 1.1, 22);
+    let exact = trace.exact();
+    let (ranked, reference, geometry) = sketch_trace(&trace, 0.01, 20);
+    let found: HashSet<FlowKey> = ranked.iter().map(|(k, _)| *k).collect();
+    for (rank, (key, packets, bytes)) in exact.iter().take(10).enumerate() {
+        assert!(
+            found.contains(key),
+            "flow of rank {rank} not among the top-20"
+        );
+        let e = estimate::flow(reference.counters(), geometry, key);
+        assert!(
+            relative_error(e.packets, *packets) <= 0.10,
+            "rank {rank}: {} vs {packets}",
+            e.packets
+        );
+        assert!(
+            relative_error(e.bytes, *bytes) <= 0.10,
+            "rank {rank}: {} vs {bytes} bytes",
+            e.bytes
+        );
+    }
+    // Skipped packets are still counted exactly.
+    assert_eq!(reference.counters().packets, trace.draws.len() as u64);
+}
+
+/// `netto sketch` on the host end of a veth pair, started and waited for.
+fn start_sketch(
+    iface: &str,
+    extra: &[&str],
+) -> (common::Guarded, std::sync::mpsc::Receiver<String>) {
+    let mut child = Command::new(common::NETTO)
+        .args(["sketch", "--iface", iface, "--json"])
+        .args(extra)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawning netto sketch");
+    let stderr = child.stderr.take().unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let child = common::Guarded(child);
+    common::wait_for_line(stderr, "netto: sketch attached", Duration::from_secs(30));
+    let (tx, rx) = std::sync::mpsc::channel();
+    thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    (child, rx)
+}
+
+fn bpftool(object: &str) -> Vec<serde_json::Value> {
+    let out = Command::new("bpftool")
+        .args([object, "show", "--json"])
+        .output()
+        .unwrap();
+    serde_json::from_slice(&out.stdout).unwrap_or_default()
+}
+
+/// Ids of loaded `netto_sketch` programs (other netto programs may belong
+/// to other runs on this host).
+fn sketch_programs() -> Vec<u64> {
+    bpftool("prog")
+        .iter()
+        .filter(|p| p["name"] == "netto_sketch")
+        .filter_map(|p| p["id"].as_u64())
+        .collect()
+}
+
+fn sketch_links() -> usize {
+    let programs = sketch_programs();
+    bpftool("link")
+        .iter()
+        .filter(|l| {
+            l["prog_id"]
+                .as_u64()
+                .is_some_and(|id| programs.contains(&id))
+        })
+        .count()
+}
+
+fn xdp_on(iface: &str) -> bool {
+    let out = Command::new("ip")
+        .args(["link", "show", "dev", iface])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).contains("prog/xdp")
+}
+
+/// Sends `count` datagrams of `size` bytes per flow from inside the
+/// namespace to the host end, paced so no veth queue overflows.
+fn send_flows(pair: &VethPair, flows: &[(u16, u16, usize)], size: usize) {
+    let (peer, host) = (pair.peer_addr(), pair.host_addr());
+    thread::scope(|scope| {
+        scope
+            .spawn(|| {
+                pair.enter_current_thread().unwrap();
+                let payload = vec![0x5a; size];
+                for &(sport, dport, count) in flows {
+                    let socket = UdpSocket::bind((peer, sport)).unwrap();
+                    for i in 0..count {
+                        socket.send_to(&payload, (host, dport)).unwrap();
+                        if i % 50 == 49 {
+                            thread::sleep(Duration::from_millis(1));
+                        }
+                    }
+                }
+            })
+            .join()
+            .unwrap();
+    });
+}
+
+#[test]
+fn live_top_k_finds_the_flows_on_a_veth() {
+    let pair = VethPair::create("sketch").unwrap();
+    let iface = pair.host_ifname().to_owned();
+    let (mut child, lines) = start_sketch(
+        &iface,
+        &["--probability", "1", "--interval", "0.5", "--top", "5"],
+    );
+    assert!(xdp_on(&iface), "no XDP program on {iface} while netto runs");
+    let flows = [
+        (40001, 9001, 3000),
+        (40002, 9002, 2000),
+        (40003, 9003, 1000),
+    ];
+    send_flows(&pair, &flows, 200);
+    // Until the program has seen every datagram and one more interval
+    // ended (a loaded machine can take a while), then stop it.
+    let mut snapshots: Vec<SketchSnapshot> = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut after_all = 0;
+    while after_all < 2 && Instant::now() < deadline {
+        if let Ok(line) = lines.recv_timeout(Duration::from_millis(200)) {
+            snapshots.push(serde_json::from_str(&line).expect("bad JSON line"));
+            let seen: u64 = snapshots.iter().map(|s| s.packets).sum();
+            if seen >= 6000 {
+                after_all += 1;
+            }
+        }
+    }
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.0.id() as i32, libc::SIGINT) };
+    assert!(
+        child.0.wait().unwrap().success(),
+        "netto sketch did not exit cleanly"
+    );
+    assert!(!xdp_on(&iface), "XDP program left on {iface} after exit");
+    assert!(snapshots.len() >= 2, "{} snapshots", snapshots.len());
+    assert!(snapshots
+        .iter()
+        .all(|s| s.mode == XdpMode::Native && s.iface == iface));
+    let mut found: HashMap<(u16, u16), (u64, u64)> = HashMap::new();
+    for s in &snapshots {
+        for e in &s.top {
+            if e.flow.src == pair.peer_addr().to_string() && e.flow.proto == "udp" {
+                let c = found.entry((e.flow.sport, e.flow.dport)).or_default();
+                c.0 += e.packets;
+                c.1 += e.bytes;
+            }
+        }
+    }
+    // 200 bytes of payload + UDP, IPv4 and Ethernet headers.
+    let frame = 200 + 8 + 20 + 14;
+    for (sport, dport, count) in flows {
+        let (packets, bytes) = found.get(&(sport, dport)).copied().unwrap_or_default();
+        assert!(
+            relative_error(packets as f64, count as u64) <= 0.02,
+            "flow {sport}->{dport}: {packets} packets estimated, {count} sent; snapshots {snapshots:?}"
+        );
+        assert!(
+            relative_error(bytes as f64, (count * frame) as u64) <= 0.02,
+            "{bytes} bytes"
+        );
+    }
+    let seen: u64 = snapshots.iter().map(|s| s.packets).sum();
+    assert!(seen >= 6000, "the program saw {seen} packets");
+    let runs: u64 = snapshots.iter().map(|s| s.cost.run_count).sum();
+    // One run per packet; the reads of runs and packets are microseconds
+    // apart, so a stray neighbour solicitation may fall between them.
+    assert!(runs.abs_diff(seen) <= 2, "{runs} runs for {seen} packets");
+    assert!(snapshots.iter().any(|s| s.cost.ns_per_packet > 0.0));
+}
+
+#[test]
+fn sigkill_leaves_no_xdp_program_behind() {
+    let pair = VethPair::create("sketchk").unwrap();
+    let iface = pair.host_ifname().to_owned();
+    let (mut child, _lines) = start_sketch(&iface, &[]);
+    assert!(xdp_on(&iface));
+    assert_eq!(
+        sketch_links(),
+        1,
+        "the sketch is attached through a BPF link"
+    );
+    child.0.kill().unwrap();
+    child.0.wait().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while (xdp_on(&iface) || !sketch_programs().is_empty()) && Instant::now() < deadline {
+        thread::sleep(Duration::from_millis(50));
+    }
+    assert!(!xdp_on(&iface), "XDP program left on {iface} after SIGKILL");
+    assert_eq!(sketch_links(), 0);
+    assert!(sketch_programs().is_empty(), "netto_sketch still loaded");
+}
+
+#[test]
+fn bad_input_is_one_line_and_attaches_nothing() {
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &["--iface", "nosuchif0"],
+            "no network interface named \"nosuchif0\"",
+        ),
+        (&["--iface", "lo", "--probability", "0"], "outside (0, 1]"),
+        (
+            &["--iface", "lo", "--probability", "1.01"],
+            "outside (0, 1]",
+        ),
+        (&["--iface", "lo", "--probability", "nan"], "outside (0, 1]"),
+        (
+            &["--iface", "lo", "--rows", "0"],
+            "rows must be between 1 and 8",
+        ),
+        (
+            &["--iface", "lo", "--rows", "12"],
+            "rows must be between 1 and 8",
+        ),
+        (&["--iface", "lo", "--columns", "1000"], "power of two"),
+        (&["--iface", "lo", "--columns", "8"], "power of two"),
+        (
+            &["--iface", "lo", "--rows", "8", "--columns", "4096"],
+            "need 104 bits",
+        ),
+    ];
+    for (args, mentions) in cases {
+        let mut all = vec!["sketch"];
+        all.extend_from_slice(args);
+        let out = common::netto(&all);
+        common::assert_clean_failure(&out, mentions);
+        assert!(
+            String::from_utf8_lossy(&out.stderr).starts_with("netto: "),
+            "{args:?}"
+        );
+        assert!(!xdp_on("lo"), "{args:?} attached to lo");
+        assert!(
+            sketch_programs().is_empty(),
+            "{args:?} left a program loaded"
+        );
+    }
+}
+
+/// `--xdp-sketch` co-hosts the sketch with the accounting: every snapshot
+/// of `netto stat` carries its flows and cost, and it is gone afterwards.
+#[test]
+fn stat_cohosts_the_sketch() {
+    let pair = VethPair::create("sketchs").unwrap();
+    let iface = pair.host_ifname().to_owned();
+    let stat = common::NettoStat::start(0, &["--interval", "0.5", "--xdp-sketch", &iface]);
+    assert!(
+        xdp_on(&iface),
+        "no XDP program on {iface} while netto stat runs"
+    );
+    send_flows(&pair, &[(40011, 9011, 500)], 200);
+    thread::sleep(Duration::from_secs(1));
+    let snapshots = stat.stop();
+    assert!(!xdp_on(&iface), "XDP program left on {iface} after exit");
+    let sketches: Vec<&SketchSnapshot> =
+        snapshots.iter().filter_map(|s| s.sketch.as_ref()).collect();
+    assert_eq!(
+        sketches.len(),
+        snapshots.len(),
+        "a snapshot without the sketch"
+    );
+    assert!(sketches.iter().all(|s| s.iface == iface));
+    let packets: u64 = sketches.iter().map(|s| s.packets).sum();
+    assert!(packets >= 500, "the co-hosted sketch saw {packets} packets");
+}
