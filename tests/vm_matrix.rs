@@ -71,6 +71,14 @@ const MATRIX: &[Row] = &[
         needs: &["perf_events"],
         timeout: Duration::from_secs(4 * MINUTES),
     },
+    Row {
+        feature: "XDP sketch",
+        test: "sketch",
+        filter: &[],
+        env: &[],
+        needs: &["xdp"],
+        timeout: Duration::from_secs(6 * MINUTES),
+    },
 ];
 
 /// `netto check --json`: printed with the results, and it tells which

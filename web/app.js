@@ -225,7 +225,7 @@ function renderSketch(s) {
   const summary = el("p", {}, `${sk.iface} (${sk.mode}), ${fmtInt(sk.packets)} packets, ${fmtInt(sk.bytes)} bytes` +
     (sk.cost ? `, ${sk.cost.ns_per_packet.toFixed(1)} ns/packet, ${fmtPct(sk.cost.cpu_percent)} % CPU` : ""));
   const head = el("tr", {}, el("th", {}, "flow"), el("th", {}, "packets"), el("th", {}, "bytes"), el("th", {}, "share"));
-  const flows = (sk.top || []).map((f) => el("tr", {}, el("td", {}, f.flow), el("td", {}, fmtInt(f.packets)), el("td", {}, fmtInt(f.bytes)), el("td", {}, fmtPct(f.share * 100) + " %")));
+  const flows = (sk.top || []).map((f) => el("tr", {}, el("td", {}, `${f.flow.proto} ${f.flow.src}:${f.flow.sport} → ${f.flow.dst}:${f.flow.dport}`), el("td", {}, fmtInt(f.packets)), el("td", {}, fmtInt(f.bytes)), el("td", {}, fmtPct(f.share * 100) + " %")));
   $("sketch").replaceChildren(summary, el("table", {}, el("thead", {}, head), el("tbody", {}, ...flows)));
 }
 
