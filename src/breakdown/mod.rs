@@ -27,6 +27,7 @@
 //! [`rules`].
 
 pub mod fold;
+pub mod hot;
 pub mod rules;
 
 use std::collections::{BTreeMap, HashMap};
@@ -184,6 +185,22 @@ fn categorize_with<'a, S: AsRef<str>>(
     deferred.unwrap_or(Category::Other)
 }
 
+/// [`categorize`] for many stacks at once. Stacks share most of their
+/// frames, so each name is looked up in the table once, not once per stack.
+#[derive(Default)]
+struct Categorizer<'a> {
+    memo: HashMap<&'a str, Option<rules::Action>, FastState>,
+}
+
+impl<'a> Categorizer<'a> {
+    fn categorize(&mut self, frames: &'a [String]) -> Category {
+        let memo = &mut self.memo;
+        categorize_with(frames, |name: &'a str| {
+            *memo.entry(name).or_insert_with(|| rules::action(name))
+        })
+    }
+}
+
 /// One [`Breakdown`] per context that has samples, in
 /// [`SampleContext::ALL`] order: the context's samples by category, most
 /// samples first, each with its share of the context's exact event time
@@ -195,13 +212,10 @@ pub fn breakdowns<'a>(
     stacks: &'a [StackCount],
     events: &BTreeMap<EventKey, CpuTime>,
 ) -> Vec<Breakdown> {
-    // Stacks share most of their frames: look each name up in the table
-    // once, not once per stack.
-    let mut memo: HashMap<&str, Option<rules::Action>, FastState> = HashMap::default();
-    let mut action = |name: &'a str| *memo.entry(name).or_insert_with(|| rules::action(name));
+    let mut categorizer = Categorizer::default();
     let mut counts = [[0u64; Category::ALL.len()]; SampleContext::ALL.len()];
     for stack in stacks {
-        let category = categorize_with(&stack.frames, &mut action);
+        let category = categorizer.categorize(&stack.frames);
         counts[stack.context as usize][category as usize] += stack.count;
     }
     SampleContext::ALL

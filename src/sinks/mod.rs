@@ -4,3 +4,4 @@ pub mod flame;
 pub mod history;
 pub mod output;
 pub mod stat;
+pub mod tui;
