@@ -4,6 +4,7 @@
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::kernel::backend::BackendChoice;
+use crate::kernel::sampler::Transport;
 
 /// Longest accepted --interval and --duration: a typo such as 1e9 gets an
 /// error instead of a process that never ends.
@@ -15,14 +16,25 @@ const MAX_DURATION_S: f64 = 30.0 * 24.0 * 3600.0;
 #[command(
     name = "netto",
     version,
-    about = "How much CPU the Linux kernel network stack costs, measured exactly with eBPF"
+    about = "How much CPU the Linux kernel network stack costs, measured exactly with eBPF",
+    args_conflicts_with_subcommands = true
 )]
 pub struct Cli {
     /// Print libbpf's own log (verifier output on load failures).
     #[arg(short, long, global = true)]
     pub verbose: bool,
     #[command(subcommand)]
-    pub command: Command,
+    pub command: Option<Command>,
+    /// Without a subcommand netto runs `top`, and takes its options.
+    #[command(flatten)]
+    pub top: TopArgs,
+}
+
+impl Cli {
+    /// The subcommand to run: `top` when none was named.
+    pub fn into_command(self) -> Command {
+        self.command.unwrap_or(Command::Top(self.top))
+    }
 }
 
 #[derive(Debug, Subcommand)]
@@ -36,6 +48,9 @@ pub enum Command {
     Record(RecordArgs),
     /// Render a recording again, or the difference of two.
     Report(ReportArgs),
+    /// The interactive view (the default): events, history, breakdown,
+    /// live or replayed.
+    Top(TopArgs),
     /// The demo load's child process (started by `--demo`).
     #[command(name = "demo-load", hide = true)]
     DemoLoad,
@@ -109,6 +124,15 @@ pub enum TransportArg {
     Ringbuf,
 }
 
+impl From<TransportArg> for Transport {
+    fn from(arg: TransportArg) -> Self {
+        match arg {
+            TransportArg::Mmap => Transport::Mmap,
+            TransportArg::Ringbuf => Transport::Ringbuf,
+        }
+    }
+}
+
 #[derive(Debug, Args)]
 pub struct RecordArgs {
     /// How long to sample.
@@ -161,6 +185,51 @@ pub struct ReportArgs {
     /// Overwrite an existing output file.
     #[arg(long)]
     pub force: bool,
+}
+
+/// Longest chart history and flame graph window `top` keeps: memory grows
+/// with it (one snapshot, stacks included, per interval).
+const MAX_HISTORY_S: f64 = 3600.0;
+/// Fastest replay; beyond it snapshots arrive faster than a screen shows.
+const MAX_SPEED: f64 = 1000.0;
+
+#[derive(Debug, Args)]
+pub struct TopArgs {
+    /// Seconds per interval: the refresh period.
+    #[arg(long, default_value = "1", value_name = "SECONDS", allow_negative_numbers = true, value_parser = parse_interval)]
+    pub interval: f64,
+    /// Stack samples per second per CPU at the start (+ and - change it).
+    #[arg(long, value_name = "HZ", default_value = "499", allow_negative_numbers = true, value_parser = parse_frequency)]
+    pub frequency: u64,
+    /// How samples reach user space.
+    #[arg(long, value_enum, default_value_t = TransportArg::Mmap)]
+    pub transport: TransportArg,
+    /// Accounting backend.
+    #[arg(long, value_enum, default_value_t = BackendArg::Auto)]
+    pub backend: BackendArg,
+    /// Run the built-in demo load while watching.
+    #[arg(long)]
+    pub demo: bool,
+    /// Do not turn on BPF run-time statistics (see `stat --no-bpf-stats`).
+    #[arg(long)]
+    pub no_bpf_stats: bool,
+    /// Play a recording made by `netto record` instead of measuring; needs
+    /// neither root nor BPF.
+    #[arg(
+        long,
+        value_name = "RECORDING",
+        conflicts_with_all = ["interval", "frequency", "transport", "backend", "demo", "no_bpf_stats"]
+    )]
+    pub replay: Option<std::path::PathBuf>,
+    /// Replay this many times faster than recorded.
+    #[arg(long, value_name = "X", default_value = "1", requires = "replay", allow_negative_numbers = true, value_parser = parse_speed)]
+    pub speed: f64,
+    /// Seconds of the past the history chart shows.
+    #[arg(long, value_name = "SECONDS", default_value = "300", allow_negative_numbers = true, value_parser = parse_window)]
+    pub history: f64,
+    /// Seconds a flame graph written with `s` covers.
+    #[arg(long, value_name = "SECONDS", default_value = "30", allow_negative_numbers = true, value_parser = parse_window)]
+    pub flame_seconds: f64,
 }
 
 #[derive(Debug, Args)]
@@ -232,6 +301,20 @@ fn parse_interval(text: &str) -> Result<f64, String> {
     parse_seconds(text, MIN_INTERVAL_S, MAX_INTERVAL_S)
 }
 
+fn parse_window(text: &str) -> Result<f64, String> {
+    parse_seconds(text, 1.0, MAX_HISTORY_S)
+}
+
+fn parse_speed(text: &str) -> Result<f64, String> {
+    let value: f64 = text
+        .parse()
+        .map_err(|_| format!("'{text}' is not a number"))?;
+    if !value.is_finite() || value <= 0.0 || value > MAX_SPEED {
+        return Err(format!("must be above 0 and at most {MAX_SPEED}"));
+    }
+    Ok(value)
+}
+
 fn parse_duration(text: &str) -> Result<f64, String> {
     let value = parse_seconds(text, 0.0, MAX_DURATION_S)?;
     if value == 0.0 {
@@ -253,12 +336,45 @@ mod tests {
     #[test]
     fn accepts_sane_values() {
         let cli = parse(&["stat", "--interval", "0.5", "--duration", "3", "--json"]).unwrap();
-        let Command::Stat(args) = cli.command else {
+        let Command::Stat(args) = cli.into_command() else {
             panic!("stat expected")
         };
         assert_eq!(args.interval, 0.5);
         assert_eq!(args.duration, Some(3.0));
         assert_eq!(args.backend, BackendArg::Auto);
+    }
+
+    #[test]
+    fn top_is_the_default_command() {
+        for args in [&[][..], &["top"]] {
+            let Command::Top(top) = parse(args).unwrap().into_command() else {
+                panic!("top expected for {args:?}")
+            };
+            assert_eq!(
+                (top.interval, top.frequency, top.history),
+                (1.0, 499, 300.0)
+            );
+            assert_eq!(
+                (top.replay, top.speed, top.flame_seconds),
+                (None, 1.0, 30.0)
+            );
+        }
+        let Command::Top(top) = parse(&["--demo", "--frequency", "99"])
+            .unwrap()
+            .into_command()
+        else {
+            panic!("top expected")
+        };
+        assert!(top.demo);
+        assert_eq!(top.frequency, 99);
+        let Command::Top(top) = parse(&["top", "--replay", "r.json", "--speed", "4"])
+            .unwrap()
+            .into_command()
+        else {
+            panic!("top expected")
+        };
+        assert_eq!(top.replay.as_deref(), Some(std::path::Path::new("r.json")));
+        assert_eq!(top.speed, 4.0);
     }
 
     #[test]
@@ -302,6 +418,16 @@ mod tests {
             ],
             &["record", "--duration", "0", "-o", "x.svg"],
             &["report", "-o", "x.svg"],
+            &["top", "--replay", "r.json", "--demo"],
+            &["top", "--replay", "r.json", "--frequency", "99"],
+            &["top", "--speed", "2"],
+            &["top", "--replay", "r.json", "--speed", "0"],
+            &["top", "--replay", "r.json", "--speed", "-1"],
+            &["top", "--replay", "r.json", "--speed", "inf"],
+            &["top", "--history", "0"],
+            &["top", "--flame-seconds", "1e9"],
+            &["top", "--frequency", "0"],
+            &["--demo", "stat"],
             &[
                 "report", "a.json", "--diff", "b.json", "c.json", "-o", "x.svg",
             ],

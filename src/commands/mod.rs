@@ -8,3 +8,4 @@ pub mod report;
 mod signals;
 mod startup;
 pub mod stat;
+pub mod top;

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::{bail, Result};
-use netto::cli::{Format, RecordArgs, TransportArg};
+use netto::cli::{Format, RecordArgs};
 use netto::kernel::sampler::Transport;
 use netto::model::{Recording, RecordingHeader};
 use netto::source::live::{LiveConfig, Sampling};
@@ -24,10 +24,7 @@ pub fn run(args: &RecordArgs) -> Result<ExitCode> {
             args.output.display()
         );
     }
-    let transport = match args.transport {
-        TransportArg::Mmap => Transport::Mmap,
-        TransportArg::Ringbuf => Transport::Ringbuf,
-    };
+    let transport = Transport::from(args.transport);
     let source = startup::live(LiveConfig {
         backend: args.backend.into(),
         bpf_stats: !args.no_bpf_stats,

@@ -1,6 +1,7 @@
 //! Writing a recording in the format the user asked for; shared by `record`
 //! and `report` so both produce the same files.
 
+use std::io::{self, Write};
 use std::path::Path;
 
 use anyhow::{bail, Context, Result};
@@ -32,11 +33,6 @@ pub fn write_recording(
     force: bool,
 ) -> Result<()> {
     let labels = Labels::for_recording(&recording.header);
-    let names = category_names();
-    let categories = Categories {
-        names: &names,
-        of_frame: &frame_category,
-    };
     let stacks = recording.stacks();
     write_atomically(path, force, |out| match format {
         Format::Json => {
@@ -44,9 +40,30 @@ pub fn write_recording(
             out.write_all(b"\n")
         }
         Format::Folded => folded::write_folded(&stacks, out),
-        Format::Svg => Ok(svg::write_svg(&stacks, &labels, &categories, out)?),
+        Format::Svg => draw_svg(&stacks, &labels, out),
     })
     .with_context(|| format!("writing {}", path.display()))
+}
+
+/// A flame graph of `stacks` at `path`, as `record` draws one.
+pub fn write_flame_graph(
+    stacks: &[StackCount],
+    labels: &Labels,
+    path: &Path,
+    force: bool,
+) -> Result<()> {
+    write_atomically(path, force, |out| draw_svg(stacks, labels, out))
+        .with_context(|| format!("writing {}", path.display()))
+}
+
+/// Frames coloured by category.
+fn draw_svg(stacks: &[StackCount], labels: &Labels, out: &mut dyn Write) -> io::Result<()> {
+    let names = category_names();
+    let categories = Categories {
+        names: &names,
+        of_frame: &frame_category,
+    };
+    Ok(svg::write_svg(stacks, labels, &categories, out)?)
 }
 
 pub fn write_diff(

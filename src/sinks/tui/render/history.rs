@@ -39,7 +39,10 @@ pub fn draw(app: &App, frame: &mut Frame<'_>, area: Rect) {
         .iter()
         .flat_map(|s| s.points.iter().map(|&(_, y)| y))
         .fold(MIN_TOP_PERCENT, f64::max);
-    let top = nice_ceiling(highest);
+    // No event can take more than every CPU; a bad reading beyond that
+    // must not flatten the others into the axis.
+    let cpus = app.latest().map_or(1, |s| s.cpus.max(1));
+    let top = nice_ceiling(highest).min(100.0 * cpus as f64);
     let datasets = app
         .series
         .iter()

@@ -250,3 +250,18 @@ fn before_the_first_snapshot_and_for_a_replay() {
         3
     );
 }
+
+#[test]
+fn an_impossible_reading_does_not_flatten_the_chart() {
+    let mut app = fixture::app();
+    let mut wild = fixture::snapshot();
+    wild.ts += 1.0;
+    wild.events
+        .get_mut(&crate::model::EventKey::NetTimers)
+        .unwrap()
+        .total_ns = u64::MAX / 2;
+    app.push(wild);
+    let screen = screen(&app, 80, 24);
+    // Two CPUs: at most 200% of one.
+    line(&screen, "│200.0%│");
+}
