@@ -8,6 +8,7 @@ packages=(
   bpftool                                                     # vmlinux.h generation, test inspection
   iproute2 iperf3 util-linux procps nftables                  # namespaces, load, pinning, netfilter tests
   linux-perf                                                  # the overhead benchmark's peer
+  tmux                                                        # netto top's end-to-end tests
 )
 
 if [ "$(id -u)" -ne 0 ]; then
