@@ -7,6 +7,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use super::Categorizer;
 use crate::model::{SampleContext, StackCount};
+use crate::symbols::symbolizer::FastState;
 
 /// A function at the leaf of sampled stacks, and how many samples it had.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -15,46 +16,60 @@ pub struct HotFunction {
     pub samples: u64,
 }
 
-/// Per context and category name, the leaf functions of its stacks, most
-/// samples first (ties by name), at most `limit` of them. The categories
-/// are decided as [`super::breakdowns`] decides them, so the functions of
-/// a category add up to (at most) its samples there.
-pub fn hot_functions(
-    stacks: &[StackCount],
+/// Per context and category name that is `wanted`, the leaf functions of
+/// its stacks, most samples first (ties by name), at most `limit` of them.
+/// The categories are decided as [`super::breakdowns`] decides them, so
+/// the functions of a category add up to (at most) its samples there.
+/// Callers pass only the stacks of contexts they want: every stack passed
+/// is categorized, which is the cost.
+pub fn hot_functions<'s>(
+    stacks: impl IntoIterator<Item = &'s StackCount>,
     limit: usize,
+    categorizer: &mut Categorizer,
+    wanted: impl Fn(SampleContext, &str) -> bool,
 ) -> BTreeMap<(SampleContext, &'static str), Vec<HotFunction>> {
-    let mut categorizer = Categorizer::default();
-    let mut counts: HashMap<(SampleContext, &'static str, &str), u64> = HashMap::new();
+    let mut counts: HashMap<(SampleContext, &'static str, &str), u64, FastState> =
+        HashMap::default();
     for stack in stacks {
         let Some(leaf) = stack.frames.last() else {
             continue;
         };
         let category = categorizer.categorize(&stack.frames).name();
-        *counts.entry((stack.context, category, leaf)).or_default() += stack.count;
+        if wanted(stack.context, category) {
+            *counts.entry((stack.context, category, leaf)).or_default() += stack.count;
+        }
     }
-    let mut hot: BTreeMap<(SampleContext, &'static str), Vec<HotFunction>> = BTreeMap::new();
+    let mut by_category: BTreeMap<(SampleContext, &'static str), Vec<(&str, u64)>> =
+        BTreeMap::new();
     for ((context, category, leaf), samples) in counts {
-        hot.entry((context, category))
+        by_category
+            .entry((context, category))
             .or_default()
-            .push(HotFunction {
-                name: leaf.to_owned(),
-                samples,
-            });
+            .push((leaf, samples));
     }
-    for functions in hot.values_mut() {
-        functions.sort_by(|a, b| b.samples.cmp(&a.samples).then(a.name.cmp(&b.name)));
-        functions.truncate(limit);
-    }
-    hot
+    // Names are copied only for the functions kept: most leaves are not.
+    by_category
+        .into_iter()
+        .map(|(key, mut leaves)| {
+            leaves.sort_unstable_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+            let kept = leaves
+                .into_iter()
+                .take(limit)
+                .map(|(name, samples)| HotFunction {
+                    name: name.to_owned(),
+                    samples,
+                })
+                .collect();
+            (key, kept)
+        })
+        .collect()
 }
 
+/// Test data: a NET_RX stack of local TCP delivery (`local_tcp`), with
+/// `leaves` called from `tcp_v4_rcv`.
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::breakdown::breakdowns;
-    use crate::model::Snapshot;
-
-    const TCP_RX: &[&str] = &[
+pub(crate) fn tcp_receive(leaves: &[&str], count: u64) -> StackCount {
+    const PATH: &[&str] = &[
         "net_rx_action",
         "__napi_poll",
         "process_backlog",
@@ -66,11 +81,17 @@ mod tests {
         "ip_protocol_deliver_rcu",
         "tcp_v4_rcv",
     ];
+    let frames: Vec<&str> = PATH.iter().chain(leaves).copied().collect();
+    StackCount::of(SampleContext::NetRx, &frames, count)
+}
 
-    fn rx(leaves: &[&str], count: u64) -> StackCount {
-        let frames: Vec<&str> = TCP_RX.iter().chain(leaves).copied().collect();
-        StackCount::of(SampleContext::NetRx, &frames, count)
-    }
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::breakdown::breakdowns;
+    use crate::model::Snapshot;
+
+    use super::tcp_receive as rx;
 
     #[test]
     fn leaves_of_a_category_most_samples_first() {
@@ -88,7 +109,7 @@ mod tests {
                 9,
             ),
         ];
-        let hot = hot_functions(&stacks, 10);
+        let hot = hot_functions(&stacks, 10, &mut Categorizer::default(), |_, _| true);
         let tcp = &hot[&(SampleContext::NetRx, "local_tcp")];
         let listed: Vec<(&str, u64)> = tcp.iter().map(|f| (f.name.as_str(), f.samples)).collect();
         assert_eq!(
@@ -115,7 +136,7 @@ mod tests {
         ];
         let snapshot = Snapshot::empty("tracepoint", 1);
         let breakdown = &breakdowns(&stacks, &snapshot.events)[0];
-        let hot = hot_functions(&stacks, 2);
+        let hot = hot_functions(&stacks, 2, &mut Categorizer::default(), |_, _| true);
         for share in &breakdown.categories {
             let functions = &hot[&(SampleContext::NetRx, share.category.as_str())];
             assert!(functions.len() <= 2);

@@ -186,17 +186,24 @@ fn categorize_with<'a, S: AsRef<str>>(
 }
 
 /// [`categorize`] for many stacks at once. Stacks share most of their
-/// frames, so each name is looked up in the table once, not once per stack.
-#[derive(Default)]
-struct Categorizer<'a> {
-    memo: HashMap<&'a str, Option<rules::Action>, FastState>,
+/// frames, so each name is looked up in the table once, not once per
+/// stack; kept across intervals, it looks each name up once per run. It
+/// remembers every name it has seen, at most the kernel's symbols.
+#[derive(Debug, Clone, Default)]
+pub struct Categorizer {
+    memo: HashMap<Box<str>, Option<rules::Action>, FastState>,
 }
 
-impl<'a> Categorizer<'a> {
-    fn categorize(&mut self, frames: &'a [String]) -> Category {
+impl Categorizer {
+    pub fn categorize<S: AsRef<str>>(&mut self, frames: &[S]) -> Category {
         let memo = &mut self.memo;
-        categorize_with(frames, |name: &'a str| {
-            *memo.entry(name).or_insert_with(|| rules::action(name))
+        categorize_with(frames, |name| match memo.get(name) {
+            Some(&action) => action,
+            None => {
+                let action = rules::action(name);
+                memo.insert(name.into(), action);
+                action
+            }
         })
     }
 }
@@ -208,10 +215,7 @@ impl<'a> Categorizer<'a> {
 ///
 /// The nanoseconds are split by largest remainder, so they add up to the
 /// event's `total_ns` exactly instead of drifting by rounding.
-pub fn breakdowns<'a>(
-    stacks: &'a [StackCount],
-    events: &BTreeMap<EventKey, CpuTime>,
-) -> Vec<Breakdown> {
+pub fn breakdowns(stacks: &[StackCount], events: &BTreeMap<EventKey, CpuTime>) -> Vec<Breakdown> {
     let mut categorizer = Categorizer::default();
     let mut counts = [[0u64; Category::ALL.len()]; SampleContext::ALL.len()];
     for stack in stacks {

@@ -26,7 +26,8 @@ use super::report::read_recording;
 use super::signals::on_signals;
 
 enum Message {
-    Snapshot(Snapshot),
+    /// Boxed: the other messages are a few bytes.
+    Snapshot(Box<Snapshot>),
     Key(KeyEvent),
     /// The terminal changed size.
     Redraw,
@@ -102,7 +103,7 @@ fn feed(source: Source, tx: Sender<Message>) -> Result<()> {
         .name("netto-top-feed".into())
         .spawn(move || {
             for snapshot in source.snapshots.iter() {
-                if tx.send(Message::Snapshot(snapshot)).is_err() {
+                if tx.send(Message::Snapshot(Box::new(snapshot))).is_err() {
                     break;
                 }
             }
@@ -163,16 +164,14 @@ fn show(
 /// Applies one message; false to quit.
 fn handle(app: &mut App, message: Message, control: &Sender<Control>) -> Result<bool> {
     match message {
-        Message::Snapshot(snapshot) => app.push(snapshot),
+        Message::Snapshot(snapshot) => app.push(*snapshot),
         Message::Key(key) => match input::handle_key(app, &key) {
             Some(Effect::Quit) => return Ok(false),
-            Some(Effect::SetFrequency(hz)) => {
-                if control.send(Control::SetFrequency(hz)).is_err() {
-                    app.status = Some("the source has stopped".to_owned());
-                }
+            Some(Effect::SetFrequency(hz)) if control.send(Control::SetFrequency(hz)).is_err() => {
+                app.status = Some("the source has stopped".to_owned());
             }
             Some(Effect::WriteFlameGraph) => app.status = Some(flame_graph(app)),
-            None => {}
+            Some(Effect::SetFrequency(_)) | None => {}
         },
         Message::Redraw => {}
         Message::Signal => return Ok(false),
@@ -198,7 +197,7 @@ fn wait_for_end(messages: &Receiver<Message>) -> Result<()> {
 /// was started; returns what to tell the user.
 fn flame_graph(app: &App) -> String {
     let seconds = app.settings.flame_s;
-    let stacks = app.history().stacks(seconds);
+    let stacks = app.stacks(seconds);
     if stacks.is_empty() {
         return format!("no stack samples in the last {seconds:.0} s: no flame graph written");
     }

@@ -7,7 +7,8 @@
 
 use super::table::{self, Grid};
 use super::tree::{Expansion, NodeId, Row, Tree};
-use crate::model::{EventKey, Snapshot};
+use crate::breakdown::Categorizer;
+use crate::model::{EventKey, Snapshot, StackCount};
 use crate::sinks::history::History;
 use crate::source::SourceInfo;
 
@@ -66,9 +67,16 @@ pub struct App {
     /// Whether the source measures now (only then can the frequency change).
     pub live: bool,
     pub settings: Settings,
+    /// The chart's span of snapshots, without their stacks: a few minutes
+    /// of stacks would take hundreds of megabytes on a busy host.
     history: History,
-    /// Snapshots that arrived while paused, shown on resume.
-    held: History,
+    /// The flame graph's span, stacks included.
+    recent: History,
+    /// The snapshot on screen (without stacks): the newest, or the newest
+    /// when the display was paused.
+    shown: Option<Snapshot>,
+    /// Snapshots that arrived since the display was paused.
+    held: usize,
     pub paused: bool,
     pub per_cpu: bool,
     pub focus: Panel,
@@ -80,6 +88,7 @@ pub struct App {
     pub expansion: Expansion,
     pub selected: Option<NodeId>,
     pub series: Vec<Series>,
+    categorizer: Categorizer,
     /// The sampling frequency asked for last.
     pub frequency_hz: Option<u64>,
     /// One line for the user: what a key did, or why it could not.
@@ -91,15 +100,16 @@ pub struct App {
 
 impl App {
     pub fn new(info: SourceInfo, live: bool, settings: Settings) -> App {
-        let span = settings.history_s;
         let status = (!info.notes.is_empty()).then(|| info.notes.join("; "));
         App {
             frequency_hz: info.frequency_hz,
             info,
             live,
+            history: History::new(settings.history_s),
+            recent: History::new(settings.flame_s),
             settings,
-            history: History::new(span),
-            held: History::new(span),
+            shown: None,
+            held: 0,
             paused: false,
             per_cpu: false,
             focus: Panel::Events,
@@ -109,44 +119,52 @@ impl App {
             expansion: Expansion::default(),
             selected: None,
             series: Vec::new(),
+            categorizer: Categorizer::default(),
             status,
             help: false,
             ended: false,
         }
     }
 
-    pub fn push(&mut self, snapshot: Snapshot) {
+    /// Takes the next snapshot in; shows it unless paused.
+    pub fn push(&mut self, mut snapshot: Snapshot) {
+        let stacks = std::mem::take(&mut snapshot.stacks);
+        let light = snapshot.clone();
+        snapshot.stacks = stacks;
+        self.recent.push(snapshot);
         if self.paused {
-            self.held.push(snapshot);
+            self.history.push(light);
+            self.held += 1;
         } else {
-            self.history.push(snapshot);
-            self.derive();
+            self.history.push(light.clone());
+            self.shown = Some(light);
+            self.show();
         }
     }
 
     pub fn set_paused(&mut self, paused: bool) {
         self.paused = paused;
-        if !paused && !self.held.is_empty() {
-            let held = std::mem::replace(&mut self.held, History::new(self.settings.history_s));
-            for snapshot in held.iter() {
-                self.history.push(snapshot.clone());
-            }
-            self.derive();
+        if !paused && self.held > 0 {
+            self.shown = self.history.latest().cloned();
+            self.show();
         }
+        self.held = 0;
     }
 
     /// Snapshots that arrived since pausing.
     pub fn held(&self) -> usize {
-        self.held.len()
+        self.held
     }
 
-    pub fn history(&self) -> &History {
-        &self.history
+    /// The stacks sampled in the last `seconds` (at most the flame graph
+    /// span), merged.
+    pub fn stacks(&self, seconds: f64) -> Vec<StackCount> {
+        self.recent.stacks(seconds)
     }
 
     /// The snapshot on screen.
     pub fn latest(&self) -> Option<&Snapshot> {
-        self.history.latest()
+        self.shown.as_ref()
     }
 
     /// The events panel's rows in the chosen view and order.
@@ -222,6 +240,7 @@ impl App {
         } else {
             self.expansion.set(&id, true);
             self.selected = Some(id);
+            self.rebuild_tree();
         }
     }
 
@@ -235,6 +254,7 @@ impl App {
         if row.has_children() && self.expansion.is_open(&id) {
             self.expansion.set(&id, false);
             self.selected = Some(id);
+            self.rebuild_tree();
         } else if let Some(parent) = id.parent() {
             self.selected = Some(parent);
         }
@@ -251,6 +271,7 @@ impl App {
             let open = self.expansion.is_open(&id);
             self.expansion.set(&id, !open);
             self.selected = Some(id);
+            self.rebuild_tree();
         }
     }
 
@@ -272,12 +293,11 @@ impl App {
             .or(self.frequency_hz)
     }
 
-    fn derive(&mut self) {
-        let Some(latest) = self.history.latest() else {
-            return;
-        };
-        self.tree = Tree::from_snapshot(latest);
-        let newest = latest.ts;
+    /// Whatever the screen shows of a new snapshot is worked out here,
+    /// once, rather than on every frame.
+    fn show(&mut self) {
+        self.rebuild_tree();
+        let now = self.shown.as_ref().map_or(0.0, |s| s.ts);
         self.series = EventKey::ALL
             .iter()
             .map(|&event| Series {
@@ -285,10 +305,26 @@ impl App {
                 points: self
                     .history
                     .iter()
-                    .map(|s| (s.ts - newest, s.event(event).percent_of_cpu(s.interval_s)))
+                    .map(|s| (s.ts - now, s.event(event).percent_of_cpu(s.interval_s)))
                     .collect(),
             })
             .collect();
+    }
+
+    /// The tree of the snapshot on screen, with the functions of the open
+    /// categories; those need the snapshot's stacks, which are kept for
+    /// the flame graph's span (after a longer pause they are gone).
+    fn rebuild_tree(&mut self) {
+        let Some(shown) = &self.shown else {
+            return;
+        };
+        let stacks = self
+            .recent
+            .iter()
+            .rev()
+            .find(|s| s.ts == shown.ts)
+            .map_or(&[][..], |s| &s.stacks[..]);
+        self.tree = Tree::build(shown, stacks, &self.expansion, &mut self.categorizer);
     }
 }
 
@@ -298,4 +334,54 @@ fn step(at: usize, delta: isize, len: usize) -> usize {
         return 0;
     }
     at.saturating_add_signed(delta).min(len - 1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::SampleContext;
+    use crate::sinks::tui::fixture;
+
+    #[test]
+    fn stacks_are_kept_for_the_flame_graph_span_only() {
+        let mut app = App::new(fixture::info("live"), true, fixture::settings());
+        for i in 0..40 {
+            let mut snapshot = fixture::snapshot();
+            snapshot.ts += f64::from(i);
+            app.push(snapshot);
+        }
+        let per_snapshot: u64 = fixture::snapshot().stacks.iter().map(|s| s.count).sum();
+        let counted = |seconds| app.stacks(seconds).iter().map(|s| s.count).sum::<u64>();
+        assert_eq!(counted(5.0), 5 * per_snapshot);
+        assert_eq!(counted(1000.0), 30 * per_snapshot, "flame_s is 30");
+        // The chart still spans all 40, and the tree has the newest stacks.
+        assert_eq!(app.series[0].points.len(), 40);
+        assert_eq!(app.series[0].points[0].0, -39.0);
+        assert!(app.latest().unwrap().stacks.is_empty());
+        let tcp = NodeId::Category(SampleContext::NetRx, "local_tcp".into());
+        app.focus = Panel::Breakdown;
+        app.selected = Some(tcp);
+        assert!(app.tree.contexts[0].categories[0].functions.is_empty());
+        app.expand();
+        assert_eq!(app.tree.contexts[0].categories[0].functions.len(), 2);
+    }
+
+    #[test]
+    fn a_paused_screen_keeps_its_chart_and_opens_its_own_stacks() {
+        let mut app = fixture::app();
+        app.set_paused(true);
+        let mut later = fixture::snapshot();
+        later.ts += 1.0;
+        later.stacks.clear();
+        app.push(later);
+        assert_eq!(app.series[0].points.len(), 1, "the chart stays still");
+        app.focus = Panel::Breakdown;
+        app.move_selection(1);
+        app.expand();
+        let functions = &app.tree.contexts[0].categories[0].functions;
+        assert_eq!(functions.len(), 2, "from the paused snapshot's stacks");
+        app.set_paused(false);
+        assert_eq!(app.series[0].points.len(), 2);
+        assert!(app.tree.contexts[0].categories[0].functions.is_empty());
+    }
 }

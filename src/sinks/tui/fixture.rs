@@ -3,23 +3,9 @@
 
 use super::app::{App, Settings};
 use crate::breakdown::breakdowns;
+use crate::breakdown::hot::tcp_receive;
 use crate::model::{EventKey, ProgramCost, SampleContext, SamplingStats, Snapshot, StackCount};
 use crate::source::SourceInfo;
-
-const RX: &[&str] = &[
-    "net_rx_action",
-    "__napi_poll",
-    "process_backlog",
-    "__netif_receive_skb_one_core",
-    "ip_rcv",
-    "ip_local_deliver",
-    "tcp_v4_rcv",
-];
-
-fn rx(leaves: &[&str], count: u64) -> StackCount {
-    let frames: Vec<&str> = RX.iter().chain(leaves).copied().collect();
-    StackCount::of(SampleContext::NetRx, &frames, count)
-}
 
 /// Two CPUs over one second. net_rx_softirq: 250 ms (12.5% of the host,
 /// 25% of one CPU) in 5000 runs of 50 µs, on CPU 1 only; its 60 samples
@@ -59,8 +45,8 @@ pub fn snapshot() -> Snapshot {
         buffer_bytes: 65536,
     });
     s.stacks = vec![
-        rx(&["_raw_spin_lock"], 30),
-        rx(&["tcp_v4_do_rcv"], 10),
+        tcp_receive(&["_raw_spin_lock"], 30),
+        tcp_receive(&["tcp_v4_do_rcv"], 10),
         StackCount::of(
             SampleContext::NetRx,
             &["net_rx_action", "__napi_poll", "veth_poll"],

@@ -262,7 +262,7 @@ mod tests {
         chars(&mut app, "p");
         assert!(!app.paused);
         assert_eq!(app.latest().unwrap().ts, shown + 1.0);
-        assert_eq!(app.history().len(), 2);
+        assert_eq!(app.series[0].points.len(), 2, "both in the chart");
         assert_eq!(app.held(), 0);
     }
 

@@ -1,12 +1,15 @@
 //! The breakdown panel's tree: sampled contexts (NET_RX, NET_TX, socket
 //! calls), their categories, and the hottest kernel functions of each
-//! category. Built once per snapshot; what is open and selected is kept by
-//! name, so it survives the next snapshot reshuffling the order.
+//! category. Built once per snapshot and when a node opens; what is open
+//! and selected is kept by name, so it survives the next snapshot
+//! reshuffling the order. Finding a category's functions means
+//! categorizing every stack again, so it is done for open categories only.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use crate::breakdown::hot::{hot_functions, HotFunction};
-use crate::model::{SampleContext, Snapshot};
+use crate::breakdown::Categorizer;
+use crate::model::{SampleContext, Snapshot, StackCount};
 
 /// Functions listed under an open category; more would push the other
 /// categories off a 24-line screen.
@@ -28,6 +31,7 @@ pub struct CategoryNode {
     /// Of the context's samples.
     pub share: f64,
     pub cpu_ns: u64,
+    /// Found only while the category is open.
     pub functions: Vec<HotFunction>,
 }
 
@@ -68,18 +72,25 @@ impl NodeId {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Expansion {
     closed_contexts: BTreeSet<SampleContext>,
-    open_categories: BTreeSet<(SampleContext, String)>,
+    open_categories: BTreeMap<SampleContext, BTreeSet<String>>,
 }
 
 impl Expansion {
     pub fn is_open(&self, id: &NodeId) -> bool {
         match id {
             NodeId::Context(context) => !self.closed_contexts.contains(context),
-            NodeId::Category(context, name) => {
-                self.open_categories.contains(&(*context, name.clone()))
-            }
+            NodeId::Category(context, name) => self.shows_category(*context, name),
             NodeId::Function(..) => false,
         }
+    }
+
+    /// Whether a category is open and on screen (its context open too).
+    pub fn shows_category(&self, context: SampleContext, name: &str) -> bool {
+        !self.closed_contexts.contains(&context)
+            && self
+                .open_categories
+                .get(&context)
+                .is_some_and(|open| open.contains(name))
     }
 
     /// Opens or closes a node; functions have nothing to open.
@@ -92,10 +103,15 @@ impl Expansion {
                 self.closed_contexts.insert(*context);
             }
             NodeId::Category(context, name) if open => {
-                self.open_categories.insert((*context, name.clone()));
+                self.open_categories
+                    .entry(*context)
+                    .or_default()
+                    .insert(name.clone());
             }
             NodeId::Category(context, name) => {
-                self.open_categories.remove(&(*context, name.clone()));
+                if let Some(open) = self.open_categories.get_mut(context) {
+                    open.remove(name);
+                }
             }
             NodeId::Function(..) => {}
         }
@@ -123,7 +139,7 @@ impl Row<'_> {
     pub fn has_children(&self) -> bool {
         match self {
             Row::Context(c) => !c.categories.is_empty(),
-            Row::Category(_, k) => !k.functions.is_empty(),
+            Row::Category(_, k) => k.samples > 0,
             Row::Function(..) => false,
         }
     }
@@ -135,9 +151,27 @@ pub struct Tree {
 }
 
 impl Tree {
-    /// The snapshot's breakdown with the leaf functions of its stacks.
-    pub fn from_snapshot(snapshot: &Snapshot) -> Tree {
-        let hot = hot_functions(&snapshot.stacks, FUNCTIONS_PER_CATEGORY);
+    /// The snapshot's breakdown, with the leaf functions of `stacks` (the
+    /// snapshot's) under the categories `expansion` shows open.
+    pub fn build(
+        snapshot: &Snapshot,
+        stacks: &[StackCount],
+        expansion: &Expansion,
+        categorizer: &mut Categorizer,
+    ) -> Tree {
+        let open = |context, category: &str| expansion.shows_category(context, category);
+        let browsed: BTreeSet<SampleContext> = snapshot
+            .breakdown
+            .iter()
+            .filter(|b| b.categories.iter().any(|k| open(b.context, &k.category)))
+            .map(|b| b.context)
+            .collect();
+        let hot = hot_functions(
+            stacks.iter().filter(|s| browsed.contains(&s.context)),
+            FUNCTIONS_PER_CATEGORY,
+            categorizer,
+            open,
+        );
         let contexts = snapshot
             .breakdown
             .iter()
@@ -177,8 +211,7 @@ impl Tree {
             }
             for category in &context.categories {
                 rows.push(Row::Category(context, category));
-                let id = NodeId::Category(context.context, category.name.clone());
-                if expansion.is_open(&id) {
+                if expansion.shows_category(context.context, &category.name) {
                     rows.extend(
                         category
                             .functions
@@ -196,34 +229,15 @@ impl Tree {
 mod tests {
     use super::*;
     use crate::breakdown::breakdowns;
-    use crate::model::{EventKey, StackCount};
+    use crate::breakdown::hot::tcp_receive;
+    use crate::model::EventKey;
 
     fn snapshot() -> Snapshot {
         let mut s = Snapshot::empty("tracepoint", 2);
         s.events.get_mut(&EventKey::NetRxSoftirq).unwrap().total_ns = 1_000_000;
         s.stacks = vec![
-            StackCount::of(
-                SampleContext::NetRx,
-                &[
-                    "net_rx_action",
-                    "ip_rcv",
-                    "ip_local_deliver",
-                    "tcp_v4_rcv",
-                    "f",
-                ],
-                3,
-            ),
-            StackCount::of(
-                SampleContext::NetRx,
-                &[
-                    "net_rx_action",
-                    "ip_rcv",
-                    "ip_local_deliver",
-                    "tcp_v4_rcv",
-                    "g",
-                ],
-                1,
-            ),
+            tcp_receive(&["f"], 3),
+            tcp_receive(&["g"], 1),
             StackCount::of(SampleContext::SockSend, &["tcp_sendmsg", "h"], 2),
         ];
         s.breakdown = breakdowns(&s.stacks, &s.events);
@@ -236,8 +250,14 @@ mod tests {
 
     #[test]
     fn contexts_open_categories_closed_until_opened() {
-        let tree = Tree::from_snapshot(&snapshot());
+        let snapshot = snapshot();
+        let mut categorizer = Categorizer::default();
         let mut expansion = Expansion::default();
+        let build = |expansion: &Expansion, categorizer: &mut Categorizer| {
+            Tree::build(&snapshot, &snapshot.stacks, expansion, categorizer)
+        };
+        let tree = build(&expansion, &mut categorizer);
+        assert!(tree.contexts[0].categories[0].functions.is_empty());
         let tcp = NodeId::Category(SampleContext::NetRx, "local_tcp".into());
         assert_eq!(
             ids(&tree, &expansion),
@@ -249,6 +269,7 @@ mod tests {
             ]
         );
         expansion.set(&tcp, true);
+        let tree = build(&expansion, &mut categorizer);
         let rows = tree.rows(&expansion);
         assert_eq!(rows.len(), 6);
         let Row::Function(_, category, function) = rows[2] else {

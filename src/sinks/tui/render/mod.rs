@@ -47,34 +47,28 @@ impl Areas {
             Constraint::Length(1),
         ])
         .areas(area);
-        if body.width >= WIDE {
+        let [events, history, breakdown] = if body.width >= WIDE {
             let top = (body.height * 2 / 5).max(EVENTS_HEIGHT);
             let [top, breakdown] =
                 Layout::vertical([Constraint::Length(top), Constraint::Fill(1)]).areas(body);
             let [events, history] =
                 Layout::horizontal([Constraint::Length(EVENTS_WIDTH), Constraint::Fill(1)])
                     .areas(top);
-            Areas {
-                header,
-                events,
-                history,
-                breakdown,
-                status,
-            }
+            [events, history, breakdown]
         } else {
-            let [events, history, breakdown] = Layout::vertical([
+            Layout::vertical([
                 Constraint::Length(EVENTS_HEIGHT),
                 Constraint::Fill(2),
                 Constraint::Fill(3),
             ])
-            .areas(body);
-            Areas {
-                header,
-                events,
-                history,
-                breakdown,
-                status,
-            }
+            .areas(body)
+        };
+        Areas {
+            header,
+            events,
+            history,
+            breakdown,
+            status,
         }
     }
 }
