@@ -1,7 +1,12 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /*
- * Exact accounting of the kernel's network entry points, tracepoints only
- * (the `tracepoint` backend): works where ftrace refuses function hooks.
+ * Exact accounting of the kernel's network entry points. One object for
+ * both backends: the softirq, hardirq, callback and sched_switch hooks are
+ * common; the socket windows come either from syscall tracepoints
+ * (window_syscalls.h, the `tracepoint` backend, which works where ftrace
+ * refuses function hooks) or from fentry/fexit on the kernel's socket
+ * functions (window_functions.h, the `fentry` backend). User space loads
+ * only the programs of the backend it chose.
  *
  * Every hook first charges the time since the CPU's last transition to what
  * the CPU was doing (see struct netto_cpu in netto.h), then records the new
@@ -19,24 +24,14 @@
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
-#define S_IFMT 00170000
-#define S_IFSOCK 0140000
-
 /* The socket window of each task, so that it survives being switched out
  * and follows the task to another CPU. */
 struct {
 	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, int);
-	__type(value, __u32);
+	__type(value, struct netto_task_state);
 } task_windows SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, NETTO_MAX_SYSCALLS);
-	__type(key, __u32);
-	__type(value, struct netto_syscall);
-} syscalls SEC(".maps");
 
 /* callback function address -> index into netto_cpu.callback_ns */
 struct {
@@ -46,12 +41,24 @@ struct {
 	__type(value, __u32);
 } callbacks SEC(".maps");
 
+/*
+ * A hook reads the clock before it charges, and interrupts are on in most
+ * hooks (softirq_entry/exit run with them enabled): an interrupt's own hooks
+ * can charge a later time in between. The time up to there is charged
+ * already, so an earlier `now` charges nothing and the clock never moves
+ * back. (Without this the difference wraps to nearly 2^64: harmless in the
+ * wrapping counters, but not in the products of the timer shares.)
+ */
 static __always_inline void charge(struct netto_cpu *c, __u64 now)
 {
-	__u64 delta = c->since_ns ? now - c->since_ns : 0;
+	__u64 delta = 0;
 	__u32 vec = c->softirq - 1;
 	__u32 cb = c->callback - 1;
 
+	if (now <= c->since_ns)
+		return;
+	if (c->since_ns)
+		delta = now - c->since_ns;
 	c->since_ns = now;
 	if (c->in_hardirq) {
 		c->hardirq_ns += delta;
@@ -273,123 +280,67 @@ int BPF_PROG(netto_work_end) { return callback_exit(); }
 
 /* ---- tasks: socket windows and context switches ------------------------ */
 
-/* Whether descriptor `fd` of `task` is a socket. Read through the fd table
- * rather than trusting the syscall: write(2) on a pipe or read(2) of a file
- * must not count. Direct loads through the BTF task pointer where the
- * verifier allows them: they are far cheaper than probe-read helpers, and
- * this runs on every read and write on the host. */
-static __always_inline bool fd_is_socket(struct task_struct *task, long fd)
-{
-	struct fdtable *fdt = task->files->fdt;
-	struct file *file = NULL;
-
-	if (fd < 0 || !fdt || fd >= fdt->max_fds)
-		return false;
-	if (bpf_probe_read_kernel(&file, sizeof(file), &fdt->fd[fd]) || !file)
-		return false;
-	return (BPF_CORE_READ(file, f_inode, i_mode) & S_IFMT) == S_IFSOCK;
-}
-
-static __always_inline long syscall_arg(struct pt_regs *regs, __u32 n)
-{
-	switch (n) {
-	case 0:
-		return PT_REGS_PARM1_SYSCALL(regs);
-	case 1:
-		return PT_REGS_PARM2_SYSCALL(regs);
-	case 2:
-		return PT_REGS_PARM3_SYSCALL(regs);
-	default:
-		return -1;
-	}
-}
-
-static __always_inline __u32 socket_window(struct task_struct *task, struct pt_regs *regs,
-					   const struct netto_syscall *sc)
-{
-	switch (sc->kind) {
-	case NETTO_SYS_SEND:
-		return fd_is_socket(task, syscall_arg(regs, sc->fd_arg)) ? NETTO_WIN_SEND : NETTO_WIN_NONE;
-	case NETTO_SYS_RECV:
-		return fd_is_socket(task, syscall_arg(regs, sc->fd_arg)) ? NETTO_WIN_RECV : NETTO_WIN_NONE;
-	case NETTO_SYS_SPLICE:
-		if (fd_is_socket(task, syscall_arg(regs, 2)))
-			return NETTO_WIN_SEND;
-		return fd_is_socket(task, syscall_arg(regs, 0)) ? NETTO_WIN_RECV : NETTO_WIN_NONE;
-	default:
-		return NETTO_WIN_NONE;
-	}
-}
-
 /*
- * The running task's window lives in its CPU's record (task_window); task
- * storage holds it only while the task is switched out mid-call. So the
- * syscall hooks never touch task storage, and sched_switch moves the window
- * out of the CPU record for `prev` and back in for `next`.
+ * The running task's window lives in its CPU's record (task_window and
+ * window_depth); task storage holds it only while the task is switched out
+ * mid-call. So the window hooks never touch task storage, and sched_switch
+ * moves the window out of the CPU record for `prev` and back in for `next`.
  */
 
-SEC("tp_btf/sys_enter")
-int BPF_PROG(netto_sys_enter, struct pt_regs *regs, long id)
-{
-	struct netto_syscall *sc;
-	struct netto_cpu *c;
-	__u32 nr = id;
-	__u32 window;
-	__u64 now;
+/* Start-up self-check: windows opened by thread `check_tid`, by kind, so
+ * user space can tell which of its own socket calls the backend saw. */
+__u32 check_tid;
+__u64 check_windows[NETTO_WIN_RECV + 1];
 
-	if (id < 0 || nr >= NETTO_MAX_SYSCALLS)
-		return 0;
-	sc = bpf_map_lookup_elem(&syscalls, &nr);
-	if (!sc || sc->kind == NETTO_SYS_OTHER)
-		return 0;
-	/* Before the fd check, so the check is inside the window it opens. */
-	now = bpf_ktime_get_ns();
-	window = socket_window(bpf_get_current_task_btf(), regs, sc);
-	c = this_cpu();
-	if (window == NETTO_WIN_NONE || !c)
-		return 0;
+static __always_inline void open_window(struct netto_cpu *c, __u64 now, __u32 window)
+{
 	charge(c, now);
 	c->in_hardirq = 0;
 	c->task_window = window;
+	c->window_depth = 1;
 	c->event_count[window == NETTO_WIN_SEND ? NETTO_EV_SOCK_SEND : NETTO_EV_SOCK_RECV]++;
-	return 0;
+	if (check_tid && (__u32)bpf_get_current_pid_tgid() == check_tid && window <= NETTO_WIN_RECV)
+		check_windows[window]++;
 }
 
-SEC("tp_btf/sys_exit")
-int BPF_PROG(netto_sys_exit)
+static __always_inline void close_window(struct netto_cpu *c)
 {
-	struct netto_cpu *c = this_cpu();
-
-	if (!c || c->task_window == NETTO_WIN_NONE)
-		return 0;
 	charge(c, bpf_ktime_get_ns());
 	c->in_hardirq = 0;
 	c->task_window = NETTO_WIN_NONE;
-	return 0;
+	c->window_depth = 0;
 }
 
 SEC("tp_btf/sched_switch")
 int BPF_PROG(netto_sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
 {
 	struct netto_cpu *c = this_cpu();
-	__u32 *window;
+	struct netto_task_state *saved;
 
 	if (!c)
 		return 0;
 	charge(c, bpf_ktime_get_ns());
 	c->in_hardirq = 0;
 	if (c->task_window != NETTO_WIN_NONE) {
-		window = bpf_task_storage_get(&task_windows, prev, 0,
-					      BPF_LOCAL_STORAGE_GET_F_CREATE);
-		if (window)
-			*window = c->task_window;
+		saved = bpf_task_storage_get(&task_windows, prev, 0,
+					     BPF_LOCAL_STORAGE_GET_F_CREATE);
+		if (saved) {
+			saved->window = c->task_window;
+			saved->depth = c->window_depth;
+		}
 	}
-	window = bpf_task_storage_get(&task_windows, next, 0, 0);
-	if (window && *window != NETTO_WIN_NONE) {
-		c->task_window = *window;
-		*window = NETTO_WIN_NONE;
+	saved = bpf_task_storage_get(&task_windows, next, 0, 0);
+	if (saved && saved->window != NETTO_WIN_NONE) {
+		c->task_window = saved->window;
+		c->window_depth = saved->depth;
+		saved->window = NETTO_WIN_NONE;
+		saved->depth = 0;
 	} else {
 		c->task_window = NETTO_WIN_NONE;
+		c->window_depth = 0;
 	}
 	return 0;
 }
+
+#include "window_syscalls.h"
+#include "window_functions.h"

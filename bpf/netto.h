@@ -35,6 +35,12 @@ enum netto_task_window {
 	NETTO_WIN_RECV = 2,
 };
 
+/* A task's window while it is switched out (task storage value). */
+struct netto_task_state {
+	netto_u32 window; /* enum netto_task_window */
+	netto_u32 depth;  /* netto_cpu.window_depth */
+};
+
 /* Per-syscall-number classification, filled by user space from a table so
  * the BPF side carries no architecture-specific syscall numbers. */
 #define NETTO_MAX_SYSCALLS 512
@@ -84,7 +90,10 @@ struct netto_cpu {
 	 * clears it, so an exit missed while the programs were being
 	 * attached one by one cannot leave it stuck. */
 	netto_u32 in_hardirq;
-	netto_u32 pad;
+	/* How many hooked socket functions of the running task are open
+	 * (fentry backend: they nest, e.g. sock_sendmsg -> __sock_sendmsg);
+	 * the window closes when the outermost returns. */
+	netto_u32 window_depth;
 	/* Within the current TIMER/HRTIMER/TASKLET softirq run: time in
 	 * network callbacks, in other callbacks, and in neither (the expiry
 	 * loop, reprogramming the timer hardware). The last is shared out at

@@ -9,6 +9,7 @@ packages=(
   iproute2 iperf3 util-linux procps nftables                  # namespaces, load, pinning, netfilter tests
   linux-perf                                                  # the overhead benchmark's peer
   tmux                                                        # netto top's end-to-end tests
+  prometheus chromium                                         # serve tests: promtool check metrics, the page in a browser
 )
 
 if [ "$(id -u)" -ne 0 ]; then

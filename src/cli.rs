@@ -5,6 +5,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::kernel::backend::BackendChoice;
 use crate::kernel::sampler::Transport;
+use crate::source::live::Demo;
 
 /// Longest accepted --interval and --duration: a typo such as 1e9 gets an
 /// error instead of a process that never ends.
@@ -51,6 +52,8 @@ pub enum Command {
     /// The interactive view (the default): events, history, breakdown,
     /// live or replayed.
     Top(TopArgs),
+    /// Serve a live web view, a JSON API and Prometheus metrics.
+    Serve(ServeArgs),
     /// The demo load's child process (started by `--demo`).
     #[command(name = "demo-load", hide = true)]
     DemoLoad,
@@ -59,6 +62,7 @@ pub enum Command {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum BackendArg {
     Auto,
+    Fentry,
     Tracepoint,
 }
 
@@ -66,7 +70,27 @@ impl From<BackendArg> for BackendChoice {
     fn from(arg: BackendArg) -> Self {
         match arg {
             BackendArg::Auto => BackendChoice::Auto,
+            BackendArg::Fentry => BackendChoice::Fentry,
             BackendArg::Tracepoint => BackendChoice::Tracepoint,
+        }
+    }
+}
+
+/// When to run the built-in demo load.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum DemoArg {
+    Off,
+    On,
+    /// only when the host's network is idle at start
+    Auto,
+}
+
+impl From<DemoArg> for Demo {
+    fn from(arg: DemoArg) -> Self {
+        match arg {
+            DemoArg::Off => Demo::Off,
+            DemoArg::On => Demo::On,
+            DemoArg::Auto => Demo::IfIdle,
         }
     }
 }
@@ -87,8 +111,9 @@ pub struct StatArgs {
     pub json: bool,
     /// Push TCP traffic through a veth pair into a private network namespace
     /// while running, so an idle host shows real numbers; removed on exit.
-    #[arg(long)]
-    pub demo: bool,
+    /// `--demo=auto`: only if the host's network is idle at start.
+    #[arg(long, value_enum, num_args = 0..=1, require_equals = true, default_missing_value = "on", default_value_t = DemoArg::Off, value_name = "WHEN")]
+    pub demo: DemoArg,
     /// Do not turn on BPF run-time statistics (they add two clock reads to
     /// every BPF program on the host while netto runs); netto's per-program
     /// cost is then not reported.
@@ -159,9 +184,10 @@ pub struct RecordArgs {
     /// Overwrite an existing output file.
     #[arg(long)]
     pub force: bool,
-    /// Run the built-in demo load while recording.
-    #[arg(long)]
-    pub demo: bool,
+    /// Run the built-in demo load while recording (`--demo=auto`: only if
+    /// the host's network is idle at start).
+    #[arg(long, value_enum, num_args = 0..=1, require_equals = true, default_missing_value = "on", default_value_t = DemoArg::Off, value_name = "WHEN")]
+    pub demo: DemoArg,
     /// Do not turn on BPF run-time statistics (see `stat --no-bpf-stats`).
     #[arg(long)]
     pub no_bpf_stats: bool,
@@ -190,46 +216,74 @@ pub struct ReportArgs {
 /// Longest chart history and flame graph window `top` keeps: memory grows
 /// with it (one snapshot, stacks included, per interval).
 const MAX_HISTORY_S: f64 = 3600.0;
-/// Fastest replay; beyond it snapshots arrive faster than a screen shows.
-const MAX_SPEED: f64 = 1000.0;
 
+/// Where a live view's snapshots come from: measured now, or a recording
+/// played back. Shared by `top` and `serve`, whose own options add the
+/// sampling frequency (the views default to different ones).
 #[derive(Debug, Args)]
-pub struct TopArgs {
+pub struct SourceArgs {
     /// Seconds per interval: the refresh period.
     #[arg(long, default_value = "1", value_name = "SECONDS", allow_negative_numbers = true, value_parser = parse_interval)]
     pub interval: f64,
-    /// Stack samples per second per CPU at the start (+ and - change it).
-    #[arg(long, value_name = "HZ", default_value = "499", allow_negative_numbers = true, value_parser = parse_frequency)]
-    pub frequency: u64,
     /// How samples reach user space.
     #[arg(long, value_enum, default_value_t = TransportArg::Mmap)]
     pub transport: TransportArg,
     /// Accounting backend.
     #[arg(long, value_enum, default_value_t = BackendArg::Auto)]
     pub backend: BackendArg,
-    /// Run the built-in demo load while watching.
-    #[arg(long)]
-    pub demo: bool,
+    /// Run the built-in demo load meanwhile (`--demo=auto`: only if the
+    /// host's network is idle at start).
+    #[arg(long, value_enum, num_args = 0..=1, require_equals = true, default_missing_value = "on", default_value_t = DemoArg::Off, value_name = "WHEN")]
+    pub demo: DemoArg,
     /// Do not turn on BPF run-time statistics (see `stat --no-bpf-stats`).
     #[arg(long)]
     pub no_bpf_stats: bool,
-    /// Play a recording made by `netto record` instead of measuring; needs
-    /// neither root nor BPF.
+    /// Play a recording (from `netto record --format json`) instead of
+    /// measuring: no root, no BPF.
     #[arg(
         long,
         value_name = "RECORDING",
         conflicts_with_all = ["interval", "frequency", "transport", "backend", "demo", "no_bpf_stats"]
     )]
     pub replay: Option<std::path::PathBuf>,
-    /// Replay this many times faster than recorded.
-    #[arg(long, value_name = "X", default_value = "1", requires = "replay", allow_negative_numbers = true, value_parser = parse_speed)]
+    /// Replay this many times faster than recorded (`inf`: all at once).
+    #[arg(long, default_value = "1", value_name = "FACTOR", requires = "replay", allow_negative_numbers = true, value_parser = parse_speed)]
     pub speed: f64,
+}
+
+#[derive(Debug, Args)]
+pub struct TopArgs {
+    /// Stack samples per second per CPU at the start (+ and - change it).
+    #[arg(long, value_name = "HZ", default_value = "499", allow_negative_numbers = true, value_parser = parse_frequency)]
+    pub frequency: u64,
+    #[command(flatten)]
+    pub source: SourceArgs,
     /// Seconds of the past the history chart shows.
     #[arg(long, value_name = "SECONDS", default_value = "300", allow_negative_numbers = true, value_parser = parse_window)]
     pub history: f64,
     /// Seconds a flame graph written with `s` covers.
     #[arg(long, value_name = "SECONDS", default_value = "30", allow_negative_numbers = true, value_parser = parse_window)]
     pub flame_seconds: f64,
+}
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Address and port to listen on.
+    #[arg(long, default_value = "127.0.0.1:9464", value_name = "ADDR:PORT")]
+    pub listen: std::net::SocketAddr,
+    /// Allow a non-loopback --listen address. Everything served is
+    /// read-only, but there is no authentication and no TLS.
+    #[arg(long)]
+    pub allow_remote: bool,
+    #[command(flatten)]
+    pub source: SourceArgs,
+    /// Seconds of history kept for the chart, the history endpoint and
+    /// flame graphs.
+    #[arg(long, default_value = "300", value_name = "SECONDS", allow_negative_numbers = true, value_parser = parse_interval)]
+    pub history: f64,
+    /// Stack samples per second per CPU, for the breakdown and flame graph.
+    #[arg(long, value_name = "HZ", default_value = "99", allow_negative_numbers = true, value_parser = parse_frequency)]
+    pub frequency: u64,
 }
 
 #[derive(Debug, Args)]
@@ -297,22 +351,21 @@ fn parse_frequency(text: &str) -> Result<u64, String> {
     Ok(value)
 }
 
+fn parse_speed(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(speed) if speed > 0.0 => Ok(speed),
+        _ => Err(format!(
+            "'{text}' is not a speed factor (a number above 0, or inf)"
+        )),
+    }
+}
+
 fn parse_interval(text: &str) -> Result<f64, String> {
     parse_seconds(text, MIN_INTERVAL_S, MAX_INTERVAL_S)
 }
 
 fn parse_window(text: &str) -> Result<f64, String> {
     parse_seconds(text, 1.0, MAX_HISTORY_S)
-}
-
-fn parse_speed(text: &str) -> Result<f64, String> {
-    let value: f64 = text
-        .parse()
-        .map_err(|_| format!("'{text}' is not a number"))?;
-    if !value.is_finite() || value <= 0.0 || value > MAX_SPEED {
-        return Err(format!("must be above 0 and at most {MAX_SPEED}"));
-    }
-    Ok(value)
 }
 
 fn parse_duration(text: &str) -> Result<f64, String> {
@@ -350,13 +403,14 @@ mod tests {
             let Command::Top(top) = parse(args).unwrap().into_command() else {
                 panic!("top expected for {args:?}")
             };
+            let source = &top.source;
             assert_eq!(
-                (top.interval, top.frequency, top.history),
+                (source.interval, top.frequency, top.history),
                 (1.0, 499, 300.0)
             );
             assert_eq!(
-                (top.replay, top.speed, top.flame_seconds),
-                (None, 1.0, 30.0)
+                (&source.replay, source.speed, top.flame_seconds),
+                (&None, 1.0, 30.0)
             );
         }
         let Command::Top(top) = parse(&["--demo", "--frequency", "99"])
@@ -365,7 +419,7 @@ mod tests {
         else {
             panic!("top expected")
         };
-        assert!(top.demo);
+        assert_eq!(top.source.demo, DemoArg::On);
         assert_eq!(top.frequency, 99);
         let Command::Top(top) = parse(&["top", "--replay", "r.json", "--speed", "4"])
             .unwrap()
@@ -373,8 +427,9 @@ mod tests {
         else {
             panic!("top expected")
         };
-        assert_eq!(top.replay.as_deref(), Some(std::path::Path::new("r.json")));
-        assert_eq!(top.speed, 4.0);
+        let replay = top.source.replay.as_deref();
+        assert_eq!(replay, Some(std::path::Path::new("r.json")));
+        assert_eq!(top.source.speed, 4.0);
     }
 
     #[test]
@@ -387,7 +442,7 @@ mod tests {
             &["stat", "--duration", "0"],
             &["stat", "--duration", "1e12"],
             &["stat", "--duration", "inf"],
-            &["stat", "--backend", "fentry"],
+            &["stat", "--backend", "kprobe"],
             &["stat", "--backend", "bogus"],
             &[
                 "record",
@@ -423,11 +478,17 @@ mod tests {
             &["top", "--speed", "2"],
             &["top", "--replay", "r.json", "--speed", "0"],
             &["top", "--replay", "r.json", "--speed", "-1"],
-            &["top", "--replay", "r.json", "--speed", "inf"],
             &["top", "--history", "0"],
             &["top", "--flame-seconds", "1e9"],
             &["top", "--frequency", "0"],
             &["--demo", "stat"],
+            &["serve", "--listen", "localhost"],
+            &["serve", "--listen", "1.2.3.4:99999"],
+            &["serve", "--speed", "2"],
+            &["serve", "--replay", "r.json", "--speed", "0"],
+            &["serve", "--replay", "r.json", "--speed", "nan"],
+            &["serve", "--replay", "r.json", "--demo"],
+            &["serve", "--history", "0"],
             &[
                 "report", "a.json", "--diff", "b.json", "c.json", "-o", "x.svg",
             ],

@@ -20,6 +20,7 @@ fn main() -> ExitCode {
         Command::Record(args) => commands::record::run(&args),
         Command::Report(args) => commands::report::run(&args),
         Command::Top(args) => commands::top::run(&args),
+        Command::Serve(args) => commands::serve::run(&args),
         Command::DemoLoad => netto::demo::run_until_stdin_closes().map(|()| ExitCode::SUCCESS),
     };
     match result {

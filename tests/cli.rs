@@ -48,6 +48,22 @@ fn check_reports_this_kernel_and_picks_the_tracepoint_backend() {
     let report: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(report["backend"], "tracepoint");
     assert_eq!(report["can_run"], true);
+    // auto wanted fentry, could not have it, and says why.
+    let why = report["why"].as_str().unwrap();
+    assert!(
+        why.contains("fentry backend unavailable") && why.contains("not permitted"),
+        "{why}"
+    );
+    // The tracepoint backend saw each of netto's own loopback socket calls.
+    let calls = report["self_check"]["calls"].as_array().unwrap();
+    let names: Vec<&str> = calls.iter().map(|c| c["call"].as_str().unwrap()).collect();
+    for call in [
+        "sendto", "sendmsg", "sendmmsg", "write", "writev", "sendfile", "recvfrom", "recvmsg",
+        "recvmmsg", "read", "readv",
+    ] {
+        assert!(names.contains(&call), "{call} not checked: {names:?}");
+    }
+    assert!(calls.iter().all(|c| c["seen"] == true), "{calls:?}");
     let features = &report["features"];
     // ftrace is locked down on this machine: function hooks are refused.
     assert_eq!(features["fentry_fexit"]["ok"], false, "{features}");
@@ -76,7 +92,14 @@ fn check_reports_this_kernel_and_picks_the_tracepoint_backend() {
     assert!(text.status.success());
     let text = String::from_utf8_lossy(&text.stdout);
     assert!(text.contains("fentry_fexit   no"), "{text}");
-    assert!(text.contains("backend        tracepoint"), "{text}");
+    assert!(
+        text.contains("backend tracepoint: fentry backend unavailable"),
+        "{text}"
+    );
+    assert!(
+        text.contains("self-check     tracepoint: saw 11 of 11 kinds of socket call"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -232,6 +255,36 @@ fn demo_load_shows_network_time_and_is_removed_on_exit() {
         busiest.1 > 10_000_000,
         "demo sock_send only {} ns",
         busiest.1
+    );
+    assert!(demo_namespaces().is_empty(), "left {:?}", demo_namespaces());
+}
+
+#[test]
+fn demo_auto_runs_only_when_the_host_network_is_idle() {
+    let idle = netto(&["stat", "--demo=auto", "--duration", "1"]);
+    assert!(idle.status.success());
+    let stderr = String::from_utf8_lossy(&idle.stderr);
+    assert!(
+        stderr.contains("demo load: TCP"),
+        "idle host, no demo:\n{stderr}"
+    );
+
+    // UDP on loopback: its sends alone are far above the idle threshold.
+    let quiet =
+        |mut command: Command| common::Guarded(command.stdout(Stdio::null()).spawn().unwrap());
+    let _sink = quiet(common::loadgen(
+        "sink --proto udp --listen 127.0.0.1:47011 --duration 10",
+    ));
+    let _busy = quiet(common::loadgen(
+        "send --proto udp --syscall sendto --dest 127.0.0.1:47011 --duration 10",
+    ));
+    thread::sleep(Duration::from_millis(300));
+    let busy = netto(&["stat", "--demo=auto", "--duration", "1"]);
+    assert!(busy.status.success());
+    let stderr = String::from_utf8_lossy(&busy.stderr);
+    assert!(
+        !stderr.contains("demo load"),
+        "demo on a busy host:\n{stderr}"
     );
     assert!(demo_namespaces().is_empty(), "left {:?}", demo_namespaces());
 }

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use netto::kernel::backend::BackendChoice;
 use netto::kernel::sampler::Transport;
-use netto::source::live::{self, LiveConfig, Sampling};
+use netto::source::live::{self, Demo, LiveConfig, Sampling};
 use netto::source::Control;
 
 #[test]
@@ -23,7 +23,7 @@ fn frequency_changes_while_running_and_everything_unloads() {
             frequency_hz: 200,
             transport: Transport::Mmap,
         }),
-        demo: false,
+        demo: Demo::Off,
         flush_on_stop: false,
     })
     .expect("starting the live source");

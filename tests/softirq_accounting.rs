@@ -79,4 +79,22 @@ fn softirq_vectors_agree_with_proc_stat_and_network_dominates() {
         .sum();
     assert!(timers > 1_000_000, "net_timers only {timers} ns under BBR");
     assert!(paced > 0, "no tcp_pace_kick time under BBR");
+
+    // Network callbacks run inside the timer-like softirqs, on each CPU and
+    // in every interval: their time can never exceed those softirqs' time.
+    use netto::model::SoftirqVector::{Hi, Hrtimer, Tasklet, Timer};
+    for snap in &snaps {
+        for cpu in 0..snap.cpus {
+            let timers = snap.event(EventKey::NetTimers).per_cpu_ns[cpu];
+            let room: u64 = [Hi, Timer, Tasklet, Hrtimer]
+                .iter()
+                .map(|v| snap.softirq[v].per_cpu_ns[cpu])
+                .sum();
+            assert!(
+                timers <= room,
+                "cpu {cpu}: net_timers {timers} ns > timer softirqs {room} ns in {:?}",
+                snap.net_timer_callbacks
+            );
+        }
+    }
 }

@@ -410,13 +410,22 @@ fn live_under_a_veth_load_then_gone_without_a_trace() {
     assert!(netto_programs_loaded() > before);
 
     pane.keys(&["+"]);
+    // The first interval of a new sampler may hold no stack yet; the
+    // breakdown keys need a tree to move in.
     pane.wait_for("the new frequency measured", Duration::from_secs(10), |s| {
-        s.lines().any(|l| l.starts_with("sampling 999 Hz  refresh"))
+        s.lines().any(|l| l.starts_with("sampling 999 Hz  refresh")) && s.contains("  > ")
     });
     // Single-byte keys: under load, an arrow's escape sequence may reach
     // netto split across reads (the replay test drives the arrows).
-    pane.keys(&["Tab", "j", "l"]);
-    assert_a_category_opens(&pane);
+    // TCP delivered into the namespace: its receive path is sampled.
+    let screen = pane.wait_for("local TCP delivery", Duration::from_secs(5), |s| {
+        s.contains("> local_tcp")
+    });
+    let tcp = row(&screen, "> local_tcp");
+    assert!(
+        tcp[2].ends_with('%') && tcp[4].parse::<u64>().unwrap() > 0,
+        "{screen}"
+    );
 
     pane.keys(&["q"]);
     pane.assert_exits_and_restores(Duration::from_secs(5));

@@ -8,6 +8,7 @@ use netto::cli::CheckArgs;
 use netto::kernel::backend::{self, BackendChoice};
 use netto::kernel::callbacks::NETWORK_CALLBACKS;
 use netto::kernel::features::Features;
+use netto::kernel::{privileges, self_check};
 use netto::symbols::kallsyms::Kallsyms;
 use serde_json::json;
 
@@ -25,7 +26,17 @@ fn present_callbacks() -> usize {
 
 pub fn run(args: &CheckArgs) -> Result<ExitCode> {
     let features = Features::detect();
-    let selection = backend::select(BackendChoice::Auto, &features);
+    // The same choice `stat` makes, then the self-check of what was chosen
+    // (fentry is always checked while choosing; tracepoints only here).
+    let selection = backend::choose(BackendChoice::Auto, &features).map(|mut chosen| {
+        if chosen.check.is_none() && privileges::sufficient() {
+            match self_check::verify(chosen.backend) {
+                Ok(check) => chosen.check = Some(check),
+                Err(e) => chosen.notes.push(format!("self-check failed: {e}")),
+            }
+        }
+        chosen
+    });
     let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease")
         .map(|s| s.trim().to_owned())
         .unwrap_or_default();
@@ -37,15 +48,16 @@ pub fn run(args: &CheckArgs) -> Result<ExitCode> {
             .map(|(name, probe)| (name.to_owned(), json!(probe)))
             .collect();
         let report = match &selection {
-            Ok((backend, why)) => json!({
+            Ok(chosen) => json!({
                 "kernel": kernel, "features": findings,
                 "network_callbacks": present_callbacks(),
-                "backend": backend.name(), "why": why, "can_run": true,
+                "backend": chosen.backend.name(), "why": chosen.notes.join("; "),
+                "self_check": chosen.check, "can_run": true,
             }),
             Err(e) => json!({
                 "kernel": kernel, "features": findings,
                 "network_callbacks": present_callbacks(),
-                "backend": null, "why": e.to_string(), "can_run": false,
+                "backend": null, "why": e.to_string(), "self_check": null, "can_run": false,
             }),
         };
         println!("{report}");
@@ -65,7 +77,19 @@ pub fn run(args: &CheckArgs) -> Result<ExitCode> {
             NETWORK_CALLBACKS.len()
         );
         match &selection {
-            Ok((backend, why)) => println!("backend        {backend}: {why}"),
+            Ok(chosen) => {
+                for note in &chosen.notes {
+                    println!("{note}");
+                }
+                if let Some(check) = &chosen.check {
+                    println!(
+                        "{:<14} {}: {}",
+                        "self-check",
+                        check.backend,
+                        check.summary()
+                    );
+                }
+            }
             Err(e) => println!("backend        none: {e}"),
         }
     }

@@ -5,6 +5,7 @@ pub mod check;
 pub mod record;
 mod render;
 pub mod report;
+pub mod serve;
 mod signals;
 mod startup;
 pub mod stat;

@@ -34,7 +34,7 @@ pub fn run(args: &RecordArgs) -> Result<ExitCode> {
             frequency_hz: args.frequency,
             transport,
         }),
-        demo: args.demo,
+        demo: args.demo.into(),
         flush_on_stop: true,
     })?;
     eprintln!(

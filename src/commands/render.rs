@@ -1,30 +1,14 @@
 //! Writing a recording in the format the user asked for; shared by `record`
 //! and `report` so both produce the same files.
 
-use std::io::{self, Write};
 use std::path::Path;
 
 use anyhow::{bail, Context, Result};
-use netto::breakdown::{categorize, Category};
 use netto::cli::Format;
 use netto::model::{Recording, StackCount};
-use netto::sinks::flame::svg::{self, Categories};
+use netto::sinks::flame::svg;
 use netto::sinks::flame::{diff, folded, Labels};
 use netto::sinks::output::write_atomically;
-
-/// Category names in their fixed order, so a category keeps its colour
-/// from one graph to the next.
-fn category_names() -> Vec<&'static str> {
-    Category::ALL.iter().map(|c| c.name()).collect()
-}
-
-/// The category a single frame stands for, if it names one on its own.
-fn frame_category(frame: &str) -> Option<&'static str> {
-    match categorize(&[frame]) {
-        Category::Other => None,
-        category => Some(category.name()),
-    }
-}
 
 pub fn write_recording(
     recording: &Recording,
@@ -40,7 +24,7 @@ pub fn write_recording(
             out.write_all(b"\n")
         }
         Format::Folded => folded::write_folded(&stacks, out),
-        Format::Svg => draw_svg(&stacks, &labels, out),
+        Format::Svg => Ok(svg::write_categorized_svg(&stacks, &labels, out)?),
     })
     .with_context(|| format!("writing {}", path.display()))
 }
@@ -52,18 +36,10 @@ pub fn write_flame_graph(
     path: &Path,
     force: bool,
 ) -> Result<()> {
-    write_atomically(path, force, |out| draw_svg(stacks, labels, out))
-        .with_context(|| format!("writing {}", path.display()))
-}
-
-/// Frames coloured by category.
-fn draw_svg(stacks: &[StackCount], labels: &Labels, out: &mut dyn Write) -> io::Result<()> {
-    let names = category_names();
-    let categories = Categories {
-        names: &names,
-        of_frame: &frame_category,
-    };
-    Ok(svg::write_svg(stacks, labels, &categories, out)?)
+    write_atomically(path, force, |out| {
+        Ok(svg::write_categorized_svg(stacks, labels, out)?)
+    })
+    .with_context(|| format!("writing {}", path.display()))
 }
 
 pub fn write_diff(

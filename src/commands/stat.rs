@@ -18,7 +18,7 @@ pub fn run(args: &StatArgs) -> Result<ExitCode> {
         interval: Duration::from_secs_f64(args.interval),
         duration: args.duration.map(Duration::from_secs_f64),
         sampling: None,
-        demo: args.demo,
+        demo: args.demo.into(),
         flush_on_stop: false,
     })?;
     let mut stdout = io::stdout().lock();

@@ -8,7 +8,7 @@ use std::path::Path;
 use std::process::ExitCode;
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::thread;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use anyhow::{bail, Context, Result};
 use netto::cli::TopArgs;
@@ -17,13 +17,12 @@ use netto::sinks::flame::Labels;
 use netto::sinks::tui::app::{App, Effect, Settings};
 use netto::sinks::tui::terminal::Screen;
 use netto::sinks::tui::{input, render};
-use netto::source::live::{self, LiveConfig, Sampling};
-use netto::source::{replay, Control, Source};
+use netto::source::{Control, Source};
 use ratatui::crossterm::event::{self, Event, KeyEvent};
 
 use super::render::write_flame_graph;
-use super::report::read_recording;
 use super::signals::on_signals;
+use super::startup;
 
 enum Message {
     /// Boxed: the other messages are a few bytes.
@@ -42,12 +41,12 @@ pub fn run(args: &TopArgs) -> Result<ExitCode> {
     if !io::stdin().is_terminal() || !io::stdout().is_terminal() {
         bail!("netto top needs a terminal; `netto stat --json` and `netto record` write to files and pipes");
     }
-    let source = start(args)?;
+    let source = startup::view_source(&args.source, args.frequency)?;
     let settings = Settings {
         history_s: args.history,
         flame_s: args.flame_seconds,
-        speed: if args.replay.is_some() {
-            args.speed
+        speed: if args.source.replay.is_some() {
+            args.source.speed
         } else {
             1.0
         },
@@ -72,29 +71,6 @@ pub fn run(args: &TopArgs) -> Result<ExitCode> {
     shown?;
     ended?;
     Ok(ExitCode::SUCCESS)
-}
-
-/// Before the screen opens, so start-up errors (not root, no such
-/// recording) print as for any other command.
-fn start(args: &TopArgs) -> Result<Source> {
-    match &args.replay {
-        Some(path) => {
-            let recording = read_recording(path)?;
-            replay::start(recording, &path.display().to_string(), args.speed)
-        }
-        None => live::start(LiveConfig {
-            backend: args.backend.into(),
-            bpf_stats: !args.no_bpf_stats,
-            interval: Duration::from_secs_f64(args.interval),
-            duration: None,
-            sampling: Some(Sampling {
-                frequency_hz: args.frequency,
-                transport: args.transport.into(),
-            }),
-            demo: args.demo,
-            flush_on_stop: false,
-        }),
-    }
 }
 
 /// Hands the source's snapshots to the UI, then how it ended.

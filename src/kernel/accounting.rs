@@ -11,12 +11,13 @@ use libbpf_rs::{Btf, Link, MapCore, MapFlags, OpenObject};
 
 use super::backend::Backend;
 use super::callbacks::NETWORK_CALLBACKS;
+use super::functions::{function_exists, FunctionHook, SocketFunctions};
 use super::skel::account::{AccountSkel, AccountSkelBuilder};
 use super::stats::{self, RunStats};
 use super::syscalls::socket_syscalls;
 use super::tracepoints::{self, OptionalGroup};
 use super::{privileges, KernelError};
-use crate::abi::{bytes_of, netto_cpu, netto_syscall, read_from};
+use crate::abi::{bytes_of, netto_cpu, netto_syscall, netto_task_window, read_from};
 use crate::symbols::kallsyms::Kallsyms;
 
 /// The tracepoints the accounting programs attach to, from the object's
@@ -44,6 +45,7 @@ pub struct Accounting<'obj> {
     callbacks: Vec<&'static str>,
     skipped: Vec<&'static OptionalGroup>,
     callbacks_resolved: bool,
+    functions: SocketFunctions,
 }
 
 impl<'obj> Accounting<'obj> {
@@ -60,12 +62,24 @@ impl<'obj> Accounting<'obj> {
             .map_err(|e| KernelError::Load(e.to_string()))?;
 
         let mut missing = Vec::new();
+        let mut functions = SocketFunctions::default();
         for mut prog in open.open_object_mut().progs_mut() {
             let section = prog.section().to_string_lossy().into_owned();
+            if let Some(hook) = FunctionHook::from_program(&prog.name().to_string_lossy(), &section)
+            {
+                let wanted = backend == Backend::Fentry && function_exists(&btf, hook.function);
+                prog.set_autoload(wanted);
+                if backend == Backend::Fentry {
+                    functions.note(&hook, wanted);
+                }
+                continue;
+            }
             let Some(tp) = tracepoints::from_section(&section) else {
                 continue;
             };
-            if tracepoints::optional_group(tp).is_some_and(|group| {
+            if tracepoints::SYSCALL_WINDOWS.contains(&tp) {
+                prog.set_autoload(backend == Backend::Tracepoint);
+            } else if tracepoints::optional_group(tp).is_some_and(|group| {
                 !group
                     .tracepoints
                     .iter()
@@ -82,9 +96,12 @@ impl<'obj> Accounting<'obj> {
                 minimum: backend.minimum_kernel(),
             });
         }
+        if backend == Backend::Fentry {
+            functions.check_complete()?;
+        }
         let skel = open.load().map_err(|e| KernelError::Load(e.to_string()))?;
 
-        for (nr, kind, fd_arg) in socket_syscalls() {
+        for (nr, kind, fd_arg) in socket_syscalls().filter(|_| backend == Backend::Tracepoint) {
             let value = netto_syscall {
                 kind: kind as u32,
                 fd_arg,
@@ -101,8 +118,12 @@ impl<'obj> Accounting<'obj> {
         let (callbacks, callbacks_resolved) = resolve_callbacks(&skel)?;
         let cpus = libbpf_rs::num_possible_cpus().map_err(|e| KernelError::Load(e.to_string()))?;
 
+        // Function returns before entries, so no window can open that
+        // nothing would close (see bpf/window_functions.h).
+        let mut progs: Vec<_> = skel.object().progs_mut().filter(|p| p.autoload()).collect();
+        progs.sort_by_key(|p| !p.section().to_string_lossy().starts_with("fexit/"));
         let mut links = Vec::new();
-        for prog in skel.object().progs_mut().filter(|p| p.autoload()) {
+        for prog in progs {
             let name = prog.name().to_string_lossy().into_owned();
             let link = prog.attach().map_err(|source| KernelError::Attach {
                 prog: name.clone(),
@@ -119,6 +140,35 @@ impl<'obj> Accounting<'obj> {
             callbacks,
             skipped: tracepoints::missing_groups(&btf),
             callbacks_resolved,
+            functions,
+        })
+    }
+
+    /// The socket functions the fentry backend hooks, and the candidates
+    /// this kernel does not have (both empty for other backends).
+    pub fn socket_functions(&self) -> &SocketFunctions {
+        &self.functions
+    }
+
+    /// Counts the socket windows the calling thread opens from now on, by
+    /// kind (see [`Accounting::windows_seen`]); the start-up self-check.
+    pub fn watch_thread(&mut self, tid: u32) {
+        if let Some(bss) = self.skel.maps.bss_data.as_deref_mut() {
+            bss.check_windows = [0; 3];
+            bss.check_tid = tid;
+        }
+    }
+
+    /// Windows the watched thread opened: (send, receive).
+    pub fn windows_seen(&self) -> (u64, u64) {
+        self.skel.maps.bss_data.as_deref().map_or((0, 0), |bss| {
+            // SAFETY: the mmap-ed .bss stays mapped while the skeleton
+            // lives; BPF programs update it behind the compiler's back.
+            let windows = unsafe { std::ptr::read_volatile(&bss.check_windows) };
+            (
+                windows[netto_task_window::NETTO_WIN_SEND as usize],
+                windows[netto_task_window::NETTO_WIN_RECV as usize],
+            )
         })
     }
 

@@ -62,6 +62,8 @@ pub struct Features {
     pub xdp: Probe,
     pub bpf_stats: Probe,
     pub kallsyms: Probe,
+    /// Required tracepoints this kernel lacks.
+    missing_tracepoints: Vec<String>,
 }
 
 impl Features {
@@ -122,6 +124,7 @@ impl Features {
                 Probe::no(NOT_TRIED)
             },
             kallsyms: kallsyms_probe(),
+            missing_tracepoints: missing_required,
         }
     }
 
@@ -136,6 +139,29 @@ impl Features {
         .into_iter()
         .find(|(_, probe)| !probe.ok)
         .map(|(what, probe)| format!("{what}: {}", probe.detail))
+    }
+
+    /// Why the fentry backend cannot run here, if it cannot. It needs the
+    /// tracepoints too, except the syscall ones its function hooks replace.
+    pub fn fentry_backend_problem(&self) -> Option<String> {
+        let common = [
+            ("privileges", &self.privileges),
+            ("BTF", &self.btf),
+            ("task storage", &self.task_storage),
+            ("fentry/fexit", &self.fentry),
+        ]
+        .into_iter()
+        .find(|(_, probe)| !probe.ok)
+        .map(|(what, probe)| format!("{what}: {}", probe.detail));
+        let missing: Vec<&str> = self
+            .missing_tracepoints
+            .iter()
+            .map(String::as_str)
+            .filter(|tp| !tracepoints::SYSCALL_WINDOWS.contains(tp))
+            .collect();
+        common.or_else(|| {
+            (!missing.is_empty()).then(|| format!("tracepoints: missing {}", missing.join(", ")))
+        })
     }
 
     /// Every finding in display order, for `check`.

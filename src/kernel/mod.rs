@@ -6,9 +6,11 @@ pub mod accounting;
 pub mod backend;
 pub mod callbacks;
 pub mod features;
+pub mod functions;
 pub mod perf;
 pub mod privileges;
 pub mod sampler;
+pub mod self_check;
 pub mod skel;
 pub mod stats;
 pub mod syscalls;
@@ -31,6 +33,13 @@ pub enum KernelError {
     },
     #[error("no accounting backend can run here: {0}")]
     NoBackend(String),
+    #[error(
+        "the {backend} backend cannot run here ({problem}); --backend auto picks one that can"
+    )]
+    Unavailable {
+        backend: &'static str,
+        problem: String,
+    },
     #[error("loading the BPF programs failed: {0}")]
     Load(String),
     #[error("attaching BPF program {prog} failed: {source}")]
@@ -38,6 +47,8 @@ pub enum KernelError {
         prog: String,
         source: libbpf_rs::Error,
     },
+    #[error("the backend self-check could not run: {0}")]
+    SelfCheck(String),
     #[error("opening the perf event for stack sampling failed: {0}")]
     Perf(String),
     #[error("BPF map {map}: {source}")]

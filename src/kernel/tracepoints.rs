@@ -41,6 +41,10 @@ pub const OPTIONAL: &[OptionalGroup] = &[
     },
 ];
 
+/// The tracepoints that give the `tracepoint` backend its socket windows;
+/// the `fentry` backend hooks socket functions instead and loads the rest.
+pub const SYSCALL_WINDOWS: &[&str] = &["sys_enter", "sys_exit"];
+
 /// The tracepoint a `tp_btf/NAME` program section attaches to.
 pub fn from_section(section: &str) -> Option<&str> {
     section.strip_prefix("tp_btf/")

@@ -9,6 +9,7 @@ mod affinity;
 mod bind;
 mod cputime;
 mod drive;
+pub mod each_call;
 mod error;
 mod ffi;
 mod file_read;

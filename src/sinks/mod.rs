@@ -5,3 +5,4 @@ pub mod history;
 pub mod output;
 pub mod stat;
 pub mod tui;
+pub mod web;

@@ -26,7 +26,7 @@ use crate::kernel::sampler::{
 };
 use crate::kernel::stats::StatsGuard;
 use crate::kernel::{privileges, KernelError};
-use crate::model::{SamplingStats, Snapshot};
+use crate::model::{percent, EventKey, SamplingStats, Snapshot};
 use crate::symbols::symbolizer::Symbolizer;
 
 /// How often samples are moved out of the kernel buffer; the buffer is
@@ -39,6 +39,20 @@ pub struct Sampling {
     pub transport: Transport,
 }
 
+/// The built-in demo load: never, always, or only when the host's network
+/// is idle (so a newcomer sees real numbers, and a busy host is left alone).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Demo {
+    Off,
+    On,
+    IfIdle,
+}
+
+/// How long start-up watches the host before deciding it is idle, and
+/// below what share of one CPU its network events count as idle.
+const IDLE_PROBE: Duration = Duration::from_millis(500);
+const IDLE_PERCENT: f64 = 1.0;
+
 #[derive(Debug, Clone)]
 pub struct LiveConfig {
     pub backend: BackendChoice,
@@ -49,8 +63,8 @@ pub struct LiveConfig {
     pub duration: Option<Duration>,
     /// Sample kernel stacks; `None` measures the exact events only.
     pub sampling: Option<Sampling>,
-    /// Run the built-in demo load (a child process) while measuring.
-    pub demo: bool,
+    /// Whether to run the built-in demo load (a child process).
+    pub demo: Demo,
     /// On [`Control::Stop`], deliver the interval in progress too, so a
     /// recording keeps every sample taken before Ctrl-C.
     pub flush_on_stop: bool,
@@ -104,11 +118,13 @@ fn run(
         return refuse(KernelError::NotPrivileged.into());
     }
     let mut notes = Vec::new();
-    let (backend, why) = match backend::select(config.backend, &Features::detect()) {
-        Ok(choice) => choice,
+    let backend = match backend::choose(config.backend, &Features::detect()) {
+        Ok(chosen) => {
+            notes.extend(chosen.notes);
+            chosen.backend
+        }
         Err(e) => return refuse(e.into()),
     };
-    notes.push(format!("backend {backend}: {why}"));
     let stats = if config.bpf_stats {
         match StatsGuard::enable() {
             Ok(guard) => Some(guard),
@@ -166,7 +182,7 @@ fn run(
                         return refuse(anyhow::Error::new(e).context("reading kernel symbols"))
                     }
                 };
-                match start_demo(config.demo) {
+                match start_demo(config.demo, &accounting) {
                     Ok(Some(demo)) => {
                         notes.push(demo.describe().to_owned());
                         _demo = Some(demo);
@@ -222,13 +238,36 @@ fn load_sampler<'obj>(
     )?)
 }
 
-fn start_demo(enabled: bool) -> Result<Option<DemoProcess>> {
-    if !enabled {
+fn start_demo(demo: Demo, accounting: &Accounting<'_>) -> Result<Option<DemoProcess>> {
+    let wanted = match demo {
+        Demo::Off => false,
+        Demo::On => true,
+        Demo::IfIdle => network_idle(accounting)?,
+    };
+    if !wanted {
         return Ok(None);
     }
     DemoProcess::start()
         .context("starting the demo load")
         .map(Some)
+}
+
+/// Whether the host's network events stay under [`IDLE_PERCENT`] of one
+/// CPU for [`IDLE_PROBE`].
+fn network_idle(accounting: &Accounting<'_>) -> Result<bool> {
+    let mut probe = Collector::start(accounting, false)?;
+    thread::sleep(IDLE_PROBE);
+    let snapshot = probe.collect()?;
+    let busy_ns = [
+        EventKey::NetRxSoftirq,
+        EventKey::NetTxSoftirq,
+        EventKey::SockSend,
+        EventKey::SockRecv,
+    ]
+    .into_iter()
+    .map(|key| snapshot.event(key).total_ns)
+    .sum();
+    Ok(percent(busy_ns, snapshot.interval_s) < IDLE_PERCENT)
 }
 
 fn read_trimmed(path: &str) -> String {

@@ -9,6 +9,7 @@ use inferno::flamegraph::color::{BackgroundColor, Color, PaletteMap};
 
 use super::folded::fold;
 use super::{draw, inferno_options, FlameError, Labels};
+use crate::breakdown::{categorize, Category};
 use crate::model::StackCount;
 
 /// Light enough for inferno's black frame text, far enough apart in hue to
@@ -87,6 +88,30 @@ pub fn write_svg(
     options.palette_map = Some(&mut palette);
     options.bgcolors = Some(BackgroundColor::Flat(BACKGROUND));
     draw(&mut options, &lines, out)
+}
+
+/// [`write_svg`] coloured by netto's own categories (src/breakdown), the
+/// colouring every netto flame graph uses: a file from `record` and the
+/// web view's graph show a category in the same colour.
+pub fn write_categorized_svg(
+    stacks: &[StackCount],
+    labels: &Labels,
+    out: &mut dyn Write,
+) -> Result<(), FlameError> {
+    let names = Category::ALL.map(Category::name);
+    let categories = Categories {
+        names: &names,
+        of_frame: &frame_category,
+    };
+    write_svg(stacks, labels, &categories, out)
+}
+
+/// The category a single frame stands for, if it names one on its own.
+fn frame_category(frame: &str) -> Option<&'static str> {
+    match categorize(&[frame]) {
+        Category::Other => None,
+        category => Some(category.name()),
+    }
 }
 
 #[cfg(test)]

@@ -1,0 +1,103 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * Socket windows of the `tracepoint` backend, included by account.bpf.c: a
+ * window is a whole system call whose number the syscall table classifies
+ * as a send or a receive, and whose file descriptor is really a socket.
+ */
+#ifndef NETTO_WINDOW_SYSCALLS_H
+#define NETTO_WINDOW_SYSCALLS_H
+
+#define S_IFMT 00170000
+#define S_IFSOCK 0140000
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, NETTO_MAX_SYSCALLS);
+	__type(key, __u32);
+	__type(value, struct netto_syscall);
+} syscalls SEC(".maps");
+
+/* Whether descriptor `fd` of `task` is a socket. Read through the fd table
+ * rather than trusting the syscall: write(2) on a pipe or read(2) of a file
+ * must not count. Direct loads through the BTF task pointer where the
+ * verifier allows them: they are far cheaper than probe-read helpers, and
+ * this runs on every read and write on the host. */
+static __always_inline bool fd_is_socket(struct task_struct *task, long fd)
+{
+	struct fdtable *fdt = task->files->fdt;
+	struct file *file = NULL;
+
+	if (fd < 0 || !fdt || fd >= fdt->max_fds)
+		return false;
+	if (bpf_probe_read_kernel(&file, sizeof(file), &fdt->fd[fd]) || !file)
+		return false;
+	return (BPF_CORE_READ(file, f_inode, i_mode) & S_IFMT) == S_IFSOCK;
+}
+
+static __always_inline long syscall_arg(struct pt_regs *regs, __u32 n)
+{
+	switch (n) {
+	case 0:
+		return PT_REGS_PARM1_SYSCALL(regs);
+	case 1:
+		return PT_REGS_PARM2_SYSCALL(regs);
+	case 2:
+		return PT_REGS_PARM3_SYSCALL(regs);
+	default:
+		return -1;
+	}
+}
+
+static __always_inline __u32 socket_window(struct task_struct *task, struct pt_regs *regs,
+					   const struct netto_syscall *sc)
+{
+	switch (sc->kind) {
+	case NETTO_SYS_SEND:
+		return fd_is_socket(task, syscall_arg(regs, sc->fd_arg)) ? NETTO_WIN_SEND : NETTO_WIN_NONE;
+	case NETTO_SYS_RECV:
+		return fd_is_socket(task, syscall_arg(regs, sc->fd_arg)) ? NETTO_WIN_RECV : NETTO_WIN_NONE;
+	case NETTO_SYS_SPLICE:
+		if (fd_is_socket(task, syscall_arg(regs, 2)))
+			return NETTO_WIN_SEND;
+		return fd_is_socket(task, syscall_arg(regs, 0)) ? NETTO_WIN_RECV : NETTO_WIN_NONE;
+	default:
+		return NETTO_WIN_NONE;
+	}
+}
+
+SEC("tp_btf/sys_enter")
+int BPF_PROG(netto_sys_enter, struct pt_regs *regs, long id)
+{
+	struct netto_syscall *sc;
+	struct netto_cpu *c;
+	__u32 nr = id;
+	__u32 window;
+	__u64 now;
+
+	if (id < 0 || nr >= NETTO_MAX_SYSCALLS)
+		return 0;
+	sc = bpf_map_lookup_elem(&syscalls, &nr);
+	if (!sc || sc->kind == NETTO_SYS_OTHER)
+		return 0;
+	/* Before the fd check, so the check is inside the window it opens. */
+	now = bpf_ktime_get_ns();
+	window = socket_window(bpf_get_current_task_btf(), regs, sc);
+	c = this_cpu();
+	if (window == NETTO_WIN_NONE || !c)
+		return 0;
+	open_window(c, now, window);
+	return 0;
+}
+
+SEC("tp_btf/sys_exit")
+int BPF_PROG(netto_sys_exit)
+{
+	struct netto_cpu *c = this_cpu();
+
+	if (!c || c->task_window == NETTO_WIN_NONE)
+		return 0;
+	close_window(c);
+	return 0;
+}
+
+#endif /* NETTO_WINDOW_SYSCALLS_H */

@@ -1,0 +1,362 @@
+//! `/metrics` in the Prometheus text format. Every measured quantity is a
+//! counter cumulative since netto started, so a scrape at any interval sees
+//! every second through `rate()`; a gauge of the last interval (what the
+//! original Netto exported) is mostly missed by a scrape every 15 s.
+//!
+//! The counters are kept by the `prometheus` crate, which also writes the
+//! exposition format; this module only decides names, labels and units.
+
+use prometheus::core::Collector;
+use prometheus::{Counter, CounterVec, Encoder, Gauge, IntGauge, IntGaugeVec, Opts, Registry};
+use thiserror::Error;
+
+use crate::model::{percent, Snapshot};
+use crate::source::SourceInfo;
+
+/// The content type of the text exposition format.
+pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
+
+#[derive(Debug, Error)]
+#[error("Prometheus metrics: {0}")]
+pub struct MetricsError(#[from] prometheus::Error);
+
+/// netto's metrics, updated once per snapshot by the hub and read by
+/// scrapes; both sides only touch atomics, so a scrape never waits for the
+/// collector.
+pub struct Metrics {
+    registry: Registry,
+    event_seconds: CounterVec,
+    event_runs: CounterVec,
+    softirq_seconds: CounterVec,
+    softirq_runs: CounterVec,
+    hardirq_seconds: CounterVec,
+    timer_callback_seconds: CounterVec,
+    samples: CounterVec,
+    category_seconds: CounterVec,
+    samples_dropped: Counter,
+    stack_failures: Counter,
+    process_seconds: Counter,
+    bpf_run_seconds: CounterVec,
+    bpf_runs: CounterVec,
+    intervals: Counter,
+    measured_seconds: Counter,
+    sampling_frequency: Gauge,
+    last_snapshot: Gauge,
+    overhead_percent: Gauge,
+    stream_clients: IntGauge,
+    stream_clients_dropped: Counter,
+}
+
+impl Metrics {
+    pub fn new(info: &SourceInfo) -> Result<Metrics, MetricsError> {
+        let registry = Registry::new();
+        let counters = |name: &str, help: &str, labels: &[&str]| {
+            register(&registry, CounterVec::new(Opts::new(name, help), labels)?)
+        };
+        let counter = |name: &str, help: &str| register(&registry, Counter::new(name, help)?);
+        let gauge = |name: &str, help: &str| register(&registry, Gauge::new(name, help)?);
+
+        let info_gauge = register(
+            &registry,
+            IntGaugeVec::new(
+                Opts::new(
+                    "netto_info",
+                    "Where the numbers come from; always 1 (join on its labels).",
+                ),
+                &["host", "kernel", "backend", "source", "version"],
+            )?,
+        )?;
+        let source = if info.origin == "live" {
+            "live"
+        } else {
+            "replay"
+        };
+        info_gauge
+            .with_label_values(&[
+                info.host.as_str(),
+                &info.kernel,
+                &info.backend,
+                source,
+                env!("CARGO_PKG_VERSION"),
+            ])
+            .set(1);
+
+        Ok(Metrics {
+            event_seconds: counters(
+                "netto_cpu_seconds_total",
+                "CPU time in a network event (softirq, socket call, network timers), per CPU.",
+                &["event", "cpu"],
+            )?,
+            event_runs: counters(
+                "netto_event_runs_total",
+                "How many times a network event ran (softirq runs, socket calls, timer callbacks).",
+                &["event"],
+            )?,
+            softirq_seconds: counters(
+                "netto_softirq_cpu_seconds_total",
+                "CPU time in each softirq vector, network or not.",
+                &["vector"],
+            )?,
+            softirq_runs: counters(
+                "netto_softirq_runs_total",
+                "Runs of each softirq vector.",
+                &["vector"],
+            )?,
+            hardirq_seconds: counters(
+                "netto_hardirq_cpu_seconds_total",
+                "CPU time in hardware interrupt handlers, per CPU.",
+                &["cpu"],
+            )?,
+            timer_callback_seconds: counters(
+                "netto_net_timer_callback_cpu_seconds_total",
+                "CPU time of network timer callbacks by kernel function (they sum to event net_timers).",
+                &["callback"],
+            )?,
+            samples: counters(
+                "netto_samples_total",
+                "Kernel stack samples by network context and category.",
+                &["context", "category"],
+            )?,
+            category_seconds: counters(
+                "netto_category_cpu_seconds_total",
+                "Exact event CPU time divided between categories by their share of samples.",
+                &["context", "category"],
+            )?,
+            samples_dropped: counter(
+                "netto_samples_dropped_total",
+                "Stack samples lost because the sample buffer was full.",
+            )?,
+            stack_failures: counter(
+                "netto_stack_failures_total",
+                "Stack samples whose kernel stack could not be read.",
+            )?,
+            process_seconds: counter(
+                "netto_process_cpu_seconds_total",
+                "CPU time of the measuring netto process itself (user + system).",
+            )?,
+            bpf_run_seconds: counters(
+                "netto_bpf_program_run_seconds_total",
+                "Run time of netto's BPF programs (needs BPF run-time statistics).",
+                &["program"],
+            )?,
+            bpf_runs: counters(
+                "netto_bpf_program_runs_total",
+                "Runs of netto's BPF programs (needs BPF run-time statistics).",
+                &["program"],
+            )?,
+            intervals: counter(
+                "netto_intervals_total",
+                "Snapshots (measuring intervals) received.",
+            )?,
+            measured_seconds: counter(
+                "netto_measured_seconds_total",
+                "Wall-clock time covered by the snapshots received.",
+            )?,
+            sampling_frequency: gauge(
+                "netto_sampling_frequency_hertz",
+                "Stack samples per second per CPU in the last interval; 0 when not sampling.",
+            )?,
+            last_snapshot: gauge(
+                "netto_last_snapshot_timestamp_seconds",
+                "End of the last interval received, unix time.",
+            )?,
+            overhead_percent: gauge(
+                "netto_overhead_cpu_percent",
+                "netto's own cost (process and BPF programs) in the last interval, percent of one CPU.",
+            )?,
+            stream_clients: register(
+                &registry,
+                IntGauge::new(
+                    "netto_stream_clients",
+                    "Web clients connected to the snapshot stream.",
+                )?,
+            )?,
+            stream_clients_dropped: counter(
+                "netto_stream_clients_dropped_total",
+                "Stream clients disconnected because they fell too far behind.",
+            )?,
+            registry,
+        })
+    }
+
+    /// Adds one interval to the counters.
+    pub fn add(&self, snapshot: &Snapshot) {
+        for (event, time) in &snapshot.events {
+            for (cpu, ns) in time.per_cpu_ns.iter().enumerate() {
+                self.event_seconds
+                    .with_label_values(&[event.name(), &cpu.to_string()])
+                    .inc_by(seconds(*ns));
+            }
+            self.event_runs
+                .with_label_values(&[event.name()])
+                .inc_by(time.count as f64);
+        }
+        for (vector, time) in &snapshot.softirq {
+            let labels = [vector.name()];
+            self.softirq_seconds
+                .with_label_values(&labels)
+                .inc_by(seconds(time.total_ns));
+            self.softirq_runs
+                .with_label_values(&labels)
+                .inc_by(time.count as f64);
+        }
+        for (cpu, ns) in snapshot.hardirq.per_cpu_ns.iter().enumerate() {
+            self.hardirq_seconds
+                .with_label_values(&[cpu.to_string()])
+                .inc_by(seconds(*ns));
+        }
+        for (callback, ns) in &snapshot.net_timer_callbacks {
+            self.timer_callback_seconds
+                .with_label_values(&[callback])
+                .inc_by(seconds(*ns));
+        }
+        for breakdown in &snapshot.breakdown {
+            for share in &breakdown.categories {
+                let labels = [breakdown.context.name(), share.category.as_str()];
+                self.samples
+                    .with_label_values(&labels)
+                    .inc_by(share.samples as f64);
+                self.category_seconds
+                    .with_label_values(&labels)
+                    .inc_by(seconds(share.cpu_ns));
+            }
+        }
+        let sampling = snapshot.sampling.clone().unwrap_or_default();
+        self.samples_dropped.inc_by(sampling.dropped as f64);
+        self.stack_failures.inc_by(sampling.failed_stacks as f64);
+        self.sampling_frequency.set(sampling.frequency_hz as f64);
+
+        let overhead = &snapshot.overhead;
+        self.process_seconds
+            .inc_by(seconds(overhead.process_cpu_ns));
+        for program in &overhead.programs {
+            let labels = [program.name.as_str()];
+            self.bpf_run_seconds
+                .with_label_values(&labels)
+                .inc_by(seconds(program.run_time_ns));
+            self.bpf_runs
+                .with_label_values(&labels)
+                .inc_by(program.run_count as f64);
+        }
+        self.overhead_percent.set(percent(
+            overhead.process_cpu_ns + overhead.bpf_run_time_ns,
+            snapshot.interval_s,
+        ));
+        self.intervals.inc();
+        self.measured_seconds.inc_by(snapshot.interval_s.max(0.0));
+        self.last_snapshot.set(snapshot.ts);
+    }
+
+    pub fn set_stream_clients(&self, clients: usize, newly_dropped: usize) {
+        self.stream_clients
+            .set(i64::try_from(clients).unwrap_or(i64::MAX));
+        self.stream_clients_dropped.inc_by(newly_dropped as f64);
+    }
+
+    /// The exposition text of every metric.
+    pub fn encode(&self) -> Result<Vec<u8>, MetricsError> {
+        let mut out = Vec::new();
+        prometheus::TextEncoder::new().encode(&self.registry.gather(), &mut out)?;
+        Ok(out)
+    }
+}
+
+fn register<C: Collector + Clone + 'static>(
+    registry: &Registry,
+    collector: C,
+) -> Result<C, MetricsError> {
+    registry.register(Box::new(collector.clone()))?;
+    Ok(collector)
+}
+
+fn seconds(ns: u64) -> f64 {
+    ns as f64 / 1e9
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Breakdown, CategoryShare, EventKey, SampleContext, SoftirqVector};
+
+    fn info() -> SourceInfo {
+        SourceInfo {
+            host: "box \"1\"".into(),
+            kernel: "6.8".into(),
+            backend: "tracepoint".into(),
+            frequency_hz: Some(99),
+            origin: "live".into(),
+            notes: vec![],
+        }
+    }
+
+    fn snapshot() -> Snapshot {
+        let mut s = Snapshot::empty("tracepoint", 2);
+        s.ts = 100.0;
+        s.interval_s = 1.0;
+        let rx = s.events.get_mut(&EventKey::NetRxSoftirq).unwrap();
+        rx.per_cpu_ns = vec![250_000_000, 500_000_000];
+        rx.total_ns = 750_000_000;
+        rx.count = 3;
+        s.softirq.get_mut(&SoftirqVector::NetRx).unwrap().total_ns = 750_000_000;
+        s.breakdown = vec![Breakdown {
+            context: SampleContext::NetRx,
+            samples: 10,
+            categories: vec![CategoryShare {
+                category: "local_tcp".into(),
+                samples: 10,
+                share: 1.0,
+                cpu_ns: 750_000_000,
+            }],
+        }];
+        s
+    }
+
+    /// The value of the sample line that starts with `series`.
+    fn value(text: &str, series: &str) -> f64 {
+        text.lines()
+            .find_map(|l| l.strip_prefix(series)?.strip_prefix(' '))
+            .unwrap_or_else(|| panic!("{series} missing from\n{text}"))
+            .parse()
+            .unwrap()
+    }
+
+    #[test]
+    fn counters_accumulate_in_seconds_with_labels() {
+        let metrics = Metrics::new(&info()).unwrap();
+        metrics.add(&snapshot());
+        metrics.add(&snapshot());
+        let text = String::from_utf8(metrics.encode().unwrap()).unwrap();
+        let rx = r#"netto_cpu_seconds_total{cpu="1",event="net_rx_softirq"}"#;
+        assert_eq!(value(&text, rx), 1.0);
+        assert_eq!(
+            value(&text, r#"netto_event_runs_total{event="net_rx_softirq"}"#),
+            6.0
+        );
+        assert_eq!(
+            value(&text, r#"netto_softirq_cpu_seconds_total{vector="NET_RX"}"#),
+            1.5
+        );
+        assert_eq!(
+            value(
+                &text,
+                r#"netto_samples_total{category="local_tcp",context="net_rx"}"#
+            ),
+            20.0
+        );
+        assert_eq!(value(&text, "netto_intervals_total"), 2.0);
+        assert!(text.contains("# TYPE netto_cpu_seconds_total counter"));
+        assert!(text.contains("# HELP netto_cpu_seconds_total CPU time"));
+        // Label values are escaped, not cut.
+        assert!(text.contains(r#"host="box \"1\"""#), "{text}");
+    }
+
+    #[test]
+    fn stream_clients_gauge_and_dropped_counter() {
+        let metrics = Metrics::new(&info()).unwrap();
+        metrics.set_stream_clients(5, 0);
+        metrics.set_stream_clients(3, 2);
+        let text = String::from_utf8(metrics.encode().unwrap()).unwrap();
+        assert_eq!(value(&text, "netto_stream_clients"), 3.0);
+        assert_eq!(value(&text, "netto_stream_clients_dropped_total"), 2.0);
+    }
+}

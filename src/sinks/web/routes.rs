@@ -1,0 +1,175 @@
+//! The HTTP surface: the page, the JSON API under `/api/v1/`, the stream
+//! and `/metrics`. Every endpoint is read-only: each resource has only a GET
+//! route, so any other method gets 405. Query values are checked here and
+//! answered with a JSON error, never a panic.
+
+use std::convert::Infallible;
+
+use actix_web::http::header;
+use actix_web::http::StatusCode;
+use actix_web::{web, HttpRequest, HttpResponse, HttpResponseBuilder};
+use serde::Deserialize;
+use serde_json::json;
+use tokio_stream::wrappers::ReceiverStream;
+use tokio_stream::StreamExt;
+
+use super::assets::{Asset, ASSETS};
+use super::metrics;
+use super::state::{FlameFailure, State};
+
+/// The page may load only its own files: no inline script, nothing from
+/// another origin, and no framing by another site.
+const PAGE_POLICY: &str = "default-src 'self'; frame-ancestors 'none'; base-uri 'none'";
+
+pub fn configure(state: web::Data<State>) -> impl FnOnce(&mut web::ServiceConfig) {
+    move |config| {
+        config
+            .app_data(state)
+            .app_data(web::QueryConfig::default().error_handler(|err, _| {
+                actix_web::error::InternalError::from_response(
+                    err.to_string(),
+                    error(StatusCode::BAD_REQUEST, &err.to_string()),
+                )
+                .into()
+            }));
+        for asset in &ASSETS {
+            config.service(
+                web::resource(asset.path).route(web::get().to(move || async move { page(asset) })),
+            );
+        }
+        config
+            .service(web::resource("/api/v1/source").route(web::get().to(source)))
+            .service(web::resource("/api/v1/snapshot").route(web::get().to(snapshot)))
+            .service(web::resource("/api/v1/history").route(web::get().to(history)))
+            .service(web::resource("/api/v1/flame/folded").route(web::get().to(folded)))
+            .service(web::resource("/api/v1/flame/svg").route(web::get().to(flame_svg)))
+            .service(web::resource("/api/v1/stream").route(web::get().to(stream)))
+            .service(web::resource("/metrics").route(web::get().to(prometheus)))
+            .default_service(web::to(not_found));
+    }
+}
+
+/// A response that no cache or content sniffing reinterprets.
+fn ok(content_type: &str) -> HttpResponseBuilder {
+    let mut response = HttpResponse::Ok();
+    response
+        .insert_header((header::CONTENT_TYPE, content_type))
+        .insert_header((header::CACHE_CONTROL, "no-store"))
+        .insert_header((header::X_CONTENT_TYPE_OPTIONS, "nosniff"));
+    response
+}
+
+fn error(status: StatusCode, message: &str) -> HttpResponse {
+    HttpResponse::build(status)
+        .insert_header((header::CACHE_CONTROL, "no-store"))
+        .json(json!({ "error": message }))
+}
+
+fn page(asset: &Asset) -> HttpResponse {
+    ok(asset.content_type)
+        .insert_header((header::CONTENT_SECURITY_POLICY, PAGE_POLICY))
+        .body(asset.body)
+}
+
+async fn not_found(request: HttpRequest) -> HttpResponse {
+    error(
+        StatusCode::NOT_FOUND,
+        &format!("no such endpoint: {}", request.path()),
+    )
+}
+
+async fn source(state: web::Data<State>) -> HttpResponse {
+    ok("application/json").json(json!({
+        "source": state.info,
+        "settings": state.settings,
+        "snapshots": state.snapshots(),
+        "ended": state.ended(),
+        "version": env!("CARGO_PKG_VERSION"),
+    }))
+}
+
+async fn snapshot(state: web::Data<State>) -> HttpResponse {
+    match state.latest() {
+        Some(snapshot) => ok("application/json").json(snapshot),
+        None => error(StatusCode::SERVICE_UNAVAILABLE, "no snapshot yet"),
+    }
+}
+
+/// `?seconds=N`: how far back; the whole history when absent.
+#[derive(Debug, Deserialize)]
+struct Window {
+    seconds: Option<f64>,
+}
+
+impl Window {
+    /// The window, or the 400 response for a bad one.
+    fn seconds(&self, default: f64, longest: f64) -> Result<f64, Box<HttpResponse>> {
+        match self.seconds {
+            None => Ok(default),
+            Some(s) if s.is_finite() && s > 0.0 => Ok(s.min(longest)),
+            Some(_) => Err(Box::new(error(
+                StatusCode::BAD_REQUEST,
+                "seconds must be a positive number",
+            ))),
+        }
+    }
+}
+
+async fn history(state: web::Data<State>, window: web::Query<Window>) -> HttpResponse {
+    let longest = state.settings.history_s;
+    match window.seconds(longest, longest) {
+        Ok(seconds) => ok("application/json").json(state.history(seconds)),
+        Err(response) => *response,
+    }
+}
+
+async fn folded(state: web::Data<State>, window: web::Query<Window>) -> HttpResponse {
+    match window.seconds(state.settings.flame_s, state.settings.history_s) {
+        Ok(seconds) => ok("text/plain; charset=utf-8").body(state.folded(seconds)),
+        Err(response) => *response,
+    }
+}
+
+async fn flame_svg(state: web::Data<State>, window: web::Query<Window>) -> HttpResponse {
+    let seconds = match window.seconds(state.settings.flame_s, state.settings.history_s) {
+        Ok(seconds) => seconds,
+        Err(response) => return *response,
+    };
+    // Drawing takes milliseconds to tens of them: off the async workers.
+    let drawn = web::block(move || state.flame_svg(seconds)).await;
+    match drawn {
+        Ok(Ok(svg)) => ok("image/svg+xml").body(svg.to_vec()),
+        Ok(Err(FlameFailure::NoSamples)) => error(
+            StatusCode::NOT_FOUND,
+            "no stack samples in this window (is sampling on?)",
+        ),
+        Ok(Err(FlameFailure::Render(message))) => {
+            error(StatusCode::INTERNAL_SERVER_ERROR, &message)
+        }
+        Err(_) => error(StatusCode::SERVICE_UNAVAILABLE, "server shutting down"),
+    }
+}
+
+/// `?since=TS`: also send the kept snapshots newer than TS first, so a
+/// page that loaded the history misses nothing in between.
+#[derive(Debug, Deserialize)]
+struct Since {
+    since: Option<f64>,
+}
+
+async fn stream(state: web::Data<State>, query: web::Query<Since>) -> HttpResponse {
+    match state.subscribe(query.since) {
+        Ok(messages) => ok("text/event-stream")
+            // Proxies such as nginx would otherwise hold events back.
+            .insert_header(("X-Accel-Buffering", "no"))
+            .streaming(ReceiverStream::new(messages).map(Ok::<_, Infallible>)),
+        Err(e) => error(StatusCode::SERVICE_UNAVAILABLE, &e.to_string()),
+    }
+}
+
+async fn prometheus(state: web::Data<State>) -> HttpResponse {
+    match state.metrics.encode() {
+        Ok(text) => ok(metrics::CONTENT_TYPE).body(text),
+        Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
+    }
+}

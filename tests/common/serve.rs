@@ -1,0 +1,207 @@
+//! `netto serve` as a client sees it: start it on a free loopback port,
+//! make requests, read its event stream.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use super::{forward_lines, Guarded, NETTO};
+
+pub struct Serve {
+    child: Guarded,
+    pub base: String,
+    stderr: mpsc::Receiver<String>,
+    agent: ureq::Agent,
+}
+
+/// A complete response.
+#[derive(Debug)]
+pub struct Reply {
+    pub status: u16,
+    pub content_type: String,
+    pub headers: ureq::http::HeaderMap,
+    pub body: String,
+}
+
+impl Reply {
+    pub fn json(&self) -> Value {
+        serde_json::from_str(&self.body).unwrap_or_else(|e| panic!("{e}: {}", self.body))
+    }
+}
+
+impl Serve {
+    /// `netto serve ARGS --listen 127.0.0.1:0`, once it says where it
+    /// listens.
+    pub fn start(args: &[&str]) -> Serve {
+        let mut child = Command::new(NETTO)
+            .arg("serve")
+            .args(args)
+            .args(["--listen", "127.0.0.1:0"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawning netto serve");
+        let stderr = forward_lines(child.stderr.take().unwrap());
+        let child = Guarded(child);
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let mut seen = Vec::new();
+        let base = loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match stderr.recv_timeout(left) {
+                Ok(line) => match line.strip_prefix("netto: serving on ") {
+                    Some(rest) => break rest.split_whitespace().next().unwrap().to_owned(),
+                    None => seen.push(line),
+                },
+                Err(_) => panic!("netto serve never said where it listens; got {seen:?}"),
+            }
+        };
+        let agent = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .timeout_global(Some(Duration::from_secs(30)))
+            .build()
+            .into();
+        Serve {
+            child,
+            base: base.trim_end_matches('/').to_owned(),
+            stderr,
+            agent,
+        }
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.0.id()
+    }
+
+    pub fn get(&self, path: &str) -> Reply {
+        let response = self
+            .agent
+            .get(format!("{}{path}", self.base))
+            .call()
+            .unwrap_or_else(|e| panic!("GET {path}: {e}"));
+        reply(response)
+    }
+
+    /// Status of a request with another method and an empty body.
+    pub fn status_of(&self, method: &str, path: &str) -> u16 {
+        let url = format!("{}{path}", self.base);
+        let response = match method {
+            "POST" => self.agent.post(url).send_empty(),
+            "PUT" => self.agent.put(url).send_empty(),
+            "PATCH" => self.agent.patch(url).send_empty(),
+            "DELETE" => self.agent.delete(url).call(),
+            other => panic!("no {other} here"),
+        };
+        response
+            .unwrap_or_else(|e| panic!("{method} {path}: {e}"))
+            .status()
+            .as_u16()
+    }
+
+    /// Waits until a replay has played out.
+    pub fn wait_ended(&self) {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !self.get("/api/v1/source").json()["ended"]
+            .as_bool()
+            .unwrap()
+        {
+            assert!(Instant::now() < deadline, "the replay never ended");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Opens the event stream at `path` (e.g. `/api/v1/stream?since=0`).
+    pub fn stream(&self, path: &str) -> Events {
+        let agent: ureq::Agent = ureq::Agent::config_builder()
+            .timeout_per_read(Some(Duration::from_secs(15)))
+            .build()
+            .into();
+        let response = agent
+            .get(format!("{}{path}", self.base))
+            .call()
+            .unwrap_or_else(|e| panic!("GET {path}: {e}"));
+        assert_eq!(
+            response.headers()["content-type"].to_str().unwrap(),
+            "text/event-stream"
+        );
+        Events {
+            reader: BufReader::new(response.into_body().into_reader()),
+        }
+    }
+
+    /// SIGINT; returns the exit status and what it printed on stderr.
+    pub fn interrupt(mut self) -> (std::process::ExitStatus, Vec<String>) {
+        unsafe { libc::kill(self.child.0.id() as i32, libc::SIGINT) };
+        let status = self.child.0.wait().unwrap();
+        (status, self.stderr.try_iter().collect())
+    }
+}
+
+fn reply(mut response: ureq::http::Response<ureq::Body>) -> Reply {
+    let status = response.status().as_u16();
+    let headers = response.headers().clone();
+    let content_type = headers
+        .get("content-type")
+        .map_or("", |v| v.to_str().unwrap())
+        .to_owned();
+    let body = response
+        .body_mut()
+        .with_config()
+        .limit(64 << 20)
+        .read_to_string()
+        .unwrap();
+    Reply {
+        status,
+        content_type,
+        headers,
+        body,
+    }
+}
+
+/// One Server-Sent Event.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Event {
+    pub kind: String,
+    pub data: String,
+}
+
+pub struct Events {
+    reader: BufReader<ureq::BodyReader<'static>>,
+}
+
+impl Events {
+    /// The next event; `Ok(None)` when the server ended the stream
+    /// cleanly, `Err` when the connection broke or timed out.
+    pub fn next_event(&mut self) -> std::io::Result<Option<Event>> {
+        let (mut kind, mut data) = (String::new(), String::new());
+        loop {
+            let mut line = String::new();
+            if self.reader.read_line(&mut line)? == 0 {
+                return Ok(None);
+            }
+            let line = line.trim_end_matches('\n');
+            if line.is_empty() {
+                if !data.is_empty() || !kind.is_empty() {
+                    return Ok(Some(Event { kind, data }));
+                }
+            } else if let Some(value) = line.strip_prefix("event: ") {
+                kind = value.to_owned();
+            } else if let Some(value) = line.strip_prefix("data: ") {
+                data.push_str(value);
+            }
+        }
+    }
+}
+
+/// Resident memory of a process, in KiB.
+pub fn rss_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+        .expect("VmRSS in /proc/PID/status")
+}

@@ -1,0 +1,555 @@
+//! `netto serve --replay`: every endpoint over HTTP, the metrics through
+//! Prometheus' own checker, the event stream, and bad input. No root.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::process::Command;
+
+use common::serve::Serve;
+use common::NETTO;
+use netto::model::{Recording, Snapshot};
+use netto::sinks::flame::folded::parse_folded;
+
+const RECORDING: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/fixtures/recordings/demo.json"
+);
+
+fn recording() -> Recording {
+    serde_json::from_str(&std::fs::read_to_string(RECORDING).unwrap()).unwrap()
+}
+
+/// Something that looks like a kernel address (0xffff..., or 16 hex digits
+/// starting with ffff).
+fn has_kernel_address(text: &str) -> bool {
+    let lower = text.to_ascii_lowercase();
+    lower.match_indices("ffff").any(|(i, _)| {
+        let digits = lower[i..]
+            .chars()
+            .take_while(|c| c.is_ascii_hexdigit())
+            .count();
+        digits >= 12
+    })
+}
+
+const ENDPOINTS: [&str; 10] = [
+    "/",
+    "/app.js",
+    "/style.css",
+    "/api/v1/source",
+    "/api/v1/snapshot",
+    "/api/v1/history",
+    "/api/v1/flame/folded",
+    "/api/v1/flame/svg",
+    "/api/v1/stream",
+    "/metrics",
+];
+
+#[test]
+fn every_endpoint_of_a_replayed_recording() {
+    let recording = recording();
+    let serve = Serve::start(&["--replay", RECORDING, "--speed", "inf"]);
+    serve.wait_ended();
+
+    let page = serve.get("/");
+    assert_eq!(
+        (page.status, page.content_type.as_str()),
+        (200, "text/html; charset=utf-8")
+    );
+    assert!(page.body.contains("<title>netto</title>"));
+    assert!(page.body.contains(r#"<script src="/app.js""#));
+    let policy = page.headers["content-security-policy"].to_str().unwrap();
+    assert!(policy.contains("default-src 'self'"), "{policy}");
+    for (path, content_type, needle) in [
+        (
+            "/app.js",
+            "text/javascript; charset=utf-8",
+            "new EventSource",
+        ),
+        ("/style.css", "text/css; charset=utf-8", "#flame-box"),
+    ] {
+        let asset = serve.get(path);
+        assert_eq!(
+            (asset.status, asset.content_type.as_str()),
+            (200, content_type)
+        );
+        assert!(asset.body.contains(needle), "{path}");
+    }
+
+    let source = serve.get("/api/v1/source");
+    assert_eq!(
+        (source.status, source.content_type.as_str()),
+        (200, "application/json")
+    );
+    let source = source.json();
+    assert_eq!(source["source"]["host"], recording.header.host);
+    assert_eq!(source["source"]["kernel"], recording.header.kernel);
+    assert_eq!(source["source"]["backend"], "tracepoint");
+    assert_eq!(source["source"]["origin"], RECORDING);
+    assert_eq!(source["source"]["frequency_hz"], 1000);
+    assert_eq!(source["snapshots"], 6);
+    assert_eq!(source["ended"], true);
+    assert_eq!(source["settings"]["history_s"], 300.0);
+
+    let latest = serve.get("/api/v1/snapshot");
+    assert_eq!(
+        (latest.status, latest.content_type.as_str()),
+        (200, "application/json")
+    );
+    let latest: Snapshot = serde_json::from_str(&latest.body).unwrap();
+    assert_eq!(&latest, recording.snapshots.last().unwrap());
+
+    let history = serve.get("/api/v1/history");
+    assert_eq!(
+        (history.status, history.content_type.as_str()),
+        (200, "application/json")
+    );
+    let history = history.json();
+    let history = history.as_array().unwrap();
+    let recorded_ts: Vec<f64> = recording.snapshots.iter().map(|s| s.ts).collect();
+    let served_ts: Vec<f64> = history.iter().map(|s| s["ts"].as_f64().unwrap()).collect();
+    assert_eq!(served_ts, recorded_ts);
+    assert!(history.iter().all(|s| s.get("stacks").is_none()));
+    assert_eq!(
+        history[0]["events"]["net_rx_softirq"]["total_ns"],
+        recording.snapshots[0].events[&netto::model::EventKey::NetRxSoftirq].total_ns
+    );
+    // ?seconds=2: the newest snapshots that cover 2 s, and no more.
+    let window = serve.get("/api/v1/history?seconds=2").json();
+    let window = window.as_array().unwrap();
+    let newest = &recording.snapshots[recording.snapshots.len() - window.len()..];
+    let ts: Vec<f64> = window.iter().map(|s| s["ts"].as_f64().unwrap()).collect();
+    assert_eq!(ts, newest.iter().map(|s| s.ts).collect::<Vec<_>>());
+    let covered: f64 = newest.iter().map(|s| s.interval_s).sum();
+    assert!(
+        covered >= 2.0 && covered - newest[0].interval_s < 2.0,
+        "{covered}"
+    );
+
+    // The folded stacks of the whole recording add up to its samples.
+    let folded = serve.get("/api/v1/flame/folded?seconds=300");
+    assert_eq!(
+        (folded.status, folded.content_type.as_str()),
+        (200, "text/plain; charset=utf-8")
+    );
+    let parsed = parse_folded(folded.body.as_bytes()).unwrap();
+    let served: u64 = parsed.iter().map(|s| s.count).sum();
+    let recorded: u64 = recording.stacks().iter().map(|s| s.count).sum();
+    assert_eq!(served, recorded);
+    assert!(parsed.iter().any(|s| s.frames[0] == "net_rx"));
+
+    let svg = serve.get("/api/v1/flame/svg?seconds=300");
+    assert_eq!(
+        (svg.status, svg.content_type.as_str()),
+        (200, "image/svg+xml")
+    );
+    let options = roxmltree::ParsingOptions {
+        allow_dtd: true,
+        ..Default::default()
+    };
+    let doc = roxmltree::Document::parse_with_options(&svg.body, options).unwrap();
+    let frames = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("g") && n.children().any(|c| c.has_tag_name("rect")))
+        .count();
+    assert!(frames > 20, "{frames} frames");
+    assert!(svg.body.contains("Kernel network stack CPU on vm"));
+    // inferno's zoom and search script comes with the picture.
+    assert!(svg.body.contains("function zoom("));
+
+    let metrics = serve.get("/metrics");
+    assert_eq!(
+        (metrics.status, metrics.content_type.as_str()),
+        (200, "text/plain; version=0.0.4; charset=utf-8")
+    );
+    assert!(metrics
+        .body
+        .contains("# TYPE netto_cpu_seconds_total counter"));
+
+    for path in ENDPOINTS.iter().filter(|p| **p != "/api/v1/stream") {
+        assert!(
+            !has_kernel_address(&serve.get(path).body),
+            "{path} shows a kernel address"
+        );
+    }
+}
+
+#[test]
+fn read_only_bad_queries_and_unknown_paths() {
+    let serve = Serve::start(&["--replay", RECORDING, "--speed", "inf"]);
+    serve.wait_ended();
+    for path in ENDPOINTS {
+        for method in ["POST", "PUT", "PATCH", "DELETE"] {
+            assert_eq!(serve.status_of(method, path), 405, "{method} {path}");
+        }
+    }
+    for path in [
+        "/api/v1/history?seconds=abc",
+        "/api/v1/history?seconds=-1",
+        "/api/v1/history?seconds=inf",
+        "/api/v1/flame/svg?seconds=0",
+        "/api/v1/flame/folded?seconds=nan",
+        "/api/v1/stream?since=yesterday",
+    ] {
+        let reply = serve.get(path);
+        assert_eq!(
+            (reply.status, reply.content_type.as_str()),
+            (400, "application/json"),
+            "{path}"
+        );
+        assert!(reply.json()["error"].is_string(), "{path}");
+    }
+    let missing = serve.get("/api/v2/snapshot");
+    assert_eq!(
+        (missing.status, missing.content_type.as_str()),
+        (404, "application/json")
+    );
+    assert!(missing.json()["error"]
+        .as_str()
+        .unwrap()
+        .contains("/api/v2/snapshot"));
+    let (status, lines) = serve.interrupt();
+    assert!(status.success(), "{status} {lines:?}");
+}
+
+/// Counter samples of one exposition text: series -> value.
+fn counters(text: &str) -> BTreeMap<String, f64> {
+    let counter_families: Vec<&str> = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("# TYPE "))
+        .filter_map(|l| l.strip_suffix(" counter"))
+        .collect();
+    text.lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter_map(|l| l.rsplit_once(' '))
+        .filter(|(series, _)| {
+            let name = series.split('{').next().unwrap();
+            counter_families.contains(&name)
+        })
+        .map(|(series, value)| (series.to_owned(), value.parse().unwrap()))
+        .collect()
+}
+
+fn promtool_check(text: &str) {
+    use std::io::Write;
+    let mut child = Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("promtool (Debian package prometheus, see scripts/install-deps.sh)");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(text.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "promtool check metrics: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn metrics_pass_promtool_never_decrease_and_add_up() {
+    let recording = recording();
+    // 6 s recorded, played in about 2 s while being scraped.
+    let serve = Serve::start(&["--replay", RECORDING, "--speed", "3"]);
+    let mut previous: BTreeMap<String, f64> = BTreeMap::new();
+    let mut scrapes = 0;
+    let mut distinct = std::collections::HashSet::new();
+    loop {
+        let ended = serve.get("/api/v1/source").json()["ended"] == true;
+        let reply = serve.get("/metrics");
+        assert_eq!(reply.status, 200);
+        promtool_check(&reply.body);
+        let now = counters(&reply.body);
+        for (series, before) in &previous {
+            let after = now
+                .get(series)
+                .unwrap_or_else(|| panic!("{series} vanished"));
+            assert!(after >= before, "{series} went from {before} to {after}");
+        }
+        distinct.insert(now.get("netto_intervals_total").copied().unwrap_or(0.0) as u64);
+        previous = now;
+        scrapes += 1;
+        if ended {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    assert!(scrapes >= 5, "{scrapes} scrapes");
+    assert!(
+        distinct.len() >= 3,
+        "scrapes saw only {distinct:?} intervals"
+    );
+
+    // Cumulative from start: every recorded nanosecond, per event and CPU.
+    assert_eq!(previous["netto_intervals_total"], 6.0);
+    for key in netto::model::EventKey::ALL {
+        for cpu in 0..recording.snapshots[0].cpus {
+            let ns: u64 = recording
+                .snapshots
+                .iter()
+                .map(|s| s.events[&key].per_cpu_ns[cpu])
+                .sum();
+            let series = format!(
+                "netto_cpu_seconds_total{{cpu=\"{cpu}\",event=\"{}\"}}",
+                key.name()
+            );
+            let served = previous[&series];
+            let expected = ns as f64 / 1e9;
+            assert!(
+                (served - expected).abs() <= expected * 1e-9 + 1e-9,
+                "{series}: {served} vs {expected}"
+            );
+        }
+    }
+    let samples: u64 = recording
+        .snapshots
+        .iter()
+        .flat_map(|s| &s.breakdown)
+        .map(|b| b.samples)
+        .sum();
+    let served: f64 = previous
+        .iter()
+        .filter(|(k, _)| k.starts_with("netto_samples_total{"))
+        .map(|(_, v)| v)
+        .sum();
+    assert_eq!(served, samples as f64);
+    let process_ns: u64 = recording
+        .snapshots
+        .iter()
+        .map(|s| s.overhead.process_cpu_ns)
+        .sum();
+    assert!((previous["netto_process_cpu_seconds_total"] - process_ns as f64 / 1e9).abs() < 1e-9);
+}
+
+#[test]
+fn stream_delivers_every_snapshot_in_order_then_ends() {
+    let recording = recording();
+    let serve = Serve::start(&["--replay", RECORDING, "--speed", "4"]);
+    // From the first snapshot on (?since=0 also sends the ones already
+    // played), while the replay goes on.
+    let mut events = serve.stream("/api/v1/stream?since=0");
+    let mut ts = Vec::new();
+    loop {
+        let event = events
+            .next_event()
+            .expect("the stream broke")
+            .expect("the stream ended before the source did");
+        if event.kind == "end" {
+            break;
+        }
+        assert_eq!(event.kind, "snapshot");
+        let snapshot: serde_json::Value = serde_json::from_str(&event.data).unwrap();
+        assert!(snapshot.get("stacks").is_none());
+        ts.push(snapshot["ts"].as_f64().unwrap());
+    }
+    let recorded: Vec<f64> = recording.snapshots.iter().map(|s| s.ts).collect();
+    assert_eq!(ts, recorded);
+    // After the end event, a clean end of the response.
+    assert!(events.next_event().unwrap().is_none());
+
+    // A client arriving later gets the latest snapshot and the end.
+    let mut late = serve.stream("/api/v1/stream");
+    let first = late.next_event().unwrap().unwrap();
+    let snapshot: serde_json::Value = serde_json::from_str(&first.data).unwrap();
+    assert_eq!(snapshot["ts"].as_f64().unwrap(), *recorded.last().unwrap());
+    assert_eq!(late.next_event().unwrap().unwrap().kind, "end");
+    assert!(late.next_event().unwrap().is_none());
+}
+
+fn netto(args: &[&str]) -> (i32, String) {
+    let out = Command::new(NETTO).args(args).output().unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn remote_addresses_need_a_flag_and_get_a_warning() {
+    let (code, stderr) = netto(&["serve", "--replay", RECORDING, "--listen", "0.0.0.0:0"]);
+    assert_eq!(code, 1);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.starts_with(
+            "netto: error: 0.0.0.0:0 is reachable from other hosts; pass --allow-remote"
+        ),
+        "{stderr}"
+    );
+
+    let mut child = common::Guarded(
+        Command::new(NETTO)
+            .args(["serve", "--replay", RECORDING, "--speed", "inf"])
+            .args(["--listen", "0.0.0.0:0", "--allow-remote"])
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let stderr = child.0.stderr.take().unwrap();
+    common::wait_for_line(
+        stderr,
+        "netto: warning: serving on 0.0.0.0:",
+        std::time::Duration::from_secs(10),
+    );
+}
+
+#[test]
+fn bad_input_is_one_clear_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let not_json = dir.path().join("x.json");
+    std::fs::write(&not_json, "{\"header\": 1}").unwrap();
+    let not_json = not_json.to_str().unwrap();
+    // A port that is taken.
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let taken = taken.local_addr().unwrap().to_string();
+    for (args, expected) in [
+        (
+            vec!["serve", "--replay", "/nonexistent/r.json"],
+            "netto: error: cannot read /nonexistent/r.json",
+        ),
+        (
+            vec!["serve", "--replay", not_json],
+            "is not a netto recording",
+        ),
+        (
+            vec!["serve", "--replay", RECORDING, "--listen", &taken],
+            "netto: error: cannot listen on 127.0.0.1:",
+        ),
+    ] {
+        let (code, stderr) = netto(&args);
+        assert_eq!(code, 1, "{args:?}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
+        assert!(stderr.contains(expected), "{args:?}: {stderr}");
+    }
+    for args in [
+        &["serve", "--listen", "nowhere"][..],
+        &["serve", "--replay", RECORDING, "--speed", "-1"],
+        &["serve", "--replay", RECORDING, "--frequency", "99"],
+    ] {
+        let (code, stderr) = netto(args);
+        assert_eq!(code, 2, "{args:?}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
+    }
+}
+
+#[test]
+fn the_grafana_dashboard_queries_served_metrics_with_rate() {
+    let dashboard: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/dashboards/netto.json"
+        ))
+        .unwrap(),
+    )
+    .unwrap();
+    let serve = Serve::start(&["--replay", RECORDING, "--speed", "inf"]);
+    serve.wait_ended();
+    let metrics = serve.get("/metrics").body;
+    let exprs: Vec<&str> = dashboard["panels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|p| p["targets"].as_array().unwrap())
+        .map(|t| t["expr"].as_str().unwrap())
+        .collect();
+    assert!(exprs.len() >= 8);
+    for expr in exprs {
+        let names = expr
+            .match_indices("netto_")
+            .map(|(i, _)| {
+                let name: String = expr[i..]
+                    .chars()
+                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                    .collect();
+                name
+            })
+            .collect::<Vec<_>>();
+        assert!(!names.is_empty(), "{expr}");
+        for name in names {
+            let typed = metrics
+                .lines()
+                .find_map(|l| l.strip_prefix(&format!("# TYPE {name} ")))
+                .unwrap_or_else(|| panic!("{expr}: {name} is not served"));
+            // Counters are only meaningful through rate().
+            if typed == "counter" {
+                assert!(expr.contains(&format!("rate({name}")), "{expr}");
+            }
+        }
+    }
+}
+
+#[test]
+fn a_stalled_client_is_cut_off_cleanly_while_others_get_everything() {
+    use std::io::{Read, Write};
+    const SNAPSHOTS: usize = 800;
+    // Large snapshots (many timer callbacks, about 15 KB each) so that
+    // the stalled client's queue overflows after the kernel's socket
+    // buffers are full.
+    let mut recording = recording();
+    let mut snapshot = recording.snapshots[0].clone();
+    snapshot.stacks.clear();
+    snapshot.net_timer_callbacks = (0..400).map(|i| (format!("callback_{i:04}"), i)).collect();
+    recording.snapshots = (0..SNAPSHOTS)
+        .map(|i| Snapshot {
+            ts: 1000.0 + i as f64,
+            interval_s: 1.0,
+            ..snapshot.clone()
+        })
+        .collect();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("long.json");
+    std::fs::write(&path, serde_json::to_vec(&recording).unwrap()).unwrap();
+
+    let serve = Serve::start(&["--replay", path.to_str().unwrap(), "--speed", "100"]);
+    let mut follower = serve.stream("/api/v1/stream?since=0");
+    let mut stalled =
+        std::net::TcpStream::connect(serve.base.trim_start_matches("http://")).unwrap();
+    stalled
+        .write_all(b"GET /api/v1/stream HTTP/1.1\r\nHost: netto\r\nConnection: close\r\n\r\n")
+        .unwrap();
+
+    let mut ts = Vec::new();
+    while let Some(event) = follower.next_event().expect("the follower's stream broke") {
+        if event.kind == "snapshot" {
+            let snapshot: serde_json::Value = serde_json::from_str(&event.data).unwrap();
+            ts.push(snapshot["ts"].as_f64().unwrap());
+        }
+    }
+    let expected: Vec<f64> = (0..SNAPSHOTS).map(|i| 1000.0 + i as f64).collect();
+    assert_eq!(ts, expected, "the follower missed snapshots");
+    let metrics = serve.get("/metrics").body;
+    assert!(
+        metrics.contains("\nnetto_stream_clients_dropped_total 1\n"),
+        "{}",
+        metrics
+            .lines()
+            .filter(|l| l.starts_with("netto_stream"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+
+    // The stalled client now finds what fitted, then a proper end of the
+    // chunked response, without the source's end event.
+    let mut received = Vec::new();
+    stalled
+        .set_read_timeout(Some(std::time::Duration::from_secs(10)))
+        .unwrap();
+    stalled.read_to_end(&mut received).unwrap();
+    let text = String::from_utf8_lossy(&received);
+    let got = text.matches("event: snapshot").count();
+    assert!(got < SNAPSHOTS, "the stalled client got everything");
+    assert!(!text.contains("event: end"));
+    assert!(
+        text.ends_with("0\r\n\r\n"),
+        "no clean end: {:?}",
+        &text[text.len().saturating_sub(40)..]
+    );
+}

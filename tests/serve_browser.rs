@@ -1,0 +1,144 @@
+//! The page in a real browser: headless Chromium loads it from `netto serve
+//! --replay`, and the test reads what the page rendered through the
+//! DevTools protocol: the recorded events' numbers and a flame graph. A
+//! screenshot is kept as a test artifact.
+
+mod common;
+
+use std::ffi::OsStr;
+use std::time::{Duration, Instant};
+
+use common::serve::Serve;
+use headless_chrome::protocol::cdp::Page::CaptureScreenshotFormatOption;
+use headless_chrome::{Browser, LaunchOptions, Tab};
+use netto::model::{EventKey, Recording};
+
+const RECORDING: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/fixtures/recordings/demo.json"
+);
+
+/// Evaluates `expression` in the page until it gives a value other than
+/// null or undefined; the value comes back as JSON.
+fn wait_for(tab: &Tab, expression: &str) -> serde_json::Value {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let as_json = format!("JSON.stringify(({expression}) ?? null)");
+    loop {
+        let value: Option<serde_json::Value> = tab
+            .evaluate(&as_json, false)
+            .unwrap_or_else(|e| panic!("{expression}: {e}"))
+            .value
+            .and_then(|v| serde_json::from_str(v.as_str()?).ok());
+        match value {
+            Some(value) if !value.is_null() => return value,
+            _ if Instant::now() > deadline => panic!("the page never rendered {expression}"),
+            _ => std::thread::sleep(Duration::from_millis(100)),
+        }
+    }
+}
+
+#[test]
+fn the_page_shows_the_recorded_numbers_and_a_flame_graph() {
+    let recording: Recording =
+        serde_json::from_str(&std::fs::read_to_string(RECORDING).unwrap()).unwrap();
+    let serve = Serve::start(&["--replay", RECORDING, "--speed", "inf"]);
+    serve.wait_ended();
+
+    let profile = tempfile::tempdir().unwrap();
+    let browser = Browser::new(LaunchOptions {
+        headless: true,
+        sandbox: false,
+        enable_gpu: false,
+        path: Some("/usr/bin/chromium".into()),
+        user_data_dir: Some(profile.path().to_owned()),
+        window_size: Some((1400, 3000)),
+        args: [
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+            "--disable-background-networking",
+        ]
+        .map(OsStr::new)
+        .into(),
+        idle_browser_timeout: Duration::from_secs(120),
+        ..LaunchOptions::default()
+    })
+    .expect("starting chromium (Debian package chromium, see scripts/install-deps.sh)");
+    let tab = browser.new_tab().unwrap();
+    tab.navigate_to(&format!("{}/", serve.base))
+        .unwrap()
+        .wait_until_navigated()
+        .unwrap();
+
+    // The cards show each event's CPU% of the last recorded interval.
+    let last = recording.snapshots.last().unwrap();
+    for key in [
+        EventKey::NetRxSoftirq,
+        EventKey::NetTxSoftirq,
+        EventKey::SockSend,
+        EventKey::SockRecv,
+    ] {
+        let shown = wait_for(
+            &tab,
+            &format!(
+                "document.getElementById('value-{}')?.textContent",
+                key.name()
+            ),
+        );
+        let shown: f64 = shown.as_str().unwrap().parse().unwrap();
+        let recorded = last.events[&key].percent_of_cpu(last.interval_s);
+        assert!(
+            (shown - recorded).abs() <= 0.005 + 1e-9,
+            "{}: page shows {shown}, recording has {recorded}",
+            key.name()
+        );
+    }
+    // The chart has one line per event with a point per snapshot.
+    let points = wait_for(
+        &tab,
+        "[...document.querySelectorAll('#chart polyline')].map(l => l.getAttribute('points').split(' ').length)",
+    );
+    assert_eq!(points, serde_json::json!([6, 6, 6, 6]));
+    // Per CPU and the breakdown.
+    let cpus = wait_for(&tab, "document.querySelectorAll('#cpus tbody tr').length");
+    assert_eq!(cpus, last.cpus);
+    let categories = wait_for(
+        &tab,
+        "document.querySelectorAll('#breakdown tr.category').length",
+    );
+    let recorded: usize = last.breakdown.iter().map(|b| b.categories.len()).sum();
+    assert_eq!(categories, recorded);
+    let status = wait_for(&tab, "document.getElementById('status').textContent");
+    assert_eq!(status, "source ended");
+
+    // The flame graph: inferno's SVG drawn inside the page, with frames.
+    let frames = wait_for(
+        &tab,
+        "(() => { const d = document.getElementById('flame')?.contentDocument; \
+           const n = d ? d.querySelectorAll('#frames > g').length : 0; return n > 0 ? n : null })()",
+    );
+    assert!(frames.as_u64().unwrap() > 20, "{frames} frames");
+    let names = wait_for(
+        &tab,
+        "[...document.getElementById('flame').contentDocument.querySelectorAll('#frames > g > title')]\
+           .map(t => t.textContent.split(' (')[0])",
+    );
+    let names: Vec<&str> = names
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n.as_str().unwrap())
+        .collect();
+    for context in ["net_rx", "sock_send", "sock_recv"] {
+        assert!(names.contains(&context), "{context} not in {names:?}");
+    }
+
+    let png = tab
+        .capture_screenshot(CaptureScreenshotFormatOption::Png, None, None, true)
+        .unwrap();
+    assert!(png.starts_with(b"\x89PNG"));
+    let artifact = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("serve-page.png");
+    std::fs::write(&artifact, png).unwrap();
+    eprintln!("screenshot: {}", artifact.display());
+}

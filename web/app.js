@@ -1,0 +1,312 @@
+// netto's web view. The server pushes every snapshot over Server-Sent
+// Events; the page draws what it is sent and never polls. Everything from
+// the server goes into the page as text (textContent), never as HTML.
+"use strict";
+
+const EVENTS = ["net_rx_softirq", "net_tx_softirq", "sock_send", "sock_recv"];
+const LABELS = {
+  net_rx_softirq: "NET_RX softirq",
+  net_tx_softirq: "NET_TX softirq",
+  sock_send: "socket send",
+  sock_recv: "socket receive",
+};
+const SVG_NS = "http://www.w3.org/2000/svg";
+
+const view = {
+  history: [],
+  spanS: 300,
+  lastTs: -Infinity,
+  flameLoading: false,
+  flamePaused: false,
+  flameWanted: false,
+};
+
+const $ = (id) => document.getElementById(id);
+
+function el(tag, attrs, ...children) {
+  const node = document.createElement(tag);
+  for (const [key, value] of Object.entries(attrs || {})) {
+    node.setAttribute(key, value);
+  }
+  for (const child of children) {
+    node.append(child instanceof Node ? child : String(child));
+  }
+  return node;
+}
+
+function svgEl(tag, attrs) {
+  const node = document.createElementNS(SVG_NS, tag);
+  for (const [key, value] of Object.entries(attrs || {})) {
+    node.setAttribute(key, value);
+  }
+  return node;
+}
+
+const pct = (ns, intervalS) => (intervalS > 0 ? (ns / (intervalS * 1e9)) * 100 : 0);
+const fmtPct = (value) => value.toFixed(2);
+const fmtMs = (ns) => (ns / 1e6).toFixed(1) + " ms";
+const fmtInt = (n) => Math.round(n).toLocaleString("en-US");
+
+function bar(fraction) {
+  const fill = el("span");
+  fill.style.width = Math.max(0, Math.min(1, fraction)) * 100 + "%";
+  return el("td", { class: "bar" }, fill);
+}
+
+function setStatus(text, kind) {
+  const status = $("status");
+  status.textContent = text;
+  status.className = "status " + (kind || "");
+}
+
+async function getJSON(path) {
+  const response = await fetch(path, { cache: "no-store" });
+  if (!response.ok) {
+    throw new Error(path + ": HTTP " + response.status);
+  }
+  return response.json();
+}
+
+function showSource(about) {
+  const src = about.source;
+  view.spanS = about.settings.history_s;
+  const sampling = src.frequency_hz ? `, sampling at ${src.frequency_hz} Hz` : "";
+  $("source").textContent =
+    `${src.host} · kernel ${src.kernel} · ${src.backend} backend${sampling} · ` +
+    (src.origin === "live" ? "live" : `replay of ${src.origin}`);
+  const notes = $("notes");
+  notes.replaceChildren(...src.notes.map((note) => el("li", {}, note)));
+  const windows = $("flame-window");
+  for (const option of windows.options) {
+    option.disabled = Number(option.value) > view.spanS;
+  }
+  if (Number(windows.value) > view.spanS) {
+    windows.value = String(about.settings.flame_s);
+  }
+}
+
+function add(snapshot) {
+  if (snapshot.ts <= view.lastTs) {
+    return false;
+  }
+  view.lastTs = snapshot.ts;
+  view.history.push(snapshot);
+  while (view.history.length > 1 && view.history[0].ts <= snapshot.ts - view.spanS) {
+    view.history.shift();
+  }
+  return true;
+}
+
+function render() {
+  const latest = view.history[view.history.length - 1];
+  if (!latest) {
+    return;
+  }
+  renderCards(latest);
+  renderChart();
+  renderCpus(latest);
+  renderBreakdown(latest);
+  renderOverhead(latest);
+  renderSketch(latest);
+  refreshFlame();
+}
+
+function renderCards(s) {
+  const cards = EVENTS.map((event) => {
+    const time = s.events[event];
+    return el(
+      "div",
+      { class: "card ev-" + event },
+      el("div", { class: "name" }, LABELS[event]),
+      el("div", {}, el("span", { class: "value", id: "value-" + event }, fmtPct(pct(time.total_ns, s.interval_s))), " %"),
+      el("div", { class: "runs" }, `${fmtInt(time.count / (s.interval_s || 1))} runs/s · ${fmtMs(time.total_ns)}`),
+    );
+  });
+  $("cards").replaceChildren(...cards);
+}
+
+function renderChart() {
+  const chart = $("chart");
+  const [width, height, left, bottom, top] = [900, 260, 48, 22, 8];
+  const points = view.history;
+  const newest = points[points.length - 1].ts;
+  const oldest = Math.min(points[0].ts, newest - 10);
+  const series = EVENTS.map((event) => points.map((s) => [s.ts, pct(s.events[event].total_ns, s.interval_s)]));
+  const peak = Math.max(1, ...series.flat().map(([, y]) => y)) * 1.1;
+  const x = (ts) => left + ((ts - oldest) / (newest - oldest || 1)) * (width - left - 4);
+  const y = (value) => height - bottom - (value / peak) * (height - bottom - top);
+  const nodes = [];
+  for (const fraction of [0, 0.5, 1]) {
+    const value = peak * fraction;
+    nodes.push(svgEl("line", { class: "grid", x1: left, x2: width, y1: y(value), y2: y(value) }));
+    const label = svgEl("text", { x: left - 6, y: y(value) + 4, "text-anchor": "end" });
+    label.textContent = value.toFixed(value < 10 ? 1 : 0) + "%";
+    nodes.push(label);
+  }
+  const ago = svgEl("text", { x: left, y: height - 4 });
+  ago.textContent = `-${Math.round(newest - oldest)} s`;
+  const now = svgEl("text", { x: width - 4, y: height - 4, "text-anchor": "end" });
+  now.textContent = "now";
+  nodes.push(ago, now);
+  EVENTS.forEach((event, i) => {
+    const line = svgEl("polyline", {
+      class: "line ev-" + event,
+      points: series[i].map(([ts, value]) => `${x(ts).toFixed(1)},${y(value).toFixed(1)}`).join(" "),
+    });
+    const title = svgEl("title");
+    title.textContent = LABELS[event];
+    line.append(title);
+    nodes.push(line);
+  });
+  chart.replaceChildren(...nodes);
+}
+
+function renderCpus(s) {
+  const head = el("tr", {}, el("th", {}, "CPU"), ...EVENTS.map((e) => el("th", {}, LABELS[e])), el("th", {}, "all"), el("th"));
+  const rows = [];
+  for (let cpu = 0; cpu < s.cpus; cpu++) {
+    const values = EVENTS.map((e) => pct(s.events[e].per_cpu_ns[cpu] || 0, s.interval_s));
+    const all = values.reduce((a, b) => a + b, 0);
+    rows.push(el("tr", { id: "cpu-" + cpu }, el("td", {}, cpu), ...values.map((v) => el("td", {}, fmtPct(v))), el("td", {}, fmtPct(all)), bar(all / 100)));
+  }
+  $("cpus").replaceChildren(el("thead", {}, head), el("tbody", {}, ...rows));
+}
+
+function renderBreakdown(s) {
+  const table = $("breakdown");
+  if (!s.breakdown || s.breakdown.length === 0) {
+    table.replaceChildren(el("tbody", {}, el("tr", {}, el("td", { class: "empty" }, "No stack samples in this interval."))));
+    return;
+  }
+  const head = el("tr", {}, el("th", {}, "category"), el("th", {}, "share"), el("th", {}, "CPU time"), el("th", {}, "samples"), el("th"));
+  const body = [];
+  for (const context of s.breakdown) {
+    const event = { net_rx: "net_rx_softirq", net_tx: "net_tx_softirq", sock_send: "sock_send", sock_recv: "sock_recv" }[context.context];
+    const eventNs = event ? s.events[event].total_ns : 0;
+    body.push(el("tr", { class: "context" }, el("th", { colspan: 5 }, `${context.context}: ${fmtInt(context.samples)} samples, ${fmtMs(eventNs)} (${fmtPct(pct(eventNs, s.interval_s))} % of a CPU)`)));
+    const categories = [...context.categories].sort((a, b) => b.share - a.share);
+    for (const c of categories) {
+      body.push(el("tr", { class: "category" }, el("td", {}, "  " + c.category), el("td", {}, fmtPct(c.share * 100) + " %"), el("td", {}, fmtMs(c.cpu_ns)), el("td", {}, fmtInt(c.samples)), bar(c.share)));
+    }
+  }
+  table.replaceChildren(el("thead", {}, head), el("tbody", {}, ...body));
+}
+
+function renderOverhead(s) {
+  const o = s.overhead;
+  const rows = [
+    ["netto process CPU", fmtPct(pct(o.process_cpu_ns, s.interval_s)) + " %"],
+    ["netto BPF programs", o.bpf_stats ? fmtPct(pct(o.bpf_run_time_ns, s.interval_s)) + " %" : "not measured (--no-bpf-stats)"],
+  ];
+  if (s.sampling) {
+    const sm = s.sampling;
+    rows.push(
+      ["sampling", `${sm.frequency_hz} Hz, ${sm.transport}, ${(sm.buffer_bytes / 1024).toFixed(0)} KiB buffer`],
+      ["samples", fmtInt(sm.samples)],
+      ["dropped samples", fmtInt(sm.dropped)],
+      ["failed stacks", fmtInt(sm.failed_stacks)],
+    );
+  }
+  const costly = [...o.programs].sort((a, b) => b.run_time_ns - a.run_time_ns).slice(0, 6);
+  for (const p of costly) {
+    rows.push([p.name, `${fmtPct(pct(p.run_time_ns, s.interval_s))} % · ${fmtInt(p.run_count)} runs`]);
+  }
+  $("overhead").replaceChildren(el("tbody", {}, ...rows.map(([name, value]) => el("tr", {}, el("td", {}, name), el("td", {}, value)))));
+}
+
+// The XDP sketch panel: shown once snapshots carry a sketch.
+function renderSketch(s) {
+  const panel = $("sketch-panel");
+  const sk = s.sketch;
+  panel.hidden = !sk;
+  if (!sk) {
+    return;
+  }
+  const summary = el("p", {}, `${sk.iface} (${sk.mode}), ${fmtInt(sk.packets)} packets, ${fmtInt(sk.bytes)} bytes` +
+    (sk.cost ? `, ${sk.cost.ns_per_packet.toFixed(1)} ns/packet, ${fmtPct(sk.cost.cpu_percent)} % CPU` : ""));
+  const head = el("tr", {}, el("th", {}, "flow"), el("th", {}, "packets"), el("th", {}, "bytes"), el("th", {}, "share"));
+  const flows = (sk.top || []).map((f) => el("tr", {}, el("td", {}, f.flow), el("td", {}, fmtInt(f.packets)), el("td", {}, fmtInt(f.bytes)), el("td", {}, fmtPct(f.share * 100) + " %")));
+  $("sketch").replaceChildren(summary, el("table", {}, el("thead", {}, head), el("tbody", {}, ...flows)));
+}
+
+// The flame graph is inferno's SVG in an <object>, so its own script
+// (zoom, search) runs. A new picture loads beside the old one and replaces
+// it once drawn; clicking into it (zooming) pauses updates.
+function refreshFlame() {
+  if (view.flamePaused) {
+    return;
+  }
+  if (view.flameLoading) {
+    view.flameWanted = true;
+    return;
+  }
+  view.flameLoading = true;
+  view.flameWanted = false;
+  const box = $("flame-box");
+  const next = el("object", {
+    type: "image/svg+xml",
+    id: "flame-next",
+    data: `/api/v1/flame/svg?seconds=${$("flame-window").value}&at=${view.lastTs}`,
+  }, el("p", { class: "empty" }, "No stack samples in this window yet."));
+  next.style.position = "absolute";
+  next.style.visibility = "hidden";
+  const done = (loaded) => {
+    next.style.position = "";
+    next.style.visibility = "";
+    box.replaceChildren(loaded ? next : el("p", { class: "empty" }, "No stack samples in this window yet."));
+    next.id = loaded ? "flame" : "";
+    if (loaded && next.contentDocument) {
+      next.contentDocument.addEventListener("click", () => pauseFlame(true));
+    }
+    view.flameLoading = false;
+    if (view.flameWanted) {
+      refreshFlame();
+    }
+  };
+  next.addEventListener("load", () => done(true), { once: true });
+  next.addEventListener("error", () => done(false), { once: true });
+  box.append(next);
+}
+
+function pauseFlame(paused) {
+  view.flamePaused = paused;
+  $("flame-resume").hidden = !paused;
+  if (!paused) {
+    refreshFlame();
+  }
+}
+
+async function start() {
+  $("flame-resume").addEventListener("click", () => pauseFlame(false));
+  $("flame-window").addEventListener("change", () => refreshFlame());
+  try {
+    showSource(await getJSON("/api/v1/source"));
+    for (const snapshot of await getJSON("/api/v1/history")) {
+      add(snapshot);
+    }
+  } catch (error) {
+    setStatus("cannot reach netto: " + error.message, "ended");
+    return;
+  }
+  render();
+  const since = Number.isFinite(view.lastTs) ? `?since=${view.lastTs}` : "";
+  const stream = new EventSource("/api/v1/stream" + since);
+  stream.addEventListener("open", () => setStatus("live", "live"));
+  stream.addEventListener("snapshot", (message) => {
+    if (add(JSON.parse(message.data))) {
+      render();
+    }
+  });
+  stream.addEventListener("end", () => {
+    stream.close();
+    setStatus("source ended", "ended");
+  });
+  // EventSource reconnects by itself; say so meanwhile.
+  stream.addEventListener("error", () => {
+    if (stream.readyState !== EventSource.CLOSED) {
+      setStatus("reconnecting…");
+    }
+  });
+}
+
+start();
