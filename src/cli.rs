@@ -18,14 +18,25 @@ const MAX_DURATION_S: f64 = 30.0 * 24.0 * 3600.0;
 #[command(
     name = "netto",
     version,
-    about = "How much CPU the Linux kernel network stack costs, measured exactly with eBPF"
+    about = "How much CPU the Linux kernel network stack costs, measured exactly with eBPF",
+    args_conflicts_with_subcommands = true
 )]
 pub struct Cli {
     /// Print libbpf's own log (verifier output on load failures).
     #[arg(short, long, global = true)]
     pub verbose: bool,
     #[command(subcommand)]
-    pub command: Command,
+    pub command: Option<Command>,
+    /// Without a subcommand netto runs `top`, and takes its options.
+    #[command(flatten)]
+    pub top: TopArgs,
+}
+
+impl Cli {
+    /// The subcommand to run: `top` when none was named.
+    pub fn into_command(self) -> Command {
+        self.command.unwrap_or(Command::Top(self.top))
+    }
 }
 
 #[derive(Debug, Subcommand)]
@@ -39,6 +50,9 @@ pub enum Command {
     Record(RecordArgs),
     /// Render a recording again, or the difference of two.
     Report(ReportArgs),
+    /// The interactive view (the default): events, history, breakdown,
+    /// live or replayed.
+    Top(TopArgs),
     /// Serve a live web view, a JSON API and Prometheus metrics.
     Serve(ServeArgs),
     /// Attach an XDP NitroSketch to an interface and show its heaviest
@@ -211,40 +225,26 @@ pub struct ReportArgs {
     pub force: bool,
 }
 
+/// Longest chart history and flame graph window `top` keeps: memory grows
+/// with it (one snapshot, stacks included, per interval).
+const MAX_HISTORY_S: f64 = 3600.0;
+
+/// Where a live view's snapshots come from: measured now, or a recording
+/// played back. Shared by `top` and `serve`, whose own options add the
+/// sampling frequency (the views default to different ones).
 #[derive(Debug, Args)]
-pub struct ServeArgs {
-    /// Address and port to listen on.
-    #[arg(long, default_value = "127.0.0.1:9464", value_name = "ADDR:PORT")]
-    pub listen: std::net::SocketAddr,
-    /// Allow a non-loopback --listen address. Everything served is
-    /// read-only, but there is no authentication and no TLS.
-    #[arg(long)]
-    pub allow_remote: bool,
-    /// Serve a recording (from `netto record --format json`) instead of
-    /// measuring: no root, no BPF.
-    #[arg(long, value_name = "RECORDING", conflicts_with_all = ["demo", "no_bpf_stats", "backend", "transport", "frequency", "interval"])]
-    pub replay: Option<std::path::PathBuf>,
-    /// Replay this many times faster than recorded (`inf`: all at once).
-    #[arg(long, default_value = "1", value_name = "FACTOR", requires = "replay", value_parser = parse_speed)]
-    pub speed: f64,
-    /// Seconds of history kept for the chart, the history endpoint and
-    /// flame graphs.
-    #[arg(long, default_value = "300", value_name = "SECONDS", allow_negative_numbers = true, value_parser = parse_interval)]
-    pub history: f64,
-    /// Seconds per interval.
+pub struct SourceArgs {
+    /// Seconds per interval: the refresh period.
     #[arg(long, default_value = "1", value_name = "SECONDS", allow_negative_numbers = true, value_parser = parse_interval)]
     pub interval: f64,
-    /// Stack samples per second per CPU, for the breakdown and flame graph.
-    #[arg(long, value_name = "HZ", default_value = "99", allow_negative_numbers = true, value_parser = parse_frequency)]
-    pub frequency: u64,
     /// How samples reach user space.
     #[arg(long, value_enum, default_value_t = TransportArg::Mmap)]
     pub transport: TransportArg,
     /// Accounting backend.
     #[arg(long, value_enum, default_value_t = BackendArg::Auto)]
     pub backend: BackendArg,
-    /// Run the built-in demo load while serving (`--demo=auto`: only if
-    /// the host's network is idle at start).
+    /// Run the built-in demo load meanwhile (`--demo=auto`: only if the
+    /// host's network is idle at start).
     #[arg(long, value_enum, num_args = 0..=1, require_equals = true, default_missing_value = "on", default_value_t = DemoArg::Off, value_name = "WHEN")]
     pub demo: DemoArg,
     /// Do not turn on BPF run-time statistics (see `stat --no-bpf-stats`).
@@ -254,6 +254,52 @@ pub struct ServeArgs {
     /// `netto sketch`): its heaviest flows and its own cost in every snapshot.
     #[arg(long, value_name = "IFACE")]
     pub xdp_sketch: Option<String>,
+    /// Play a recording (from `netto record --format json`) instead of
+    /// measuring: no root, no BPF.
+    #[arg(
+        long,
+        value_name = "RECORDING",
+        conflicts_with_all = ["interval", "frequency", "transport", "backend", "demo", "no_bpf_stats", "xdp_sketch"]
+    )]
+    pub replay: Option<std::path::PathBuf>,
+    /// Replay this many times faster than recorded (`inf`: all at once).
+    #[arg(long, default_value = "1", value_name = "FACTOR", requires = "replay", allow_negative_numbers = true, value_parser = parse_speed)]
+    pub speed: f64,
+}
+
+#[derive(Debug, Args)]
+pub struct TopArgs {
+    /// Stack samples per second per CPU at the start (+ and - change it).
+    #[arg(long, value_name = "HZ", default_value = "499", allow_negative_numbers = true, value_parser = parse_frequency)]
+    pub frequency: u64,
+    #[command(flatten)]
+    pub source: SourceArgs,
+    /// Seconds of the past the history chart shows.
+    #[arg(long, value_name = "SECONDS", default_value = "300", allow_negative_numbers = true, value_parser = parse_window)]
+    pub history: f64,
+    /// Seconds a flame graph written with `s` covers.
+    #[arg(long, value_name = "SECONDS", default_value = "30", allow_negative_numbers = true, value_parser = parse_window)]
+    pub flame_seconds: f64,
+}
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Address and port to listen on.
+    #[arg(long, default_value = "127.0.0.1:9464", value_name = "ADDR:PORT")]
+    pub listen: std::net::SocketAddr,
+    /// Allow a non-loopback --listen address. Everything served is
+    /// read-only, but there is no authentication and no TLS.
+    #[arg(long)]
+    pub allow_remote: bool,
+    #[command(flatten)]
+    pub source: SourceArgs,
+    /// Seconds of history kept for the chart, the history endpoint and
+    /// flame graphs.
+    #[arg(long, default_value = "300", value_name = "SECONDS", allow_negative_numbers = true, value_parser = parse_interval)]
+    pub history: f64,
+    /// Stack samples per second per CPU, for the breakdown and flame graph.
+    #[arg(long, value_name = "HZ", default_value = "99", allow_negative_numbers = true, value_parser = parse_frequency)]
+    pub frequency: u64,
 }
 
 #[derive(Debug, Args)]
@@ -416,6 +462,10 @@ fn parse_interval(text: &str) -> Result<f64, String> {
     parse_seconds(text, MIN_INTERVAL_S, MAX_INTERVAL_S)
 }
 
+fn parse_window(text: &str) -> Result<f64, String> {
+    parse_seconds(text, 1.0, MAX_HISTORY_S)
+}
+
 fn parse_duration(text: &str) -> Result<f64, String> {
     let value = parse_seconds(text, 0.0, MAX_DURATION_S)?;
     if value == 0.0 {
@@ -437,7 +487,7 @@ mod tests {
     #[test]
     fn accepts_sane_values() {
         let cli = parse(&["stat", "--interval", "0.5", "--duration", "3", "--json"]).unwrap();
-        let Command::Stat(args) = cli.command else {
+        let Command::Stat(args) = cli.into_command() else {
             panic!("stat expected")
         };
         assert_eq!(args.interval, 0.5);
@@ -453,7 +503,7 @@ mod tests {
             "3",
         ])
         .unwrap();
-        let Command::Sketch(args) = cli.command else {
+        let Command::Sketch(args) = cli.into_command() else {
             panic!("sketch expected")
         };
         let config = args.config();
@@ -461,6 +511,41 @@ mod tests {
             (config.probability, config.rows, config.columns),
             (1.0, 3, 2048)
         );
+    }
+
+    #[test]
+    fn top_is_the_default_command() {
+        for args in [&[][..], &["top"]] {
+            let Command::Top(top) = parse(args).unwrap().into_command() else {
+                panic!("top expected for {args:?}")
+            };
+            let source = &top.source;
+            assert_eq!(
+                (source.interval, top.frequency, top.history),
+                (1.0, 499, 300.0)
+            );
+            assert_eq!(
+                (&source.replay, source.speed, top.flame_seconds),
+                (&None, 1.0, 30.0)
+            );
+        }
+        let Command::Top(top) = parse(&["--demo", "--frequency", "99"])
+            .unwrap()
+            .into_command()
+        else {
+            panic!("top expected")
+        };
+        assert_eq!(top.source.demo, DemoArg::On);
+        assert_eq!(top.frequency, 99);
+        let Command::Top(top) = parse(&["top", "--replay", "r.json", "--speed", "4"])
+            .unwrap()
+            .into_command()
+        else {
+            panic!("top expected")
+        };
+        let replay = top.source.replay.as_deref();
+        assert_eq!(replay, Some(std::path::Path::new("r.json")));
+        assert_eq!(top.source.speed, 4.0);
     }
 
     #[test]
@@ -504,6 +589,15 @@ mod tests {
             ],
             &["record", "--duration", "0", "-o", "x.svg"],
             &["report", "-o", "x.svg"],
+            &["top", "--replay", "r.json", "--demo"],
+            &["top", "--replay", "r.json", "--frequency", "99"],
+            &["top", "--speed", "2"],
+            &["top", "--replay", "r.json", "--speed", "0"],
+            &["top", "--replay", "r.json", "--speed", "-1"],
+            &["top", "--history", "0"],
+            &["top", "--flame-seconds", "1e9"],
+            &["top", "--frequency", "0"],
+            &["--demo", "stat"],
             &["serve", "--listen", "localhost"],
             &["serve", "--listen", "1.2.3.4:99999"],
             &["serve", "--speed", "2"],

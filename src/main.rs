@@ -14,11 +14,12 @@ fn main() -> ExitCode {
     if !cli.verbose {
         libbpf_rs::set_print(None);
     }
-    let result = match cli.command {
+    let result = match cli.into_command() {
         Command::Stat(args) => commands::stat::run(&args),
         Command::Check(args) => commands::check::run(&args),
         Command::Record(args) => commands::record::run(&args),
         Command::Report(args) => commands::report::run(&args),
+        Command::Top(args) => commands::top::run(&args),
         Command::Serve(args) => commands::serve::run(&args),
         Command::Sketch(args) => commands::sketch::run(&args),
         Command::DemoLoad => netto::demo::run_until_stdin_closes().map(|()| ExitCode::SUCCESS),

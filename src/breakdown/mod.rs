@@ -27,6 +27,7 @@
 //! [`rules`].
 
 pub mod fold;
+pub mod hot;
 pub mod rules;
 
 use std::collections::{BTreeMap, HashMap};
@@ -189,6 +190,29 @@ fn categorize_with<'a, S: AsRef<str>>(
     deferred.unwrap_or(Category::Other)
 }
 
+/// [`categorize`] for many stacks at once. Stacks share most of their
+/// frames, so each name is looked up in the table once, not once per
+/// stack; kept across intervals, it looks each name up once per run. It
+/// remembers every name it has seen, at most the kernel's symbols.
+#[derive(Debug, Clone, Default)]
+pub struct Categorizer {
+    memo: HashMap<Box<str>, Option<rules::Action>, FastState>,
+}
+
+impl Categorizer {
+    pub fn categorize<S: AsRef<str>>(&mut self, frames: &[S]) -> Category {
+        let memo = &mut self.memo;
+        categorize_with(frames, |name| match memo.get(name) {
+            Some(&action) => action,
+            None => {
+                let action = rules::action(name);
+                memo.insert(name.into(), action);
+                action
+            }
+        })
+    }
+}
+
 /// One [`Breakdown`] per context that has samples, in
 /// [`SampleContext::ALL`] order: the context's samples by category, most
 /// samples first, each with its share of the context's exact event time
@@ -196,17 +220,11 @@ fn categorize_with<'a, S: AsRef<str>>(
 ///
 /// The nanoseconds are split by largest remainder, so they add up to the
 /// event's `total_ns` exactly instead of drifting by rounding.
-pub fn breakdowns<'a>(
-    stacks: &'a [StackCount],
-    events: &BTreeMap<EventKey, CpuTime>,
-) -> Vec<Breakdown> {
-    // Stacks share most of their frames: look each name up in the table
-    // once, not once per stack.
-    let mut memo: HashMap<&str, Option<rules::Action>, FastState> = HashMap::default();
-    let mut action = |name: &'a str| *memo.entry(name).or_insert_with(|| rules::action(name));
+pub fn breakdowns(stacks: &[StackCount], events: &BTreeMap<EventKey, CpuTime>) -> Vec<Breakdown> {
+    let mut categorizer = Categorizer::default();
     let mut counts = [[0u64; Category::ALL.len()]; SampleContext::ALL.len()];
     for stack in stacks {
-        let category = categorize_with(&stack.frames, &mut action);
+        let category = categorizer.categorize(&stack.frames);
         counts[stack.context as usize][category as usize] += stack.count;
     }
     SampleContext::ALL

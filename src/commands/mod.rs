@@ -10,3 +10,4 @@ mod signals;
 pub mod sketch;
 mod startup;
 pub mod stat;
+pub mod top;

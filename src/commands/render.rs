@@ -29,6 +29,19 @@ pub fn write_recording(
     .with_context(|| format!("writing {}", path.display()))
 }
 
+/// A flame graph of `stacks` at `path`, as `record` draws one.
+pub fn write_flame_graph(
+    stacks: &[StackCount],
+    labels: &Labels,
+    path: &Path,
+    force: bool,
+) -> Result<()> {
+    write_atomically(path, force, |out| {
+        Ok(svg::write_categorized_svg(stacks, labels, out)?)
+    })
+    .with_context(|| format!("writing {}", path.display()))
+}
+
 pub fn write_diff(
     before: &Recording,
     after: &Recording,

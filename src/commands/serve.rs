@@ -5,16 +5,14 @@
 use std::net::{SocketAddr, TcpListener};
 use std::process::ExitCode;
 use std::thread;
-use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use netto::cli::ServeArgs;
 use netto::sinks::web::{self, state::Settings, state::State};
-use netto::source::live::{self, LiveConfig, Sampling};
-use netto::source::{replay, Control, Source};
+use netto::source::{Control, Source};
 
-use super::report::read_recording;
 use super::signals::on_signals;
+use super::startup;
 
 /// The flame graph's window unless the page asks for another.
 const FLAME_WINDOW_S: f64 = 30.0;
@@ -22,7 +20,7 @@ const FLAME_WINDOW_S: f64 = 30.0;
 pub fn run(args: &ServeArgs) -> Result<ExitCode> {
     // Refuse before loading anything.
     let listener = listen(args.listen, args.allow_remote)?;
-    let source = start_source(args)?;
+    let source = startup::view_source(&args.source, args.frequency)?;
     for note in &source.info.notes {
         eprintln!("netto: {note}");
     }
@@ -74,28 +72,6 @@ fn listen(address: SocketAddr, allow_remote: bool) -> Result<TcpListener> {
         );
     }
     Ok(listener)
-}
-
-fn start_source(args: &ServeArgs) -> Result<Source> {
-    match &args.replay {
-        Some(path) => {
-            let recording = read_recording(path)?;
-            replay::start(recording, &path.display().to_string(), args.speed)
-        }
-        None => live::start(LiveConfig {
-            backend: args.backend.into(),
-            bpf_stats: !args.no_bpf_stats,
-            interval: Duration::from_secs_f64(args.interval),
-            duration: None,
-            sampling: Some(Sampling {
-                frequency_hz: args.frequency,
-                transport: args.transport.into(),
-            }),
-            demo: args.demo.into(),
-            flush_on_stop: false,
-            xdp_sketch: netto::cli::cohosted_sketch(&args.xdp_sketch),
-        }),
-    }
 }
 
 /// The hub thread: snapshots into the web state until the source ends. A

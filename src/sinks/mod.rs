@@ -5,4 +5,5 @@ pub mod history;
 pub mod output;
 pub mod sketch;
 pub mod stat;
+pub mod tui;
 pub mod web;

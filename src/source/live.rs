@@ -392,7 +392,12 @@ impl<'c, 'a, 'obj> Measure<'c, 'a, 'obj> {
                     if !self.deliver(sampler.as_deref())? || ended {
                         return Ok(Next::Done);
                     }
-                    self.tick += 1;
+                    // After a stall (a slow sampler swap, a suspended
+                    // host) the next interval ends on the next tick still
+                    // ahead, not in a burst of near-empty catch-up ones.
+                    let elapsed = now.duration_since(self.start).as_secs_f64();
+                    let behind = (elapsed / self.interval.as_secs_f64()).floor() as u32 + 1;
+                    self.tick = (self.tick + 1).max(behind);
                 }
                 Wake::Due => {}
             }

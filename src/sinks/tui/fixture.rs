@@ -1,0 +1,105 @@
+//! A snapshot with known numbers for the UI's tests: every figure the
+//! panels show can be worked out by hand from here.
+
+use super::app::{App, Settings};
+use crate::breakdown::breakdowns;
+use crate::breakdown::hot::tcp_receive;
+use crate::model::{EventKey, ProgramCost, SampleContext, SamplingStats, Snapshot, StackCount};
+use crate::source::SourceInfo;
+
+/// Two CPUs over one second. net_rx_softirq: 250 ms (12.5% of the host,
+/// 25% of one CPU) in 5000 runs of 50 µs, on CPU 1 only; its 60 samples
+/// split 40 local_tcp (_raw_spin_lock 30, tcp_v4_do_rcv 10) and 20
+/// driver_napi. netto: 4 ms user space, 2 ms BPF; 3 samples dropped.
+pub fn snapshot() -> Snapshot {
+    let mut s = Snapshot::empty("tracepoint", 2);
+    s.ts = 1_700_000_000.0;
+    s.interval_s = 1.0;
+    let times = [
+        (EventKey::NetRxSoftirq, [0, 250_000_000], 5000),
+        (EventKey::NetTxSoftirq, [20_000_000, 10_000_000], 300),
+        (EventKey::SockSend, [100_000_000, 0], 1000),
+        (EventKey::SockRecv, [0, 46_000_000], 920),
+        (EventKey::NetTimers, [5_000_000, 0], 50),
+    ];
+    for (key, per_cpu, count) in times {
+        let time = s.events.get_mut(&key).unwrap();
+        time.per_cpu_ns = per_cpu.to_vec();
+        time.total_ns = per_cpu.iter().sum();
+        time.count = count;
+    }
+    s.overhead.process_cpu_ns = 4_000_000;
+    s.overhead.bpf_stats = true;
+    s.overhead.bpf_run_time_ns = 2_000_000;
+    s.overhead.programs = vec![ProgramCost {
+        name: "netto_softirq_entry".into(),
+        run_count: 10_000,
+        run_time_ns: 2_000_000,
+    }];
+    s.sampling = Some(SamplingStats {
+        frequency_hz: 499,
+        transport: "mmap".into(),
+        samples: 75,
+        dropped: 3,
+        failed_stacks: 0,
+        buffer_bytes: 65536,
+    });
+    s.stacks = vec![
+        tcp_receive(&["_raw_spin_lock"], 30),
+        tcp_receive(&["tcp_v4_do_rcv"], 10),
+        StackCount::of(
+            SampleContext::NetRx,
+            &["net_rx_action", "__napi_poll", "veth_poll"],
+            20,
+        ),
+        StackCount::of(
+            SampleContext::SockSend,
+            &["tcp_sendmsg", "tcp_sendmsg_locked"],
+            15,
+        ),
+    ];
+    s.breakdown = breakdowns(&s.stacks, &s.events);
+    s
+}
+
+pub fn info(origin: &str) -> SourceInfo {
+    SourceInfo {
+        host: "testhost".into(),
+        kernel: "6.18.0-test".into(),
+        backend: "tracepoint".into(),
+        frequency_hz: Some(499),
+        origin: origin.into(),
+        notes: vec!["backend tracepoint: fixture".into()],
+    }
+}
+
+pub fn settings() -> Settings {
+    Settings {
+        history_s: 300.0,
+        flame_s: 30.0,
+        speed: 1.0,
+    }
+}
+
+/// A live app that has shown [`snapshot`], its start-up notes read (the
+/// status line shows the key hints).
+pub fn app() -> App {
+    let mut app = App::new(info("live"), true, settings());
+    app.push(snapshot());
+    app.status = None;
+    app
+}
+
+#[test]
+fn the_fixture_is_what_its_documentation_says() {
+    let s = snapshot();
+    let rx = &s.breakdown[0];
+    assert_eq!((rx.context, rx.samples), (SampleContext::NetRx, 60));
+    let parts: Vec<(&str, u64)> = rx
+        .categories
+        .iter()
+        .map(|c| (c.category.as_str(), c.samples))
+        .collect();
+    assert_eq!(parts, [("local_tcp", 40), ("driver_napi", 20)]);
+    assert_eq!(s.breakdown[1].categories[0].category, "tcp_output");
+}

@@ -1,0 +1,202 @@
+//! The events panel as numbers: either one row per event (the host's
+//! totals) or one row per CPU (each event's share of that CPU). Columns are
+//! data, so sorting and drawing work the same for both views.
+
+use super::format;
+use crate::model::{percent, EventKey, Snapshot};
+
+/// How a column's numbers read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unit {
+    Percent,
+    Rate,
+    Nanoseconds,
+}
+
+impl Unit {
+    pub fn format(self, value: f64) -> String {
+        match self {
+            Unit::Percent => format::percent(value),
+            Unit::Rate => format::rate(value),
+            Unit::Nanoseconds => format::duration_ns(value),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Column {
+    pub title: &'static str,
+    pub unit: Unit,
+}
+
+/// The totals view's columns after the event name.
+pub const TOTAL_COLUMNS: [Column; 4] = [
+    Column {
+        title: "% host",
+        unit: Unit::Percent,
+    },
+    Column {
+        title: "% 1 CPU",
+        unit: Unit::Percent,
+    },
+    Column {
+        title: "calls/s",
+        unit: Unit::Rate,
+    },
+    Column {
+        title: "per call",
+        unit: Unit::Nanoseconds,
+    },
+];
+
+/// The per-CPU view's column titles, one per event in [`EventKey::ALL`]
+/// order: short, so five fit next to each other in 80 columns.
+const PER_CPU_TITLES: [&str; EventKey::ALL.len()] = ["net_rx", "net_tx", "send", "recv", "timers"];
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Row {
+    pub label: String,
+    pub values: Vec<f64>,
+}
+
+/// What the events panel shows: a label column, then `columns`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Grid {
+    pub label_title: &'static str,
+    pub columns: Vec<Column>,
+    pub rows: Vec<Row>,
+}
+
+impl Grid {
+    /// Number of ways to sort: by label (natural order) and by each column.
+    pub fn sort_keys(&self) -> usize {
+        self.columns.len() + 1
+    }
+}
+
+/// Every event's totals over the snapshot's interval.
+pub fn totals(snapshot: &Snapshot) -> Grid {
+    let interval = snapshot.interval_s;
+    let host = interval * snapshot.cpus.max(1) as f64;
+    let rows = EventKey::ALL
+        .iter()
+        .map(|&key| {
+            let time = snapshot.event(key);
+            let per_s = if interval > 0.0 {
+                time.count as f64 / interval
+            } else {
+                0.0
+            };
+            let per_call = if time.count > 0 {
+                time.total_ns as f64 / time.count as f64
+            } else {
+                0.0
+            };
+            Row {
+                label: key.name().to_owned(),
+                values: vec![
+                    percent(time.total_ns, host),
+                    time.percent_of_cpu(interval),
+                    per_s,
+                    per_call,
+                ],
+            }
+        })
+        .collect();
+    Grid {
+        label_title: "event",
+        columns: TOTAL_COLUMNS.to_vec(),
+        rows,
+    }
+}
+
+/// Each CPU's share of its own time taken by every event.
+pub fn per_cpu(snapshot: &Snapshot) -> Grid {
+    let interval = snapshot.interval_s;
+    let rows = (0..snapshot.cpus)
+        .map(|cpu| Row {
+            label: format!("cpu{cpu}"),
+            values: EventKey::ALL
+                .iter()
+                .map(|&key| {
+                    let ns = snapshot.event(key).per_cpu_ns.get(cpu).copied();
+                    percent(ns.unwrap_or(0), interval)
+                })
+                .collect(),
+        })
+        .collect();
+    Grid {
+        label_title: "cpu",
+        columns: PER_CPU_TITLES
+            .iter()
+            .map(|&title| Column {
+                title,
+                unit: Unit::Percent,
+            })
+            .collect(),
+        rows,
+    }
+}
+
+/// Sorts rows by sort key `key`: 0 keeps the natural order (events as
+/// listed, CPUs by number), `k` sorts by column `k - 1`, largest first.
+pub fn sort(grid: &mut Grid, key: usize) {
+    if let Some(column) = key.checked_sub(1).filter(|&c| c < grid.columns.len()) {
+        grid.rows
+            .sort_by(|a, b| b.values[column].total_cmp(&a.values[column]));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn snapshot() -> Snapshot {
+        let mut s = Snapshot::empty("tracepoint", 2);
+        s.interval_s = 2.0;
+        let rx = s.events.get_mut(&EventKey::NetRxSoftirq).unwrap();
+        rx.total_ns = 400_000_000;
+        rx.per_cpu_ns = vec![100_000_000, 300_000_000];
+        rx.count = 4000;
+        let send = s.events.get_mut(&EventKey::SockSend).unwrap();
+        send.total_ns = 600_000_000;
+        send.per_cpu_ns = vec![600_000_000, 0];
+        send.count = 10;
+        s
+    }
+
+    #[test]
+    fn totals_as_host_and_one_cpu_shares() {
+        let grid = totals(&snapshot());
+        assert_eq!(grid.rows.len(), EventKey::ALL.len());
+        assert_eq!(grid.rows[0].label, "net_rx_softirq");
+        // 0.4 s of 2 CPUs x 2 s; of one CPU's 2 s; 4000 runs in 2 s of 100 µs.
+        assert_eq!(grid.rows[0].values, [10.0, 20.0, 2000.0, 100_000.0]);
+        assert_eq!(grid.rows[4].values, [0.0, 0.0, 0.0, 0.0]);
+    }
+
+    #[test]
+    fn per_cpu_rows_and_sorting() {
+        let mut grid = per_cpu(&snapshot());
+        assert_eq!(grid.rows[1].label, "cpu1");
+        assert_eq!(grid.rows[1].values, [15.0, 0.0, 0.0, 0.0, 0.0]);
+        assert_eq!(grid.sort_keys(), 6);
+        sort(&mut grid, 3);
+        assert_eq!(grid.rows[0].label, "cpu0", "send: cpu0 first");
+        sort(&mut grid, 1);
+        assert_eq!(grid.rows[0].label, "cpu1", "net_rx: cpu1 first");
+    }
+
+    #[test]
+    fn sorting_totals_by_share() {
+        let mut grid = totals(&snapshot());
+        sort(&mut grid, 1);
+        let labels: Vec<&str> = grid.rows.iter().map(|r| r.label.as_str()).collect();
+        assert_eq!(labels[..2], ["sock_send", "net_rx_softirq"]);
+        sort(&mut grid, 0);
+        assert_eq!(
+            grid.rows[0].label, "sock_send",
+            "key 0 leaves the order as it is"
+        );
+    }
+}

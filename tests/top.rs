@@ -1,0 +1,438 @@
+//! `netto top` as a user runs it: in a real terminal (tmux), typing keys
+//! and reading the screen. A replayed recording needs neither root nor
+//! BPF; the live run measures a veth load and needs both.
+
+mod common;
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use common::*;
+use netto::model::{EventKey, Recording, Snapshot};
+use netto::netns::VethPair;
+use netto::sinks::tui::format;
+
+const RECORDING: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/fixtures/recordings/demo.json"
+);
+
+/// A shell in a tmux window of its own tmux server, which is killed on
+/// drop (and with it anything still running in the window). The server's
+/// socket and the shell's working directory are one temporary directory,
+/// removed on drop too.
+struct Pane {
+    socket: PathBuf,
+    dir: tempfile::TempDir,
+}
+
+impl Pane {
+    fn new(width: u16, height: u16) -> Pane {
+        let dir = tempfile::tempdir().unwrap();
+        let pane = Pane {
+            socket: dir.path().join("tmux.socket"),
+            dir,
+        };
+        pane.tmux(&[
+            "-f",
+            "/dev/null",
+            "new-session",
+            "-d",
+            "-x",
+            &width.to_string(),
+            "-y",
+            &height.to_string(),
+            "env PS1='$ ' bash --norc --noprofile",
+        ]);
+        pane
+    }
+
+    fn tmux(&self, args: &[&str]) -> String {
+        let out = Command::new("tmux")
+            .arg("-S")
+            .arg(&self.socket)
+            .args(args)
+            .output()
+            .expect("tmux (scripts/install-deps.sh installs it)");
+        assert!(
+            out.status.success(),
+            "tmux {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    }
+
+    /// Types a command line into the shell, in the pane's directory. Then
+    /// the shell prints `EXIT=status` (typed as `"EXIT""=`, so that the
+    /// command line itself does not match) and saves the terminal modes.
+    fn run_netto(&self, args: &str) {
+        let line = format!(
+            "cd {} && {NETTO} {args}; echo \"EXIT\"\"=$?\"; stty -a > stty.txt",
+            self.dir.path().display()
+        );
+        self.tmux(&["send-keys", "-l", &line]);
+        self.tmux(&["send-keys", "Enter"]);
+    }
+
+    fn keys(&self, keys: &[&str]) {
+        let mut args = vec!["send-keys"];
+        args.extend(keys);
+        self.tmux(&args);
+    }
+
+    fn screen(&self) -> String {
+        self.tmux(&["capture-pane", "-p"])
+    }
+
+    /// The screen once `done` holds for it; panics with the last screen.
+    fn wait_for(&self, what: &str, timeout: Duration, done: impl Fn(&str) -> bool) -> String {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let screen = self.screen();
+            if done(&screen) {
+                return screen;
+            }
+            if Instant::now() > deadline {
+                panic!("no {what} within {timeout:?}; the screen:\n{screen}");
+            }
+            thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// tmux's view of the terminal: alternate screen on, cursor visible.
+    fn terminal_state(&self) -> (bool, bool) {
+        let flags = self.tmux(&["display-message", "-p", "#{alternate_on} #{cursor_flag}"]);
+        let flags: Vec<&str> = flags.split_whitespace().collect();
+        (flags[0] == "1", flags[1] == "1")
+    }
+
+    fn netto_pid(&self) -> i32 {
+        let shell = self.tmux(&["display-message", "-p", "#{pane_pid}"]);
+        let shell = shell.trim();
+        let children =
+            std::fs::read_to_string(format!("/proc/{shell}/task/{shell}/children")).unwrap();
+        children
+            .split_whitespace()
+            .next()
+            .expect("netto runs under the shell")
+            .parse()
+            .unwrap()
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    /// After netto exits: its status within `timeout`, and the terminal as
+    /// the shell found it (cooked mode, normal screen, cursor shown).
+    fn assert_exits_and_restores(&self, timeout: Duration) {
+        let started = Instant::now();
+        let screen = self.wait_for("exit status", timeout, |s| s.contains("EXIT="));
+        let took = started.elapsed();
+        assert!(screen.contains("EXIT=0"), "{screen}");
+        assert!(took < timeout, "exit took {took:?}");
+        assert!(
+            !screen.contains("events:"),
+            "the UI is gone from the screen:\n{screen}"
+        );
+        let stty = self.wait_for_file("stty.txt");
+        let words: Vec<&str> = stty.split_whitespace().collect();
+        for mode in ["icanon", "echo", "isig", "icrnl", "opost"] {
+            assert!(words.contains(&mode), "{mode} not restored: {stty}");
+        }
+        assert_eq!(
+            self.terminal_state(),
+            (false, true),
+            "normal screen, cursor on"
+        );
+    }
+
+    fn wait_for_file(&self, name: &str) -> String {
+        let path = self.path(name);
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < deadline {
+            match std::fs::read_to_string(&path) {
+                Ok(text) if !text.is_empty() => return text,
+                _ => thread::sleep(Duration::from_millis(20)),
+            }
+        }
+        panic!("{} never written", path.display());
+    }
+}
+
+impl Drop for Pane {
+    fn drop(&mut self) {
+        let _ = Command::new("tmux")
+            .arg("-S")
+            .arg(&self.socket)
+            .arg("kill-server")
+            .output();
+    }
+}
+
+fn recording() -> Recording {
+    serde_json::from_str(&std::fs::read_to_string(RECORDING).unwrap()).unwrap()
+}
+
+/// The words on the line that starts (after the border) with `label`.
+fn row<'a>(screen: &'a str, label: &str) -> Vec<&'a str> {
+    let line = screen
+        .lines()
+        .find(|l| l.trim_start_matches(['│', '┃', ' ']).starts_with(label))
+        .unwrap_or_else(|| panic!("no {label} row:\n{screen}"));
+    line.split(|c: char| c.is_whitespace() || "│┃".contains(c))
+        .filter(|w| !w.is_empty())
+        .collect()
+}
+
+/// The totals view's numbers for `key`, as the UI prints them.
+fn expected_row(snapshot: &Snapshot, key: EventKey) -> [String; 2] {
+    let time = snapshot.event(key);
+    let host = snapshot.interval_s * snapshot.cpus as f64;
+    [
+        format::percent(netto::model::percent(time.total_ns, host)),
+        format::percent(time.percent_of_cpu(snapshot.interval_s)),
+    ]
+}
+
+/// After Tab, Down, Right: the first category of the breakdown is open,
+/// its hottest functions listed under it.
+fn assert_a_category_opens(pane: &Pane) {
+    let open = |l: &str| l.contains("│  v ") || l.contains("┃  v ");
+    let opened = pane.wait_for("an open category", Duration::from_secs(5), |s| {
+        s.lines().any(open)
+    });
+    let function = opened.lines().skip_while(|l| !open(l)).nth(1).unwrap();
+    let words = row(function, "");
+    assert!(
+        words.len() == 4 && words[1].ends_with('%') && words[3].parse::<u64>().is_ok(),
+        "a function row (name, share, CPU, samples) under the category:\n{opened}"
+    );
+}
+
+#[test]
+fn replay_shows_the_recording_and_q_restores_the_terminal() {
+    let recording = recording();
+    let last = recording.snapshots.last().unwrap();
+    let pane = Pane::new(120, 40);
+    pane.run_netto(&format!("top --replay {RECORDING} --speed 4"));
+    let screen = pane.wait_for("end of the replay", Duration::from_secs(20), |s| {
+        s.contains("finished; q quits")
+    });
+    assert!(pane.terminal_state().0, "on the alternate screen");
+    let header = row(&screen, "host");
+    let h = &recording.header;
+    assert_eq!(
+        header[..6],
+        [
+            "host",
+            h.host.as_str(),
+            "kernel",
+            h.kernel.as_str(),
+            "backend",
+            h.backend.as_str()
+        ]
+    );
+    assert_eq!(header[6..8], ["replay", "of"]);
+    for key in [
+        EventKey::NetRxSoftirq,
+        EventKey::NetTxSoftirq,
+        EventKey::SockSend,
+        EventKey::SockRecv,
+    ] {
+        let shown = row(&screen, key.name());
+        assert_eq!(shown[1..3], expected_row(last, key), "{}", key.name());
+        assert_eq!(
+            shown[3],
+            format::rate(last.event(key).count as f64 / last.interval_s)
+        );
+    }
+    let rx = &last.breakdown[0];
+    let top = &rx.categories[0];
+    assert_eq!(row(&screen, "v NET_RX")[4], rx.samples.to_string());
+    let category = row(&screen, &format!("> {}", top.category));
+    assert_eq!(category[2], format::percent(top.share * 100.0));
+    assert_eq!(category[4], top.samples.to_string());
+
+    pane.keys(&["q"]);
+    pane.assert_exits_and_restores(Duration::from_secs(1));
+}
+
+#[test]
+fn replay_keys_per_cpu_pause_help_and_flame_graph() {
+    let pane = Pane::new(100, 30);
+    pane.run_netto(&format!(
+        "top --replay {RECORDING} --speed 1 --flame-seconds 60"
+    ));
+    pane.wait_for("first snapshot", Duration::from_secs(20), |s| {
+        s.contains("net_rx_softirq")
+    });
+
+    pane.keys(&["c"]);
+    let per_cpu = pane.wait_for("per-CPU rows", Duration::from_secs(2), |s| {
+        s.contains("cpu0") && s.contains("cpu1")
+    });
+    assert!(per_cpu.contains("% of each CPU"), "{per_cpu}");
+    pane.keys(&["p"]);
+    pane.wait_for("pause", Duration::from_secs(2), |s| s.contains("PAUSED"));
+    pane.keys(&["+"]);
+    pane.wait_for("refusal", Duration::from_secs(2), |s| {
+        s.contains("a replay keeps its recorded sampling frequency")
+    });
+    pane.keys(&["?"]);
+    pane.wait_for("help", Duration::from_secs(2), |s| {
+        s.contains("netto top: keys")
+    });
+    pane.keys(&["Escape"]);
+    pane.wait_for("help closed", Duration::from_secs(2), |s| {
+        !s.contains("netto top: keys")
+    });
+
+    for key in ["Tab", "Down", "Right"] {
+        pane.keys(&[key]);
+        thread::sleep(Duration::from_millis(100));
+    }
+    assert_a_category_opens(&pane);
+
+    pane.keys(&["s"]);
+    let screen = pane.wait_for("flame graph", Duration::from_secs(10), |s| {
+        s.contains("flame graph of the last 60 s written to")
+    });
+    let written: Vec<PathBuf> = std::fs::read_dir(pane.dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "svg"))
+        .collect();
+    assert_eq!(written.len(), 1, "{screen}");
+    let name = written[0].file_name().unwrap().to_str().unwrap();
+    assert!(name.starts_with("netto-top-"), "{name}");
+    assert!(
+        screen.contains(name),
+        "the status line names the file:\n{screen}"
+    );
+    let svg = std::fs::read_to_string(&written[0]).unwrap();
+    assert!(svg.contains("<svg") && svg.trim_end().ends_with("</svg>"));
+    assert!(svg.contains(&format!(
+        "Kernel network stack CPU on {}",
+        recording().header.host
+    )));
+
+    pane.keys(&["C-c"]);
+    pane.assert_exits_and_restores(Duration::from_secs(1));
+}
+
+#[test]
+fn signals_end_the_ui_and_restore_the_terminal() {
+    for signal in [libc::SIGTERM, libc::SIGHUP, libc::SIGINT] {
+        let pane = Pane::new(100, 30);
+        pane.run_netto(&format!("top --replay {RECORDING}"));
+        pane.wait_for("first snapshot", Duration::from_secs(20), |s| {
+            s.contains("net_rx_softirq")
+        });
+        assert_eq!(unsafe { libc::kill(pane.netto_pid(), signal) }, 0);
+        pane.assert_exits_and_restores(Duration::from_secs(2));
+    }
+}
+
+#[test]
+fn too_small_a_terminal_says_so_until_it_grows() {
+    let pane = Pane::new(70, 20);
+    pane.run_netto(&format!("top --replay {RECORDING}"));
+    pane.wait_for("too-small message", Duration::from_secs(20), |s| {
+        s.contains("terminal too small: 70x20") && s.contains("needs at least 80x24")
+    });
+    pane.tmux(&["resize-window", "-x", "80", "-y", "24"]);
+    let screen = pane.wait_for("panels", Duration::from_secs(5), |s| {
+        s.contains("events:") && s.contains("breakdown:")
+    });
+    assert!(!screen.contains("too small"));
+    pane.keys(&["q"]);
+    pane.assert_exits_and_restores(Duration::from_secs(1));
+}
+
+#[test]
+fn bad_replay_input_is_one_line_before_the_screen_opens() {
+    let pane = Pane::new(100, 30);
+    let missing = pane.path("missing.json");
+    pane.run_netto(&format!("top --replay {}", missing.display()));
+    let screen = pane.wait_for("exit", Duration::from_secs(10), |s| s.contains("EXIT="));
+    assert!(screen.contains("EXIT=1"), "{screen}");
+    assert!(screen.contains(&format!("netto: error: cannot read {}", missing.display())));
+    assert_eq!(pane.terminal_state(), (false, true));
+
+    // Not a terminal: refused with a pointer to the commands that write files.
+    let out = Command::new(NETTO)
+        .args(["top", "--replay", RECORDING])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.starts_with("netto: error: netto top needs a terminal"),
+        "{stderr}"
+    );
+    assert_eq!(stderr.lines().count(), 1);
+}
+
+#[test]
+fn live_under_a_veth_load_then_gone_without_a_trace() {
+    let before = netto_programs_loaded();
+    let pair = VethPair::create("top").expect("creating the test namespace");
+    let dest = format!("{}:5611", pair.peer_addr());
+    let seconds = 8;
+    let _sink = Server::start(loadgen_in(
+        &pair,
+        &format!(
+            "sink --proto tcp --listen {dest} --duration {}",
+            seconds + 5
+        ),
+    ));
+    let load = thread::spawn(move || {
+        run_client(loadgen(&format!(
+            "send --proto tcp --syscall write --dest {dest} --duration {seconds}"
+        )))
+    });
+
+    let pane = Pane::new(120, 40);
+    pane.run_netto("top --interval 0.5 --frequency 499");
+    let screen = pane.wait_for("network time on screen", Duration::from_secs(30), |s| {
+        s.contains("live")
+            && s.contains("v NET_RX")
+            && s.lines()
+                .any(|l| l.contains("net_rx_softirq") && !l.contains(" 0.0%"))
+    });
+    let rx = row(&screen, "net_rx_softirq");
+    let host: f64 = rx[1].trim_end_matches('%').parse().unwrap();
+    assert!(host > 0.0, "{screen}");
+    assert!(row(&screen, "sampling")[1] == "499", "{screen}");
+    assert!(netto_programs_loaded() > before);
+
+    pane.keys(&["+"]);
+    // The first interval of a new sampler may hold no stack yet; the
+    // breakdown keys need a tree to move in.
+    pane.wait_for("the new frequency measured", Duration::from_secs(10), |s| {
+        s.lines().any(|l| l.starts_with("sampling 999 Hz  refresh")) && s.contains("  > ")
+    });
+    // Single-byte keys: under load, an arrow's escape sequence may reach
+    // netto split across reads (the replay test drives the arrows).
+    // TCP delivered into the namespace: its receive path is sampled.
+    let screen = pane.wait_for("local TCP delivery", Duration::from_secs(5), |s| {
+        s.contains("> local_tcp")
+    });
+    let tcp = row(&screen, "> local_tcp");
+    assert!(
+        tcp[2].ends_with('%') && tcp[4].parse::<u64>().unwrap() > 0,
+        "{screen}"
+    );
+
+    pane.keys(&["q"]);
+    pane.assert_exits_and_restores(Duration::from_secs(5));
+    load.join().unwrap();
+    let gone = (0..50).any(|_| {
+        thread::sleep(Duration::from_millis(100));
+        netto_programs_loaded() == before
+    });
+    assert!(gone, "netto's programs still loaded after it exited");
+}
