@@ -246,7 +246,7 @@ fn replay_shows_the_recording_and_q_restores_the_terminal() {
         assert_eq!(shown[1..3], expected_row(last, key), "{}", key.name());
         assert_eq!(
             shown[3],
-            format::rate(last.event(key).count as f64 / last.interval_s)
+            format::quantity(last.event(key).count as f64 / last.interval_s)
         );
     }
     let rx = &last.breakdown[0];

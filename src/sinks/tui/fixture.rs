@@ -4,7 +4,10 @@
 use super::app::{App, Settings};
 use crate::breakdown::breakdowns;
 use crate::breakdown::hot::tcp_receive;
-use crate::model::{EventKey, ProgramCost, SampleContext, SamplingStats, Snapshot, StackCount};
+use crate::model::{
+    EventKey, Flow, FlowEstimate, ProgramCost, SampleContext, SamplingStats, SketchCost,
+    SketchSnapshot, Snapshot, StackCount, XdpMode,
+};
 use crate::source::SourceInfo;
 
 /// Two CPUs over one second. net_rx_softirq: 250 ms (12.5% of the host,
@@ -62,6 +65,56 @@ pub fn snapshot() -> Snapshot {
     s
 }
 
+/// An XDP sketch on veth-a over 2 s: 50 000 packets (25k/s) and 125 MB
+/// (500.0 Mbit/s); one heavy TCP flow with 40 000 packets and 100 MB (80%
+/// of the bytes); 40 ns per packet, 0.10% of one CPU.
+pub fn sketch() -> SketchSnapshot {
+    SketchSnapshot {
+        ts: 1_700_000_000.0,
+        interval_s: 2.0,
+        iface: "veth-a".into(),
+        mode: XdpMode::Native,
+        probability: 0.125,
+        rows: 4,
+        columns: 2048,
+        packets: 50_000,
+        bytes: 125_000_000,
+        top: vec![
+            FlowEstimate {
+                flow: Flow {
+                    src: "198.18.0.1".into(),
+                    dst: "198.18.0.2".into(),
+                    sport: 40000,
+                    dport: 5201,
+                    proto: "tcp".into(),
+                },
+                packets: 40_000,
+                bytes: 100_000_000,
+                share: 0.8,
+            },
+            FlowEstimate {
+                flow: Flow {
+                    src: "198.18.0.3".into(),
+                    dst: "198.18.0.2".into(),
+                    sport: 53000,
+                    dport: 53,
+                    proto: "udp".into(),
+                },
+                packets: 9_000,
+                bytes: 20_000_000,
+                share: 0.16,
+            },
+        ],
+        other_protocols: Default::default(),
+        cost: SketchCost {
+            run_count: 50_000,
+            run_time_ns: 2_000_000,
+            ns_per_packet: 40.0,
+            cpu_percent: 0.1,
+        },
+    }
+}
+
 pub fn info(origin: &str) -> SourceInfo {
     SourceInfo {
         host: "testhost".into(),
@@ -84,8 +137,13 @@ pub fn settings() -> Settings {
 /// A live app that has shown [`snapshot`], its start-up notes read (the
 /// status line shows the key hints).
 pub fn app() -> App {
+    app_showing(snapshot())
+}
+
+/// A live app that has shown `snapshot`, its start-up notes read.
+pub fn app_showing(snapshot: Snapshot) -> App {
     let mut app = App::new(info("live"), true, settings());
-    app.push(snapshot());
+    app.push(snapshot);
     app.status = None;
     app
 }

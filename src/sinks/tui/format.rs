@@ -24,14 +24,16 @@ pub fn duration_ns(ns: f64) -> String {
     }
 }
 
-/// A rate with a k/M suffix.
-pub fn rate(per_s: f64) -> String {
-    if per_s >= 1e6 {
-        format!("{:.1}M", per_s / 1e6)
-    } else if per_s >= 1e4 {
-        format!("{:.1}k", per_s / 1e3)
+/// A count or a rate with a k/M/G suffix.
+pub fn quantity(value: f64) -> String {
+    if value >= 1e9 {
+        format!("{:.1}G", value / 1e9)
+    } else if value >= 1e6 {
+        format!("{:.1}M", value / 1e6)
+    } else if value >= 1e4 {
+        format!("{:.1}k", value / 1e3)
     } else {
-        format!("{per_s:.0}")
+        format!("{value:.0}")
     }
 }
 
@@ -48,8 +50,9 @@ mod tests {
         assert_eq!(duration_ns(1_500.0), "1.5 µs");
         assert_eq!(duration_ns(2_340_000.0), "2.3 ms");
         assert_eq!(duration_ns(3e9), "3.00 s");
-        assert_eq!(rate(950.4), "950");
-        assert_eq!(rate(12_345.0), "12.3k");
-        assert_eq!(rate(2_500_000.0), "2.5M");
+        assert_eq!(quantity(950.4), "950");
+        assert_eq!(quantity(12_345.0), "12.3k");
+        assert_eq!(quantity(2_500_000.0), "2.5M");
+        assert_eq!(quantity(3.4e9), "3.4G");
     }
 }

@@ -17,7 +17,7 @@ impl Unit {
     pub fn format(self, value: f64) -> String {
         match self {
             Unit::Percent => format::percent(value),
-            Unit::Rate => format::rate(value),
+            Unit::Rate => format::quantity(value),
             Unit::Nanoseconds => format::duration_ns(value),
         }
     }

@@ -7,6 +7,7 @@ mod events;
 mod header;
 mod help;
 mod history;
+mod sketch;
 
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Color, Modifier, Style};
@@ -33,14 +34,17 @@ struct Areas {
     events: Rect,
     history: Rect,
     breakdown: Rect,
+    /// Only while the snapshot carries a sketch.
+    sketch: Option<Rect>,
     status: Rect,
 }
 
 impl Areas {
     /// The XDP sketch panel, once there is one, takes the right part of the
     /// breakdown's band: the breakdown is the only panel whose rows do not
-    /// need the full width.
-    fn of(area: Rect) -> Areas {
+    /// need the full width. Below [`WIDE`] the two share the band's height
+    /// instead, so that a flow's 5-tuple still fits on one line.
+    fn of(area: Rect, with_sketch: bool) -> Areas {
         let [header, body, status] = Layout::vertical([
             Constraint::Length(2),
             Constraint::Fill(1),
@@ -63,11 +67,23 @@ impl Areas {
             ])
             .areas(body)
         };
+        let (breakdown, sketch) = if with_sketch {
+            let halves = [Constraint::Fill(1), Constraint::Fill(1)];
+            let [breakdown, sketch] = if body.width >= WIDE {
+                Layout::horizontal(halves).areas(breakdown)
+            } else {
+                Layout::vertical(halves).areas(breakdown)
+            };
+            (breakdown, Some(sketch))
+        } else {
+            (breakdown, None)
+        };
         Areas {
             header,
             events,
             history,
             breakdown,
+            sketch,
             status,
         }
     }
@@ -80,11 +96,15 @@ pub fn draw(app: &App, frame: &mut Frame<'_>) {
         too_small(frame, area);
         return;
     }
-    let areas = Areas::of(area);
+    let sketch = app.latest().and_then(|s| s.sketch.as_ref());
+    let areas = Areas::of(area, sketch.is_some());
     header::draw(app, frame, areas.header);
     events::draw(app, frame, areas.events);
     history::draw(app, frame, areas.history);
     breakdown::draw(app, frame, areas.breakdown);
+    if let (Some(sketch), Some(rect)) = (sketch, areas.sketch) {
+        sketch::draw(app, sketch, frame, rect);
+    }
     status(app, frame, areas.status);
     if app.help {
         help::draw(app, frame, area);

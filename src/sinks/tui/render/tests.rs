@@ -190,6 +190,69 @@ fn layouts_hold_from_80x24_to_200x60() {
     }
 }
 
+fn with_sketch() -> App {
+    let mut snapshot = fixture::snapshot();
+    snapshot.sketch = Some(fixture::sketch());
+    fixture::app_showing(snapshot)
+}
+
+#[test]
+fn sketch_panel_shows_the_sketch_its_cost_and_its_heaviest_flows() {
+    for (width, height) in [(200, 60), (80, 24)] {
+        let screen = screen(&with_sketch(), width, height);
+        has_row(
+            &screen,
+            &[
+                "XDP", "sketch", "on", "veth-a", "(native)", "p=0.125", "4x2048",
+            ],
+        );
+        // 50 000 packets and 1 Gbit over 2 s; 40 ns and 0.10% per packet.
+        has_row(
+            &screen,
+            &[
+                "25.0k", "pkt/s", "500.0", "Mbit/s", "cost", "40", "ns/pkt", "CPU", "0.10%",
+            ],
+        );
+        has_row(
+            &screen,
+            &[
+                "198.18.0.1:40000",
+                "->",
+                "198.18.0.2:5201",
+                "40000",
+                "100.0M",
+                "80.0%",
+            ],
+        );
+        line(&screen, "tcp 198.18.0.1:40000");
+        // The breakdown keeps its band's other part.
+        has_row(&screen, &["NET_RX", "100.0%", "25.0%", "60"]);
+    }
+    let wide = screen(&with_sketch(), 200, 60);
+    has_row(&wide, &["heaviest", "flows", "packets", "bytes", "share"]);
+    has_row(
+        &wide,
+        &[
+            "198.18.0.3:53000",
+            "->",
+            "198.18.0.2:53",
+            "9000",
+            "20.0M",
+            "16.0%",
+        ],
+    );
+    let at = |needle: &str| wide.iter().position(|l| l.contains(needle)).unwrap();
+    assert_eq!(at("breakdown:"), at("XDP sketch"), "side by side when wide");
+}
+
+#[test]
+fn no_sketch_no_panel() {
+    for (width, height) in [(200, 60), (80, 24)] {
+        let screen = screen(&fixture::app(), width, height);
+        assert!(!screen.iter().any(|l| l.contains("XDP") || l.contains("->")));
+    }
+}
+
 #[test]
 fn too_small_says_so() {
     for (width, height) in [(79, 24), (80, 23), (40, 10)] {
