@@ -165,13 +165,14 @@ fn sigkill_leaves_nothing_attached() {
         programs,
         "every program attached through a link"
     );
-    child.kill().unwrap();
-    child.wait().unwrap();
+    child.0.kill().unwrap();
+    child.0.wait().unwrap();
     wait_until_no_netto_programs("after SIGKILL");
 }
 
 /// netto running in the background, once its programs are attached.
-fn start_measuring(args: &[&str]) -> std::process::Child {
+/// Killed on drop, so a failed assertion leaves no netto running.
+fn start_measuring(args: &[&str]) -> common::Guarded {
     let mut child = Command::new(NETTO)
         .args(args)
         .stdout(Stdio::null())
@@ -180,7 +181,7 @@ fn start_measuring(args: &[&str]) -> std::process::Child {
         .unwrap();
     let stderr = child.stderr.take().unwrap();
     wait_for_line(stderr, "netto: measuring", Duration::from_secs(30));
-    child
+    common::Guarded(child)
 }
 
 fn wait_until_no_netto_programs(when: &str) {
@@ -266,10 +267,11 @@ fn demo_auto_runs_only_when_the_host_network_is_idle() {
 
 #[test]
 fn sigkill_with_demo_still_removes_the_namespace() {
+    let before = demo_namespaces().len();
     let mut child = start_measuring(&["stat", "--demo"]);
-    assert_eq!(demo_namespaces().len(), 1);
-    child.kill().unwrap();
-    child.wait().unwrap();
+    assert_eq!(demo_namespaces().len(), before + 1);
+    child.0.kill().unwrap();
+    child.0.wait().unwrap();
     let deadline = Instant::now() + Duration::from_secs(10);
     while !demo_namespaces().is_empty() || netto_programs_loaded() > 0 {
         assert!(
