@@ -13,7 +13,15 @@ use netto::source::Control;
 
 #[test]
 fn frequency_changes_while_running_and_everything_unloads() {
-    let before = common::netto_programs_loaded();
+    // Programs of earlier tests may still be on the kernel's free queue.
+    let settled = (0..100).any(|_| {
+        common::netto_programs_loaded() == 0 || {
+            std::thread::sleep(Duration::from_millis(100));
+            false
+        }
+    });
+    assert!(settled, "netto programs of an earlier test still loaded");
+    let before = 0;
     let source = live::start(LiveConfig {
         backend: BackendChoice::Auto,
         bpf_stats: false,
