@@ -37,10 +37,10 @@ fn requested_backend() -> Option<String> {
 /// The lowest share of a socket call's system time its window may hold.
 /// The fentry backend's windows are the socket functions only: the system
 /// call's entry, the fd lookup and, for sendfile, the page-cache side of the
-/// splice stay outside (6.1 guests: sendfile 0.58-0.80, recvmmsg 0.59-0.93).
+/// splice stay outside (guests: sendfile 0.49-0.80, recvmmsg 0.52-0.93).
 pub fn window_floor() -> f64 {
     if requested_backend().as_deref() == Some("fentry") {
-        0.5
+        0.4
     } else {
         0.6
     }
