@@ -3,15 +3,16 @@
 //! SIGTERM turned into a clean stop of the source; and the source of the
 //! live views, which may be a recording instead.
 
+use std::sync::mpsc;
+use std::thread;
 use std::time::Duration;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use netto::cli::SourceArgs;
 use netto::kernel::stats::StatsGuard;
 use netto::source::live::{self, LiveConfig, Sampling};
 use netto::source::{replay, Control, Source};
 
-use super::report::read_recording;
 use super::signals::on_signals;
 
 /// The snapshot stream of `top` and `serve`: the recording asked for, or
@@ -20,7 +21,7 @@ use super::signals::on_signals;
 pub fn view_source(args: &SourceArgs, frequency_hz: u64) -> Result<Source> {
     match &args.replay {
         Some(path) => {
-            let recording = read_recording(path)?;
+            let recording = netto::recording::load(path)?;
             replay::start(recording, &path.display().to_string(), args.speed)
         }
         None => live::start(LiveConfig {
@@ -40,15 +41,26 @@ pub fn view_source(args: &SourceArgs, frequency_hz: u64) -> Result<Source> {
 }
 
 /// Starts measuring and prints what the user should know about this run.
+/// Signals are taken over first: one that arrives while the programs load
+/// stops the source as soon as it runs, instead of killing netto.
 pub fn live(config: LiveConfig) -> Result<Source> {
+    let (stop_tx, stop) = mpsc::channel();
+    on_signals(move || {
+        let _ = stop_tx.send(());
+    })?;
     let source = live::start(config)?;
     for note in &source.info.notes {
         eprintln!("netto: {note}");
     }
     let control = source.controller();
-    on_signals(move || {
-        let _ = control.send(Control::Stop);
-    })?;
+    thread::Builder::new()
+        .name("netto-stop".into())
+        .spawn(move || {
+            if stop.recv().is_ok() {
+                let _ = control.send(Control::Stop);
+            }
+        })
+        .context("starting the stop thread")?;
     Ok(source)
 }
 
