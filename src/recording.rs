@@ -376,10 +376,14 @@ fn frame_problem(frame: &str) -> Option<String> {
     }
     let address = frame
         .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-        .map(|word| word.strip_prefix("0x").unwrap_or(word))
+        .map(|word| {
+            word.strip_prefix("0x")
+                .or_else(|| word.strip_prefix("0X"))
+                .unwrap_or(word)
+        })
         .any(|word| {
             word.len() >= 12
-                && word.starts_with("ffff")
+                && word[..4].eq_ignore_ascii_case("ffff")
                 && word.bytes().all(|b| b.is_ascii_hexdigit())
         });
     address.then(|| "is a kernel address, which netto never records".into())
@@ -418,4 +422,121 @@ fn check_share(at: &str, share: f64) -> Result<(), Invalid> {
         return Err(invalid(at, format!("{share} is outside [0, 1]")));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::RecordingHeader;
+
+    fn recording(cpus: usize, interval_s: f64) -> Recording {
+        let snapshot = |i: usize| Snapshot {
+            ts: 100.0 + i as f64,
+            interval_s,
+            ..Snapshot::empty("tracepoint", cpus)
+        };
+        Recording {
+            header: RecordingHeader {
+                netto_version: "0".into(),
+                host: "h".into(),
+                kernel: "k".into(),
+                started: 99.0,
+                duration_s: 3.0,
+                frequency_hz: 99,
+                backend: "tracepoint".into(),
+                transport: "mmap".into(),
+            },
+            snapshots: (0..3).map(snapshot).collect(),
+        }
+    }
+
+    #[test]
+    fn frames_are_names_not_addresses() {
+        for name in [
+            "tcp_v4_rcv",
+            "[unknown]",
+            "netto_sketch",
+            // An unnamed BPF program keeps its tag: 16 hex digits, no address.
+            "bpf_prog_ffff0123456789ab",
+            "foo+0x1a/0x40",
+            "ffffabcd",
+        ] {
+            assert_eq!(frame_problem(name), None, "{name}");
+        }
+        for address in [
+            "ffffffff81a0b0c0",
+            "0xffffffff81a0b0c0",
+            "tcp_v4_rcv+0xffffffffc0a00000",
+            "FFFF888003a0b0c0",
+        ] {
+            assert!(
+                frame_problem(address).unwrap().contains("address"),
+                "{address}"
+            );
+        }
+        for bad in ["", "a b", "a;b", "a\tb", "a\u{7}b"] {
+            assert!(frame_problem(bad).is_some(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn a_cpu_may_overrun_its_interval_by_the_slack_and_no_more() {
+        let interval_s = 2.0;
+        let most = ((interval_s * (1.0 + OVERRUN_SHARE) + OVERRUN_S) * 1e9) as u64;
+        let mut r = recording(4, interval_s);
+        let rx = r.snapshots[1]
+            .events
+            .get_mut(&EventKey::NetRxSoftirq)
+            .unwrap();
+        rx.per_cpu_ns[3] = most;
+        rx.total_ns = most;
+        validate(&r).unwrap();
+        let rx = r.snapshots[1]
+            .events
+            .get_mut(&EventKey::NetRxSoftirq)
+            .unwrap();
+        rx.per_cpu_ns[3] = most + 1;
+        rx.total_ns = most + 1;
+        let err = validate(&r).unwrap_err();
+        assert_eq!(err.at, "snapshots[1].events.net_rx_softirq.per_cpu_ns[3]");
+    }
+
+    #[test]
+    fn cpus_up_to_the_kernel_limit() {
+        validate(&recording(MAX_CPUS, 1.0)).unwrap();
+        let mut r = recording(1, 1.0);
+        r.snapshots[0] = Snapshot::empty("tracepoint", MAX_CPUS + 1);
+        let err = validate(&r).unwrap_err();
+        assert_eq!(err.to_string(), "snapshots[0].cpus: 8193 is outside 1-8192");
+        r.snapshots[0] = Snapshot::empty("tracepoint", 0);
+        assert_eq!(validate(&r).unwrap_err().at, "snapshots[0].cpus");
+    }
+
+    #[test]
+    fn an_empty_recording_is_valid_and_equal_timestamps_are_in_order() {
+        let mut r = recording(2, 1.0);
+        r.snapshots[2].ts = r.snapshots[1].ts;
+        validate(&r).unwrap();
+        r.snapshots.clear();
+        validate(&r).unwrap();
+    }
+
+    #[test]
+    fn intervals_within_the_command_lines_bounds() {
+        let longest = MAX_INTERVAL_S * (1.0 + OVERRUN_SHARE) + OVERRUN_S;
+        validate(&recording(1, longest)).unwrap();
+        validate(&recording(1, 0.0)).unwrap();
+        let err = validate(&recording(1, longest * 1.01)).unwrap_err();
+        assert_eq!(err.at, "snapshots[0].interval_s");
+    }
+
+    #[test]
+    fn parse_errors_say_where() {
+        let err = parse(br#"{"header": {"netto_version": 1}}"#).unwrap_err();
+        assert_eq!(err.at, "header.netto_version");
+        assert!(
+            err.problem.starts_with("invalid type: integer `1`"),
+            "{err}"
+        );
+    }
 }
