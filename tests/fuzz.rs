@@ -190,7 +190,7 @@ fn mutate(root: &mut Value, path: &[usize], action: u8, seed: u64, replacement: 
             items.push(copy);
         }
         (2, Value::Bool(b)) => *b = !*b,
-        (3, Value::Number(n)) => *node = json!(n.as_f64().unwrap_or(0.0) * -1.0),
+        (3, Value::Number(n)) => *node = json!(-n.as_f64().unwrap_or(0.0)),
         _ => *node = replacement,
     }
 }
