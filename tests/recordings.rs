@@ -140,10 +140,21 @@ const CASES: &[Case] = &[
     ),
 ];
 
-fn write(dir: &Path, name: &str, recording: &Value) -> String {
-    let path = dir.join(name);
-    std::fs::write(&path, serde_json::to_vec(recording).unwrap()).unwrap();
-    path.to_str().unwrap().to_owned()
+/// Each case written to `dir`: (its path, what is broken, what to say).
+fn write_cases(dir: &Path) -> Vec<(String, &'static str, &'static str)> {
+    let original: Value =
+        serde_json::from_str(&std::fs::read_to_string(RECORDING).unwrap()).unwrap();
+    CASES
+        .iter()
+        .enumerate()
+        .map(|(i, (what, change, says))| {
+            let mut broken = original.clone();
+            change(&mut broken);
+            let path = dir.join(format!("case{i}.json"));
+            std::fs::write(&path, serde_json::to_vec(&broken).unwrap()).unwrap();
+            (path.to_str().unwrap().to_owned(), *what, *says)
+        })
+        .collect()
 }
 
 fn assert_refused(out: &Output, path: &str, says: &str, what: &str) {
@@ -168,12 +179,7 @@ fn the_fixture_itself_is_valid() {
 #[test]
 fn report_refuses_each_malformed_recording_in_one_line() {
     let dir = tempfile::tempdir().unwrap();
-    let original: Value =
-        serde_json::from_str(&std::fs::read_to_string(RECORDING).unwrap()).unwrap();
-    for (i, (what, change, says)) in CASES.iter().enumerate() {
-        let mut broken = original.clone();
-        change(&mut broken);
-        let path = write(dir.path(), &format!("case{i}.json"), &broken);
+    for (path, what, says) in write_cases(dir.path()) {
         let svg = dir.path().join("out.svg");
         let out = Command::new(NETTO)
             .args(["report", &path, "-o", svg.to_str().unwrap()])
@@ -212,26 +218,19 @@ fn report_refuses_each_malformed_recording_in_one_line() {
         assert_refused(&out, path, says, text);
     }
     // A recording against a broken one: refused too.
-    let mut broken = original.clone();
-    (CASES[0].1)(&mut broken);
-    let bad = write(dir.path(), "bad.json", &broken);
+    let (bad, _, says) = &write_cases(dir.path())[0];
     let out = Command::new(NETTO)
-        .args(["report", "--diff", RECORDING, &bad, "-o"])
+        .args(["report", "--diff", RECORDING, bad, "-o"])
         .arg(dir.path().join("diff.svg"))
         .output()
         .unwrap();
-    assert_refused(&out, &bad, CASES[0].2, "diff");
+    assert_refused(&out, bad, says, "diff");
 }
 
 #[test]
 fn serve_refuses_each_malformed_recording_before_serving() {
     let dir = tempfile::tempdir().unwrap();
-    let original: Value =
-        serde_json::from_str(&std::fs::read_to_string(RECORDING).unwrap()).unwrap();
-    for (i, (what, change, says)) in CASES.iter().enumerate() {
-        let mut broken = original.clone();
-        change(&mut broken);
-        let path = write(dir.path(), &format!("case{i}.json"), &broken);
+    for (path, what, says) in write_cases(dir.path()) {
         let out = Command::new(NETTO)
             .args(["serve", "--replay", &path, "--listen", "127.0.0.1:0"])
             .output()
