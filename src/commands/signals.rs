@@ -42,13 +42,28 @@ fn exit_now(signal: i32) -> ! {
 }
 
 /// A channel that receives once when SIGINT or SIGTERM arrives, for
-/// commands without a source to stop.
+/// commands without a source to stop, and for taking signals over before
+/// a source starts (see [`when_stopped`]).
 pub fn stop_on_signals() -> Result<Receiver<()>> {
     let (tx, rx) = mpsc::channel();
     on_signals(move || {
         let _ = tx.send(());
     })?;
     Ok(rx)
+}
+
+/// Calls `then` once `stop` receives (at once if it already has): how a
+/// signal taken before the source started reaches it.
+pub fn when_stopped(stop: Receiver<()>, then: impl FnOnce() + Send + 'static) -> Result<()> {
+    thread::Builder::new()
+        .name("netto-stop".into())
+        .spawn(move || {
+            if stop.recv().is_ok() {
+                then();
+            }
+        })
+        .context("starting the stop thread")?;
+    Ok(())
 }
 /// Calls `each` at the end of every interval until `duration` has passed
 /// (if given) or a stop was requested. Blocks on the stop channel rather

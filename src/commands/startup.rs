@@ -3,17 +3,15 @@
 //! SIGTERM turned into a clean stop of the source; and the source of the
 //! live views, which may be a recording instead.
 
-use std::sync::mpsc;
-use std::thread;
 use std::time::Duration;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use netto::cli::SourceArgs;
 use netto::kernel::stats::StatsGuard;
 use netto::source::live::{self, LiveConfig, Sampling};
 use netto::source::{replay, Control, Source};
 
-use super::signals::on_signals;
+use super::signals::{stop_on_signals, when_stopped};
 
 /// The snapshot stream of `top` and `serve`: the recording asked for, or
 /// measuring now with stacks sampled at `frequency_hz`. What the source
@@ -44,23 +42,15 @@ pub fn view_source(args: &SourceArgs, frequency_hz: u64) -> Result<Source> {
 /// Signals are taken over first: one that arrives while the programs load
 /// stops the source as soon as it runs, instead of killing netto.
 pub fn live(config: LiveConfig) -> Result<Source> {
-    let (stop_tx, stop) = mpsc::channel();
-    on_signals(move || {
-        let _ = stop_tx.send(());
-    })?;
+    let stop = stop_on_signals()?;
     let source = live::start(config)?;
     for note in &source.info.notes {
         eprintln!("netto: {note}");
     }
     let control = source.controller();
-    thread::Builder::new()
-        .name("netto-stop".into())
-        .spawn(move || {
-            if stop.recv().is_ok() {
-                let _ = control.send(Control::Stop);
-            }
-        })
-        .context("starting the stop thread")?;
+    when_stopped(stop, move || {
+        let _ = control.send(Control::Stop);
+    })?;
     Ok(source)
 }
 
