@@ -149,14 +149,17 @@ pub fn validate(recording: &Recording) -> Result<(), Invalid> {
     let mut previous_ts = f64::NEG_INFINITY;
     for (i, snapshot) in recording.snapshots.iter().enumerate() {
         let at = format!("snapshots[{i}]");
-        if snapshot.backend != header.backend {
-            return Err(invalid(
-                format!("{at}.backend"),
-                format!(
-                    "{:?} differs from the header's {:?}",
-                    snapshot.backend, header.backend
-                ),
-            ));
+        let transport = snapshot.sampling.as_ref().map(|s| &s.transport);
+        for (field, value, header_value) in [
+            ("backend", Some(&snapshot.backend), &header.backend),
+            ("sampling.transport", transport, &header.transport),
+        ] {
+            if let Some(value) = value.filter(|&v| v != header_value) {
+                return Err(invalid(
+                    format!("{at}.{field}"),
+                    format!("{value:?} differs from the header's {header_value:?}"),
+                ));
+            }
         }
         check_snapshot(&at, snapshot)?;
         if snapshot.ts < previous_ts {

@@ -336,6 +336,37 @@ proptest! {
     }
 }
 
+/// The largest recording the check lets through: the most CPUs, the
+/// longest interval with every CPU busy all of it, the latest time, the
+/// most samples. Front ends must draw it, not overflow or hang.
+#[test]
+fn the_extremes_a_valid_recording_may_have_play_through_top_and_serve() {
+    let cpus = recording::MAX_CPUS;
+    let interval_s = netto::model::MAX_INTERVAL_S;
+    let busy = CpuTime {
+        total_ns: interval_s as u64 * 1_000_000_000 * cpus as u64,
+        per_cpu_ns: vec![interval_s as u64 * 1_000_000_000; cpus],
+        count: u64::MAX,
+    };
+    let mut s = Snapshot::empty("tracepoint", cpus);
+    s.ts = 1e300;
+    s.interval_s = interval_s;
+    for time in s.events.values_mut().chain(s.softirq.values_mut()) {
+        *time = busy.clone();
+    }
+    s.hardirq = busy;
+    s.stacks = vec![StackCount {
+        context: SampleContext::NetRx,
+        frames: vec!["net_rx_action".into(); 512],
+        count: interval_s as u64 * 10_000 * cpus as u64,
+    }];
+    s.breakdown = breakdowns(&s.stacks, &s.events);
+    let mut recording = small_recording().clone();
+    recording.snapshots = vec![s];
+    let valid = ValidRecording::new(recording).unwrap();
+    play_through_front_ends(&valid);
+}
+
 /// A kallsyms line, well-formed or not.
 fn kallsyms_line() -> impl Strategy<Value = String> {
     let well_formed = (

@@ -127,6 +127,11 @@ const CASES: &[Case] = &[
         "snapshots[5].backend: \"fentry\" differs from the header's \"tracepoint\"",
     ),
     (
+        "a snapshot sampled through another transport than the header's",
+        |r| r["snapshots"][1]["sampling"]["transport"] = json!("ringbuf"),
+        "snapshots[1].sampling.transport: \"ringbuf\" differs from the header's \"mmap\"",
+    ),
+    (
         "a sampling frequency netto cannot have used",
         |r| r["header"]["frequency_hz"] = json!(1_000_000),
         "header.frequency_hz: 1000000 Hz is above netto's 10000 Hz",
