@@ -65,6 +65,7 @@ pub fn when_stopped(stop: Receiver<()>, then: impl FnOnce() + Send + 'static) ->
         .context("starting the stop thread")?;
     Ok(())
 }
+
 /// Calls `each` at the end of every interval until `duration` has passed
 /// (if given) or a stop was requested. Blocks on the stop channel rather
 /// than polling: one wake-up per interval.
