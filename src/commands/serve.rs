@@ -11,7 +11,7 @@ use netto::cli::ServeArgs;
 use netto::sinks::web::{self, state::Settings, state::State};
 use netto::source::{Control, Source};
 
-use super::signals::on_signals;
+use super::signals::{stop_on_signals, when_stopped};
 use super::startup;
 
 /// The flame graph's window unless the page asks for another.
@@ -20,6 +20,9 @@ const FLAME_WINDOW_S: f64 = 30.0;
 pub fn run(args: &ServeArgs) -> Result<ExitCode> {
     // Refuse before loading anything.
     let listener = listen(args.listen, args.allow_remote)?;
+    // Signals first: one that arrives while a live source loads stops
+    // everything as soon as the server runs, instead of killing netto.
+    let signalled = stop_on_signals()?;
     let source = startup::view_source(&args.source, args.frequency)?;
     for note in &source.info.notes {
         eprintln!("netto: {note}");
@@ -45,7 +48,7 @@ pub fn run(args: &ServeArgs) -> Result<ExitCode> {
                 drop(handle.stop(true));
             }
         };
-        on_signals(stop.clone())?;
+        when_stopped(signalled, stop.clone())?;
         let hub = hub(source, state, stop)?;
         eprintln!("netto: serving on http://{address}/ (Ctrl-C to stop)");
         server.await.context("running the web server")?;
