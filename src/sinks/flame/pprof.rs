@@ -216,7 +216,10 @@ pub fn profile<'a>(
                 .rev()
                 .map(|frame| builder.location(&frame_label(frame)))
                 .collect(),
-            value: vec![saturating_i64(totals.samples), saturating_i64(totals.cpu_ns)],
+            value: vec![
+                saturating_i64(totals.samples),
+                saturating_i64(totals.cpu_ns),
+            ],
             label: vec![
                 builder.label(context_key, context.name()),
                 builder.label(category_key, categorizer.categorize(frames).name()),
@@ -446,14 +449,21 @@ mod tests {
         let function_name = |location: u64| {
             let location = p.location.iter().find(|l| l.id == location).unwrap();
             let line = &location.line[0];
-            let function = p.function.iter().find(|f| f.id == line.function_id).unwrap();
+            let function = p
+                .function
+                .iter()
+                .find(|f| f.id == line.function_id)
+                .unwrap();
             s(function.name)
         };
         p.sample
             .iter()
             .map(|sample| {
-                let mut frames: Vec<String> =
-                    sample.location_id.iter().map(|&l| function_name(l)).collect();
+                let mut frames: Vec<String> = sample
+                    .location_id
+                    .iter()
+                    .map(|&l| function_name(l))
+                    .collect();
                 frames.reverse();
                 let labels = sample.label.iter().map(|l| (s(l.key), s(l.str))).collect();
                 (frames, labels, sample.value.clone())
@@ -478,12 +488,18 @@ mod tests {
         assert_eq!(types, [("samples", "count"), ("cpu", "nanoseconds")]);
         assert_eq!(s(p.default_sample_type), "cpu");
         let period_type = p.period_type.as_ref().unwrap();
-        assert_eq!((s(period_type.r#type), s(period_type.unit)), ("cpu", "nanoseconds"));
+        assert_eq!(
+            (s(period_type.r#type), s(period_type.unit)),
+            ("cpu", "nanoseconds")
+        );
         assert_eq!(p.period, 4_000_000);
         assert_eq!(p.time_nanos, 1_700_000_000_000_000_000);
         assert_eq!(p.duration_nanos, 2_000_000_000);
         let comments: Vec<&str> = p.comment.iter().map(|&c| s(c)).collect();
-        assert_eq!(comments, [labels().title.as_str(), labels().subtitle.as_str()]);
+        assert_eq!(
+            comments,
+            [labels().title.as_str(), labels().subtitle.as_str()]
+        );
         assert_eq!(p.mapping.len(), 1);
         assert_eq!(s(p.mapping[0].filename), KERNEL_MAPPING);
         assert!(p.mapping[0].has_functions);
@@ -532,7 +548,11 @@ mod tests {
         // remainder); second: 500 ns all to the one NET_RX stack, 90 ns to
         // the send stack; the zero-count stack is left out.
         let expected: Vec<Decoded> = vec![
-            (strings(TCP_RX), label("net_rx", "local_tcp"), vec![3, 667 + 500]),
+            (
+                strings(TCP_RX),
+                label("net_rx", "local_tcp"),
+                vec![3, 667 + 500],
+            ),
             (strings(BRIDGE_RX), label("net_rx", "bridge"), vec![1, 333]),
             (strings(SEND), label("sock_send", "tcp_output"), vec![3, 90]),
         ];
