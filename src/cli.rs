@@ -58,6 +58,10 @@ pub enum Command {
     /// Attach an XDP NitroSketch to an interface and show its heaviest
     /// flows and what the sketch costs, every interval.
     Sketch(SketchArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    Completions(CompletionsArgs),
+    /// Print a manual page (roff): netto(1), or netto-COMMAND(1) for a command.
+    Man(ManArgs),
     /// The demo load's child process (started by `--demo`).
     #[command(name = "demo-load", hide = true)]
     DemoLoad,
@@ -366,6 +370,20 @@ impl SketchArgs {
             seed: None,
         }
     }
+}
+
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell to complete for.
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
+}
+
+#[derive(Debug, Args)]
+pub struct ManArgs {
+    /// The command whose page to print (netto-COMMAND(1)); netto(1) without.
+    #[arg(value_name = "COMMAND")]
+    pub command: Option<String>,
 }
 
 #[derive(Debug, Args)]

@@ -270,21 +270,6 @@ fn a_differential_report_refuses_pprof() {
     }
 }
 
-fn get_bytes(url: &str) -> (u16, String, Vec<u8>) {
-    let agent: ureq::Agent = ureq::Agent::config_builder()
-        .http_status_as_error(false)
-        .build()
-        .into();
-    let mut response = agent.get(url).call().unwrap();
-    let content_type = response
-        .headers()
-        .get("content-type")
-        .map_or(String::new(), |v| v.to_str().unwrap().to_owned());
-    let status = response.status().as_u16();
-    let body = response.body_mut().read_to_vec().unwrap();
-    (status, content_type, body)
-}
-
 #[test]
 fn serve_gives_the_same_profile_on_both_endpoints() {
     let serve = Serve::start(&["--replay", RECORDING, "--speed", "inf"]);
