@@ -282,11 +282,12 @@ fn serve_gives_the_same_profile_on_both_endpoints() {
     let mut bodies = Vec::new();
     for path in ["/debug/pprof/profile", "/api/v1/flame/pprof"] {
         let url = format!("{}{path}?seconds=300", serve.base);
-        let (status, content_type, body) = get_bytes(&url);
+        let reply = serve.get(&format!("{path}?seconds=300"));
         assert_eq!(
-            (status, content_type.as_str()),
+            (reply.status, reply.content_type.as_str()),
             (200, "application/octet-stream")
         );
+        let body = reply.bytes;
         let file = dir.path().join("served.pb.gz");
         std::fs::write(&file, &body).unwrap();
         assert_profile_matches(s(&file), &folded, &exact);

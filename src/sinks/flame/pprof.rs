@@ -256,11 +256,9 @@ pub fn profile<'a>(
         time_nanos: seconds_to_ns(start),
         duration_nanos: seconds_to_ns(end - start),
         period_type: Some(period_type),
-        period: if frequency_hz > 0 {
-            saturating_i64(1_000_000_000 / frequency_hz)
-        } else {
-            0
-        },
+        period: 1_000_000_000u64
+            .checked_div(frequency_hz)
+            .map_or(0, saturating_i64),
         comment,
     }
 }
