@@ -10,7 +10,9 @@
 //!
 //! Frames are kernel functions by name only: one function and one location
 //! per name, every location address left at 0, so no kernel address can
-//! leave netto this way either. The sample context and the stack's category
+//! leave netto this way either. A location's mapping is `[kernel.kallsyms]`,
+//! or `[MODULE]` for a function of a module (`[bpf]` for BPF programs), as
+//! perf names them. The sample context and the stack's category
 //! are labels (`context`, `category`), not frames.
 
 use std::collections::HashMap;
@@ -189,6 +191,7 @@ pub fn profile<'a>(
     labels: &Labels,
 ) -> proto::Profile {
     let mut stacks: HashMap<(SampleContext, &[String]), Totals> = HashMap::new();
+    let mut modules: HashMap<&str, &str> = HashMap::new();
     let mut span: Option<(f64, f64)> = None;
     let mut frequency_hz = 0;
     for snapshot in snapshots {
@@ -199,10 +202,14 @@ pub fn profile<'a>(
         if let Some(sampling) = &snapshot.sampling {
             frequency_hz = sampling.frequency_hz;
         }
+        for (name, module) in &snapshot.modules {
+            modules.entry(name).or_insert(module);
+        }
         add_snapshot(snapshot, &mut stacks);
     }
 
     let mut builder = Builder::default();
+    builder.mapping(KERNEL_MAPPING);
     let mut sorted: Vec<_> = stacks.into_iter().collect();
     sorted.sort_by(|a, b| a.0.cmp(&b.0));
     let mut categorizer = Categorizer::default();
@@ -214,7 +221,12 @@ pub fn profile<'a>(
             location_id: frames
                 .iter()
                 .rev()
-                .map(|frame| builder.location(&frame_label(frame)))
+                .map(|frame| {
+                    let mapping = modules
+                        .get(frame.as_str())
+                        .map_or_else(|| KERNEL_MAPPING.to_owned(), |module| format!("[{module}]"));
+                    builder.location(&frame_label(frame), &mapping)
+                })
                 .collect(),
             value: vec![
                 saturating_i64(totals.samples),
@@ -244,12 +256,7 @@ pub fn profile<'a>(
         default_sample_type: period_type.r#type,
         sample_type,
         sample,
-        mapping: vec![proto::Mapping {
-            id: KERNEL_MAPPING_ID,
-            filename: builder.string(KERNEL_MAPPING),
-            has_functions: true,
-            ..Default::default()
-        }],
+        mapping: builder.mappings,
         location: builder.locations,
         function: builder.functions,
         string_table: builder.strings,
@@ -291,13 +298,14 @@ fn add_snapshot<'a>(
     }
 }
 
-const KERNEL_MAPPING_ID: u64 = 1;
-
-/// The string table, functions and locations as they are handed out.
-/// Function and location ids are the same number: one of each per name.
+/// The string table, mappings, functions and locations as they are handed
+/// out. Function and location ids are the same number: one of each per
+/// name.
 struct Builder {
     strings: Vec<String>,
     string_ids: HashMap<String, i64>,
+    mappings: Vec<proto::Mapping>,
+    mapping_ids: HashMap<String, u64>,
     functions: Vec<proto::Function>,
     locations: Vec<proto::Location>,
     location_ids: HashMap<String, u64>,
@@ -308,6 +316,8 @@ impl Default for Builder {
         Builder {
             strings: vec![String::new()],
             string_ids: HashMap::from([(String::new(), 0)]),
+            mappings: Vec::new(),
+            mapping_ids: HashMap::new(),
             functions: Vec::new(),
             locations: Vec::new(),
             location_ids: HashMap::new(),
@@ -326,10 +336,30 @@ impl Builder {
         id
     }
 
-    fn location(&mut self, name: &str) -> u64 {
+    /// The id of the mapping named `file`, made on first use.
+    fn mapping(&mut self, file: &str) -> u64 {
+        if let Some(&id) = self.mapping_ids.get(file) {
+            return id;
+        }
+        let id = self.mappings.len() as u64 + 1;
+        let filename = self.string(file);
+        self.mappings.push(proto::Mapping {
+            id,
+            filename,
+            has_functions: true,
+            ..Default::default()
+        });
+        self.mapping_ids.insert(file.to_owned(), id);
+        id
+    }
+
+    /// The location of function `name` in the mapping named `file`; a
+    /// name keeps the mapping it was first seen with.
+    fn location(&mut self, name: &str, file: &str) -> u64 {
         if let Some(&id) = self.location_ids.get(name) {
             return id;
         }
+        let mapping_id = self.mapping(file);
         let id = self.locations.len() as u64 + 1;
         let name_id = self.string(name);
         self.functions.push(proto::Function {
@@ -340,7 +370,7 @@ impl Builder {
         });
         self.locations.push(proto::Location {
             id,
-            mapping_id: KERNEL_MAPPING_ID,
+            mapping_id,
             line: vec![proto::Line {
                 function_id: id,
                 line: 0,
@@ -498,7 +528,7 @@ mod tests {
             comments,
             [labels().title.as_str(), labels().subtitle.as_str()]
         );
-        assert_eq!(p.mapping.len(), 1);
+        assert_eq!(p.mapping.len(), 1, "no module in these stacks");
         assert_eq!(s(p.mapping[0].filename), KERNEL_MAPPING);
         assert!(p.mapping[0].has_functions);
         assert_eq!(
@@ -578,6 +608,35 @@ mod tests {
         }
         assert_eq!(by_context, exact);
         assert_eq!(exact["net_rx"], 1_500);
+    }
+
+    #[test]
+    fn module_functions_sit_in_their_modules_mapping() {
+        let mut snapshots = snapshots();
+        snapshots[0].modules = BTreeMap::from([("br_handle_frame".into(), "bridge".into())]);
+        snapshots[1].modules = BTreeMap::from([("tcp_sendmsg".into(), "bpf".into())]);
+        let p = written(&snapshots);
+        let s = |i: i64| p.string_table[usize::try_from(i).unwrap()].as_str();
+        let mapping_of = |function: &str| {
+            let f = p.function.iter().find(|f| s(f.name) == function).unwrap();
+            let location = p.location.iter().find(|l| l.id == f.id).unwrap();
+            let mapping = p
+                .mapping
+                .iter()
+                .find(|m| m.id == location.mapping_id)
+                .unwrap();
+            assert!(mapping.has_functions);
+            assert_eq!((mapping.memory_start, mapping.memory_limit), (0, 0));
+            s(mapping.filename)
+        };
+        assert_eq!(mapping_of("br_handle_frame"), "[bridge]");
+        assert_eq!(mapping_of("tcp_sendmsg"), "[bpf]");
+        assert_eq!(mapping_of("tcp_v4_rcv"), KERNEL_MAPPING);
+        assert_eq!(mapping_of("__sys_sendto"), KERNEL_MAPPING);
+        let files: BTreeSet<&str> = p.mapping.iter().map(|m| s(m.filename)).collect();
+        assert_eq!(files, BTreeSet::from([KERNEL_MAPPING, "[bridge]", "[bpf]"]));
+        let ids: BTreeSet<u64> = p.mapping.iter().map(|m| m.id).collect();
+        assert_eq!(ids.len(), 3);
     }
 
     #[test]
