@@ -216,7 +216,6 @@ pub fn profile<'a>(
     let (context_key, category_key) = (builder.string("context"), builder.string("category"));
     let sample = sorted
         .into_iter()
-        .filter(|(_, totals)| totals.samples > 0)
         .map(|((context, frames), totals)| proto::Sample {
             location_id: frames
                 .iter()
