@@ -11,7 +11,13 @@ packages=(
   tmux                                                        # netto top's end-to-end tests
   prometheus chromium                                         # serve tests: promtool check metrics, the page in a browser
   qemu-system-x86 busybox-static cpio kmod xz-utils           # the kernel matrix (tests/vm_matrix.rs)
+  systemd man-db groff-base                                   # the unit's systemd-analyze verify, man page checks
 )
+# `go tool pprof` reads the pprof profiles in tests/pprof.rs; a Go already
+# in /usr/local/go will do.
+if [ ! -x /usr/local/go/bin/go ] && ! command -v go >/dev/null 2>&1; then
+  packages+=(golang-go)
+fi
 
 if [ "$(id -u)" -ne 0 ]; then
   echo "install-deps: run as root (apt-get and mounts need it)" >&2

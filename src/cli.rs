@@ -42,7 +42,7 @@ pub enum Command {
     /// Report what this kernel allows and which backend netto would use.
     Check(CheckArgs),
     /// Sample where the network time goes, then write a flame graph,
-    /// folded stacks or a JSON recording.
+    /// folded stacks, a pprof profile or a JSON recording.
     Record(RecordArgs),
     /// Render a recording again, or the difference of two.
     Report(ReportArgs),
@@ -54,6 +54,10 @@ pub enum Command {
     /// Attach an XDP NitroSketch to an interface and show its heaviest
     /// flows and what the sketch costs, every interval.
     Sketch(SketchArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    Completions(CompletionsArgs),
+    /// Print a manual page (roff): netto(1), or netto-COMMAND(1) for a command.
+    Man(ManArgs),
     /// The demo load's child process (started by `--demo`).
     #[command(name = "demo-load", hide = true)]
     DemoLoad,
@@ -134,11 +138,26 @@ pub enum Format {
     Folded,
     /// a netto recording: snapshots and symbolized stacks, replayable
     Json,
+    /// gzip-compressed pprof profile (Parca, Pyroscope, go tool pprof)
+    Pprof,
 }
 
 impl Format {
+    /// As written on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Svg => "svg",
+            Format::Folded => "folded",
+            Format::Json => "json",
+            Format::Pprof => "pprof",
+        }
+    }
+
     /// The format a file name asks for, when --format is not given.
     pub fn for_path(path: &std::path::Path) -> Format {
+        if path.to_string_lossy().ends_with(".pb.gz") {
+            return Format::Pprof;
+        }
         match path.extension().and_then(|e| e.to_str()) {
             Some("json") => Format::Json,
             Some("folded") | Some("txt") => Format::Folded,
@@ -350,6 +369,20 @@ impl SketchArgs {
 }
 
 #[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell to complete for.
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
+}
+
+#[derive(Debug, Args)]
+pub struct ManArgs {
+    /// The command whose page to print (netto-COMMAND(1)); netto(1) without.
+    #[arg(value_name = "COMMAND")]
+    pub command: Option<String>,
+}
+
+#[derive(Debug, Args)]
 pub struct CheckArgs {
     /// Print the findings as one JSON object.
     #[arg(long)]
@@ -516,6 +549,29 @@ mod tests {
             (config.probability, config.rows, config.columns),
             (1.0, 3, 2048)
         );
+    }
+
+    #[test]
+    fn file_names_pick_formats() {
+        for (path, format) in [
+            ("run.pb.gz", Format::Pprof),
+            ("dir.d/run.json", Format::Json),
+            ("run.folded", Format::Folded),
+            ("run.txt", Format::Folded),
+            ("run.gz", Format::Svg),
+            ("run.svg", Format::Svg),
+            ("run", Format::Svg),
+        ] {
+            assert_eq!(
+                Format::for_path(std::path::Path::new(path)),
+                format,
+                "{path}"
+            );
+        }
+        for format in [Format::Svg, Format::Folded, Format::Json, Format::Pprof] {
+            let value = format.to_possible_value().unwrap();
+            assert_eq!(value.get_name(), format.name());
+        }
     }
 
     #[test]

@@ -22,6 +22,8 @@ fn main() -> ExitCode {
         Command::Top(args) => commands::top::run(&args),
         Command::Serve(args) => commands::serve::run(&args),
         Command::Sketch(args) => commands::sketch::run(&args),
+        Command::Completions(args) => commands::docs::completions(&args),
+        Command::Man(args) => commands::docs::man(&args),
         Command::DemoLoad => netto::demo::run_until_stdin_closes().map(|()| ExitCode::SUCCESS),
     };
     match result {

@@ -172,6 +172,11 @@ pub struct Snapshot {
     /// from.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub stacks: Vec<StackCount>,
+    /// The module (`veth`, `bridge`, `bpf` for BPF programs) of every
+    /// function in `stacks` that is not in the core kernel: frames are bare
+    /// names, and pprof profiles name a mapping per module.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub modules: BTreeMap<String, String>,
     /// The co-hosted XDP sketch over the interval; absent when none runs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sketch: Option<SketchSnapshot>,
@@ -199,6 +204,7 @@ impl Snapshot {
             sampling: None,
             breakdown: Vec::new(),
             stacks: Vec::new(),
+            modules: BTreeMap::new(),
             sketch: None,
         }
     }

@@ -269,8 +269,9 @@ fn breakdown(context: SampleContext, by_category: &[u64], total_ns: u64) -> Opti
 
 /// `total_ns` divided in proportion to `counts`, in integers summing to
 /// `total_ns`: floors first, then the leftover nanoseconds one each to the
-/// largest fractional parts (earlier entries first on ties).
-fn split_ns(total_ns: u64, counts: &[u64]) -> Vec<u64> {
+/// largest fractional parts (earlier entries first on ties). The pprof
+/// writer splits each stack's time the same way.
+pub(crate) fn split_ns(total_ns: u64, counts: &[u64]) -> Vec<u64> {
     let samples: u128 = counts.iter().map(|&n| u128::from(n)).sum();
     let exact: Vec<(u64, u128)> = counts
         .iter()

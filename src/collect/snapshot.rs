@@ -112,6 +112,7 @@ pub fn build(prev: &Reading, cur: &Reading, ctx: &Context) -> Snapshot {
         sampling: None,
         breakdown: Vec::new(),
         stacks: Vec::new(),
+        modules: BTreeMap::new(),
         sketch: None,
     }
 }

@@ -2,6 +2,7 @@
 //! owns nothing else.
 
 pub mod check;
+pub mod docs;
 pub mod record;
 mod render;
 pub mod report;

@@ -7,7 +7,7 @@ use anyhow::{bail, Context, Result};
 use netto::cli::Format;
 use netto::model::{Recording, StackCount};
 use netto::sinks::flame::svg;
-use netto::sinks::flame::{diff, folded, Labels};
+use netto::sinks::flame::{diff, folded, pprof, Labels};
 use netto::sinks::output::write_atomically;
 
 pub fn write_recording(
@@ -25,6 +25,7 @@ pub fn write_recording(
         }
         Format::Folded => folded::write_folded(&stacks, out),
         Format::Svg => Ok(svg::write_categorized_svg(&stacks, &labels, out)?),
+        Format::Pprof => Ok(pprof::write_pprof(&recording.snapshots, &labels, out)?),
     })
     .with_context(|| format!("writing {}", path.display()))
 }
@@ -58,8 +59,11 @@ pub fn write_diff(
             .to_owned(),
     };
     let (b, a): (&[StackCount], &[StackCount]) = (&before.stacks(), &after.stacks());
-    if format == Format::Json {
-        bail!("a differential report is written as svg or folded, not json");
+    if matches!(format, Format::Json | Format::Pprof) {
+        bail!(
+            "a differential report is written as svg or folded, not {}",
+            format.name()
+        );
     }
     write_atomically(path, force, |out| {
         if format == Format::Folded {

@@ -428,6 +428,11 @@ impl<'c, 'a, 'obj> Measure<'c, 'a, 'obj> {
             let counters = sampler.counters();
             let counted = self.retired + (counters - self.base);
             snapshot.breakdown = breakdowns(&stacks, &snapshot.events);
+            snapshot.modules = stacks
+                .iter()
+                .flat_map(|stack| &stack.frames)
+                .filter_map(|name| Some((name.clone(), symbolizer.module_of(name)?.to_owned())))
+                .collect();
             snapshot.stacks = stacks;
             snapshot.sampling = Some(SamplingStats {
                 frequency_hz: sampler.frequency_hz(),

@@ -179,6 +179,9 @@ pub struct SymbolTable {
     ends: Vec<u64>,
     names: Vec<u32>,
     name_text: Vec<Box<str>>,
+    /// The module (`veth`, `bpf`, ...) of each name in `name_text`; `None`
+    /// for the core kernel.
+    name_module: Vec<Option<Box<str>>>,
 }
 
 impl fmt::Debug for SymbolTable {
@@ -202,6 +205,7 @@ enum Region {
 struct Candidate<'a> {
     addr: u64,
     name: &'a str,
+    module: Option<&'a str>,
     region: Region,
     /// `__pfx_foo` stands for `foo`'s entry padding, which runs as part of
     /// `foo` (call-depth tracking enters there), but a real symbol at the
@@ -307,6 +311,7 @@ impl SymbolTable {
             let end = next.min(region_end);
             let id = *ids.entry(c.name).or_insert_with(|| {
                 table.name_text.push(c.name.into());
+                table.name_module.push(c.module.map(Into::into));
                 (table.name_text.len() - 1) as u32
             });
             if table.names.last() == Some(&id) && table.ends.last() == Some(&c.addr) {
@@ -324,8 +329,16 @@ impl SymbolTable {
     /// outside every known function (past a region's end, in a gap, or in
     /// code loaded after the table was built).
     pub fn resolve(&self, addr: u64) -> Option<&str> {
+        self.resolve_with_module(addr).map(|(name, _)| name)
+    }
+
+    /// [`resolve`](Self::resolve), with the module the function belongs
+    /// to (`None`: the core kernel). A name defined both in the kernel and
+    /// in a module keeps the module of its lowest address.
+    pub fn resolve_with_module(&self, addr: u64) -> Option<(&str, Option<&str>)> {
         let i = self.starts.partition_point(|&s| s <= addr).checked_sub(1)?;
-        (addr < self.ends[i]).then(|| &*self.name_text[self.names[i] as usize])
+        let name = self.names[i] as usize;
+        (addr < self.ends[i]).then(|| (&*self.name_text[name], self.name_module[name].as_deref()))
     }
 
     /// Number of address ranges (functions, after merging aliases).
@@ -354,6 +367,7 @@ fn candidate<'a>(line: &Line<'a>) -> Candidate<'a> {
     Candidate {
         addr: line.addr,
         name,
+        module: line.module,
         region,
         padding,
     }

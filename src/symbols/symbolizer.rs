@@ -108,6 +108,8 @@ pub struct Symbolizer {
     table: SymbolTable,
     watch: Option<Watch>,
     names: Vec<Box<str>>,
+    /// The module of each name in `names` (`None`: the core kernel).
+    modules: Vec<Option<Box<str>>>,
     ids: HashMap<Box<str>, FrameId, FastState>,
     cache: HashMap<u64, FrameId, FastState>,
 }
@@ -203,6 +205,7 @@ impl Symbolizer {
             table,
             watch: None,
             names: vec![UNKNOWN_FRAME.into()],
+            modules: vec![None],
             ids: [(UNKNOWN_FRAME.into(), FrameId::UNKNOWN)]
                 .into_iter()
                 .collect(),
@@ -292,12 +295,13 @@ impl Symbolizer {
         if let Some(&id) = self.cache.get(&addr) {
             return id;
         }
-        let id = match self.table.resolve(addr) {
-            Some(name) => match self.ids.get(name) {
+        let id = match self.table.resolve_with_module(addr) {
+            Some((name, module)) => match self.ids.get(name) {
                 Some(&id) => id,
                 None => {
                     let id = FrameId(self.names.len() as u32);
                     self.names.push(name.into());
+                    self.modules.push(module.map(Into::into));
                     self.ids.insert(name.into(), id);
                     id
                 }
@@ -306,6 +310,14 @@ impl Symbolizer {
         };
         self.cache.insert(addr, id);
         id
+    }
+
+    /// The module (`veth`, `bpf` for BPF programs, ...) of a function
+    /// this symbolizer named; `None` for the core kernel and names it never
+    /// returned.
+    pub fn module_of(&self, name: &str) -> Option<&str> {
+        let &id = self.ids.get(name)?;
+        self.modules[id.0 as usize].as_deref()
     }
 
     /// The function name of a frame this symbolizer returned.
@@ -332,6 +344,21 @@ mod tests {
     fn resolve(s: &mut Symbolizer, raw: &[u64]) -> Vec<String> {
         let frames = s.symbolize(raw);
         names(s, &frames)
+    }
+
+    #[test]
+    fn functions_of_modules_and_bpf_programs_know_their_module() {
+        let mut s = symbolizer();
+        let frames = resolve(
+            &mut s,
+            &[0xffffffffc0a01010, 0xffffffffa0001010, 0xffffffff81a10010],
+        );
+        assert_eq!(frames, ["tcp_ack", "xdp_pass_prog", "br_handle_frame"]);
+        assert_eq!(s.module_of("br_handle_frame"), Some("bridge"));
+        assert_eq!(s.module_of("xdp_pass_prog"), Some("bpf"));
+        assert_eq!(s.module_of("tcp_ack"), None);
+        assert_eq!(s.module_of(UNKNOWN_FRAME), None);
+        assert_eq!(s.module_of("br_forward"), None, "never returned");
     }
 
     #[test]

@@ -24,6 +24,7 @@ pub struct Reply {
     pub content_type: String,
     pub headers: ureq::http::HeaderMap,
     pub body: String,
+    pub bytes: Vec<u8>,
 }
 
 impl Reply {
@@ -36,9 +37,15 @@ impl Serve {
     /// `netto serve ARGS --listen 127.0.0.1:0`, once it says where it
     /// listens.
     pub fn start(args: &[&str]) -> Serve {
-        let mut child = Command::new(NETTO)
-            .arg("serve")
-            .args(args)
+        let mut command = Command::new(NETTO);
+        command.arg("serve").args(args);
+        Serve::spawn(command)
+    }
+
+    /// `command` (a `netto serve` however started) with `--listen
+    /// 127.0.0.1:0` added, once it says where it listens.
+    pub fn spawn(mut command: Command) -> Serve {
+        let mut child = command
             .args(["--listen", "127.0.0.1:0"])
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
@@ -146,17 +153,19 @@ fn reply(mut response: ureq::http::Response<ureq::Body>) -> Reply {
         .get("content-type")
         .map_or("", |v| v.to_str().unwrap())
         .to_owned();
-    let body = response
+    let bytes = response
         .body_mut()
         .with_config()
         .limit(64 << 20)
-        .read_to_string()
+        .read_to_vec()
         .unwrap();
     Reply {
         status,
         content_type,
         headers,
-        body,
+        // Empty for a binary body (a pprof profile): read `bytes` there.
+        body: String::from_utf8(bytes.clone()).unwrap_or_default(),
+        bytes,
     }
 }
 

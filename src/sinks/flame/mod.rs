@@ -1,11 +1,14 @@
 //! Stack samples as flame graphs: folded text that flamegraph.pl, inferno
 //! and speedscope read ([`folded`]), an SVG drawn by inferno with frames
-//! coloured by category ([`svg`]), and a before/after comparison
-//! ([`diff`]). Every renderer goes through the folded form, so a frame is
-//! cleaned of addresses and separators in exactly one place.
+//! coloured by category ([`svg`]), a before/after comparison ([`diff`]),
+//! and pprof profiles for Parca, Pyroscope and `go tool pprof`
+//! ([`pprof`]). Every renderer names frames through the folded form's
+//! [`folded::frame_label`], so a frame is cleaned of addresses and
+//! separators in exactly one place.
 
 pub mod diff;
 pub mod folded;
+pub mod pprof;
 pub mod svg;
 
 use std::io::{self, Write};

@@ -43,6 +43,9 @@ pub fn configure(state: web::Data<State>) -> impl FnOnce(&mut web::ServiceConfig
             .service(web::resource("/api/v1/history").route(web::get().to(history)))
             .service(web::resource("/api/v1/flame/folded").route(web::get().to(folded)))
             .service(web::resource("/api/v1/flame/svg").route(web::get().to(flame_svg)))
+            .service(web::resource("/api/v1/flame/pprof").route(web::get().to(flame_pprof)))
+            // Where Parca's and Pyroscope's scrapers look for a CPU profile.
+            .service(web::resource("/debug/pprof/profile").route(web::get().to(flame_pprof)))
             .service(web::resource("/api/v1/stream").route(web::get().to(stream)))
             .service(web::resource("/metrics").route(web::get().to(prometheus)))
             .default_service(web::to(not_found));
@@ -146,6 +149,25 @@ async fn flame_svg(state: web::Data<State>, window: web::Query<Window>) -> HttpR
         Ok(Err(FlameFailure::Render(message))) => {
             error(StatusCode::INTERNAL_SERVER_ERROR, &message)
         }
+        Err(_) => error(StatusCode::SERVICE_UNAVAILABLE, "server shutting down"),
+    }
+}
+
+/// A pprof profile of the last N seconds, already there: unlike Go's
+/// handler of the same path, nothing waits N seconds to collect it.
+async fn flame_pprof(state: web::Data<State>, window: web::Query<Window>) -> HttpResponse {
+    let seconds = match window.seconds(state.settings.flame_s, state.settings.history_s) {
+        Ok(seconds) => seconds,
+        Err(response) => return *response,
+    };
+    // Encoding and compressing take milliseconds: off the async workers.
+    match web::block(move || state.pprof(seconds)).await {
+        Ok(profile) => ok("application/octet-stream")
+            .insert_header((
+                header::CONTENT_DISPOSITION,
+                "attachment; filename=\"netto.pb.gz\"",
+            ))
+            .body(profile),
         Err(_) => error(StatusCode::SERVICE_UNAVAILABLE, "server shutting down"),
     }
 }

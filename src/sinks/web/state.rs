@@ -12,7 +12,7 @@ use serde_json::Value;
 use super::metrics::{Metrics, MetricsError};
 use super::stream::{self, StreamError, Streams};
 use crate::model::Snapshot;
-use crate::sinks::flame::{svg, FlameError, Labels};
+use crate::sinks::flame::{pprof, svg, FlameError, Labels};
 use crate::sinks::history::History;
 use crate::source::SourceInfo;
 
@@ -158,6 +158,33 @@ impl State {
         out
     }
 
+    /// A pprof profile (gzip-compressed) of the last `seconds`: the same
+    /// window and stacks as [`folded`](Self::folded), with each context's
+    /// exact time shared out over its stacks.
+    pub fn pprof(&self, seconds: f64) -> Vec<u8> {
+        let recent = self.read();
+        let snapshots: Vec<&Snapshot> = recent.history.last(seconds).collect();
+        let newest = snapshots.last().map_or(0.0, |s| s.ts);
+        let mut out = Vec::new();
+        pprof::write_pprof(snapshots, &self.window_labels(seconds, newest), &mut out)
+            .expect("writing to memory cannot fail");
+        out
+    }
+
+    /// The title and subtitle of a graph or profile of the last `seconds`
+    /// up to `newest`.
+    fn window_labels(&self, seconds: f64, newest: f64) -> Labels {
+        Labels {
+            title: format!("Kernel network stack CPU on {}", self.info.host),
+            subtitle: format!(
+                "last {seconds} s up to {}, kernel {}, {} backend",
+                clock(newest),
+                self.info.kernel,
+                self.info.backend
+            ),
+        }
+    }
+
     /// The flame graph of the last `seconds`, from the cache when nothing
     /// changed since it was drawn.
     pub fn flame_svg(&self, seconds: f64) -> Result<Arc<Vec<u8>>, FlameFailure> {
@@ -173,15 +200,7 @@ impl State {
             let newest = recent.history.latest().map_or(0.0, |s| s.ts);
             (recent.generation, recent.history.stacks(seconds), newest)
         };
-        let labels = Labels {
-            title: format!("Kernel network stack CPU on {}", self.info.host),
-            subtitle: format!(
-                "last {seconds} s up to {}, kernel {}, {} backend",
-                clock(newest),
-                self.info.kernel,
-                self.info.backend
-            ),
-        };
+        let labels = self.window_labels(seconds, newest);
         let mut out = Vec::new();
         let svg = match svg::write_categorized_svg(&stacks, &labels, &mut out) {
             Ok(()) => Ok(Arc::new(out)),
