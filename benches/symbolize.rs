@@ -301,7 +301,7 @@ fn bench(c: &mut Criterion) {
         group.bench_function(format!("pipeline/{n}_samples"), |b| {
             b.iter(|| {
                 for &(context, raw) in &samples {
-                    folder.add(context, raw);
+                    folder.add(0, context, raw);
                 }
                 let folded = folder.take(&mut symbolizer);
                 black_box(breakdowns(&folded, &events))
@@ -326,7 +326,7 @@ fn bench(c: &mut Criterion) {
 
     let mut folder = Folder::new();
     for (context, raw) in &stacks {
-        folder.add(*context, raw);
+        folder.add(0, *context, raw);
     }
     let folded = folder.take(&mut Symbolizer::new(table.clone()));
     let frames: Vec<Vec<&str>> = folded

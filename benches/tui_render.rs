@@ -97,6 +97,7 @@ fn stacks(seed: u64) -> Vec<StackCount> {
                     context: *context,
                     frames,
                     count,
+                    cpus: Default::default(),
                 });
             }
         }

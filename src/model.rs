@@ -351,6 +351,10 @@ pub struct StackCount {
     pub context: SampleContext,
     pub frames: Vec<String>,
     pub count: u64,
+    /// `count` by the CPU the samples were taken on (adds up to `count`);
+    /// empty in recordings from before netto kept it.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub cpus: BTreeMap<u32, u64>,
 }
 
 #[cfg(test)]
@@ -361,6 +365,7 @@ impl StackCount {
             context,
             frames: frames.iter().map(|&f| f.to_owned()).collect(),
             count,
+            cpus: BTreeMap::new(),
         }
     }
 }
@@ -418,16 +423,21 @@ impl Recording {
 /// The stacks of several intervals as one entry per (context, frames),
 /// ordered by context, then most samples first.
 pub fn merge_stacks<'a>(snapshots: impl IntoIterator<Item = &'a Snapshot>) -> Vec<StackCount> {
-    let mut counts: HashMap<(SampleContext, &[String]), u64> = HashMap::new();
+    let mut counts: HashMap<(SampleContext, &[String]), (u64, BTreeMap<u32, u64>)> = HashMap::new();
     for stack in snapshots.into_iter().flat_map(|s| &s.stacks) {
-        *counts.entry((stack.context, &stack.frames)).or_default() += stack.count;
+        let (count, cpus) = counts.entry((stack.context, &stack.frames)).or_default();
+        *count += stack.count;
+        for (&cpu, &n) in &stack.cpus {
+            *cpus.entry(cpu).or_default() += n;
+        }
     }
     let mut merged: Vec<StackCount> = counts
         .into_iter()
-        .map(|((context, frames), count)| StackCount {
+        .map(|((context, frames), (count, cpus))| StackCount {
             context,
             frames: frames.to_vec(),
             count,
+            cpus,
         })
         .collect();
     merged.sort_by(|a, b| {

@@ -15,7 +15,8 @@ use thiserror::Error;
 
 use crate::kernel::sampler::MAX_FREQUENCY_HZ;
 use crate::model::{
-    CpuTime, EventKey, Recording, Snapshot, SoftirqVector, MAX_DURATION_S, MAX_INTERVAL_S,
+    CpuTime, EventKey, Recording, Snapshot, SoftirqVector, StackCount, MAX_DURATION_S,
+    MAX_INTERVAL_S,
 };
 
 /// Most CPUs a recording may have: the kernel's own ceiling (`NR_CPUS`
@@ -345,6 +346,7 @@ fn check_stacks(at: &str, s: &Snapshot, host_ns: f64) -> Result<(), Invalid> {
                 return Err(invalid(format!("{at}.stacks[{j}].frames[{k}]"), problem));
             }
         }
+        check_stack_cpus(&format!("{at}.stacks[{j}]"), stack, s.cpus)?;
         samples += stack.count as f64;
     }
     if samples > most_samples {
@@ -354,6 +356,31 @@ fn check_stacks(at: &str, s: &Snapshot, host_ns: f64) -> Result<(), Invalid> {
                 "{samples} samples, more than {MAX_FREQUENCY_HZ} Hz on {} CPUs can take",
                 s.cpus
             ),
+        ));
+    }
+    Ok(())
+}
+
+/// A stack's samples by CPU, when kept: CPUs the snapshot has, adding up
+/// to the stack's count (the pprof writer splits time by them).
+fn check_stack_cpus(at: &str, stack: &StackCount, cpus: usize) -> Result<(), Invalid> {
+    if stack.cpus.is_empty() {
+        return Ok(());
+    }
+    if let Some(cpu) = stack.cpus.keys().find(|&&cpu| cpu as usize >= cpus) {
+        return Err(invalid(
+            format!("{at}.cpus"),
+            format!("CPU {cpu}, but the snapshot has {cpus} CPUs"),
+        ));
+    }
+    let sum = stack
+        .cpus
+        .values()
+        .try_fold(0u64, |sum, &n| sum.checked_add(n));
+    if sum != Some(stack.count) {
+        return Err(invalid(
+            format!("{at}.cpus"),
+            format!("do not add up to the count {}", stack.count),
         ));
     }
     Ok(())
@@ -451,6 +478,27 @@ mod tests {
             },
             snapshots: (0..3).map(snapshot).collect(),
         }
+    }
+
+    #[test]
+    fn stack_cpus_are_cpus_of_the_snapshot_adding_up_to_the_count() {
+        let with_cpus = |cpus: &[(u32, u64)]| {
+            let mut recording = recording(2, 1.0);
+            recording.snapshots[0].stacks = vec![StackCount {
+                context: crate::model::SampleContext::NetRx,
+                frames: vec!["net_rx_action".into()],
+                count: 3,
+                cpus: cpus.iter().copied().collect(),
+            }];
+            validate(&recording)
+        };
+        assert_eq!(with_cpus(&[]), Ok(()));
+        assert_eq!(with_cpus(&[(0, 1), (1, 2)]), Ok(()));
+        let err = with_cpus(&[(0, 1), (1, 1)]).unwrap_err();
+        assert_eq!(err.at, "snapshots[0].stacks[0].cpus");
+        assert!(err.problem.contains("add up"), "{err}");
+        let err = with_cpus(&[(7, 3)]).unwrap_err();
+        assert!(err.problem.contains("CPU 7"), "{err}");
     }
 
     #[test]

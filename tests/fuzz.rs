@@ -254,6 +254,7 @@ fn valid_recording() -> impl Strategy<Value = Recording> {
                         context: SampleContext::ALL[context],
                         frames: frames.into_iter().map(str::to_owned).collect(),
                         count,
+                        cpus: Default::default(),
                     })
                     .collect();
                 s.breakdown = breakdowns(&s.stacks, &s.events);
@@ -359,6 +360,7 @@ fn the_extremes_a_valid_recording_may_have_play_through_top_and_serve() {
         context: SampleContext::NetRx,
         frames: vec!["net_rx_action".into(); 512],
         count: interval_s as u64 * 10_000 * cpus as u64,
+        cpus: Default::default(),
     }];
     s.breakdown = breakdowns(&s.stacks, &s.events);
     let mut recording = small_recording().clone();

@@ -5,7 +5,7 @@
 
 mod common;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -69,6 +69,9 @@ struct Raw {
     samples: BTreeMap<String, u64>,
     cpu_ns: BTreeMap<String, u64>,
     addresses: Vec<String>,
+    /// The `cpu` labels seen, and how many samples had none.
+    cpus: BTreeSet<u32>,
+    without_cpu: usize,
     period: u64,
     duration_s: f64,
 }
@@ -94,6 +97,13 @@ fn raw(profile: &str) -> Raw {
             let context = trimmed.split("context:[").nth(1).unwrap();
             let context = context.split(']').next().unwrap().to_owned();
             assert!(trimmed.contains("category:["), "{trimmed}");
+            match trimmed.split("cpu:[").nth(1) {
+                Some(cpu) => {
+                    raw.cpus
+                        .insert(cpu.split(']').next().unwrap().parse().unwrap());
+                }
+                None => raw.without_cpu += 1,
+            }
             let (samples, cpu_ns) = values.take().expect("values before labels");
             *raw.samples.entry(context.clone()).or_default() += samples;
             *raw.cpu_ns.entry(context).or_default() += cpu_ns;
@@ -349,6 +359,14 @@ fn record_writes_a_profile_pprof_reads_live() {
     assert!(raw.samples.contains_key("net_rx"), "{:?}", raw.samples);
     assert!(raw.cpu_ns["net_rx"] > 0);
     assert!(raw.addresses.iter().all(|a| a == "0x0"));
+    // Every sample of a live run carries the CPU it was taken on.
+    assert_eq!(raw.without_cpu, 0);
+    let cpus = std::thread::available_parallelism().unwrap().get() as u32;
+    assert!(
+        !raw.cpus.is_empty() && raw.cpus.iter().all(|&cpu| cpu < cpus),
+        "{:?}",
+        raw.cpus
+    );
     assert_eq!(raw.period, 1_000_000_000 / 499);
     assert!((2.5..4.5).contains(&raw.duration_s), "{}", raw.duration_s);
     let (total, table) = top(s(&profile), 5);

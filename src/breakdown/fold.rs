@@ -5,7 +5,7 @@
 //! addresses inside the same functions become the same symbolized stack
 //! and are merged there.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 use crate::model::{SampleContext, StackCount};
 use crate::symbols::symbolizer::{trim_stack, FastState, FrameId, Symbolizer};
@@ -13,11 +13,16 @@ use crate::symbols::symbolizer::{trim_stack, FastState, FrameId, Symbolizer};
 /// Distinct raw stacks of one context and how often each was sampled.
 type RawCounts = HashMap<Box<[u64]>, u64, FastState>;
 
+/// One CPU's raw stacks, indexed by `SampleContext as usize`.
+type ByContext = [RawCounts; SampleContext::ALL.len()];
+
 /// Accumulates samples until [`take`](Folder::take) turns them into stacks.
+/// Counts are kept per CPU so that a profile can be cut by CPU (pprof's
+/// `cpu` label) without a second pass over the samples.
 #[derive(Default)]
 pub struct Folder {
-    /// Indexed by `SampleContext as usize`.
-    by_context: [RawCounts; SampleContext::ALL.len()],
+    /// Indexed by CPU number, grown as CPUs show up.
+    by_cpu: Vec<ByContext>,
     samples: u64,
 }
 
@@ -26,16 +31,20 @@ impl Folder {
         Self::default()
     }
 
-    /// Counts one sample: `raw` as `bpf_get_stack` returned it, leaf first,
-    /// zero padding allowed.
-    pub fn add(&mut self, context: SampleContext, raw: &[u64]) {
-        self.add_count(context, raw, 1);
+    /// Counts one sample taken on `cpu`: `raw` as `bpf_get_stack` returned
+    /// it, leaf first, zero padding allowed.
+    pub fn add(&mut self, cpu: u32, context: SampleContext, raw: &[u64]) {
+        self.add_count(cpu, context, raw, 1);
     }
 
-    /// Counts `count` samples of the same stack.
-    pub fn add_count(&mut self, context: SampleContext, raw: &[u64], count: u64) {
+    /// Counts `count` samples of the same stack on `cpu`.
+    pub fn add_count(&mut self, cpu: u32, context: SampleContext, raw: &[u64], count: u64) {
         let raw = trim_stack(raw);
-        let counts = &mut self.by_context[context as usize];
+        let cpu = cpu as usize;
+        if cpu >= self.by_cpu.len() {
+            self.by_cpu.resize_with(cpu + 1, ByContext::default);
+        }
+        let counts = &mut self.by_cpu[cpu][context as usize];
         match counts.get_mut(raw) {
             Some(n) => *n += count,
             None => {
@@ -52,7 +61,7 @@ impl Folder {
 
     /// Distinct raw stacks counted since the last [`take`](Self::take).
     pub fn distinct_stacks(&self) -> usize {
-        self.by_context.iter().map(HashMap::len).sum()
+        self.by_cpu.iter().flatten().map(HashMap::len).sum()
     }
 
     /// The counted samples as symbolized stacks, frames outermost first,
@@ -62,20 +71,22 @@ impl Folder {
     pub fn take(&mut self, symbolizer: &mut Symbolizer) -> Vec<StackCount> {
         let mut stacks = Vec::new();
         let mut frames = Vec::new();
-        for (context, counts) in SampleContext::ALL.into_iter().zip(&mut self.by_context) {
-            let mut merged: HashMap<Vec<FrameId>, u64, FastState> =
-                HashMap::with_capacity_and_hasher(counts.len(), FastState::default());
-            for (raw, count) in counts.drain() {
-                symbolizer.symbolize_into(&raw, &mut frames);
-                match merged.get_mut(frames.as_slice()) {
-                    Some(n) => *n += count,
-                    None => {
-                        merged.insert(frames.clone(), count);
-                    }
+        for context in SampleContext::ALL {
+            let mut merged: HashMap<Vec<FrameId>, (u64, BTreeMap<u32, u64>), FastState> =
+                HashMap::default();
+            for (cpu, by_context) in (0u32..).zip(&mut self.by_cpu) {
+                for (raw, count) in by_context[context as usize].drain() {
+                    symbolizer.symbolize_into(&raw, &mut frames);
+                    let (total, cpus) = match merged.get_mut(frames.as_slice()) {
+                        Some(entry) => entry,
+                        None => merged.entry(frames.clone()).or_default(),
+                    };
+                    *total += count;
+                    *cpus.entry(cpu).or_default() += count;
                 }
             }
             let start = stacks.len();
-            stacks.extend(merged.into_iter().map(|(frames, count)| {
+            stacks.extend(merged.into_iter().map(|(frames, (count, cpus))| {
                 StackCount {
                     context,
                     frames: frames
@@ -83,6 +94,7 @@ impl Folder {
                         .map(|&f| symbolizer.name(f).to_owned())
                         .collect(),
                     count,
+                    cpus,
                 }
             }));
             // Ties broken from the leaf: outer frames are shared by most
@@ -120,12 +132,16 @@ mod tests {
     fn folds_identical_stacks_and_merges_same_functions() {
         let mut folder = Folder::new();
         for _ in 0..5 {
-            folder.add(SampleContext::NetRx, &STACK);
+            folder.add(0, SampleContext::NetRx, &STACK);
         }
-        folder.add(SampleContext::NetRx, &[STACK[0], STACK[1], STACK[2], 0, 0]);
-        folder.add_count(SampleContext::NetRx, &SAME_FUNCTIONS, 4);
-        folder.add(SampleContext::NetRx, &BRIDGE);
-        folder.add(SampleContext::SockRecv, &STACK);
+        folder.add(
+            0,
+            SampleContext::NetRx,
+            &[STACK[0], STACK[1], STACK[2], 0, 0],
+        );
+        folder.add_count(3, SampleContext::NetRx, &SAME_FUNCTIONS, 4);
+        folder.add(3, SampleContext::NetRx, &BRIDGE);
+        folder.add(1, SampleContext::SockRecv, &STACK);
         assert_eq!(folder.samples(), 12);
         assert_eq!(folder.distinct_stacks(), 4);
 
@@ -142,17 +158,20 @@ mod tests {
                 StackCount {
                     context: SampleContext::NetRx,
                     frames: tcp.clone(),
-                    count: 10
+                    count: 10,
+                    cpus: [(0, 6), (3, 4)].into(),
                 },
                 StackCount {
                     context: SampleContext::NetRx,
                     frames: bridge,
-                    count: 1
+                    count: 1,
+                    cpus: [(3, 1)].into(),
                 },
                 StackCount {
                     context: SampleContext::SockRecv,
                     frames: tcp,
-                    count: 1
+                    count: 1,
+                    cpus: [(1, 1)].into(),
                 },
             ]
         );
@@ -172,6 +191,7 @@ mod tests {
     fn unknown_addresses_become_unknown_frames() {
         let mut folder = Folder::new();
         folder.add(
+            0,
             SampleContext::NetTx,
             &[0xffffffff80000000, 0xffffffff81dbcf10],
         );

@@ -369,7 +369,7 @@ impl<'c, 'a, 'obj> Measure<'c, 'a, 'obj> {
             let wake = self.wait(wake_at);
             if let Some(sampler) = sampler.as_deref_mut() {
                 let folder = &mut self.folder;
-                sampler.drain(|s| folder.add(s.context, s.frames))?;
+                sampler.drain(|s| folder.add(s.cpu, s.context, s.frames))?;
             }
             let now = Instant::now();
             let ended = self.end.is_some_and(|end| now >= end);

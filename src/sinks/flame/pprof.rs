@@ -190,7 +190,7 @@ pub fn profile<'a>(
     snapshots: impl IntoIterator<Item = &'a Snapshot>,
     labels: &Labels,
 ) -> proto::Profile {
-    let mut stacks: HashMap<(SampleContext, &[String]), Totals> = HashMap::new();
+    let mut stacks: HashMap<StackKey<'_>, Totals> = HashMap::new();
     let mut modules: HashMap<&str, &str> = HashMap::new();
     let mut span: Option<(f64, f64)> = None;
     let mut frequency_hz = 0;
@@ -213,10 +213,14 @@ pub fn profile<'a>(
     let mut sorted: Vec<_> = stacks.into_iter().collect();
     sorted.sort_by(|a, b| a.0.cmp(&b.0));
     let mut categorizer = Categorizer::default();
-    let (context_key, category_key) = (builder.string("context"), builder.string("category"));
+    let (context_key, category_key, cpu_key) = (
+        builder.string("context"),
+        builder.string("category"),
+        builder.string("cpu"),
+    );
     let sample = sorted
         .into_iter()
-        .map(|((context, frames), totals)| proto::Sample {
+        .map(|((context, frames, cpu), totals)| proto::Sample {
             location_id: frames
                 .iter()
                 .rev()
@@ -231,10 +235,14 @@ pub fn profile<'a>(
                 saturating_i64(totals.samples),
                 saturating_i64(totals.cpu_ns),
             ],
-            label: vec![
-                builder.label(context_key, context.name()),
-                builder.label(category_key, categorizer.categorize(frames).name()),
-            ],
+            label: [
+                Some(builder.label(context_key, context.name())),
+                Some(builder.label(category_key, categorizer.categorize(frames).name())),
+                cpu.map(|cpu| builder.label(cpu_key, &cpu.to_string())),
+            ]
+            .into_iter()
+            .flatten()
+            .collect(),
         })
         .collect();
 
@@ -269,12 +277,14 @@ pub fn profile<'a>(
     }
 }
 
+/// A sample of the profile: a stack of a context on one CPU (`None` for
+/// recordings that did not keep the CPU).
+type StackKey<'a> = (SampleContext, &'a [String], Option<u32>);
+
 /// Adds one snapshot's stacks, each with its part of its context's exact
-/// time in this snapshot (largest remainder, as the breakdown splits it).
-fn add_snapshot<'a>(
-    snapshot: &'a Snapshot,
-    stacks: &mut HashMap<(SampleContext, &'a [String]), Totals>,
-) {
+/// time in this snapshot (largest remainder, as the breakdown splits it),
+/// and that part split again among the CPUs the stack was sampled on.
+fn add_snapshot<'a>(snapshot: &'a Snapshot, stacks: &mut HashMap<StackKey<'a>, Totals>) {
     for context in SampleContext::ALL {
         let of_context: Vec<_> = snapshot
             .stacks
@@ -290,9 +300,20 @@ fn add_snapshot<'a>(
             .get(&context.event())
             .map_or(0, |t| t.total_ns);
         for (stack, cpu_ns) in of_context.iter().zip(split_ns(total_ns, &counts)) {
-            let totals = stacks.entry((context, &stack.frames)).or_default();
-            totals.samples += stack.count;
-            totals.cpu_ns += cpu_ns;
+            if stack.cpus.is_empty() {
+                let totals = stacks.entry((context, &stack.frames, None)).or_default();
+                totals.samples += stack.count;
+                totals.cpu_ns += cpu_ns;
+                continue;
+            }
+            let per_cpu: Vec<u64> = stack.cpus.values().copied().collect();
+            for ((&cpu, &samples), cpu_ns) in stack.cpus.iter().zip(split_ns(cpu_ns, &per_cpu)) {
+                let totals = stacks
+                    .entry((context, &stack.frames, Some(cpu)))
+                    .or_default();
+                totals.samples += samples;
+                totals.cpu_ns += cpu_ns;
+            }
         }
     }
 }
@@ -607,6 +628,35 @@ mod tests {
         }
         assert_eq!(by_context, exact);
         assert_eq!(exact["net_rx"], 1_500);
+    }
+
+    #[test]
+    fn stacks_with_cpus_are_one_sample_per_cpu_with_its_share_of_time() {
+        // 1000 ns of NET_RX: the TCP stack has 3 of 4 samples (750 ns),
+        // taken 2 on CPU 0 and 1 on CPU 5 (500 + 250 ns).
+        let mut tcp = StackCount::of(SampleContext::NetRx, TCP_RX, 3);
+        tcp.cpus = [(0, 2), (5, 1)].into();
+        let mut bridge = StackCount::of(SampleContext::NetRx, BRIDGE_RX, 1);
+        bridge.cpus = [(1, 1)].into();
+        let decoded = samples(&written(&[snapshot(1.0, 1_000, 0, vec![tcp, bridge])]));
+        let by_cpu: Vec<(String, String, Vec<i64>)> = decoded
+            .into_iter()
+            .map(|(frames, labels, values)| {
+                (
+                    frames.last().unwrap().clone(),
+                    labels["cpu"].clone(),
+                    values,
+                )
+            })
+            .collect();
+        assert_eq!(
+            by_cpu,
+            [
+                ("br_handle_frame".to_owned(), "1".to_owned(), vec![1, 250]),
+                ("tcp_v4_rcv".to_owned(), "0".to_owned(), vec![2, 500]),
+                ("tcp_v4_rcv".to_owned(), "5".to_owned(), vec![1, 250]),
+            ]
+        );
     }
 
     #[test]

@@ -138,6 +138,7 @@ mod tests {
             context,
             frames: frames.iter().map(|f| f.to_string()).collect(),
             count,
+            cpus: Default::default(),
         };
         vec![
             stack(
