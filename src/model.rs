@@ -423,23 +423,21 @@ impl Recording {
 /// The stacks of several intervals as one entry per (context, frames),
 /// ordered by context, then most samples first.
 pub fn merge_stacks<'a>(snapshots: impl IntoIterator<Item = &'a Snapshot>) -> Vec<StackCount> {
-    let mut counts: HashMap<(SampleContext, &[String]), (u64, BTreeMap<u32, u64>)> = HashMap::new();
+    let mut merged: HashMap<(SampleContext, &[String]), StackCount> = HashMap::new();
     for stack in snapshots.into_iter().flat_map(|s| &s.stacks) {
-        let (count, cpus) = counts.entry((stack.context, &stack.frames)).or_default();
-        *count += stack.count;
+        let into = merged
+            .entry((stack.context, &stack.frames))
+            .or_insert_with(|| StackCount {
+                count: 0,
+                cpus: BTreeMap::new(),
+                ..stack.clone()
+            });
+        into.count += stack.count;
         for (&cpu, &n) in &stack.cpus {
-            *cpus.entry(cpu).or_default() += n;
+            *into.cpus.entry(cpu).or_default() += n;
         }
     }
-    let mut merged: Vec<StackCount> = counts
-        .into_iter()
-        .map(|((context, frames), (count, cpus))| StackCount {
-            context,
-            frames: frames.to_vec(),
-            count,
-            cpus,
-        })
-        .collect();
+    let mut merged: Vec<StackCount> = merged.into_values().collect();
     merged.sort_by(|a, b| {
         (a.context, std::cmp::Reverse(a.count), &a.frames).cmp(&(
             b.context,
