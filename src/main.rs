@@ -23,6 +23,7 @@ fn main() -> ExitCode {
         Command::Serve(args) => commands::serve::run(&args),
         Command::Sketch(args) => commands::sketch::run(&args),
         Command::DemoLoad => netto::demo::run_until_stdin_closes().map(|()| ExitCode::SUCCESS),
+        Command::ServeHttp(args) => commands::serve::run_http(&args),
     };
     match result {
         Ok(code) => code,
