@@ -20,6 +20,27 @@ fn recording() -> Recording {
     serde_json::from_str(&std::fs::read_to_string(RECORDING).unwrap()).unwrap()
 }
 
+/// A recording of `count` copies of `snapshot`, `interval_s` apart from
+/// unix time 1000 on, in a temporary directory (removed when dropped).
+fn repeated(
+    snapshot: &Snapshot,
+    count: usize,
+    interval_s: f64,
+) -> (tempfile::TempDir, std::path::PathBuf) {
+    let mut recording = recording();
+    recording.snapshots = (0..count)
+        .map(|i| Snapshot {
+            ts: 1000.0 + i as f64 * interval_s,
+            interval_s,
+            ..snapshot.clone()
+        })
+        .collect();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("long.json");
+    std::fs::write(&path, serde_json::to_vec(&recording).unwrap()).unwrap();
+    (dir, path)
+}
+
 /// Something that looks like a kernel address (0xffff..., or 16 hex digits
 /// starting with ffff).
 fn has_kernel_address(text: &str) -> bool {
@@ -506,20 +527,10 @@ fn a_stalled_client_is_cut_off_cleanly_while_others_get_everything() {
     // Large snapshots (many timer callbacks, about 15 KB each) so that
     // the stalled client's queue overflows after the kernel's socket
     // buffers are full.
-    let mut recording = recording();
-    let mut snapshot = recording.snapshots[0].clone();
+    let mut snapshot = recording().snapshots[0].clone();
     snapshot.stacks.clear();
     snapshot.net_timer_callbacks = (0..400).map(|i| (format!("callback_{i:04}"), i)).collect();
-    recording.snapshots = (0..SNAPSHOTS)
-        .map(|i| Snapshot {
-            ts: 1000.0 + i as f64,
-            interval_s: 1.0,
-            ..snapshot.clone()
-        })
-        .collect();
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("long.json");
-    std::fs::write(&path, serde_json::to_vec(&recording).unwrap()).unwrap();
+    let (_dir, path) = repeated(&snapshot, SNAPSHOTS, 1.0);
 
     let serve = Serve::start(&["--replay", path.to_str().unwrap(), "--speed", "100"]);
     let mut follower = serve.stream("/api/v1/stream?since=0");
@@ -729,20 +740,10 @@ fn sigterm_ends_netto_and_its_serving_process() {
 fn a_long_history_keeps_stacks_for_the_longest_flame_window_only() {
     // 400 s at 50 ms, one sample per interval, kept for 3600 s.
     const SNAPSHOTS: usize = 8000;
-    let mut recording = recording();
-    let mut snapshot = recording.snapshots[0].clone();
+    let mut snapshot = recording().snapshots[0].clone();
     snapshot.stacks.truncate(1);
     snapshot.stacks[0].count = 1;
-    recording.snapshots = (0..SNAPSHOTS)
-        .map(|i| Snapshot {
-            ts: 1000.0 + i as f64 * 0.05,
-            interval_s: 0.05,
-            ..snapshot.clone()
-        })
-        .collect();
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("long.json");
-    std::fs::write(&path, serde_json::to_vec(&recording).unwrap()).unwrap();
+    let (_dir, path) = repeated(&snapshot, SNAPSHOTS, 0.05);
 
     let serve = Serve::start(&[
         "--replay",

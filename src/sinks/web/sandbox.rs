@@ -268,6 +268,16 @@ enum Allowed {
     },
 }
 
+/// `mmap` or `mprotect` only without `PROT_EXEC` (their third argument).
+const fn never_executable(call: libc::c_long) -> Allowed {
+    Allowed::Masked {
+        call,
+        arg: 2,
+        mask: libc::PROT_EXEC as u64,
+        value: 0,
+    }
+}
+
 /// What actix-web and tokio serving on an inherited socket need, found by
 /// tracing (strace -f) the serving process through every endpoint, a
 /// stream, a flame graph and its shutdown. Anything else fails with EPERM,
@@ -276,18 +286,8 @@ enum Allowed {
 const ALLOWED: &[Allowed] = &[
     // Memory, never executable.
     Allowed::Any(libc::SYS_brk),
-    Allowed::Masked {
-        call: libc::SYS_mmap,
-        arg: 2,
-        mask: libc::PROT_EXEC as u64,
-        value: 0,
-    },
-    Allowed::Masked {
-        call: libc::SYS_mprotect,
-        arg: 2,
-        mask: libc::PROT_EXEC as u64,
-        value: 0,
-    },
+    never_executable(libc::SYS_mmap),
+    never_executable(libc::SYS_mprotect),
     Allowed::Any(libc::SYS_munmap),
     Allowed::Any(libc::SYS_mremap),
     Allowed::Any(libc::SYS_madvise),
