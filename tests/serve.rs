@@ -457,6 +457,10 @@ fn bad_input_is_one_clear_line() {
             vec!["serve", "--replay", RECORDING, "--listen", &taken],
             "netto: error: cannot listen on 127.0.0.1:",
         ),
+        (
+            vec!["serve", "--replay", RECORDING, "--user", "no-such-user"],
+            "netto: error: no user named no-such-user (--user)",
+        ),
     ] {
         let (code, stderr) = netto(&args);
         assert_eq!(code, 1, "{args:?}: {stderr}");
@@ -467,6 +471,7 @@ fn bad_input_is_one_clear_line() {
         &["serve", "--listen", "nowhere"][..],
         &["serve", "--replay", RECORDING, "--speed", "-1"],
         &["serve", "--replay", RECORDING, "--frequency", "99"],
+        &["serve", "--replay", RECORDING, "--allow-host", "a/b"],
     ] {
         let (code, stderr) = netto(args);
         assert_eq!(code, 2, "{args:?}: {stderr}");
