@@ -13,12 +13,12 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use netto::cli::{ServeArgs, ServeHttpArgs};
+use netto::sinks::web;
 use netto::sinks::web::feed::{self, Feed};
 use netto::sinks::web::host::HostCheck;
 use netto::sinks::web::process::{self, ServerProcess};
 use netto::sinks::web::sandbox::{self, Identity};
 use netto::sinks::web::state::{FlameWindow, Settings, State};
-use netto::sinks::web::{self};
 use netto::source::{Control, Source};
 
 use super::signals::on_signals;

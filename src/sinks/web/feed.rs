@@ -28,11 +28,11 @@ pub enum Feed {
 #[derive(Debug, Error)]
 pub enum FeedError {
     #[error("reading the feed: {0}")]
-    Read(#[source] io::Error),
+    Read(io::Error),
     #[error("writing the feed: {0}")]
-    Write(#[source] io::Error),
+    Write(io::Error),
     #[error("a bad message on the feed: {0}")]
-    Bad(#[source] serde_json::Error),
+    Bad(serde_json::Error),
     #[error("the feed did not start with what to serve")]
     NoStart,
 }

@@ -27,15 +27,15 @@ const READY: &str = "ready";
 #[derive(Debug, Error)]
 pub enum ProcessError {
     #[error("cannot start the HTTP server process: {0}")]
-    Spawn(#[source] io::Error),
+    Spawn(io::Error),
     #[error("the HTTP server process did not start (it said why above)")]
     NotReady,
     #[error(transparent)]
     Feed(#[from] FeedError),
     #[error("fd {LISTENER_FD} is not a listening TCP socket: {0}")]
-    NoListener(#[source] io::Error),
+    NoListener(io::Error),
     #[error("closing inherited files: {0}")]
-    Close(#[source] io::Error),
+    Close(io::Error),
 }
 
 /// A started serving process and the pipe that feeds it.
@@ -125,8 +125,12 @@ pub fn close_inherited() -> Result<(), ProcessError> {
 
 /// In the serving process: the inherited listening socket.
 pub fn listener() -> Result<TcpListener, ProcessError> {
-    // SAFETY: fd 3 was set up by `spawn` for this process alone, and is
-    // taken once.
+    // SAFETY: fcntl on any number is sound; it fails when nothing is open.
+    if unsafe { libc::fcntl(LISTENER_FD, libc::F_GETFD) } < 0 {
+        return Err(ProcessError::NoListener(io::Error::last_os_error()));
+    }
+    // SAFETY: fd 3 is open, was set up by `spawn` for this process alone,
+    // and is taken once.
     let listener = TcpListener::from(unsafe { OwnedFd::from_raw_fd(LISTENER_FD) });
     listener.local_addr().map_err(ProcessError::NoListener)?;
     Ok(listener)

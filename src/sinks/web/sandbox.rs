@@ -26,11 +26,12 @@ pub struct Identity {
 pub enum SandboxError {
     #[error("no user named {0} (--user)")]
     NoUser(String),
-    #[error("{call}: {source}")]
+    #[error("--user {0} is root; the HTTP server process must run as another user")]
+    Root(String),
+    #[error("{call}: {cause}")]
     Call {
         call: &'static str,
-        #[source]
-        source: io::Error,
+        cause: io::Error,
     },
     #[error("the seccomp filter: {0}")]
     Filter(String),
@@ -66,7 +67,7 @@ pub fn identity(name: &str) -> Result<Option<Identity>, SandboxError> {
         return Err(no_user());
     }
     if entry.pw_uid == 0 {
-        return Err(SandboxError::NoUser(format!("{name} other than root")));
+        return Err(SandboxError::Root(name.to_owned()));
     }
     Ok(Some(Identity {
         uid: entry.pw_uid,
@@ -159,13 +160,13 @@ fn verify(last: u32, bounding: bool, identity: Option<Identity>) -> Result<(), S
 /// The highest capability number this kernel knows.
 fn last_capability() -> Result<u32, SandboxError> {
     let path = "/proc/sys/kernel/cap_last_cap";
-    let text = std::fs::read_to_string(path).map_err(|source| SandboxError::Call {
+    let text = std::fs::read_to_string(path).map_err(|cause| SandboxError::Call {
         call: "reading /proc/sys/kernel/cap_last_cap",
-        source,
+        cause,
     })?;
     text.trim().parse().map_err(|_| SandboxError::Call {
         call: "reading /proc/sys/kernel/cap_last_cap",
-        source: io::Error::new(io::ErrorKind::InvalidData, text.trim().to_owned()),
+        cause: io::Error::new(io::ErrorKind::InvalidData, text.trim().to_owned()),
     })
 }
 
@@ -242,7 +243,7 @@ fn check(call: &'static str, rc: libc::c_int) -> Result<(), SandboxError> {
     if rc < 0 {
         Err(SandboxError::Call {
             call,
-            source: io::Error::last_os_error(),
+            cause: io::Error::last_os_error(),
         })
     } else {
         Ok(())
@@ -533,7 +534,7 @@ mod tests {
         }
         let nobody = identity("nobody").unwrap().unwrap();
         assert_ne!(nobody.uid, 0);
-        assert!(matches!(identity("root"), Err(SandboxError::NoUser(_))));
+        assert!(matches!(identity("root"), Err(SandboxError::Root(_))));
         assert!(matches!(
             identity("no-such-user-here"),
             Err(SandboxError::NoUser(_))
