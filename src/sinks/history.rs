@@ -95,11 +95,6 @@ impl<T: Entry> History<T> {
         self.entries.is_empty()
     }
 
-    /// The bytes of what is kept, as its entries count them.
-    pub fn bytes(&self) -> usize {
-        self.bytes
-    }
-
     /// Oldest first.
     pub fn iter(&self) -> impl DoubleEndedIterator<Item = &T> + ExactSizeIterator {
         self.entries.iter()
@@ -193,13 +188,14 @@ mod tests {
         // 33 entries of 30 bytes fit in 1000; the time span (72 000
         // entries of 50 ms) is far from full.
         assert_eq!(history.len(), 33);
-        assert_eq!(history.bytes(), 990);
+        // Too big for the budget alone, yet the newest: kept, alone.
         history.push(Blob(5000));
         assert_eq!(history.len(), 1);
-        assert_eq!(history.bytes(), 5000);
+        assert_eq!(history.latest().unwrap().0, 5000);
+        // And gone as soon as something newer arrives.
         history.push(Blob(10));
-        assert_eq!(history.len(), 1);
-        assert_eq!(history.bytes(), 10);
+        history.push(Blob(10));
+        assert_eq!(history.len(), 2);
     }
 
     #[test]
