@@ -4,6 +4,7 @@
 mod common;
 
 use std::collections::BTreeMap;
+use std::os::unix::process::ExitStatusExt;
 use std::process::Command;
 
 use common::serve::{children, open_files, status, Serve};
@@ -778,4 +779,22 @@ fn a_long_history_keeps_stacks_for_the_longest_flame_window_only() {
         "{}",
         samples("300")
     );
+}
+
+#[test]
+fn killing_netto_ends_its_serving_process() {
+    let serve = Serve::start(&["--replay", RECORDING, "--speed", "inf"]);
+    serve.wait_ended();
+    let server = serve.server_pid();
+    // SIGKILL: no clean-up in netto; the serving process sees its pipe close.
+    let (exit, _) = serve.signal(libc::SIGKILL);
+    assert_eq!(exit.signal(), Some(libc::SIGKILL));
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while alive(server) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the serving process outlived netto"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
 }
