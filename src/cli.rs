@@ -8,11 +8,7 @@ use crate::kernel::sampler::Transport;
 use crate::sketch::config as sketch_config;
 use crate::source::live::Demo;
 
-/// Longest accepted --interval and --duration: a typo such as 1e9 gets an
-/// error instead of a process that never ends.
-const MAX_INTERVAL_S: f64 = 3600.0;
-const MIN_INTERVAL_S: f64 = 0.05;
-const MAX_DURATION_S: f64 = 30.0 * 24.0 * 3600.0;
+use crate::model::{MAX_DURATION_S, MAX_INTERVAL_S, MIN_INTERVAL_S};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -447,11 +443,20 @@ fn parse_host_name(text: &str) -> Result<String, String> {
     }
 }
 
+/// Replay speeds: beyond the fastest, every pause is shorter than drawing
+/// a frame, so `inf` (all at once) says what is meant; below the slowest,
+/// one interval would outlast any session (and a pause must fit a
+/// `Duration`).
+pub const MIN_SPEED: f64 = 0.001;
+pub const MAX_SPEED: f64 = 1000.0;
+
 fn parse_speed(text: &str) -> Result<f64, String> {
     match text.parse::<f64>() {
-        Ok(speed) if speed > 0.0 => Ok(speed),
+        Ok(speed) if speed == f64::INFINITY || (MIN_SPEED..=MAX_SPEED).contains(&speed) => {
+            Ok(speed)
+        }
         _ => Err(format!(
-            "'{text}' is not a speed factor (a number above 0, or inf)"
+            "'{text}' is not a speed factor ({MIN_SPEED} to {MAX_SPEED}, or inf)"
         )),
     }
 }
@@ -632,6 +637,10 @@ mod tests {
             &["serve", "--speed", "2"],
             &["serve", "--replay", "r.json", "--speed", "0"],
             &["serve", "--replay", "r.json", "--speed", "nan"],
+            &["serve", "--replay", "r.json", "--speed", "1001"],
+            &["top", "--replay", "r.json", "--speed", "1e300"],
+            &["top", "--replay", "r.json", "--speed", "-inf"],
+            &["top", "--replay", "r.json", "--speed", "1e-320"],
             &["serve", "--replay", "r.json", "--demo"],
             &["serve", "--history", "0"],
             &["serve", "--allow-host", "evil.example/x"],

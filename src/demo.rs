@@ -188,16 +188,47 @@ impl Drop for DemoProcess {
 /// The hidden subcommand the demo child runs.
 pub const DEMO_LOAD_COMMAND: &str = "demo-load";
 
-/// Body of `netto demo-load`: runs the load until stdin closes.
+/// Signals a terminal sends to its whole foreground process group, which
+/// the child shares with netto: Ctrl-C, Ctrl-\, Ctrl-Z and a hang-up. The
+/// child ignores them (and so do the `ip` commands it runs to clean up,
+/// which inherit the setting), leaving netto to decide: netto closes the
+/// child's stdin when it ends, however it ends, SIGKILL included.
+const TERMINAL_SIGNALS: [libc::c_int; 4] =
+    [libc::SIGINT, libc::SIGQUIT, libc::SIGTSTP, libc::SIGHUP];
+
+/// Body of `netto demo-load`: runs the load until stdin closes, or until a
+/// SIGTERM (sent to every process of a stopped service, for instance),
+/// then removes the namespace.
 pub fn run_until_stdin_closes() -> anyhow::Result<()> {
     use std::io::{Read, Write};
 
+    for signal in TERMINAL_SIGNALS {
+        // SAFETY: installing SIG_IGN runs no code in a signal context, and
+        // nothing else in this process handles these signals.
+        if unsafe { libc::signal(signal, libc::SIG_IGN) } == libc::SIG_ERR {
+            return Err(std::io::Error::last_os_error())
+                .context("ignoring the terminal's signals in the demo load");
+        }
+    }
+    let (done_tx, done) = mpsc::channel();
+    let mut terminate = signal_hook::iterator::Signals::new([libc::SIGTERM])
+        .context("handling SIGTERM in the demo load")?;
+    let on_term = done_tx.clone();
+    thread::spawn(move || {
+        if terminate.forever().next().is_some() {
+            let _ = on_term.send(());
+        }
+    });
     let demo = Demo::start()?;
     let mut stdout = std::io::stdout();
     writeln!(stdout, "{}", demo.describe())?;
     stdout.flush()?;
-    let mut sink = [0u8; 64];
-    while matches!(std::io::stdin().read(&mut sink), Ok(n) if n > 0) {}
+    thread::spawn(move || {
+        let mut sink = [0u8; 64];
+        while matches!(std::io::stdin().read(&mut sink), Ok(n) if n > 0) {}
+        let _ = done_tx.send(());
+    });
+    let _ = done.recv();
     drop(demo);
     Ok(())
 }

@@ -3,7 +3,7 @@
 //!
 //! Data flows one way: kernel maps ([`kernel`]) -> [`collect`] -> the
 //! [`model`], streamed by a [`source`] (live or replayed) -> sinks
-//! ([`sinks`]). Sinks never touch BPF; the collector
+//! ([`sinks`]); a [`recording`] is checked before it is replayed. Sinks never touch BPF; the collector
 //! never renders. [`demo`], [`netns`] and [`load`] make traffic to measure.
 
 pub mod abi;
@@ -15,6 +15,7 @@ pub mod kernel;
 pub mod load;
 pub mod model;
 pub mod netns;
+pub mod recording;
 pub mod sinks;
 pub mod sketch;
 pub mod source;

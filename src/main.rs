@@ -29,7 +29,11 @@ fn main() -> ExitCode {
         Ok(code) => code,
         Err(e) => {
             eprintln!("netto: error: {e:#}");
-            ExitCode::FAILURE
+            // A malformed recording is bad input, like a bad argument.
+            let bad_input = e
+                .downcast_ref::<netto::recording::RecordingError>()
+                .is_some_and(|e| e.is_bad_input());
+            ExitCode::from(if bad_input { 2 } else { 1 })
         }
     }
 }

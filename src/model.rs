@@ -7,6 +7,13 @@ use std::collections::{BTreeMap, HashMap};
 
 use serde::{Deserialize, Serialize};
 
+/// Shortest and longest interval a run may be asked for, and its longest
+/// duration: a typo such as 1e9 gets an error instead of a process that
+/// never ends, and a recording outside them is refused.
+pub const MIN_INTERVAL_S: f64 = 0.05;
+pub const MAX_INTERVAL_S: f64 = 3600.0;
+pub const MAX_DURATION_S: f64 = 30.0 * 24.0 * 3600.0;
+
 /// The network entry points netto times. The serialized names are the
 /// public JSON keys (README documents them), so they never change.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]

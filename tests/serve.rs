@@ -445,26 +445,31 @@ fn bad_input_is_one_clear_line() {
     // A port that is taken.
     let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let taken = taken.local_addr().unwrap().to_string();
-    for (args, expected) in [
+    // A malformed recording is bad input (2), like a bad argument.
+    for (args, expected, exit) in [
         (
             vec!["serve", "--replay", "/nonexistent/r.json"],
             "netto: error: cannot read /nonexistent/r.json",
+            1,
         ),
         (
             vec!["serve", "--replay", not_json],
-            "is not a netto recording",
+            "is not a netto recording: header: invalid type",
+            2,
         ),
         (
             vec!["serve", "--replay", RECORDING, "--listen", &taken],
             "netto: error: cannot listen on 127.0.0.1:",
+            1,
         ),
         (
             vec!["serve", "--replay", RECORDING, "--user", "no-such-user"],
             "netto: error: no user named no-such-user (--user)",
+            1,
         ),
     ] {
         let (code, stderr) = netto(&args);
-        assert_eq!(code, 1, "{args:?}: {stderr}");
+        assert_eq!(code, exit, "{args:?}: {stderr}");
         assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
         assert!(stderr.contains(expected), "{args:?}: {stderr}");
     }

@@ -377,6 +377,33 @@ fn bad_replay_input_is_one_line_before_the_screen_opens() {
 }
 
 #[test]
+fn a_malformed_recording_is_one_line_before_the_screen_opens() {
+    // The snapshots lack an event key: top used to panic on them (exit 101).
+    let mut broken: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(RECORDING).unwrap()).unwrap();
+    for snapshot in broken["snapshots"].as_array_mut().unwrap() {
+        snapshot["events"]
+            .as_object_mut()
+            .unwrap()
+            .remove("net_timers");
+    }
+    let pane = Pane::new(100, 30);
+    let path = pane.path("broken.json");
+    std::fs::write(&path, broken.to_string()).unwrap();
+    pane.run_netto(&format!("top --replay {}", path.display()));
+    let screen = pane.wait_for("exit", Duration::from_secs(10), |s| s.contains("EXIT="));
+    assert!(screen.contains("EXIT=2"), "{screen}");
+    assert!(
+        screen.contains(&format!(
+            "netto: error: {}: snapshots[0].events: lacks net_timers",
+            path.display()
+        )),
+        "{screen}"
+    );
+    assert_eq!(pane.terminal_state(), (false, true));
+}
+
+#[test]
 fn live_under_a_veth_load_then_gone_without_a_trace() {
     // Programs of earlier tests may still be on the kernel's free queue.
     let settled = (0..100).any(|_| {

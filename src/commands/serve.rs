@@ -21,7 +21,7 @@ use netto::sinks::web::sandbox::{self, Identity};
 use netto::sinks::web::state::{FlameWindow, Settings, State};
 use netto::source::{Control, Source};
 
-use super::signals::on_signals;
+use super::signals::{stop_on_signals, when_stopped};
 use super::startup;
 
 /// How long the HTTP server process may take to stop once its pipe has
@@ -35,6 +35,9 @@ pub fn run(args: &ServeArgs) -> Result<ExitCode> {
         .local_addr()
         .context("reading the listening address")?;
     let identity = sandbox::identity(&args.user)?;
+    // Signals first: one that arrives while a live source loads stops
+    // everything as soon as the server runs, instead of killing netto.
+    let signalled = stop_on_signals()?;
     let source = startup::view_source(&args.source, args.frequency)?;
     for note in &source.info.notes {
         eprintln!("netto: {note}");
@@ -49,7 +52,7 @@ pub fn run(args: &ServeArgs) -> Result<ExitCode> {
     };
     let server = process::spawn(listener, identity, &start)?;
     eprintln!("netto: serving on http://{address}/ (Ctrl-C to stop)");
-    supervise(source, server)
+    supervise(source, server, signalled)
 }
 
 fn listen(address: SocketAddr, allow_remote: bool) -> Result<TcpListener> {
@@ -82,7 +85,7 @@ enum Event {
 /// Feeds the server until the source ends, then stops both: a replay that
 /// played out stays served until a signal; a live source that ended (an
 /// error, a signal, the server gone) ends the serving too.
-fn supervise(source: Source, server: ServerProcess) -> Result<ExitCode> {
+fn supervise(source: Source, server: ServerProcess, signalled: Receiver<()>) -> Result<ExitCode> {
     let ServerProcess {
         mut child,
         feed: mut pipe,
@@ -91,7 +94,7 @@ fn supervise(source: Source, server: ServerProcess) -> Result<ExitCode> {
     let (events, next) = mpsc::channel();
     {
         let (events, control) = (events.clone(), source.controller());
-        on_signals(move || {
+        when_stopped(signalled, move || {
             let _ = control.send(Control::Stop);
             let _ = events.send(Event::Signal);
         })?;

@@ -11,8 +11,7 @@ use netto::kernel::stats::StatsGuard;
 use netto::source::live::{self, LiveConfig, Sampling};
 use netto::source::{replay, Control, Source};
 
-use super::report::read_recording;
-use super::signals::on_signals;
+use super::signals::{stop_on_signals, when_stopped};
 
 /// The snapshot stream of `top` and `serve`: the recording asked for, or
 /// measuring now with stacks sampled at `frequency_hz`. What the source
@@ -20,7 +19,7 @@ use super::signals::on_signals;
 pub fn view_source(args: &SourceArgs, frequency_hz: u64) -> Result<Source> {
     match &args.replay {
         Some(path) => {
-            let recording = read_recording(path)?;
+            let recording = netto::recording::load(path)?;
             replay::start(recording, &path.display().to_string(), args.speed)
         }
         None => live::start(LiveConfig {
@@ -40,13 +39,16 @@ pub fn view_source(args: &SourceArgs, frequency_hz: u64) -> Result<Source> {
 }
 
 /// Starts measuring and prints what the user should know about this run.
+/// Signals are taken over first: one that arrives while the programs load
+/// stops the source as soon as it runs, instead of killing netto.
 pub fn live(config: LiveConfig) -> Result<Source> {
+    let stop = stop_on_signals()?;
     let source = live::start(config)?;
     for note in &source.info.notes {
         eprintln!("netto: {note}");
     }
     let control = source.controller();
-    on_signals(move || {
+    when_stopped(stop, move || {
         let _ = control.send(Control::Stop);
     })?;
     Ok(source)

@@ -41,6 +41,13 @@ pub fn run(args: &TopArgs) -> Result<ExitCode> {
     if !io::stdin().is_terminal() || !io::stdout().is_terminal() {
         bail!("netto top needs a terminal; `netto stat --json` and `netto record` write to files and pipes");
     }
+    // Signals first: one that arrives while a live source loads ends the
+    // run as soon as the screen is up, instead of killing netto.
+    let (tx, messages) = mpsc::channel();
+    let signals = tx.clone();
+    on_signals(move || {
+        let _ = signals.send(Message::Signal);
+    })?;
     let source = startup::view_source(&args.source, args.frequency)?;
     let settings = Settings {
         history_s: args.history,
@@ -53,12 +60,7 @@ pub fn run(args: &TopArgs) -> Result<ExitCode> {
     };
     let mut app = App::new(source.info.clone(), source.is_live(), settings);
     let control = source.controller();
-    let (tx, messages) = mpsc::channel();
     feed(source, tx.clone())?;
-    let signals = tx.clone();
-    on_signals(move || {
-        let _ = signals.send(Message::Signal);
-    })?;
 
     let shown = show(&mut app, &messages, &control, tx);
     // The terminal is back by now; the source may take a moment to detach.

@@ -3,9 +3,12 @@
 //! or a failing renderer must never leave a truncated file that looks like
 //! a result, nor silently replace one the operator kept.
 
-use std::ffi::OsString;
+use std::ffi::{CString, OsStr, OsString};
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, BufWriter, Write};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::process;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -26,14 +29,13 @@ pub enum OutputError {
     Write { path: PathBuf, source: io::Error },
 }
 
-/// Temporary names that collide (another netto, a leftover from a crash)
-/// are skipped; this many collisions in a row means something else is wrong.
+/// How many temporary names [`name_temp`] tries.
 const TEMP_ATTEMPTS: u32 = 64;
 
-/// Calls `write` on a temporary file in the same directory as `path`, then
-/// moves it into place in one step. An existing `path` is only replaced
-/// when `force` is set. On any failure the temporary file is removed and
-/// `path` is left as it was.
+/// Calls `write` on a new file in the same directory as `path` (one without
+/// a name where the filesystem allows), then gives it `path` in one step.
+/// An existing `path` is only replaced when `force` is set. On any failure
+/// nothing new is left and `path` is as it was.
 pub fn write_atomically(
     path: &Path,
     force: bool,
@@ -66,20 +68,12 @@ pub fn write_atomically(
     }
     refuse_to_clobber(path, force)?;
 
-    let (temp, file) = create_temp(dir, file_name).map_err(unwritable)?;
-    let mut temp = TempFile {
-        path: temp,
-        renamed: false,
-    };
-    fill(file, write).map_err(|source| OutputError::Write {
+    let pending = Pending::create(dir, file_name).map_err(unwritable)?;
+    fill(pending.file(), write).map_err(|source| OutputError::Write {
         path: path.to_owned(),
         source,
     })?;
-    publish(&temp.path, path, force)?;
-    // Without force the result is a second link, and the temporary name
-    // still has to go; with force it was renamed away.
-    temp.renamed = force;
-    Ok(())
+    pending.publish(dir, file_name, path, force)
 }
 
 fn refuse_to_clobber(path: &Path, force: bool) -> Result<(), OutputError> {
@@ -95,9 +89,162 @@ fn refuse_to_clobber(path: &Path, force: bool) -> Result<(), OutputError> {
     }
 }
 
+/// The output while it is being written. Where the filesystem allows
+/// (`O_TMPFILE`), it has no name at all until it is complete, so even a
+/// SIGKILL or a power cut halfway leaves nothing behind; elsewhere it is a
+/// hidden file named after the target, removed on every way out but those.
+enum Pending {
+    Anonymous(File),
+    Named(TempFile, File),
+}
+
+impl Pending {
+    fn create(dir: &Path, file_name: &OsStr) -> io::Result<Pending> {
+        let anonymous = OpenOptions::new()
+            .write(true)
+            .mode(0o666)
+            .custom_flags(libc::O_TMPFILE)
+            .open(dir);
+        match anonymous {
+            Ok(file) => Ok(Pending::Anonymous(file)),
+            // Kernels or filesystems without O_TMPFILE say so in one of
+            // these ways; anything else (no permission, not a directory)
+            // is the real answer.
+            Err(err)
+                if matches!(
+                    err.raw_os_error(),
+                    Some(libc::EOPNOTSUPP | libc::EISDIR | libc::EINVAL)
+                ) =>
+            {
+                let (path, file) = create_temp(dir, file_name)?;
+                Ok(Pending::Named(
+                    TempFile {
+                        path,
+                        renamed: false,
+                    },
+                    file,
+                ))
+            }
+            Err(err) => Err(err),
+        }
+    }
+
+    fn file(&self) -> &File {
+        match self {
+            Pending::Anonymous(file) | Pending::Named(_, file) => file,
+        }
+    }
+
+    /// Gives the complete file its name. Without `force` the name is
+    /// taken with a hard link, which, unlike a rename, fails if the name
+    /// was taken since the check before writing, so a file created
+    /// meanwhile is not replaced either.
+    fn publish(
+        self,
+        dir: &Path,
+        file_name: &OsStr,
+        path: &Path,
+        force: bool,
+    ) -> Result<(), OutputError> {
+        let unwritable = |source| OutputError::Unwritable {
+            path: path.to_owned(),
+            source,
+        };
+        let exists = || OutputError::Exists {
+            path: path.to_owned(),
+        };
+        match self {
+            Pending::Anonymous(file) if !force => match link_anonymous(&file, path) {
+                Err(err) if err.kind() == io::ErrorKind::AlreadyExists => Err(exists()),
+                result => result.map_err(unwritable),
+            },
+            // A rename is the only way to replace a name in one step, and
+            // it needs a name to move: the file gets a hidden one just
+            // before, for as long as the rename takes.
+            Pending::Anonymous(file) => {
+                let mut temp =
+                    name_temp(dir, file_name, |candidate| link_anonymous(&file, candidate))
+                        .map(|path| TempFile {
+                            path,
+                            renamed: false,
+                        })
+                        .map_err(unwritable)?;
+                fs::rename(&temp.path, path).map_err(unwritable)?;
+                temp.renamed = true;
+                Ok(())
+            }
+            Pending::Named(mut temp, _) => {
+                if force {
+                    fs::rename(&temp.path, path).map_err(unwritable)?;
+                    temp.renamed = true;
+                    return Ok(());
+                }
+                match fs::hard_link(&temp.path, path) {
+                    Ok(()) => Ok(()),
+                    Err(err) if err.kind() == io::ErrorKind::AlreadyExists => Err(exists()),
+                    // Filesystems without hard links (FAT, some FUSE):
+                    // the check before writing is all the protection they
+                    // allow.
+                    Err(_) if fs::symlink_metadata(path).is_err() => {
+                        fs::rename(&temp.path, path).map_err(unwritable)?;
+                        temp.renamed = true;
+                        Ok(())
+                    }
+                    Err(err) => Err(unwritable(err)),
+                }
+            }
+        }
+    }
+}
+
+/// Links an `O_TMPFILE` file to `path`, through its /proc/self/fd entry
+/// (which, unlike `AT_EMPTY_PATH`, needs no privilege).
+fn link_anonymous(file: &File, path: &Path) -> io::Result<()> {
+    let from =
+        CString::new(format!("/proc/self/fd/{}", file.as_raw_fd())).expect("no NUL in a number");
+    let to = CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "NUL in the path"))?;
+    // SAFETY: both are valid NUL-terminated strings that outlive the call.
+    let done = unsafe {
+        libc::linkat(
+            libc::AT_FDCWD,
+            from.as_ptr(),
+            libc::AT_FDCWD,
+            to.as_ptr(),
+            libc::AT_SYMLINK_FOLLOW,
+        )
+    };
+    if done == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
 /// Hidden, and named after the target, so a leftover from a crash is
 /// neither picked up by a glob for results nor a mystery.
-fn create_temp(dir: &Path, file_name: &std::ffi::OsStr) -> io::Result<(PathBuf, File)> {
+fn create_temp(dir: &Path, file_name: &OsStr) -> io::Result<(PathBuf, File)> {
+    let mut file = None;
+    let path = name_temp(dir, file_name, |candidate| {
+        file = Some(
+            OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(candidate)?,
+        );
+        Ok(())
+    })?;
+    Ok((path, file.expect("set when a name was taken")))
+}
+
+/// Tries temporary names until `take` succeeds on one. Names that collide
+/// (another netto, a leftover from a crash) are skipped; this many
+/// collisions in a row means something else is wrong.
+fn name_temp(
+    dir: &Path,
+    file_name: &OsStr,
+    mut take: impl FnMut(&Path) -> io::Result<()>,
+) -> io::Result<PathBuf> {
     static SEQUENCE: AtomicU64 = AtomicU64::new(0);
     let mut last_err = None;
     for _ in 0..TEMP_ATTEMPTS {
@@ -109,8 +256,8 @@ fn create_temp(dir: &Path, file_name: &std::ffi::OsStr) -> io::Result<(PathBuf, 
             SEQUENCE.fetch_add(1, Ordering::Relaxed)
         ));
         let temp = dir.join(name);
-        match OpenOptions::new().write(true).create_new(true).open(&temp) {
-            Ok(file) => return Ok((temp, file)),
+        match take(&temp) {
+            Ok(()) => return Ok(temp),
             Err(err) if err.kind() == io::ErrorKind::AlreadyExists => last_err = Some(err),
             Err(err) => return Err(err),
         }
@@ -118,9 +265,9 @@ fn create_temp(dir: &Path, file_name: &std::ffi::OsStr) -> io::Result<(PathBuf, 
     Err(last_err.unwrap_or_else(|| io::Error::other("no temporary file name was free")))
 }
 
-/// Synced to disk before it is moved into place, so a crash right after
-/// the move cannot leave an empty file under the final name.
-fn fill(file: File, write: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> io::Result<()> {
+/// Synced to disk before it is given its name, so a crash right after
+/// cannot leave an empty file under the final name.
+fn fill(file: &File, write: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> io::Result<()> {
     let mut out = BufWriter::new(file);
     write(&mut out)?;
     out.flush()?;
@@ -128,29 +275,7 @@ fn fill(file: File, write: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> io:
     file.sync_all()
 }
 
-fn publish(temp: &Path, path: &Path, force: bool) -> Result<(), OutputError> {
-    let unwritable = |source| OutputError::Unwritable {
-        path: path.to_owned(),
-        source,
-    };
-    if force {
-        return fs::rename(temp, path).map_err(unwritable);
-    }
-    // A hard link, unlike a rename, fails if the name was taken since the
-    // check above, so a file created meanwhile is not replaced either.
-    match fs::hard_link(temp, path) {
-        Ok(()) => Ok(()),
-        Err(err) if err.kind() == io::ErrorKind::AlreadyExists => Err(OutputError::Exists {
-            path: path.to_owned(),
-        }),
-        // Filesystems without hard links (FAT, some FUSE): the check
-        // above is all the protection they allow.
-        Err(_) if fs::symlink_metadata(path).is_err() => fs::rename(temp, path).map_err(unwritable),
-        Err(err) => Err(unwritable(err)),
-    }
-}
-
-/// Removes the temporary file when dropped, on every path out of
+/// Removes a named temporary file when dropped, on every path out of
 /// [`write_atomically`] that did not rename it, panics included.
 struct TempFile {
     path: PathBuf,
@@ -187,6 +312,24 @@ mod tests {
         write_atomically(&path, false, |w| w.write_all(b"<svg/>")).unwrap();
         assert_eq!(fs::read(&path).unwrap(), b"<svg/>");
         assert_eq!(entries(dir.path()), ["out.svg"]);
+    }
+
+    #[test]
+    fn the_output_has_no_name_until_it_is_complete() {
+        // A run killed while writing (SIGKILL, a second Ctrl-C) must leave
+        // nothing: while the writer runs, the directory holds no entry.
+        let dir = tempfile::tempdir().unwrap();
+        for force in [false, true] {
+            let path = dir.path().join(format!("out-{force}.svg"));
+            let before = entries(dir.path());
+            write_atomically(&path, force, |w| {
+                assert_eq!(entries(dir.path()), before);
+                w.write_all(b"<svg/>")
+            })
+            .unwrap();
+            assert_eq!(fs::read(&path).unwrap(), b"<svg/>");
+        }
+        assert_eq!(entries(dir.path()), ["out-false.svg", "out-true.svg"]);
     }
 
     #[test]

@@ -9,11 +9,15 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 
 use super::{Control, Source, SourceInfo};
-use crate::model::{Recording, Snapshot};
+use crate::model::Snapshot;
+use crate::recording::ValidRecording;
 
 /// Plays `recording` back, `speed` times faster than it was measured
 /// (`f64::INFINITY`: all at once). `origin` names it for the front end.
-pub fn start(recording: Recording, origin: &str, speed: f64) -> Result<Source> {
+/// Only a validated recording plays: its intervals and `speed` (bounded by
+/// the command line) keep every pause within a `Duration`.
+pub fn start(recording: ValidRecording, origin: &str, speed: f64) -> Result<Source> {
+    let recording = recording.into_inner();
     let header = &recording.header;
     let info = SourceInfo {
         host: header.host.clone(),
@@ -75,15 +79,15 @@ fn pause(interval_s: f64, speed: f64) -> Duration {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::RecordingHeader;
+    use crate::model::{Recording, RecordingHeader};
 
-    fn recording(n: usize, interval_s: f64) -> Recording {
+    fn recording(n: usize, interval_s: f64) -> ValidRecording {
         let snapshot = |i: usize| Snapshot {
             ts: i as f64,
             interval_s,
             ..Snapshot::empty("tracepoint", 2)
         };
-        Recording {
+        let recording = Recording {
             header: RecordingHeader {
                 netto_version: "0".into(),
                 host: "h".into(),
@@ -95,7 +99,8 @@ mod tests {
                 transport: "mmap".into(),
             },
             snapshots: (0..n).map(snapshot).collect(),
-        }
+        };
+        ValidRecording::new(recording).unwrap()
     }
 
     #[test]

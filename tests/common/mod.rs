@@ -176,7 +176,8 @@ pub fn wait_for_line(stream: impl std::io::Read + Send + 'static, prefix: &str, 
     thread::spawn(move || for _ in lines {});
 }
 
-fn forward_lines(stream: impl std::io::Read + Send + 'static) -> mpsc::Receiver<String> {
+/// Every line of `stream`, as it comes.
+pub fn forward_lines(stream: impl std::io::Read + Send + 'static) -> mpsc::Receiver<String> {
     let (tx, rx) = mpsc::channel();
     thread::spawn(move || {
         for line in BufReader::new(stream).lines().map_while(Result::ok) {

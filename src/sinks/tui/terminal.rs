@@ -3,9 +3,10 @@
 //! whichever way the run ends: a normal return or an error (the guard is
 //! dropped), a panic (a hook restores before the message is printed, so
 //! it is readable), or a signal (the command turns it into a normal
-//! return).
+//! return, or, on a second one, calls [`give_back`] before it exits).
 
 use std::io::{self, Stdout};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Once;
 
 use ratatui::backend::CrosstermBackend;
@@ -23,6 +24,7 @@ impl Screen {
         install_panic_hook();
         terminal::enable_raw_mode()?;
         // From here on, a failure still restores what was changed.
+        TAKEN.store(true, Ordering::SeqCst);
         let restore = Restore;
         execute!(io::stdout(), terminal::EnterAlternateScreen, cursor::Hide)?;
         let terminal = Terminal::new(CrosstermBackend::new(io::stdout()))?;
@@ -42,6 +44,18 @@ struct Restore;
 
 impl Drop for Restore {
     fn drop(&mut self) {
+        give_back();
+    }
+}
+
+/// Whether a [`Screen`] holds the terminal now.
+static TAKEN: AtomicBool = AtomicBool::new(false);
+
+/// Restores the terminal if a [`Screen`] holds it, from any thread: for a
+/// process about to exit without unwinding. Writes nothing otherwise, so
+/// the data on another command's stdout stays clean.
+pub fn give_back() {
+    if TAKEN.swap(false, Ordering::SeqCst) {
         restore();
     }
 }

@@ -1,0 +1,545 @@
+//! Reading a recording (`netto record -o run.json`) for `report`, `top
+//! --replay`, `serve --replay` and the replay source, with one check of
+//! everything those front ends rely on. A file that parses is not yet a
+//! recording the front ends can draw: a missing event key, an array
+//! shorter than `cpus` or an interval of 1e19 s would panic or hang them,
+//! so [`load`] refuses such a file with one line naming what is wrong and
+//! where (`snapshots[3].events: lacks net_timers`), and the replay source
+//! only takes a [`ValidRecording`].
+
+use std::fs;
+use std::ops::Deref;
+use std::path::Path;
+
+use thiserror::Error;
+
+use crate::kernel::sampler::MAX_FREQUENCY_HZ;
+use crate::model::{
+    CpuTime, EventKey, Recording, Snapshot, SoftirqVector, MAX_DURATION_S, MAX_INTERVAL_S,
+};
+
+/// Most CPUs a recording may have: the kernel's own ceiling (`NR_CPUS`
+/// is at most 8192 on x86-64 with MAXSMP, and on arm64 and powerpc). A
+/// larger count is a corrupt file, and `top`'s per-CPU grid is this big.
+pub const MAX_CPUS: usize = 8192;
+
+/// How far a measured time may exceed the time it was measured over. The
+/// BPF side charges time at a CPU's next transition, so a window open at
+/// an interval's end counts in the next one, and the CPUs are read one
+/// after another; both move a little time across interval boundaries, and
+/// timers fire late, so a measured interval overruns the one asked for.
+/// Anything beyond 25 % plus 100 ms is not a measurement.
+const OVERRUN_SHARE: f64 = 0.25;
+const OVERRUN_S: f64 = 0.1;
+
+/// The most a measured time (or interval) spanning `seconds` can be.
+fn with_overrun(seconds: f64) -> f64 {
+    seconds * (1.0 + OVERRUN_SHARE) + OVERRUN_S
+}
+
+/// Why a recording cannot be used.
+#[derive(Debug, Error)]
+pub enum RecordingError {
+    /// The cause is part of the message (not a `source`), so the one line
+    /// netto prints says it once.
+    #[error("cannot read {path}: {cause}")]
+    Read { path: String, cause: std::io::Error },
+    /// Not the JSON of a recording: a syntax error, a missing field, a
+    /// value of the wrong type.
+    #[error("{path} is not a netto recording: {problem}")]
+    Malformed { path: String, problem: Invalid },
+    /// A recording in form, whose contents no run could have measured.
+    #[error("{path}: {problem}")]
+    Invalid { path: String, problem: Invalid },
+}
+
+impl RecordingError {
+    /// Bad input, as opposed to a file that could not be read.
+    pub fn is_bad_input(&self) -> bool {
+        !matches!(self, RecordingError::Read { .. })
+    }
+}
+
+/// What is wrong, and where (a JSON path such as `snapshots[3].cpus`).
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[error("{at}: {problem}")]
+pub struct Invalid {
+    pub at: String,
+    pub problem: String,
+}
+
+fn invalid(at: impl Into<String>, problem: impl Into<String>) -> Invalid {
+    Invalid {
+        at: at.into(),
+        problem: problem.into(),
+    }
+}
+
+/// A recording that passed [`validate`]: the only kind the replay source
+/// plays.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ValidRecording(Recording);
+
+impl ValidRecording {
+    pub fn new(recording: Recording) -> Result<ValidRecording, Invalid> {
+        validate(&recording)?;
+        Ok(ValidRecording(recording))
+    }
+
+    pub fn into_inner(self) -> Recording {
+        self.0
+    }
+}
+
+impl Deref for ValidRecording {
+    type Target = Recording;
+
+    fn deref(&self) -> &Recording {
+        &self.0
+    }
+}
+
+/// Reads, parses and validates the recording at `path`.
+pub fn load(path: &Path) -> Result<ValidRecording, RecordingError> {
+    let name = path.display().to_string();
+    let bytes = fs::read(path).map_err(|cause| RecordingError::Read {
+        path: name.clone(),
+        cause,
+    })?;
+    let recording = parse(&bytes).map_err(|problem| RecordingError::Malformed {
+        path: name.clone(),
+        problem,
+    })?;
+    ValidRecording::new(recording).map_err(|problem| RecordingError::Invalid {
+        path: name,
+        problem,
+    })
+}
+
+/// The recording in `bytes`, or where its JSON goes wrong.
+pub fn parse(bytes: &[u8]) -> Result<Recording, Invalid> {
+    let mut json = serde_json::Deserializer::from_slice(bytes);
+    let recording: Recording = serde_path_to_error::deserialize(&mut json).map_err(|e| {
+        let at = e.path().to_string();
+        invalid(
+            if at == "." { "the file" } else { &at },
+            e.inner().to_string(),
+        )
+    })?;
+    json.end()
+        .map_err(|e| invalid("the file", format!("{e} (after the recording)")))?;
+    Ok(recording)
+}
+
+/// Everything the front ends rely on: the header in range; per snapshot
+/// every event and softirq vector present with one value per CPU, totals
+/// that are the sums of those values, times a CPU could have spent in the
+/// interval, timestamps in order, breakdown shares in [0, 1], stack
+/// frames that are names (no kernel address, nothing that would break
+/// the folded format).
+pub fn validate(recording: &Recording) -> Result<(), Invalid> {
+    let header = &recording.header;
+    check_frequency("header.frequency_hz", header.frequency_hz)?;
+    check_seconds("header.started", header.started, f64::MAX)?;
+    check_seconds(
+        "header.duration_s",
+        header.duration_s,
+        with_overrun(MAX_DURATION_S),
+    )?;
+    let mut previous_ts = f64::NEG_INFINITY;
+    for (i, snapshot) in recording.snapshots.iter().enumerate() {
+        let at = format!("snapshots[{i}]");
+        let transport = snapshot.sampling.as_ref().map(|s| &s.transport);
+        for (field, value, header_value) in [
+            ("backend", Some(&snapshot.backend), &header.backend),
+            ("sampling.transport", transport, &header.transport),
+        ] {
+            if let Some(value) = value.filter(|&v| v != header_value) {
+                return Err(invalid(
+                    format!("{at}.{field}"),
+                    format!("{value:?} differs from the header's {header_value:?}"),
+                ));
+            }
+        }
+        check_snapshot(&at, snapshot)?;
+        if snapshot.ts < previous_ts {
+            return Err(invalid(
+                format!("{at}.ts"),
+                format!(
+                    "{} is before the previous snapshot's {previous_ts}",
+                    snapshot.ts
+                ),
+            ));
+        }
+        previous_ts = snapshot.ts;
+    }
+    Ok(())
+}
+
+fn check_snapshot(at: &str, s: &Snapshot) -> Result<(), Invalid> {
+    check_seconds(&format!("{at}.ts"), s.ts, f64::MAX)?;
+    check_seconds(
+        &format!("{at}.interval_s"),
+        s.interval_s,
+        with_overrun(MAX_INTERVAL_S),
+    )?;
+    if !(1..=MAX_CPUS).contains(&s.cpus) {
+        return Err(invalid(
+            format!("{at}.cpus"),
+            format!("{} is outside 1-{MAX_CPUS}", s.cpus),
+        ));
+    }
+    // Nanoseconds one CPU can have spent in the interval.
+    let cpu_ns = with_overrun(s.interval_s) * 1e9;
+    for key in EventKey::ALL {
+        let time = s
+            .events
+            .get(&key)
+            .ok_or_else(|| invalid(format!("{at}.events"), format!("lacks {}", key.name())))?;
+        check_time(&format!("{at}.events.{}", key.name()), time, s.cpus, cpu_ns)?;
+    }
+    for vector in SoftirqVector::ALL {
+        let time = s
+            .softirq
+            .get(&vector)
+            .ok_or_else(|| invalid(format!("{at}.softirq"), format!("lacks {}", vector.name())))?;
+        check_time(
+            &format!("{at}.softirq.{}", vector.name()),
+            time,
+            s.cpus,
+            cpu_ns,
+        )?;
+    }
+    check_time(&format!("{at}.hardirq"), &s.hardirq, s.cpus, cpu_ns)?;
+    // What all CPUs together can have spent.
+    let host_ns = cpu_ns * s.cpus as f64;
+    let callbacks = s.net_timer_callbacks.values().map(|&ns| ns as f64).sum();
+    check_at_most(&format!("{at}.net_timer_callbacks"), callbacks, host_ns)?;
+    check_at_most(
+        &format!("{at}.overhead.process_cpu_ns"),
+        s.overhead.process_cpu_ns as f64,
+        host_ns,
+    )?;
+    check_at_most(
+        &format!("{at}.overhead.bpf_run_time_ns"),
+        s.overhead.bpf_run_time_ns as f64,
+        host_ns,
+    )?;
+    if let Some(sampling) = &s.sampling {
+        check_frequency(
+            &format!("{at}.sampling.frequency_hz"),
+            sampling.frequency_hz,
+        )?;
+    }
+    check_breakdown(at, s)?;
+    check_stacks(at, s, host_ns)?;
+    if let Some(sketch) = &s.sketch {
+        let at = format!("{at}.sketch");
+        check_seconds(
+            &format!("{at}.interval_s"),
+            sketch.interval_s,
+            with_overrun(MAX_INTERVAL_S),
+        )?;
+        if !(sketch.probability > 0.0 && sketch.probability <= 1.0) {
+            return Err(invalid(
+                format!("{at}.probability"),
+                format!("{} is outside (0, 1]", sketch.probability),
+            ));
+        }
+        for (j, flow) in sketch.top.iter().enumerate() {
+            check_share(&format!("{at}.top[{j}].share"), flow.share)?;
+        }
+        check_seconds(
+            &format!("{at}.cost.ns_per_packet"),
+            sketch.cost.ns_per_packet,
+            f64::MAX,
+        )?;
+        check_seconds(
+            &format!("{at}.cost.cpu_percent"),
+            sketch.cost.cpu_percent,
+            f64::MAX,
+        )?;
+    }
+    Ok(())
+}
+
+/// One value per CPU, each possible in the interval, adding up to the total.
+fn check_time(at: &str, time: &CpuTime, cpus: usize, cpu_ns: f64) -> Result<(), Invalid> {
+    if time.per_cpu_ns.len() != cpus {
+        return Err(invalid(
+            format!("{at}.per_cpu_ns"),
+            format!("has {} values for {cpus} CPUs", time.per_cpu_ns.len()),
+        ));
+    }
+    for (cpu, &ns) in time.per_cpu_ns.iter().enumerate() {
+        if ns as f64 > cpu_ns {
+            return Err(invalid(
+                format!("{at}.per_cpu_ns[{cpu}]"),
+                format!(
+                    "{ns} ns is more than one CPU can spend in the interval ({:.0} ns at most)",
+                    cpu_ns
+                ),
+            ));
+        }
+    }
+    // Each value is at most about 5.6e12 (an interval of 4500 s) and there
+    // are at most MAX_CPUS of them: the sum cannot overflow.
+    let sum: u64 = time.per_cpu_ns.iter().sum();
+    if sum != time.total_ns {
+        return Err(invalid(
+            format!("{at}.total_ns"),
+            format!("{} is not the sum of per_cpu_ns ({sum})", time.total_ns),
+        ));
+    }
+    Ok(())
+}
+
+fn check_breakdown(at: &str, s: &Snapshot) -> Result<(), Invalid> {
+    let mut seen = Vec::new();
+    for (j, breakdown) in s.breakdown.iter().enumerate() {
+        let at = format!("{at}.breakdown[{j}]");
+        if seen.contains(&breakdown.context) {
+            return Err(invalid(
+                format!("{at}.context"),
+                format!("{} appears twice", breakdown.context.name()),
+            ));
+        }
+        seen.push(breakdown.context);
+        let mut samples = 0u64;
+        let mut cpu_ns = 0u64;
+        for (k, category) in breakdown.categories.iter().enumerate() {
+            check_share(&format!("{at}.categories[{k}].share"), category.share)?;
+            samples = samples.saturating_add(category.samples);
+            cpu_ns = cpu_ns.saturating_add(category.cpu_ns);
+        }
+        if samples != breakdown.samples {
+            return Err(invalid(
+                format!("{at}.samples"),
+                format!(
+                    "{} is not the sum of its categories' samples ({samples})",
+                    breakdown.samples
+                ),
+            ));
+        }
+        let event_ns = s.event(breakdown.context.event()).total_ns;
+        if cpu_ns > event_ns {
+            return Err(invalid(
+                format!("{at}.categories"),
+                format!(
+                    "cpu_ns add up to {cpu_ns}, more than {}'s {event_ns}",
+                    breakdown.context.event().name()
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn check_stacks(at: &str, s: &Snapshot, host_ns: f64) -> Result<(), Invalid> {
+    // The sampler takes at most one sample per period per CPU.
+    let most_samples = host_ns / 1e9 * MAX_FREQUENCY_HZ as f64;
+    let mut samples = 0f64;
+    for (j, stack) in s.stacks.iter().enumerate() {
+        for (k, frame) in stack.frames.iter().enumerate() {
+            if let Some(problem) = frame_problem(frame) {
+                return Err(invalid(format!("{at}.stacks[{j}].frames[{k}]"), problem));
+            }
+        }
+        samples += stack.count as f64;
+    }
+    if samples > most_samples {
+        return Err(invalid(
+            format!("{at}.stacks"),
+            format!(
+                "{samples} samples, more than {MAX_FREQUENCY_HZ} Hz on {} CPUs can take",
+                s.cpus
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// What is wrong with a frame, if anything. Frames are function names:
+/// never empty, no blank or `;` (the folded format's separators), no
+/// control character, and no kernel address (a hexadecimal word of 12 or
+/// more digits starting `ffff`, the kernel half of a 64-bit address
+/// space, with or without `0x`).
+fn frame_problem(frame: &str) -> Option<String> {
+    if frame.is_empty() {
+        return Some("empty".into());
+    }
+    if frame
+        .chars()
+        .any(|c| c.is_whitespace() || c.is_control() || c == ';')
+    {
+        return Some(format!(
+            "{:?} holds a blank, a control character or ';'",
+            frame
+        ));
+    }
+    let address = frame
+        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .map(|word| {
+            word.strip_prefix("0x")
+                .or_else(|| word.strip_prefix("0X"))
+                .unwrap_or(word)
+        })
+        .any(|word| {
+            word.len() >= 12
+                && word[..4].eq_ignore_ascii_case("ffff")
+                && word.bytes().all(|b| b.is_ascii_hexdigit())
+        });
+    address.then(|| "is a kernel address, which netto never records".into())
+}
+
+fn check_frequency(at: &str, hz: u64) -> Result<(), Invalid> {
+    if hz > MAX_FREQUENCY_HZ {
+        return Err(invalid(
+            at,
+            format!("{hz} Hz is above netto's {MAX_FREQUENCY_HZ} Hz"),
+        ));
+    }
+    Ok(())
+}
+
+/// A finite, non-negative number of seconds (or other quantity) up to `most`.
+fn check_seconds(at: &str, value: f64, most: f64) -> Result<(), Invalid> {
+    if !(value.is_finite() && value >= 0.0) {
+        return Err(invalid(at, format!("{value} is not a finite number >= 0")));
+    }
+    check_at_most(at, value, most)
+}
+
+fn check_at_most(at: &str, value: f64, most: f64) -> Result<(), Invalid> {
+    if value > most {
+        return Err(invalid(
+            at,
+            format!("{value} is above {most:.0}, the most possible"),
+        ));
+    }
+    Ok(())
+}
+
+fn check_share(at: &str, share: f64) -> Result<(), Invalid> {
+    if !(0.0..=1.0).contains(&share) {
+        return Err(invalid(at, format!("{share} is outside [0, 1]")));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::RecordingHeader;
+
+    fn recording(cpus: usize, interval_s: f64) -> Recording {
+        let snapshot = |i: usize| Snapshot {
+            ts: 100.0 + i as f64,
+            interval_s,
+            ..Snapshot::empty("tracepoint", cpus)
+        };
+        Recording {
+            header: RecordingHeader {
+                netto_version: "0".into(),
+                host: "h".into(),
+                kernel: "k".into(),
+                started: 99.0,
+                duration_s: 3.0,
+                frequency_hz: 99,
+                backend: "tracepoint".into(),
+                transport: "mmap".into(),
+            },
+            snapshots: (0..3).map(snapshot).collect(),
+        }
+    }
+
+    #[test]
+    fn frames_are_names_not_addresses() {
+        for name in [
+            "tcp_v4_rcv",
+            "[unknown]",
+            "netto_sketch",
+            // An unnamed BPF program keeps its tag: 16 hex digits, no address.
+            "bpf_prog_ffff0123456789ab",
+            "foo+0x1a/0x40",
+            "ffffabcd",
+        ] {
+            assert_eq!(frame_problem(name), None, "{name}");
+        }
+        for address in [
+            "ffffffff81a0b0c0",
+            "0xffffffff81a0b0c0",
+            "tcp_v4_rcv+0xffffffffc0a00000",
+            "FFFF888003a0b0c0",
+        ] {
+            assert!(
+                frame_problem(address).unwrap().contains("address"),
+                "{address}"
+            );
+        }
+        for bad in ["", "a b", "a;b", "a\tb", "a\u{7}b"] {
+            assert!(frame_problem(bad).is_some(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn a_cpu_may_overrun_its_interval_by_the_slack_and_no_more() {
+        let interval_s = 2.0;
+        let most = ((interval_s * (1.0 + OVERRUN_SHARE) + OVERRUN_S) * 1e9) as u64;
+        let mut r = recording(4, interval_s);
+        let rx = r.snapshots[1]
+            .events
+            .get_mut(&EventKey::NetRxSoftirq)
+            .unwrap();
+        rx.per_cpu_ns[3] = most;
+        rx.total_ns = most;
+        validate(&r).unwrap();
+        let rx = r.snapshots[1]
+            .events
+            .get_mut(&EventKey::NetRxSoftirq)
+            .unwrap();
+        rx.per_cpu_ns[3] = most + 1;
+        rx.total_ns = most + 1;
+        let err = validate(&r).unwrap_err();
+        assert_eq!(err.at, "snapshots[1].events.net_rx_softirq.per_cpu_ns[3]");
+    }
+
+    #[test]
+    fn cpus_up_to_the_kernel_limit() {
+        validate(&recording(MAX_CPUS, 1.0)).unwrap();
+        let mut r = recording(1, 1.0);
+        r.snapshots[0] = Snapshot::empty("tracepoint", MAX_CPUS + 1);
+        let err = validate(&r).unwrap_err();
+        assert_eq!(err.to_string(), "snapshots[0].cpus: 8193 is outside 1-8192");
+        r.snapshots[0] = Snapshot::empty("tracepoint", 0);
+        assert_eq!(validate(&r).unwrap_err().at, "snapshots[0].cpus");
+    }
+
+    #[test]
+    fn an_empty_recording_is_valid_and_equal_timestamps_are_in_order() {
+        let mut r = recording(2, 1.0);
+        r.snapshots[2].ts = r.snapshots[1].ts;
+        validate(&r).unwrap();
+        r.snapshots.clear();
+        validate(&r).unwrap();
+    }
+
+    #[test]
+    fn intervals_within_the_command_lines_bounds() {
+        let longest = MAX_INTERVAL_S * (1.0 + OVERRUN_SHARE) + OVERRUN_S;
+        validate(&recording(1, longest)).unwrap();
+        validate(&recording(1, 0.0)).unwrap();
+        let err = validate(&recording(1, longest * 1.01)).unwrap_err();
+        assert_eq!(err.at, "snapshots[0].interval_s");
+    }
+
+    #[test]
+    fn parse_errors_say_where() {
+        let err = parse(br#"{"header": {"netto_version": 1}}"#).unwrap_err();
+        assert_eq!(err.at, "header.netto_version");
+        assert!(
+            err.problem.starts_with("invalid type: integer `1`"),
+            "{err}"
+        );
+    }
+}

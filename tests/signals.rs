@@ -1,0 +1,193 @@
+//! Signals as a terminal sends them. Ctrl-C reaches the whole foreground
+//! process group, netto and its demo load child alike: netto must still
+//! end cleanly and leave no namespace or veth behind, and a second Ctrl-C
+//! must end it at once, with the namespace still removed. Root (the demo
+//! load builds a namespace).
+
+mod common;
+
+use std::os::unix::process::CommandExt;
+use std::process::{Command, ExitStatus, Stdio};
+use std::sync::mpsc::Receiver;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use common::{forward_lines, Guarded, NETTO};
+
+/// `netto stat --demo` as a shell runs a foreground job: in a process
+/// group of its own, which the demo child joins.
+struct Job {
+    netto: Guarded,
+    stderr: Receiver<String>,
+    /// The demo's namespace and host-side veth, from netto's banner.
+    namespace: String,
+    veth: String,
+}
+
+impl Job {
+    fn start() -> Job {
+        let mut child = Command::new(NETTO)
+            .args(["stat", "--demo"])
+            .process_group(0)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stderr = forward_lines(child.stderr.take().unwrap());
+        let netto = Guarded(child);
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let mut banner = None;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let line = stderr
+                .recv_timeout(left)
+                .expect("netto never said it measures");
+            if line.contains("demo load: TCP") {
+                banner = Some(line);
+            } else if line.starts_with("netto: measuring") {
+                break;
+            }
+        }
+        let banner = banner.expect("no demo banner");
+        let word_after = |marker: &str| {
+            let rest = &banner[banner.find(marker).unwrap() + marker.len()..];
+            rest.split_whitespace()
+                .next()
+                .unwrap()
+                .trim_end_matches(',')
+                .to_owned()
+        };
+        Job {
+            namespace: word_after("into namespace "),
+            veth: word_after("via veth "),
+            stderr,
+            netto,
+        }
+    }
+
+    fn pid(&self) -> libc::pid_t {
+        self.netto.0.id() as libc::pid_t
+    }
+
+    /// What a terminal does on Ctrl-C: SIGINT to every process of the group.
+    fn interrupt_group(&self) {
+        // SAFETY: kill(2) with a negative pid signals that process group.
+        assert_eq!(unsafe { libc::kill(-self.pid(), libc::SIGINT) }, 0);
+    }
+
+    /// The demo load child (`netto demo-load`), from /proc.
+    fn demo_child(&self) -> libc::pid_t {
+        let tasks = std::fs::read_dir(format!("/proc/{}/task", self.pid())).unwrap();
+        let children: Vec<libc::pid_t> = tasks
+            .filter_map(|task| std::fs::read_to_string(task.ok()?.path().join("children")).ok())
+            .flat_map(|list| {
+                list.split_whitespace()
+                    .filter_map(|pid| pid.parse().ok())
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        assert_eq!(children.len(), 1, "children of netto: {children:?}");
+        children[0]
+    }
+
+    fn wait(&mut self, timeout: Duration) -> ExitStatus {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Some(status) = self.netto.0.try_wait().unwrap() {
+                return status;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "netto still running after {timeout:?}"
+            );
+            thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    fn stderr_lines(&self) -> Vec<String> {
+        self.stderr.try_iter().collect()
+    }
+
+    fn remains(&self) -> Vec<String> {
+        let namespaces = Command::new("ip").args(["netns", "list"]).output().unwrap();
+        let mut left: Vec<String> = String::from_utf8_lossy(&namespaces.stdout)
+            .lines()
+            .filter_map(|l| l.split_whitespace().next())
+            .filter(|name| *name == self.namespace)
+            .map(str::to_owned)
+            .collect();
+        let link = Command::new("ip")
+            .args(["link", "show", "dev", &self.veth])
+            .stderr(Stdio::null())
+            .output()
+            .unwrap();
+        if link.status.success() {
+            left.push(self.veth.clone());
+        }
+        left
+    }
+}
+
+fn signal(pid: libc::pid_t, signal: libc::c_int) {
+    // SAFETY: kill(2) only sends a signal.
+    assert_eq!(unsafe { libc::kill(pid, signal) }, 0);
+}
+
+#[test]
+fn ctrl_c_to_the_process_group_removes_the_demo_namespace() {
+    let mut job = Job::start();
+    assert_eq!(job.remains(), [job.namespace.clone(), job.veth.clone()]);
+    job.interrupt_group();
+    let status = job.wait(Duration::from_secs(10));
+    assert!(status.success(), "{status}: {:?}", job.stderr_lines());
+    // netto waits for its child's cleanup: nothing is left the moment it
+    // has exited.
+    assert_eq!(job.remains(), Vec::<String>::new());
+}
+
+#[test]
+fn a_second_ctrl_c_exits_at_once_and_the_namespace_still_goes() {
+    let mut job = Job::start();
+    let demo = job.demo_child();
+    // A clean-up that does not finish: the demo child is stopped, so
+    // netto, told to stop, waits for it.
+    signal(demo, libc::SIGSTOP);
+    let _resume = ResumeOnDrop(demo);
+    job.interrupt_group();
+    thread::sleep(Duration::from_millis(500));
+    if let Some(status) = job.netto.0.try_wait().unwrap() {
+        panic!(
+            "netto ended ({status}) without waiting for the demo load: {:?}",
+            job.stderr_lines()
+        );
+    }
+    let second = Instant::now();
+    job.interrupt_group();
+    let status = job.wait(Duration::from_secs(5));
+    let took = second.elapsed();
+    assert_eq!(status.code(), Some(128 + libc::SIGINT), "{status}");
+    assert!(took < Duration::from_secs(1), "exit took {took:?}");
+    let lines = job.stderr_lines();
+    assert_eq!(
+        lines.last().map(String::as_str),
+        Some("netto: interrupted again: exiting now"),
+        "{lines:?}"
+    );
+    // The child, running again, finds its stdin closed and cleans up.
+    signal(demo, libc::SIGCONT);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !job.remains().is_empty() {
+        assert!(Instant::now() < deadline, "left {:?}", job.remains());
+        thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Resumes a stopped process, so a failed assertion leaves none stopped.
+struct ResumeOnDrop(libc::pid_t);
+
+impl Drop for ResumeOnDrop {
+    fn drop(&mut self) {
+        // SAFETY: kill(2) only sends a signal; the pid may be gone by now.
+        unsafe { libc::kill(self.0, libc::SIGCONT) };
+    }
+}
