@@ -61,6 +61,9 @@ pub enum Command {
     /// The demo load's child process (started by `--demo`).
     #[command(name = "demo-load", hide = true)]
     DemoLoad,
+    /// `serve`'s HTTP server process (started by `serve`).
+    #[command(name = "serve-http", hide = true)]
+    ServeHttp(ServeHttpArgs),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -315,6 +318,24 @@ pub struct ServeArgs {
     /// Stack samples per second per CPU, for the breakdown and flame graph.
     #[arg(long, value_name = "HZ", default_value = "99", allow_negative_numbers = true, value_parser = parse_frequency)]
     pub frequency: u64,
+    /// Another name the server answers to in the Host header, besides
+    /// localhost and IP addresses (repeatable), e.g. the name Prometheus
+    /// scrapes it by.
+    #[arg(long, value_name = "NAME", value_parser = parse_host_name)]
+    pub allow_host: Vec<String>,
+    /// The user the HTTP server process runs as when netto runs as root.
+    #[arg(long, value_name = "USER", default_value = "nobody")]
+    pub user: String,
+}
+
+/// What `serve` tells its HTTP server process on the command line: whom
+/// to become. The rest comes through the pipe.
+#[derive(Debug, Args)]
+pub struct ServeHttpArgs {
+    #[arg(long, requires = "gid")]
+    pub uid: Option<u32>,
+    #[arg(long, requires = "uid")]
+    pub gid: Option<u32>,
 }
 
 #[derive(Debug, Args)]
@@ -445,6 +466,14 @@ fn parse_frequency(text: &str) -> Result<u64, String> {
         ));
     }
     Ok(value)
+}
+
+fn parse_host_name(text: &str) -> Result<String, String> {
+    if crate::sinks::web::host::is_host_name(text) {
+        Ok(text.to_owned())
+    } else {
+        Err(format!("'{text}' is not a host name"))
+    }
 }
 
 /// Replay speeds: beyond the fastest, every pause is shorter than drawing
@@ -670,6 +699,9 @@ mod tests {
             &["top", "--replay", "r.json", "--speed", "1e-320"],
             &["serve", "--replay", "r.json", "--demo"],
             &["serve", "--history", "0"],
+            &["serve", "--allow-host", "evil.example/x"],
+            &["serve", "--allow-host", ""],
+            &["serve-http", "--uid", "65534"],
             &["sketch"],
             &["sketch", "--iface", "lo", "--probability", "0"],
             &["sketch", "--iface", "lo", "--probability", "1.5"],

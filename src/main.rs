@@ -25,6 +25,7 @@ fn main() -> ExitCode {
         Command::Completions(args) => commands::docs::completions(&args),
         Command::Man(args) => commands::docs::man(&args),
         Command::DemoLoad => netto::demo::run_until_stdin_closes().map(|()| ExitCode::SUCCESS),
+        Command::ServeHttp(args) => commands::serve::run_http(&args),
     };
     match result {
         Ok(code) => code,

@@ -423,8 +423,14 @@ impl Recording {
 /// The stacks of several intervals as one entry per (context, frames),
 /// ordered by context, then most samples first.
 pub fn merge_stacks<'a>(snapshots: impl IntoIterator<Item = &'a Snapshot>) -> Vec<StackCount> {
+    merge_stack_lists(snapshots.into_iter().map(|s| s.stacks.as_slice()))
+}
+
+/// [`merge_stacks`] of stack lists held apart from their snapshots (the
+/// web view keeps them shared, to draw without holding its history).
+pub fn merge_stack_lists<'a>(lists: impl IntoIterator<Item = &'a [StackCount]>) -> Vec<StackCount> {
     let mut merged: HashMap<(SampleContext, &[String]), StackCount> = HashMap::new();
-    for stack in snapshots.into_iter().flat_map(|s| &s.stacks) {
+    for stack in lists.into_iter().flatten() {
         let into = merged
             .entry((stack.context, &stack.frames))
             .or_insert_with(|| StackCount {

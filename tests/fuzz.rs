@@ -21,7 +21,7 @@ use netto::recording::{self, ValidRecording};
 use netto::sinks::tui::app::{App, Settings as TopSettings};
 use netto::sinks::tui::{input, render};
 use netto::sinks::web::routes;
-use netto::sinks::web::state::{Settings as ServeSettings, State};
+use netto::sinks::web::state::{FlameWindow, Settings as ServeSettings, State};
 use netto::sketch::config::{Geometry, Sampling};
 use netto::sketch::flow::classify;
 use netto::sketch::packet;
@@ -125,9 +125,11 @@ fn play_through_front_ends(recording: &Recording) {
     }
     for seconds in [1.0, 300.0] {
         state.history(seconds);
-        state.folded(seconds);
     }
-    let _ = state.flame_svg(30.0);
+    for seconds in [10.0, 300.0] {
+        state.folded(FlameWindow::of(seconds).unwrap());
+    }
+    let _ = state.flame_svg(FlameWindow::DEFAULT);
     state.metrics.encode().unwrap();
 }
 

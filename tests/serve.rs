@@ -4,9 +4,10 @@
 mod common;
 
 use std::collections::BTreeMap;
+use std::os::unix::process::ExitStatusExt;
 use std::process::Command;
 
-use common::serve::Serve;
+use common::serve::{children, open_files, status, Serve};
 use common::NETTO;
 use netto::model::{Recording, Snapshot};
 use netto::sinks::flame::folded::parse_folded;
@@ -18,6 +19,27 @@ const RECORDING: &str = concat!(
 
 fn recording() -> Recording {
     serde_json::from_str(&std::fs::read_to_string(RECORDING).unwrap()).unwrap()
+}
+
+/// A recording of `count` copies of `snapshot`, `interval_s` apart from
+/// unix time 1000 on, in a temporary directory (removed when dropped).
+fn repeated(
+    snapshot: &Snapshot,
+    count: usize,
+    interval_s: f64,
+) -> (tempfile::TempDir, std::path::PathBuf) {
+    let mut recording = recording();
+    recording.snapshots = (0..count)
+        .map(|i| Snapshot {
+            ts: 1000.0 + i as f64 * interval_s,
+            interval_s,
+            ..snapshot.clone()
+        })
+        .collect();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("long.json");
+    std::fs::write(&path, serde_json::to_vec(&recording).unwrap()).unwrap();
+    (dir, path)
 }
 
 /// Something that looks like a kernel address (0xffff..., or 16 hex digits
@@ -191,6 +213,11 @@ fn read_only_bad_queries_and_unknown_paths() {
         "/api/v1/flame/svg?seconds=0",
         "/api/v1/flame/folded?seconds=nan",
         "/api/v1/stream?since=yesterday",
+        // Flame graphs only of the offered windows, each drawn once per
+        // snapshot, not of any number a client makes up.
+        "/api/v1/flame/svg?seconds=30.0000001",
+        "/api/v1/flame/svg?seconds=2",
+        "/api/v1/flame/folded?seconds=3600",
     ] {
         let reply = serve.get(path);
         assert_eq!(
@@ -199,6 +226,14 @@ fn read_only_bad_queries_and_unknown_paths() {
             "{path}"
         );
         assert!(reply.json()["error"].is_string(), "{path}");
+    }
+    assert_eq!(
+        serve.get("/api/v1/flame/svg?seconds=2").json()["error"],
+        "seconds must be one of 10, 30, 60, 300"
+    );
+    for window in ["10", "30", "60", "300", "30.0"] {
+        let path = format!("/api/v1/flame/folded?seconds={window}");
+        assert_eq!(serve.get(&path).status, 200, "{path}");
     }
     let missing = serve.get("/api/v2/snapshot");
     assert_eq!(
@@ -427,6 +462,11 @@ fn bad_input_is_one_clear_line() {
             "netto: error: cannot listen on 127.0.0.1:",
             1,
         ),
+        (
+            vec!["serve", "--replay", RECORDING, "--user", "no-such-user"],
+            "netto: error: no user named no-such-user (--user)",
+            1,
+        ),
     ] {
         let (code, stderr) = netto(&args);
         assert_eq!(code, exit, "{args:?}: {stderr}");
@@ -437,6 +477,7 @@ fn bad_input_is_one_clear_line() {
         &["serve", "--listen", "nowhere"][..],
         &["serve", "--replay", RECORDING, "--speed", "-1"],
         &["serve", "--replay", RECORDING, "--frequency", "99"],
+        &["serve", "--replay", RECORDING, "--allow-host", "a/b"],
     ] {
         let (code, stderr) = netto(args);
         assert_eq!(code, 2, "{args:?}: {stderr}");
@@ -497,27 +538,17 @@ fn a_stalled_client_is_cut_off_cleanly_while_others_get_everything() {
     // Large snapshots (many timer callbacks, about 15 KB each) so that
     // the stalled client's queue overflows after the kernel's socket
     // buffers are full.
-    let mut recording = recording();
-    let mut snapshot = recording.snapshots[0].clone();
+    let mut snapshot = recording().snapshots[0].clone();
     snapshot.stacks.clear();
     snapshot.net_timer_callbacks = (0..400).map(|i| (format!("callback_{i:04}"), i)).collect();
-    recording.snapshots = (0..SNAPSHOTS)
-        .map(|i| Snapshot {
-            ts: 1000.0 + i as f64,
-            interval_s: 1.0,
-            ..snapshot.clone()
-        })
-        .collect();
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("long.json");
-    std::fs::write(&path, serde_json::to_vec(&recording).unwrap()).unwrap();
+    let (_dir, path) = repeated(&snapshot, SNAPSHOTS, 1.0);
 
     let serve = Serve::start(&["--replay", path.to_str().unwrap(), "--speed", "100"]);
     let mut follower = serve.stream("/api/v1/stream?since=0");
     let mut stalled =
         std::net::TcpStream::connect(serve.base.trim_start_matches("http://")).unwrap();
     stalled
-        .write_all(b"GET /api/v1/stream HTTP/1.1\r\nHost: netto\r\nConnection: close\r\n\r\n")
+        .write_all(b"GET /api/v1/stream HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
         .unwrap();
 
     let mut ts = Vec::new();
@@ -556,4 +587,219 @@ fn a_stalled_client_is_cut_off_cleanly_while_others_get_everything() {
         "no clean end: {:?}",
         &text[text.len().saturating_sub(40)..]
     );
+}
+
+/// One request with the given Host header (none: no Host at all) on a
+/// connection of its own; the status and the body.
+fn request_with_host(
+    serve: &Serve,
+    path: &str,
+    version: &str,
+    host: Option<&str>,
+) -> (u16, String) {
+    use std::io::{Read, Write};
+    let mut connection =
+        std::net::TcpStream::connect(serve.base.trim_start_matches("http://")).unwrap();
+    let host = host.map_or(String::new(), |h| format!("Host: {h}\r\n"));
+    write!(
+        connection,
+        "GET {path} HTTP/{version}\r\n{host}Connection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut response = String::new();
+    connection.read_to_string(&mut response).unwrap();
+    let status = response
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("no status in {response:?}"));
+    let body = response
+        .split_once("\r\n\r\n")
+        .map_or("", |(_, b)| b)
+        .to_owned();
+    (status, body)
+}
+
+#[test]
+fn the_host_header_must_name_this_server() {
+    let serve = Serve::start(&[
+        "--replay",
+        RECORDING,
+        "--speed",
+        "inf",
+        "--allow-host",
+        "Node1.Example",
+    ]);
+    serve.wait_ended();
+    let port = serve.base.rsplit(':').next().unwrap().to_owned();
+    for host in [
+        format!("127.0.0.1:{port}"),
+        format!("localhost:{port}"),
+        format!("[::1]:{port}"),
+        "localhost".to_owned(),
+        format!("node1.example:{port}"),
+    ] {
+        let (code, body) = request_with_host(&serve, "/api/v1/source", "1.1", Some(&host));
+        assert_eq!(code, 200, "{host}: {body}");
+    }
+    // A page of another site whose name was pointed at 127.0.0.1 (DNS
+    // rebinding) reads nothing, on any path.
+    for path in ENDPOINTS {
+        for host in [format!("attacker.example:{port}"), "192.168.1.1".to_owned()] {
+            let (code, body) = request_with_host(&serve, path, "1.1", Some(&host));
+            assert_eq!(code, 421, "{path} with Host {host}: {body}");
+            let error: serde_json::Value = serde_json::from_str(&body).unwrap();
+            assert!(
+                error["error"]
+                    .as_str()
+                    .unwrap()
+                    .contains("is not a name of this server"),
+                "{body}"
+            );
+        }
+    }
+    for (version, host) in [("1.0", None), ("1.1", Some("attacker.example/x"))] {
+        let (code, body) = request_with_host(&serve, "/api/v1/source", version, host);
+        assert_eq!(code, 400, "HTTP/{version} Host {host:?}: {body}");
+        assert!(body.contains("\"error\""), "{body}");
+    }
+    // HTTP/1.1 requires a Host: actix-web itself answers 400 (no body).
+    let (code, _) = request_with_host(&serve, "/api/v1/source", "1.1", None);
+    assert_eq!(code, 400);
+}
+
+#[test]
+fn the_serving_process_holds_no_privileges() {
+    let serve = Serve::start(&["--replay", RECORDING, "--speed", "inf"]);
+    serve.wait_ended();
+    let server = serve.server_pid();
+    let seen = status(server);
+    for field in ["CapEff", "CapPrm", "CapInh", "CapAmb", "CapBnd"] {
+        assert_eq!(seen[field], "0000000000000000", "{field}");
+    }
+    assert_eq!(seen["NoNewPrivs"], "1");
+    assert_eq!(seen["Seccomp"], "2");
+    // Started as root, it serves as nobody.
+    let nobody = netto::sinks::web::sandbox::identity("nobody")
+        .unwrap()
+        .expect("the tests run as root");
+    let ids = |field: &str| -> Vec<u32> {
+        seen[field]
+            .split_whitespace()
+            .map(|id| id.parse().unwrap())
+            .collect()
+    };
+    assert_eq!(ids("Uid"), [nobody.uid; 4]);
+    assert_eq!(ids("Gid"), [nobody.gid; 4]);
+    assert_eq!(seen["Groups"], "");
+    // It holds no file: only pipes, sockets and its own event descriptors.
+    let files = open_files(server);
+    assert!(
+        files
+            .iter()
+            .all(|f| !f.starts_with('/') && !f.contains("bpf")),
+        "{files:?}"
+    );
+    // The one netto child that serves, and it still answers.
+    assert_eq!(children(serve.pid()), [server]);
+    assert_eq!(serve.get("/api/v1/snapshot").status, 200);
+}
+
+/// Whether process `pid` still exists (a zombie counts as gone).
+fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        !stat
+            .rsplit(')')
+            .next()
+            .unwrap()
+            .trim_start()
+            .starts_with('Z')
+    })
+}
+
+#[test]
+fn killing_the_serving_process_ends_netto() {
+    let serve = Serve::start(&["--replay", RECORDING, "--speed", "inf"]);
+    serve.wait_ended();
+    let server = serve.server_pid();
+    unsafe { libc::kill(server as i32, libc::SIGKILL) };
+    let pid = serve.pid();
+    let (exit, lines) = serve.wait_exit();
+    assert_eq!(exit.code(), Some(1), "{lines:?}");
+    assert_eq!(
+        lines.last().map(String::as_str),
+        Some("netto: error: the HTTP server process ended: signal: 9 (SIGKILL)"),
+        "{lines:?}"
+    );
+    assert!(!alive(server) && !alive(pid));
+}
+
+#[test]
+fn sigterm_ends_netto_and_its_serving_process() {
+    let serve = Serve::start(&["--replay", RECORDING, "--speed", "inf"]);
+    serve.wait_ended();
+    let server = serve.server_pid();
+    let address = serve.base.trim_start_matches("http://").to_owned();
+    let (exit, lines) = serve.signal(libc::SIGTERM);
+    assert!(exit.success(), "{exit} {lines:?}");
+    assert!(!alive(server));
+    // Nobody holds the port any more.
+    std::net::TcpListener::bind(&address).unwrap();
+}
+
+#[test]
+fn a_long_history_keeps_stacks_for_the_longest_flame_window_only() {
+    // 400 s at 50 ms, one sample per interval, kept for 3600 s.
+    const SNAPSHOTS: usize = 8000;
+    let mut snapshot = recording().snapshots[0].clone();
+    snapshot.stacks.truncate(1);
+    snapshot.stacks[0].count = 1;
+    let (_dir, path) = repeated(&snapshot, SNAPSHOTS, 0.05);
+
+    let serve = Serve::start(&[
+        "--replay",
+        path.to_str().unwrap(),
+        "--speed",
+        "inf",
+        "--history",
+        "3600",
+    ]);
+    serve.wait_ended();
+    assert_eq!(serve.get("/api/v1/source").json()["snapshots"], SNAPSHOTS);
+    let history = serve.get("/api/v1/history").json();
+    assert_eq!(history.as_array().unwrap().len(), SNAPSHOTS);
+    let samples = |window: &str| -> u64 {
+        let folded = serve.get(&format!("/api/v1/flame/folded?seconds={window}"));
+        parse_folded(folded.body.as_bytes())
+            .unwrap()
+            .iter()
+            .map(|s| s.count)
+            .sum()
+    };
+    // 10 s are 200 intervals; the longest window, 300 s, is all that is
+    // left of the stacks of 400 s.
+    assert!((200..=201).contains(&samples("10")), "{}", samples("10"));
+    assert!(
+        (6000..=6001).contains(&samples("300")),
+        "{}",
+        samples("300")
+    );
+}
+
+#[test]
+fn killing_netto_ends_its_serving_process() {
+    let serve = Serve::start(&["--replay", RECORDING, "--speed", "inf"]);
+    serve.wait_ended();
+    let server = serve.server_pid();
+    // SIGKILL: no clean-up in netto; the serving process sees its pipe close.
+    let (exit, _) = serve.signal(libc::SIGKILL);
+    assert_eq!(exit.signal(), Some(libc::SIGKILL));
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while alive(server) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the serving process outlived netto"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
 }

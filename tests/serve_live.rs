@@ -1,7 +1,8 @@
 //! `netto serve` measuring for real (root, BPF) under the demo load (TCP
 //! through a veth pair into a namespace): the stream delivers a snapshot
-//! per interval, and 50 stream clients at once neither slow the collector
-//! down nor grow its memory.
+//! per interval from a serving process that holds neither privileges nor
+//! BPF objects, 50 stream clients at once neither slow the collector down
+//! nor grow its memory, and the serving process's end ends everything.
 
 mod common;
 
@@ -10,7 +11,7 @@ use std::net::TcpStream;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use common::serve::{rss_kib, Events, Serve};
+use common::serve::{children, open_files, rss_kib, status, Events, Serve};
 use serde_json::Value;
 
 const INTERVAL_S: f64 = 0.5;
@@ -116,6 +117,22 @@ fn the_stream_delivers_a_snapshot_per_interval_under_load() {
         .iter()
         .any(|s| !s["breakdown"].as_array().unwrap().is_empty()));
 
+    // The BPF objects are netto's; the serving process has no privilege
+    // and none of them.
+    let server = serve.server_pid();
+    let seen = status(server);
+    for field in ["CapEff", "CapPrm", "CapInh", "CapAmb", "CapBnd"] {
+        assert_eq!(seen[field], "0000000000000000", "{field}");
+    }
+    assert_eq!(
+        (seen["NoNewPrivs"].as_str(), seen["Seccomp"].as_str()),
+        ("1", "2")
+    );
+    let is_bpf = |f: &String| f.starts_with("anon_inode:bpf");
+    assert!(open_files(serve.pid()).iter().any(is_bpf));
+    let files = open_files(server);
+    assert!(!files.iter().any(is_bpf), "{files:?}");
+
     let svg = serve.get("/api/v1/flame/svg?seconds=10");
     assert_eq!(
         (svg.status, svg.content_type.as_str()),
@@ -140,7 +157,7 @@ fn fifty_stream_clients_for_30_s() {
     // One client that asks for the stream and then never reads.
     let mut stalled = TcpStream::connect(serve.base.trim_start_matches("http://")).unwrap();
     stalled
-        .write_all(b"GET /api/v1/stream HTTP/1.1\r\nHost: netto\r\n\r\n")
+        .write_all(b"GET /api/v1/stream HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
         .unwrap();
 
     let deadline = Instant::now() + RUN;
@@ -151,10 +168,12 @@ fn fifty_stream_clients_for_30_s() {
         })
         .collect();
     thread::sleep(Duration::from_secs(5));
-    let rss_before = rss_kib(serve.pid());
+    // netto and its serving process.
+    let rss = || rss_kib(serve.pid()) + rss_kib(serve.server_pid());
+    let rss_before = rss();
     let connected = serve.get("/metrics").body;
     let results: Vec<Followed> = clients.into_iter().map(|c| c.join().unwrap()).collect();
-    let rss_after = rss_kib(serve.pid());
+    let rss_after = rss();
 
     assert!(
         connected.contains(&format!("netto_stream_clients {}", CLIENTS + 1)),
@@ -210,4 +229,50 @@ fn fifty_stream_clients_for_30_s() {
     drop(stalled);
     let (status, _) = serve.interrupt();
     assert!(status.success(), "{status}");
+}
+
+/// The namespaces netto's demo load made (`netto-demo-PID-N`).
+fn demo_namespaces(pid: u32) -> Vec<String> {
+    let listing = std::process::Command::new("ip")
+        .args(["netns", "list"])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&listing.stdout)
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|name| name.starts_with(&format!("netto-demo-{pid}-")))
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn the_serving_process_ending_ends_a_live_netto_cleanly() {
+    let serve = Serve::start(&["--demo", "--interval", "0.5"]);
+    let mut events = serve.stream("/api/v1/stream");
+    events.next_event().unwrap().expect("a first snapshot");
+    let server = serve.server_pid();
+    let demo = children(serve.pid())
+        .into_iter()
+        .find(|pid| *pid != server)
+        .expect("the demo load process");
+    assert_eq!(demo_namespaces(demo).len(), 1);
+    unsafe { libc::kill(server as i32, libc::SIGKILL) };
+    let started = Instant::now();
+    let netto = serve.pid();
+    let (exit, lines) = serve.wait_exit();
+    eprintln!(
+        "netto ended {:.2} s after its server",
+        started.elapsed().as_secs_f64()
+    );
+    assert_eq!(exit.code(), Some(1), "{lines:?}");
+    assert_eq!(
+        lines.last().map(String::as_str),
+        Some("netto: error: the HTTP server process ended: signal: 9 (SIGKILL)")
+    );
+    // The stream's connection went with the server.
+    assert!(!matches!(events.next_event(), Ok(Some(_))));
+    // The demo load and its namespace are gone, and so is netto.
+    assert!(children(netto).is_empty());
+    assert!(!std::path::Path::new(&format!("/proc/{demo}")).exists());
+    assert_eq!(demo_namespaces(demo), Vec::<String>::new());
 }

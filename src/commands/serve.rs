@@ -1,25 +1,40 @@
-//! `netto serve`: a source (live or replayed) on its own thread, the hub
-//! that feeds the web state on another, and the HTTP server; Ctrl-C or
-//! SIGTERM stops all three.
+//! `netto serve`: the source (live or replayed) runs here, in the process
+//! that may hold BPF objects; the HTTP server runs in a confined child
+//! process (`netto serve-http`) fed every snapshot over a pipe. Ctrl-C or
+//! SIGTERM stops the source and closes the pipe, which stops the child;
+//! the child ending for any other reason stops the source too.
 
+use std::io::{self, BufReader};
 use std::net::{SocketAddr, TcpListener};
-use std::process::ExitCode;
+use std::process::{ExitCode, ExitStatus};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::thread;
+use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
-use netto::cli::ServeArgs;
-use netto::sinks::web::{self, state::Settings, state::State};
+use netto::cli::{ServeArgs, ServeHttpArgs};
+use netto::sinks::web;
+use netto::sinks::web::feed::{self, Feed};
+use netto::sinks::web::host::HostCheck;
+use netto::sinks::web::process::{self, ServerProcess};
+use netto::sinks::web::sandbox::{self, Identity};
+use netto::sinks::web::state::{FlameWindow, Settings, State};
 use netto::source::{Control, Source};
 
 use super::signals::{stop_on_signals, when_stopped};
 use super::startup;
 
-/// The flame graph's window unless the page asks for another.
-const FLAME_WINDOW_S: f64 = 30.0;
+/// How long the HTTP server process may take to stop once its pipe has
+/// closed (it gives responses in progress 2 s) before it is killed.
+const SERVER_STOP_GRACE: Duration = Duration::from_secs(10);
 
 pub fn run(args: &ServeArgs) -> Result<ExitCode> {
     // Refuse before loading anything.
     let listener = listen(args.listen, args.allow_remote)?;
+    let address = listener
+        .local_addr()
+        .context("reading the listening address")?;
+    let identity = sandbox::identity(&args.user)?;
     // Signals first: one that arrives while a live source loads stops
     // everything as soon as the server runs, instead of killing netto.
     let signalled = stop_on_signals()?;
@@ -27,35 +42,17 @@ pub fn run(args: &ServeArgs) -> Result<ExitCode> {
     for note in &source.info.notes {
         eprintln!("netto: {note}");
     }
-    let settings = Settings {
-        history_s: args.history,
-        flame_s: FLAME_WINDOW_S.min(args.history),
+    let start = Feed::Start {
+        info: source.info.clone(),
+        settings: Settings {
+            history_s: args.history,
+            flame_s: FlameWindow::DEFAULT.seconds(),
+        },
+        hosts: HostCheck::new(args.allow_remote, &args.allow_host),
     };
-    let state = actix_web::web::Data::new(State::new(source.info.clone(), settings)?);
-    let address = listener
-        .local_addr()
-        .context("reading the listening address")?;
-    actix_web::rt::System::new().block_on(async move {
-        let server = web::server(listener, state.clone())
-            .with_context(|| format!("serving on {address}"))?;
-        let handle = server.handle();
-        let control = source.controller();
-        let stop = {
-            let (state, handle) = (state.clone(), handle.clone());
-            move || {
-                let _ = control.send(Control::Stop);
-                state.streams.close_all();
-                drop(handle.stop(true));
-            }
-        };
-        when_stopped(signalled, stop.clone())?;
-        let hub = hub(source, state, stop)?;
-        eprintln!("netto: serving on http://{address}/ (Ctrl-C to stop)");
-        server.await.context("running the web server")?;
-        hub.join()
-            .map_err(|_| anyhow::anyhow!("the hub thread panicked"))?
-    })?;
-    Ok(ExitCode::SUCCESS)
+    let server = process::spawn(listener, identity, &start)?;
+    eprintln!("netto: serving on http://{address}/ (Ctrl-C to stop)");
+    supervise(source, server, signalled)
 }
 
 fn listen(address: SocketAddr, allow_remote: bool) -> Result<TcpListener> {
@@ -77,24 +74,124 @@ fn listen(address: SocketAddr, allow_remote: bool) -> Result<TcpListener> {
     Ok(listener)
 }
 
-/// The hub thread: snapshots into the web state until the source ends. A
-/// replay that played out leaves the server up to browse the result; a
-/// live source that ended (an error, or Ctrl-C) takes the server down too.
-fn hub(
-    source: Source,
-    state: actix_web::web::Data<State>,
-    stop_server: impl FnOnce() + Send + 'static,
-) -> Result<thread::JoinHandle<Result<()>>> {
+/// What ends the serving.
+enum Event {
+    /// SIGINT, SIGTERM or SIGHUP.
+    Signal,
+    /// The HTTP server process has exited.
+    ServerExited(io::Result<ExitStatus>),
+}
+
+/// Feeds the server until the source ends, then stops both: a replay that
+/// played out stays served until a signal; a live source that ended (an
+/// error, a signal, the server gone) ends the serving too.
+fn supervise(source: Source, server: ServerProcess, signalled: Receiver<()>) -> Result<ExitCode> {
+    let ServerProcess {
+        mut child,
+        feed: mut pipe,
+    } = server;
+    let pid = child.id();
+    let (events, next) = mpsc::channel();
+    {
+        let (events, control) = (events.clone(), source.controller());
+        when_stopped(signalled, move || {
+            let _ = control.send(Control::Stop);
+            let _ = events.send(Event::Signal);
+        })?;
+    }
+    let control = source.controller();
     thread::Builder::new()
-        .name("netto-hub".into())
+        .name("netto-server-watch".into())
         .spawn(move || {
-            web::pump(&source.snapshots, &state);
-            let live = source.is_live();
-            let result = source.finish();
-            if live || result.is_err() {
-                stop_server();
-            }
-            result
+            let status = child.wait();
+            let _ = control.send(Control::Stop);
+            let _ = events.send(Event::ServerExited(status));
         })
-        .context("starting the hub thread")
+        .context("starting the server watch thread")?;
+
+    for snapshot in source.snapshots.iter() {
+        if feed::send(&mut pipe, &Feed::Snapshot(Box::new(snapshot))).is_err() {
+            break; // The server is gone; its exit status says why.
+        }
+    }
+    let live = source.is_live();
+    let measured = source.finish();
+    let told = feed::send(&mut pipe, &Feed::End);
+    let mut exited = None;
+    if !live && measured.is_ok() && told.is_ok() {
+        if let Ok(Event::ServerExited(status)) = next.recv() {
+            exited = Some(status);
+        }
+    }
+    drop(pipe);
+    let status = match exited {
+        Some(status) => status,
+        None => server_exit(&next, pid),
+    };
+    measured?;
+    match status.context("waiting for the HTTP server process")? {
+        status if status.success() => Ok(ExitCode::SUCCESS),
+        status => bail!("the HTTP server process ended: {status}"),
+    }
+}
+
+/// The server's exit status once its pipe has closed; killed if it takes
+/// longer than [`SERVER_STOP_GRACE`].
+fn server_exit(next: &Receiver<Event>, pid: u32) -> io::Result<ExitStatus> {
+    let deadline = Instant::now() + SERVER_STOP_GRACE;
+    let mut killed = false;
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match next.recv_timeout(left) {
+            Ok(Event::ServerExited(status)) => return status,
+            Ok(Event::Signal) => {}
+            Err(RecvTimeoutError::Timeout) if !killed => {
+                eprintln!("netto: the HTTP server process did not stop; killing it");
+                // SAFETY: `pid` is the child's, not yet reaped (its exit
+                // has not been reported).
+                unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
+                killed = true;
+            }
+            Err(RecvTimeoutError::Timeout) => thread::sleep(Duration::from_millis(100)),
+            Err(RecvTimeoutError::Disconnected) => {
+                return Err(io::Error::other("the server watch thread ended"))
+            }
+        }
+    }
+}
+
+/// `netto serve-http`: the HTTP server process. It confines itself before
+/// it reads anything, then serves what the pipe on stdin brings until the
+/// pipe closes.
+pub fn run_http(args: &ServeHttpArgs) -> Result<ExitCode> {
+    process::close_inherited()?;
+    let listener = process::listener()?;
+    let identity = args
+        .uid
+        .zip(args.gid)
+        .map(|(uid, gid)| Identity { uid, gid });
+    sandbox::confine(identity).context("confining the HTTP server process")?;
+    let mut input = BufReader::new(io::stdin());
+    let (info, settings, hosts) = feed::start(&mut input)?;
+    let state = actix_web::web::Data::new(State::new(info, settings)?);
+    actix_web::rt::System::new().block_on(async move {
+        let server = web::server(listener, state.clone(), hosts).context("starting the server")?;
+        let handle = server.handle();
+        let feeder = thread::Builder::new()
+            .name("netto-feed".into())
+            .spawn(move || {
+                let fed = feed::pump(&mut input, &state);
+                state.streams.close_all();
+                drop(handle.stop(true));
+                fed
+            })
+            .context("starting the feed thread")?;
+        process::ready().context("telling netto the server is ready")?;
+        server.await.context("running the web server")?;
+        feeder
+            .join()
+            .map_err(|_| anyhow::anyhow!("the feed thread panicked"))?
+            .context("the feed from netto")
+    })?;
+    Ok(ExitCode::SUCCESS)
 }

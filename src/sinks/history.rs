@@ -1,77 +1,132 @@
 //! The recent past every live view keeps: the TUI's chart, the web view's
 //! history endpoint and "a flame graph of the last N seconds" all read the
-//! same bounded window of snapshots.
+//! same kind of bounded window of per-interval entries.
 
 use std::collections::VecDeque;
+use std::mem::size_of;
 
 use crate::model::{merge_stacks, Snapshot, StackCount};
 
-/// Snapshots covering at most `span_s` seconds of measured time, oldest
-/// first. Memory stays flat however long netto runs.
-#[derive(Debug, Clone)]
-pub struct History {
-    span_s: f64,
-    snapshots: VecDeque<Snapshot>,
+/// What a history keeps per interval.
+pub trait Entry {
+    /// The measured length of the interval it stands for.
+    fn interval_s(&self) -> f64;
+    /// The bytes it holds, as counted against a history's byte budget.
+    fn bytes(&self) -> usize;
 }
 
-impl History {
+impl Entry for Snapshot {
+    fn interval_s(&self) -> f64 {
+        self.interval_s
+    }
+
+    /// The struct and its stacks, which dominate a sampled snapshot.
+    fn bytes(&self) -> usize {
+        size_of::<Snapshot>() + stack_bytes(&self.stacks)
+    }
+}
+
+/// The heap bytes of symbolized stacks: each frame's string and the
+/// vectors that hold them.
+pub fn stack_bytes(stacks: &[StackCount]) -> usize {
+    stacks
+        .iter()
+        .map(|s| {
+            size_of::<StackCount>()
+                + s.frames.len() * size_of::<String>()
+                + s.frames.iter().map(String::len).sum::<usize>()
+        })
+        .sum()
+}
+
+/// Entries covering at most `span_s` seconds of measured time and at most
+/// `budget` bytes, oldest first. Memory stays flat however long netto runs,
+/// and however short its interval.
+#[derive(Debug, Clone)]
+pub struct History<T = Snapshot> {
+    span_s: f64,
+    budget: usize,
+    bytes: usize,
+    covered_s: f64,
+    entries: VecDeque<T>,
+}
+
+impl<T: Entry> History<T> {
+    /// Bounded by time only.
     pub fn new(span_s: f64) -> Self {
+        History::with_budget(span_s, usize::MAX)
+    }
+
+    /// Bounded by time and by bytes: the oldest entries go first when
+    /// either bound is passed (the newest entry is always kept).
+    pub fn with_budget(span_s: f64, budget: usize) -> Self {
         History {
             span_s,
-            snapshots: VecDeque::new(),
+            budget,
+            bytes: 0,
+            covered_s: 0.0,
+            entries: VecDeque::new(),
         }
     }
 
-    pub fn push(&mut self, snapshot: Snapshot) {
-        self.snapshots.push_back(snapshot);
-        while self.covered_s() - self.front_interval_s() >= self.span_s {
-            self.snapshots.pop_front();
+    pub fn push(&mut self, entry: T) {
+        self.bytes += entry.bytes();
+        self.covered_s += entry.interval_s();
+        self.entries.push_back(entry);
+        while self.entries.len() > 1
+            && (self.covered_s - self.front_interval_s() >= self.span_s || self.bytes > self.budget)
+        {
+            if let Some(oldest) = self.entries.pop_front() {
+                self.bytes -= oldest.bytes();
+                self.covered_s -= oldest.interval_s();
+            }
         }
     }
 
-    pub fn latest(&self) -> Option<&Snapshot> {
-        self.snapshots.back()
+    pub fn latest(&self) -> Option<&T> {
+        self.entries.back()
     }
 
     pub fn len(&self) -> usize {
-        self.snapshots.len()
+        self.entries.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.snapshots.is_empty()
+        self.entries.is_empty()
     }
 
     /// Oldest first.
-    pub fn iter(&self) -> impl DoubleEndedIterator<Item = &Snapshot> + ExactSizeIterator {
-        self.snapshots.iter()
+    pub fn iter(&self) -> impl DoubleEndedIterator<Item = &T> + ExactSizeIterator {
+        self.entries.iter()
     }
 
-    /// The newest snapshots that together cover at least `seconds` (all of
+    /// The newest entries that together cover at least `seconds` (all of
     /// them if the window is shorter), oldest first.
-    pub fn last(&self, seconds: f64) -> impl Iterator<Item = &Snapshot> {
+    pub fn last(&self, seconds: f64) -> impl Iterator<Item = &T> {
         let mut covered = 0.0;
-        let newest_first = self.snapshots.iter().rev().take_while(move |s| {
-            let take = covered < seconds;
-            covered += s.interval_s;
-            take
-        });
-        let mut taken: Vec<&Snapshot> = newest_first.collect();
-        taken.reverse();
-        taken.into_iter()
+        let taken = self
+            .entries
+            .iter()
+            .rev()
+            .take_while(|e| {
+                let take = covered < seconds;
+                covered += e.interval_s();
+                take
+            })
+            .count();
+        self.entries.range(self.entries.len() - taken..)
     }
 
+    fn front_interval_s(&self) -> f64 {
+        self.entries.front().map_or(0.0, Entry::interval_s)
+    }
+}
+
+impl History<Snapshot> {
     /// Every stack sampled in the last `seconds`, merged: the input of a
     /// flame graph of that window.
     pub fn stacks(&self, seconds: f64) -> Vec<StackCount> {
         merge_stacks(self.last(seconds))
-    }
-
-    fn covered_s(&self) -> f64 {
-        self.snapshots.iter().map(|s| s.interval_s).sum()
-    }
-
-    fn front_interval_s(&self) -> f64 {
-        self.snapshots.front().map_or(0.0, |s| s.interval_s)
     }
 }
 
@@ -110,5 +165,46 @@ mod tests {
         assert_eq!(history.stacks(2.0)[0].count, 9);
         assert_eq!(history.stacks(100.0)[0].count, 15);
         assert_eq!(History::new(1.0).stacks(5.0), []);
+    }
+
+    /// An entry of a given size, for the budget.
+    struct Blob(usize);
+
+    impl Entry for Blob {
+        fn interval_s(&self) -> f64 {
+            0.05
+        }
+        fn bytes(&self) -> usize {
+            self.0
+        }
+    }
+
+    #[test]
+    fn the_byte_budget_drops_the_oldest_first_and_keeps_the_newest() {
+        let mut history = History::with_budget(3600.0, 1000);
+        for _ in 0..100 {
+            history.push(Blob(30));
+        }
+        // 33 entries of 30 bytes fit in 1000; the time span (72 000
+        // entries of 50 ms) is far from full.
+        assert_eq!(history.len(), 33);
+        // Too big for the budget alone, yet the newest: kept, alone.
+        history.push(Blob(5000));
+        assert_eq!(history.len(), 1);
+        assert_eq!(history.latest().unwrap().0, 5000);
+        // And gone as soon as something newer arrives.
+        history.push(Blob(10));
+        history.push(Blob(10));
+        assert_eq!(history.len(), 2);
+    }
+
+    #[test]
+    fn stack_bytes_count_every_frame() {
+        let stacks = [
+            StackCount::of(SampleContext::NetRx, &["abc", "de"], 1),
+            StackCount::of(SampleContext::NetTx, &["f"], 7),
+        ];
+        let expected = 2 * size_of::<StackCount>() + 3 * size_of::<String>() + 6;
+        assert_eq!(stack_bytes(&stacks), expected);
     }
 }

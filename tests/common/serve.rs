@@ -82,6 +82,41 @@ impl Serve {
         self.child.0.id()
     }
 
+    /// The HTTP server process (`netto serve-http`), netto's child.
+    pub fn server_pid(&self) -> u32 {
+        children(self.pid())
+            .into_iter()
+            .find(|pid| {
+                std::fs::read(format!("/proc/{pid}/cmdline"))
+                    .is_ok_and(|c| c.split(|b| *b == 0).any(|arg| arg == b"serve-http"))
+            })
+            .expect("netto serve has no HTTP server process")
+    }
+
+    /// Sends `signal` to netto, then waits for it to exit.
+    pub fn signal(self, signal: i32) -> (std::process::ExitStatus, Vec<String>) {
+        unsafe { libc::kill(self.pid() as i32, signal) };
+        self.wait_exit()
+    }
+
+    /// Waits (at most 20 s) for netto to exit; returns its status and
+    /// what it printed on stderr.
+    pub fn wait_exit(mut self) -> (std::process::ExitStatus, Vec<String>) {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let status = loop {
+            if let Some(status) = self.child.0.try_wait().unwrap() {
+                break status;
+            }
+            assert!(Instant::now() < deadline, "netto did not exit");
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        let mut lines = Vec::new();
+        while let Ok(line) = self.stderr.recv_timeout(Duration::from_secs(1)) {
+            lines.push(line);
+        }
+        (status, lines)
+    }
+
     pub fn get(&self, path: &str) -> Reply {
         let response = self
             .agent
@@ -139,10 +174,8 @@ impl Serve {
     }
 
     /// SIGINT; returns the exit status and what it printed on stderr.
-    pub fn interrupt(mut self) -> (std::process::ExitStatus, Vec<String>) {
-        unsafe { libc::kill(self.child.0.id() as i32, libc::SIGINT) };
-        let status = self.child.0.wait().unwrap();
-        (status, self.stderr.try_iter().collect())
+    pub fn interrupt(self) -> (std::process::ExitStatus, Vec<String>) {
+        self.signal(libc::SIGINT)
     }
 }
 
@@ -202,6 +235,41 @@ impl Events {
             }
         }
     }
+}
+
+/// The children of process `pid`, started by any of its threads.
+pub fn children(pid: u32) -> Vec<u32> {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return Vec::new();
+    };
+    tasks
+        .filter_map(|task| std::fs::read_to_string(task.ok()?.path().join("children")).ok())
+        .flat_map(|list| {
+            list.split_whitespace()
+                .map(|p| p.parse().unwrap())
+                .collect::<Vec<u32>>()
+        })
+        .collect()
+}
+
+/// The `Name:\tvalue` lines of /proc/PID/status.
+pub fn status(pid: u32) -> std::collections::BTreeMap<String, String> {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap()
+        .lines()
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.to_owned(), v.trim().to_owned()))
+        .collect()
+}
+
+/// Where each open file of process `pid` points (`socket:[...]`,
+/// `anon_inode:bpf-map`, a path...).
+pub fn open_files(pid: u32) -> Vec<String> {
+    std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .unwrap()
+        .filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
+        .map(|target| target.display().to_string())
+        .collect()
 }
 
 /// Resident memory of a process, in KiB.

@@ -1,27 +1,33 @@
 //! `netto serve`: the web view, the JSON API and Prometheus metrics, all
 //! fed from one snapshot stream.
 //!
-//! The source runs on its own thread; [`pump`] (the hub, on another)
-//! takes each snapshot into the [`state::State`] and pushes it to the
-//! stream clients without ever waiting for one; actix-web's workers answer
-//! requests from that state. So the collector's pace is set by its own
-//! interval alone, whatever the clients do.
+//! Two processes: `netto serve` runs the source (and so holds the BPF
+//! objects) and writes each snapshot to a pipe ([`feed`]); the serving
+//! process ([`process`]), confined to no privileges at all ([`sandbox`]),
+//! takes each snapshot into the [`state::State`] on its feed thread and
+//! pushes it to the stream clients without ever waiting for one;
+//! actix-web's workers answer requests from that state. So the collector's
+//! pace is set by its own interval alone, whatever the clients do, and
+//! whatever a request does, it does without privileges.
 
 pub mod assets;
+pub mod feed;
+pub mod host;
 pub mod metrics;
+pub mod process;
 pub mod routes;
+pub mod sandbox;
 pub mod state;
 pub mod stream;
 
 use std::io;
 use std::net::TcpListener;
-use std::sync::mpsc::Receiver;
 use std::time::Duration;
 
 use actix_web::dev::Server;
-use actix_web::{web, App, HttpServer};
+use actix_web::{middleware, web, App, HttpServer};
 
-use crate::model::Snapshot;
+use host::HostCheck;
 use state::State;
 
 /// Request handling threads; requests are short, and stream clients cost
@@ -41,30 +47,31 @@ const KEEP_ALIVE: Duration = Duration::from_secs(30);
 /// Seconds a shutdown waits for responses in progress.
 const SHUTDOWN_TIMEOUT_S: u64 = 2;
 
-/// The HTTP server on `listener`, serving `state`; runs when awaited,
-/// inside an actix system. It installs no signal handlers: the command
-/// stops it together with the source.
-pub fn server(listener: TcpListener, state: web::Data<State>) -> io::Result<Server> {
-    Ok(
-        HttpServer::new(move || App::new().configure(routes::configure(state.clone())))
-            .workers(WORKERS)
-            .max_connections(MAX_CONNECTIONS)
-            .backlog(128)
-            .client_request_timeout(REQUEST_TIMEOUT)
-            .client_disconnect_timeout(Duration::from_secs(1))
-            .keep_alive(KEEP_ALIVE)
-            .shutdown_timeout(SHUTDOWN_TIMEOUT_S)
-            .disable_signals()
-            .listen(listener)?
-            .run(),
-    )
-}
-
-/// The hub: every snapshot of the source into `state` until the source
-/// ends, then tells the clients it has.
-pub fn pump(snapshots: &Receiver<Snapshot>, state: &State) {
-    for snapshot in snapshots.iter() {
-        state.publish(snapshot);
-    }
-    state.end();
+/// The HTTP server on `listener`, serving `state` to requests that name
+/// a host `hosts` allows; runs when awaited, inside an actix system. It
+/// installs no signal handlers: the feed's end stops it.
+pub fn server(
+    listener: TcpListener,
+    state: web::Data<State>,
+    hosts: HostCheck,
+) -> io::Result<Server> {
+    let hosts = std::sync::Arc::new(hosts);
+    Ok(HttpServer::new(move || {
+        let hosts = hosts.clone();
+        App::new()
+            .wrap(middleware::from_fn(move |request, next| {
+                routes::check_host(hosts.clone(), request, next)
+            }))
+            .configure(routes::configure(state.clone()))
+    })
+    .workers(WORKERS)
+    .max_connections(MAX_CONNECTIONS)
+    .backlog(128)
+    .client_request_timeout(REQUEST_TIMEOUT)
+    .client_disconnect_timeout(Duration::from_secs(1))
+    .keep_alive(KEEP_ALIVE)
+    .shutdown_timeout(SHUTDOWN_TIMEOUT_S)
+    .disable_signals()
+    .listen(listener)?
+    .run())
 }

@@ -1,12 +1,18 @@
 //! The HTTP surface: the page, the JSON API under `/api/v1/`, the stream
 //! and `/metrics`. Every endpoint is read-only: each resource has only a GET
-//! route, so any other method gets 405. Query values are checked here and
+//! route, so any other method gets 405. A request must name this server in
+//! its Host header (see [`super::host`]). Query values are checked here and
 //! answered with a JSON error, never a panic.
 
 use std::convert::Infallible;
+use std::sync::Arc;
 
+use actix_web::body::{EitherBody, MessageBody, SizedStream};
+use actix_web::dev::{ServiceRequest, ServiceResponse};
 use actix_web::http::header;
 use actix_web::http::StatusCode;
+use actix_web::middleware::Next;
+use actix_web::web::Bytes;
 use actix_web::{web, HttpRequest, HttpResponse, HttpResponseBuilder};
 use serde::Deserialize;
 use serde_json::json;
@@ -14,8 +20,9 @@ use tokio_stream::wrappers::ReceiverStream;
 use tokio_stream::StreamExt;
 
 use super::assets::{Asset, ASSETS};
+use super::host::{HostCheck, HostError};
 use super::metrics;
-use super::state::{FlameFailure, State};
+use super::state::{FlameFailure, FlameWindow, ProfileWindow, State, FLAME_WINDOWS_S};
 
 /// The page may load only its own files: no inline script, nothing from
 /// another origin, and no framing by another site.
@@ -49,6 +56,28 @@ pub fn configure(state: web::Data<State>) -> impl FnOnce(&mut web::ServiceConfig
             .service(web::resource("/api/v1/stream").route(web::get().to(stream)))
             .service(web::resource("/metrics").route(web::get().to(prometheus)))
             .default_service(web::to(not_found));
+    }
+}
+
+/// Answers a request whose Host this server does not answer to with 421
+/// (or 400 without a usable Host), before any route sees it.
+pub async fn check_host(
+    hosts: Arc<HostCheck>,
+    request: ServiceRequest,
+    next: Next<impl MessageBody>,
+) -> Result<ServiceResponse<EitherBody<impl MessageBody>>, actix_web::Error> {
+    let host = request.headers().get(header::HOST).map(|h| h.as_bytes());
+    match hosts.check(host) {
+        Ok(()) => Ok(next.call(request).await?.map_into_left_body()),
+        Err(e) => {
+            let status = match e {
+                HostError::Foreign(_) => StatusCode::MISDIRECTED_REQUEST,
+                HostError::Missing | HostError::Malformed => StatusCode::BAD_REQUEST,
+            };
+            Ok(request
+                .into_response(error(status, &e.to_string()))
+                .map_into_right_body())
+        }
     }
 }
 
@@ -92,56 +121,99 @@ async fn source(state: web::Data<State>) -> HttpResponse {
 }
 
 async fn snapshot(state: web::Data<State>) -> HttpResponse {
-    match state.latest() {
-        Some(snapshot) => ok("application/json").json(snapshot),
+    match state.latest_json() {
+        Some(json) => ok("application/json").body(json),
         None => error(StatusCode::SERVICE_UNAVAILABLE, "no snapshot yet"),
     }
 }
 
-/// `?seconds=N`: how far back; the whole history when absent.
+/// `?seconds=N`: how far back.
 #[derive(Debug, Deserialize)]
 struct Window {
     seconds: Option<f64>,
 }
 
+fn bad_request(message: &str) -> Box<HttpResponse> {
+    Box::new(error(StatusCode::BAD_REQUEST, message))
+}
+
 impl Window {
-    /// The window, or the 400 response for a bad one.
-    fn seconds(&self, default: f64, longest: f64) -> Result<f64, Box<HttpResponse>> {
+    /// Any span of the history (all of it when absent), or the 400
+    /// response for a bad one.
+    fn span(&self, history_s: f64) -> Result<f64, Box<HttpResponse>> {
         match self.seconds {
-            None => Ok(default),
-            Some(s) if s.is_finite() && s > 0.0 => Ok(s.min(longest)),
-            Some(_) => Err(Box::new(error(
-                StatusCode::BAD_REQUEST,
-                "seconds must be a positive number",
-            ))),
+            None => Ok(history_s),
+            Some(s) if s.is_finite() && s > 0.0 => Ok(s.min(history_s)),
+            Some(_) => Err(bad_request("seconds must be a positive number")),
         }
+    }
+
+    /// One of the offered flame windows (the default when absent), or the
+    /// 400 response naming them.
+    fn flame(&self) -> Result<FlameWindow, Box<HttpResponse>> {
+        match self.seconds {
+            None => Ok(FlameWindow::DEFAULT),
+            Some(s) => FlameWindow::of(s).ok_or_else(|| {
+                let offered: Vec<String> = FLAME_WINDOWS_S.iter().map(f64::to_string).collect();
+                bad_request(&format!("seconds must be one of {}", offered.join(", ")))
+            }),
+        }
+    }
+
+    /// A profile's window: the default flame window when absent, else
+    /// whole seconds up to the longest flame window, or the 400 response.
+    fn profile(&self) -> Result<ProfileWindow, Box<HttpResponse>> {
+        let seconds = self.seconds.unwrap_or(FlameWindow::DEFAULT.seconds());
+        ProfileWindow::of(seconds).ok_or_else(|| {
+            let longest = FLAME_WINDOWS_S[FLAME_WINDOWS_S.len() - 1];
+            bad_request(&format!(
+                "seconds must be a positive number up to {longest} (how long stacks are kept)"
+            ))
+        })
     }
 }
 
+/// The kept snapshots as one JSON array, sent from the bytes every reader
+/// shares rather than serialized again.
 async fn history(state: web::Data<State>, window: web::Query<Window>) -> HttpResponse {
-    let longest = state.settings.history_s;
-    match window.seconds(longest, longest) {
-        Ok(seconds) => ok("application/json").json(state.history(seconds)),
-        Err(response) => *response,
+    let seconds = match window.span(state.settings.history_s) {
+        Ok(seconds) => seconds,
+        Err(response) => return *response,
+    };
+    let snapshots = state.history(seconds);
+    let mut parts = Vec::with_capacity(2 * snapshots.len() + 2);
+    for (i, snapshot) in snapshots.into_iter().enumerate() {
+        parts.push(Bytes::from_static(if i == 0 { b"[" } else { b"," }));
+        parts.push(snapshot);
     }
+    if parts.is_empty() {
+        parts.push(Bytes::from_static(b"["));
+    }
+    parts.push(Bytes::from_static(b"]"));
+    let length = parts.iter().map(Bytes::len).sum::<usize>();
+    let body = tokio_stream::iter(parts.into_iter().map(Ok::<_, Infallible>));
+    ok("application/json").body(SizedStream::new(length as u64, body))
 }
 
 async fn folded(state: web::Data<State>, window: web::Query<Window>) -> HttpResponse {
-    match window.seconds(state.settings.flame_s, state.settings.history_s) {
-        Ok(seconds) => ok("text/plain; charset=utf-8").body(state.folded(seconds)),
-        Err(response) => *response,
+    let window = match window.flame() {
+        Ok(window) => window,
+        Err(response) => return *response,
+    };
+    match web::block(move || state.folded(window)).await {
+        Ok(text) => ok("text/plain; charset=utf-8").body(text),
+        Err(_) => error(StatusCode::SERVICE_UNAVAILABLE, "server shutting down"),
     }
 }
 
 async fn flame_svg(state: web::Data<State>, window: web::Query<Window>) -> HttpResponse {
-    let seconds = match window.seconds(state.settings.flame_s, state.settings.history_s) {
-        Ok(seconds) => seconds,
+    let window = match window.flame() {
+        Ok(window) => window,
         Err(response) => return *response,
     };
     // Drawing takes milliseconds to tens of them: off the async workers.
-    let drawn = web::block(move || state.flame_svg(seconds)).await;
-    match drawn {
-        Ok(Ok(svg)) => ok("image/svg+xml").body(svg.to_vec()),
+    match web::block(move || state.flame_svg(window)).await {
+        Ok(Ok(svg)) => ok("image/svg+xml").body(svg),
         Ok(Err(FlameFailure::NoSamples)) => error(
             StatusCode::NOT_FOUND,
             "no stack samples in this window (is sampling on?)",
@@ -156,12 +228,12 @@ async fn flame_svg(state: web::Data<State>, window: web::Query<Window>) -> HttpR
 /// A pprof profile of the last N seconds, already there: unlike Go's
 /// handler of the same path, nothing waits N seconds to collect it.
 async fn flame_pprof(state: web::Data<State>, window: web::Query<Window>) -> HttpResponse {
-    let seconds = match window.seconds(state.settings.flame_s, state.settings.history_s) {
-        Ok(seconds) => seconds,
+    let window = match window.profile() {
+        Ok(window) => window,
         Err(response) => return *response,
     };
     // Encoding and compressing take milliseconds: off the async workers.
-    match web::block(move || state.pprof(seconds)).await {
+    match web::block(move || state.pprof(window)).await {
         Ok(profile) => ok("application/octet-stream")
             .insert_header((
                 header::CONTENT_DISPOSITION,

@@ -23,14 +23,21 @@ pub enum StreamError {
     TooMany,
 }
 
+/// How an SSE message is framed around its name and its data.
+pub const EVENT_PREFIX: &str = "event: ";
+pub const DATA_PREFIX: &str = "\ndata: ";
+pub const EVENT_SUFFIX: &str = "\n\n";
+
 /// One SSE message: `event` names it, `data` is one line of JSON.
 pub fn event(kind: &str, data: &[u8]) -> Bytes {
-    let mut message = Vec::with_capacity(data.len() + kind.len() + 16);
-    message.extend_from_slice(b"event: ");
+    let mut message = Vec::with_capacity(
+        EVENT_PREFIX.len() + kind.len() + DATA_PREFIX.len() + data.len() + EVENT_SUFFIX.len(),
+    );
+    message.extend_from_slice(EVENT_PREFIX.as_bytes());
     message.extend_from_slice(kind.as_bytes());
-    message.extend_from_slice(b"\ndata: ");
+    message.extend_from_slice(DATA_PREFIX.as_bytes());
     message.extend_from_slice(data);
-    message.extend_from_slice(b"\n\n");
+    message.extend_from_slice(EVENT_SUFFIX.as_bytes());
     Bytes::from(message)
 }
 

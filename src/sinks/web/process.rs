@@ -1,0 +1,145 @@
+//! The serving process: `netto serve` binds the listener, then starts
+//! `netto serve-http` (this same binary) with only that socket (as fd 3)
+//! and the read end of the feed pipe (as stdin). The child confines itself
+//! before it reads a byte (see [`super::sandbox`]), says it is ready on
+//! stdout, serves until the pipe closes, and exits.
+
+use std::io::{self, BufRead, BufReader, BufWriter};
+use std::net::TcpListener;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::unix::process::CommandExt;
+use std::process::{Child, ChildStdin, Command, Stdio};
+
+use thiserror::Error;
+
+use super::feed::{self, Feed, FeedError};
+use super::sandbox::Identity;
+
+/// The hidden subcommand the serving process runs.
+pub const SERVE_HTTP_COMMAND: &str = "serve-http";
+
+/// Where the serving process finds the listening socket.
+pub const LISTENER_FD: RawFd = 3;
+
+/// What the serving process prints once it accepts connections.
+const READY: &str = "ready";
+
+#[derive(Debug, Error)]
+pub enum ProcessError {
+    #[error("cannot start the HTTP server process: {0}")]
+    Spawn(io::Error),
+    #[error("the HTTP server process did not start (it said why above)")]
+    NotReady,
+    #[error(transparent)]
+    Feed(#[from] FeedError),
+    #[error("fd {LISTENER_FD} is not a listening TCP socket: {0}")]
+    NoListener(io::Error),
+    #[error("closing inherited files: {0}")]
+    Close(io::Error),
+}
+
+/// A started serving process and the pipe that feeds it.
+pub struct ServerProcess {
+    pub child: Child,
+    pub feed: BufWriter<ChildStdin>,
+}
+
+/// Starts the serving process on `listener`, as `identity` if given, and
+/// sends it `start`; returns once it serves. The listener is this
+/// process's no more.
+pub fn spawn(
+    listener: TcpListener,
+    identity: Option<Identity>,
+    start: &Feed,
+) -> Result<ServerProcess, ProcessError> {
+    let mut command = Command::new("/proc/self/exe");
+    command
+        .arg0("netto")
+        .arg(SERVE_HTTP_COMMAND)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        // Ctrl-C in a terminal signals the whole foreground group; the
+        // serving process stops when netto closes the pipe instead.
+        .process_group(0);
+    if let Some(id) = identity {
+        command.args(["--uid", &id.uid.to_string(), "--gid", &id.gid.to_string()]);
+    }
+    // Above the standard descriptors and fd 3, so that neither the stdio
+    // set-up nor the move to fd 3 overwrites it in the child.
+    // SAFETY: fcntl on a descriptor this process owns.
+    let high = unsafe { libc::fcntl(listener.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 10) };
+    if high < 0 {
+        return Err(ProcessError::Spawn(io::Error::last_os_error()));
+    }
+    // SAFETY: `high` is a new descriptor owned by nothing else.
+    let high = unsafe { OwnedFd::from_raw_fd(high) };
+    drop(listener);
+    let fd = high.as_raw_fd();
+    // SAFETY: between fork and exec the closure only calls dup2, which is
+    // async-signal-safe, on a descriptor this process owns; the copy at
+    // fd 3 has no close-on-exec flag.
+    unsafe {
+        command.pre_exec(move || {
+            if libc::dup2(fd, LISTENER_FD) < 0 {
+                return Err(io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let mut child = command.spawn().map_err(ProcessError::Spawn)?;
+    drop(high);
+    let stdin = child.stdin.take().expect("stdin is piped");
+    let stdout = child.stdout.take().expect("stdout is piped");
+    let mut process = ServerProcess {
+        child,
+        feed: BufWriter::new(stdin),
+    };
+    let ready = feed::send(&mut process.feed, start)
+        .map_err(ProcessError::from)
+        .and_then(|()| {
+            let mut line = String::new();
+            match BufReader::new(stdout).read_line(&mut line) {
+                Ok(_) if line.trim_end() == READY => Ok(()),
+                _ => Err(ProcessError::NotReady),
+            }
+        });
+    if let Err(e) = ready {
+        let _ = process.child.kill();
+        let _ = process.child.wait();
+        return Err(e);
+    }
+    Ok(process)
+}
+
+/// In the serving process, first thing: closes every inherited file but
+/// stdin, stdout, stderr and the listener.
+pub fn close_inherited() -> Result<(), ProcessError> {
+    // SAFETY: closes descriptors nothing in this fresh process uses.
+    let rc = unsafe { libc::close_range(LISTENER_FD as libc::c_uint + 1, libc::c_uint::MAX, 0) };
+    if rc < 0 {
+        return Err(ProcessError::Close(io::Error::last_os_error()));
+    }
+    Ok(())
+}
+
+/// In the serving process: the inherited listening socket.
+pub fn listener() -> Result<TcpListener, ProcessError> {
+    // SAFETY: fcntl on any number is sound; it fails when nothing is open.
+    if unsafe { libc::fcntl(LISTENER_FD, libc::F_GETFD) } < 0 {
+        return Err(ProcessError::NoListener(io::Error::last_os_error()));
+    }
+    // SAFETY: fd 3 is open, was set up by `spawn` for this process alone,
+    // and is taken once.
+    let listener = TcpListener::from(unsafe { OwnedFd::from_raw_fd(LISTENER_FD) });
+    listener.local_addr().map_err(ProcessError::NoListener)?;
+    Ok(listener)
+}
+
+/// In the serving process: tells netto it serves.
+pub fn ready() -> io::Result<()> {
+    use std::io::Write;
+    let mut stdout = io::stdout().lock();
+    writeln!(stdout, "{READY}")?;
+    stdout.flush()
+}
