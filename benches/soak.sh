@@ -10,21 +10,22 @@
 # It prints the figures and exits 1 when a check fails.
 #
 #   benches/soak.sh [--duration S] [--clients N] [--frequency HZ]
-#                   [--interval S] [--history S] [--warmup S]
-#                   [--rss-bound FRACTION] [--netto PATH] [--out DIR]
+#                   [--interval S] [--history S] [--warmup S] [--rss-every S]
+#                   [--rss-bound FRACTION] [--netto PATH] [--out DIR] [--port P]
 #
 # Defaults: 600 s, 20 clients, 10000 Hz, 1 s intervals, 60 s of history,
-# warm-up = history + 30 s (history is what grows until it is full),
-# bound 0.10, netto from target/release, then target/debug. --out keeps the
+# warm-up = history + 30 s (history is what grows until it is full), RSS
+# read every 5 s, bound 0.10, netto from target/release, then
+# target/debug. --out keeps the
 # raw files (streams, RSS samples, metrics) there; by default they go to a
 # temporary directory that is removed. netto, the clients and the
 # temporary files are gone on every way out (the demo namespace goes with
 # netto, which is stopped with SIGTERM).
 set -euo pipefail
 
-duration=600 clients=20 frequency=10000 interval=1 history=60 warmup="" bound=0.10
+duration=600 clients=20 frequency=10000 interval=1 history=60 warmup="" rss_every=5 bound=0.10
 netto="" out="" port=""
-usage() { sed -n '12,15p' "$0" >&2; exit 2; }
+usage() { sed -n '12,14p' "$0" >&2; exit 2; }
 while [ $# -gt 0 ]; do
   [ $# -ge 2 ] || usage
   case "$1" in
@@ -35,6 +36,7 @@ while [ $# -gt 0 ]; do
     --history) history=$2 ;;
     --warmup) warmup=$2 ;;
     --rss-bound) bound=$2 ;;
+    --rss-every) rss_every=$2 ;;
     --netto) netto=$2 ;;
     --out) out=$2 ;;
     --port) port=$2 ;;
@@ -42,7 +44,7 @@ while [ $# -gt 0 ]; do
   esac
   shift 2
 done
-for n in "$duration" "$clients" "$frequency" "$history"; do
+for n in "$duration" "$clients" "$frequency" "$history" "$rss_every"; do
   [[ $n =~ ^[0-9]+$ ]] && [ "$n" -gt 0 ] || { echo "soak: $n is not a positive whole number" >&2; exit 2; }
 done
 [[ $interval =~ ^[0-9]*\.?[0-9]+$ ]] || { echo "soak: bad --interval $interval" >&2; exit 2; }
@@ -112,7 +114,7 @@ while [ $(($(date +%s) - started)) -lt "$duration" ]; do
   kill -0 "$server" 2>/dev/null || { echo "soak: netto serve died:" >&2; tail "$out/serve.log" >&2; exit 1; }
   tree_rss "$server" >"$out/tree.txt"
   echo "$(($(date +%s) - started)) $(awk '{s += $3} END {print s}' "$out/tree.txt")" >>"$out/rss.tsv"
-  sleep 5
+  sleep "$rss_every"
 done
 curl -sf "$base/metrics" >"$out/metrics.txt"
 # Let the clients receive what was sent by the time the metrics were read.
