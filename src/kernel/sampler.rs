@@ -88,7 +88,9 @@ pub struct SamplerCounters {
     /// Halves of the mmap buffer given up because a writer was still
     /// inside at the reader's deadline (their samples are in `dropped`).
     pub dropped_halves: u64,
-    /// Runs of the sampler program the kernel skipped (recursion).
+    /// Runs of the sampler program the kernel skipped (recursion). Read
+    /// like every program's; kernels up to 6.18 count none for perf_event
+    /// programs (their overflow handler skips without counting).
     pub recursion_misses: u64,
 }
 
