@@ -409,6 +409,17 @@ pub struct Losses {
     pub dropped_halves: u64,
 }
 
+/// The losses of several intervals together.
+impl std::iter::Sum for Losses {
+    fn sum<I: Iterator<Item = Losses>>(iter: I) -> Losses {
+        iter.fold(Losses::default(), |a, b| Losses {
+            task_storage_failures: a.task_storage_failures + b.task_storage_failures,
+            recursion_misses: a.recursion_misses + b.recursion_misses,
+            dropped_halves: a.dropped_halves + b.dropped_halves,
+        })
+    }
+}
+
 /// One kind of loss, as the front ends name it.
 pub struct LossKind {
     /// The JSON field (and the metric's `kind` label).
@@ -566,6 +577,15 @@ mod tests {
             ..Losses::default()
         };
         assert_eq!(none_but_one.describe(|k| k.short), ["7 BPF runs"]);
+        let total: Losses = [losses, none_but_one].into_iter().sum();
+        assert_eq!(
+            (
+                total.task_storage_failures,
+                total.recursion_misses,
+                total.dropped_halves
+            ),
+            (1, 9, 3)
+        );
     }
 
     #[test]
