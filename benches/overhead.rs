@@ -350,6 +350,7 @@ fn cost_run(pair: &VethPair, seconds: u32) -> Result<CostRun> {
             let delta = RunStats {
                 run_count: a.run_count - b.run_count,
                 run_time_ns: a.run_time_ns - b.run_time_ns,
+                recursion_misses: a.recursion_misses - b.recursion_misses,
             };
             (name, delta)
         })

@@ -327,6 +327,8 @@ int BPF_PROG(netto_sched_switch, bool preempt, struct task_struct *prev, struct 
 		if (saved) {
 			saved->window = c->task_window;
 			saved->depth = c->window_depth;
+		} else {
+			c->task_storage_failures++;
 		}
 	}
 	saved = bpf_task_storage_get(&task_windows, next, 0, 0);

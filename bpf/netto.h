@@ -114,6 +114,10 @@ struct netto_cpu {
 	netto_u64 callback_ns[NETTO_MAX_CALLBACKS];
 	/* The share of run_idle_ns given to net_timers (see above). */
 	netto_u64 callback_overhead_ns;
+	/* Tasks switched out mid-call whose window was lost because no task
+	 * storage could be had (out of memory, or the task is exiting): the
+	 * rest of that call is charged to nothing. */
+	netto_u64 task_storage_failures;
 };
 
 /* ---- stack sampling ---------------------------------------------------- */
@@ -151,8 +155,17 @@ struct netto_sample {
  * swaps halves, then waits until no writer is still inside the old half
  * before reading it: a writer announces itself in writers[half] and then
  * re-checks `active`, so either it sees the swap and moves on, or user space
- * sees it and waits. Slots are handed out by reserved[half]; beyond the
- * half's size the sample is counted in `dropped`, never written.
+ * sees it and waits. Both sides need a full barrier between their store and
+ * their load for that (a store-buffering pattern), hence fully ordered
+ * atomics on the writer's side (see sample.bpf.c). Slots are handed out by
+ * reserved[half]; beyond the half's size the sample is counted in
+ * `dropped`, never written. A writer clears its slot's `ready` before
+ * writing it, so a flag left from an earlier round never vouches for a
+ * stack being written.
+ *
+ * A reader that still finds a writer inside the old half after its
+ * deadline does not read it: it counts the half's samples as dropped and
+ * hands the half back only once its writers have left.
  */
 struct netto_sample_ctl {
 	netto_u32 active;

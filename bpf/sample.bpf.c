@@ -87,6 +87,25 @@ static __always_inline void to_ring(struct bpf_perf_event_data *ctx, int context
 		bpf_ringbuf_submit(s, 0);
 }
 
+/*
+ * The double buffer's protocol counters are changed only with BPF atomics
+ * whose result is used. clang emits an add whose result is unused as
+ * BPF_ADD without BPF_FETCH, which the JITs turn into a plain atomic add
+ * with no ordering (arm64 `stadd`, riscv `amoadd.d` without .aqrl); with
+ * BPF_FETCH they are fully ordered (arm64 `ldaddal`, riscv `amoadd.d.aqrl`,
+ * x86 `lock xadd`), like the kernel's atomic64_fetch_add(). The announce
+ * below must not be reordered with the load of `active` that follows it,
+ * nor the leave with the slot writes before it: barrier_var() makes the
+ * result a use clang cannot drop.
+ */
+static __always_inline __u64 ordered_add(__u64 *counter, __s64 value)
+{
+	__u64 before = __sync_fetch_and_add(counter, value);
+
+	barrier_var(before);
+	return before;
+}
+
 static __always_inline void to_mmap(struct bpf_perf_event_data *ctx, int context,
 				    struct netto_sample_ctl *ctl)
 {
@@ -97,13 +116,13 @@ static __always_inline void to_mmap(struct bpf_perf_event_data *ctx, int context
 
 	/* Announce, then confirm the half is still the active one (see the
 	 * protocol in netto.h). */
-	__sync_fetch_and_add(&ctl->writers[half], 1);
+	ordered_add(&ctl->writers[half], 1);
 	if ((ctl->active & 1) != half) {
-		__sync_fetch_and_add(&ctl->writers[half], -1);
+		ordered_add(&ctl->writers[half], -1);
 		__sync_fetch_and_add(&ctl->dropped, 1);
 		return;
 	}
-	idx = __sync_fetch_and_add(&ctl->reserved[half], 1);
+	idx = ordered_add(&ctl->reserved[half], 1);
 	if (idx >= ctl->slots_per_half) {
 		__sync_fetch_and_add(&ctl->dropped, 1);
 		goto out;
@@ -112,12 +131,16 @@ static __always_inline void to_mmap(struct bpf_perf_event_data *ctx, int context
 	s = bpf_map_lookup_elem(&samples, &key);
 	if (!s)
 		goto out;
+	/* A reused slot may still say ready from an earlier round (its reader
+	 * gave up on the half, see netto.h): clear it, fully ordered, before
+	 * the first byte of the new stack is written. */
+	__sync_lock_test_and_set(&s->ready, 0);
 	if (fill(ctx, s, context, ctl))
 		s->nr_frames = 0;
 	/* Full barrier: the slot's content is visible before `ready`. */
 	__sync_lock_test_and_set(&s->ready, 1);
 out:
-	__sync_fetch_and_add(&ctl->writers[half], -1);
+	ordered_add(&ctl->writers[half], -1);
 }
 
 SEC("perf_event")

@@ -9,6 +9,7 @@ packages=(
   iproute2 iperf3 util-linux procps nftables                  # namespaces, load, pinning, netfilter tests
   linux-perf                                                  # the overhead benchmark's peer
   tmux                                                        # netto top's end-to-end tests
+  curl jq                                                     # benches/soak.sh: stream clients and checks
   prometheus chromium                                         # serve tests: promtool check metrics, the page in a browser
   qemu-system-x86 busybox-static cpio kmod xz-utils           # the kernel matrix (tests/vm_matrix.rs)
   systemd man-db groff-base                                   # the unit's systemd-analyze verify, man page checks

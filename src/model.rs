@@ -180,6 +180,10 @@ pub struct Snapshot {
     /// The co-hosted XDP sketch over the interval; absent when none runs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sketch: Option<SketchSnapshot>,
+    /// What netto could not measure in the interval (all zero when nothing
+    /// was lost; absent from recordings made before it existed).
+    #[serde(default)]
+    pub losses: Losses,
 }
 
 impl Snapshot {
@@ -206,6 +210,7 @@ impl Snapshot {
             stacks: Vec::new(),
             modules: BTreeMap::new(),
             sketch: None,
+            losses: Losses::default(),
         }
     }
 
@@ -405,6 +410,78 @@ pub struct SamplingStats {
     pub buffer_bytes: u64,
 }
 
+/// Measurements lost over the interval, each counted where it happened;
+/// dropped stack samples are in [`SamplingStats`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Losses {
+    /// Tasks switched out inside a socket call for which no task storage
+    /// could be had: the rest of that call is charged to no event.
+    pub task_storage_failures: u64,
+    /// Runs of netto's BPF programs the kernel skipped because the program
+    /// was already running on that CPU (`recursion_misses` of each
+    /// program): transitions, or samples, not seen.
+    pub recursion_misses: u64,
+    /// Halves of the mmap sample buffer given up because a writer was
+    /// still inside at the reader's deadline; their samples count in
+    /// `sampling.dropped`.
+    pub dropped_halves: u64,
+}
+
+/// The losses of several intervals together.
+impl std::iter::Sum for Losses {
+    fn sum<I: Iterator<Item = Losses>>(iter: I) -> Losses {
+        iter.fold(Losses::default(), |a, b| Losses {
+            task_storage_failures: a.task_storage_failures + b.task_storage_failures,
+            recursion_misses: a.recursion_misses + b.recursion_misses,
+            dropped_halves: a.dropped_halves + b.dropped_halves,
+        })
+    }
+}
+
+/// One kind of loss, as the front ends name it.
+pub struct LossKind {
+    /// The JSON field (and the metric's `kind` label).
+    pub name: &'static str,
+    /// A few words for a crowded header line.
+    pub short: &'static str,
+    pub count: fn(&Losses) -> u64,
+}
+
+impl Losses {
+    /// Every kind of loss: the table stat, top and serve show.
+    pub const KINDS: [LossKind; 3] = [
+        LossKind {
+            name: "task_storage_failures",
+            short: "task windows",
+            count: |l| l.task_storage_failures,
+        },
+        LossKind {
+            name: "recursion_misses",
+            short: "BPF runs",
+            count: |l| l.recursion_misses,
+        },
+        LossKind {
+            name: "dropped_halves",
+            short: "sample halves",
+            count: |l| l.dropped_halves,
+        },
+    ];
+
+    /// Whether anything was lost.
+    pub fn any(&self) -> bool {
+        *self != Losses::default()
+    }
+
+    /// The kinds with a non-zero count, as `count short` phrases.
+    pub fn describe(&self, label: fn(&LossKind) -> &'static str) -> Vec<String> {
+        Losses::KINDS
+            .iter()
+            .filter(|kind| (kind.count)(self) > 0)
+            .map(|kind| format!("{} {}", (kind.count)(self), label(kind)))
+            .collect()
+    }
+}
+
 /// What `netto record` writes and `netto report` / `--replay` read: the
 /// snapshots of a run, each with the stacks sampled in it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -507,6 +584,43 @@ mod tests {
                 StackCount::of(SampleContext::NetTx, &["c"], 1),
             ]
         );
+    }
+
+    #[test]
+    fn loss_kinds_are_the_json_fields() {
+        let losses = Losses {
+            task_storage_failures: 1,
+            recursion_misses: 2,
+            dropped_halves: 3,
+        };
+        let json = serde_json::to_value(losses).unwrap();
+        let fields = json.as_object().unwrap();
+        assert_eq!(fields.len(), Losses::KINDS.len());
+        for kind in &Losses::KINDS {
+            assert_eq!(json[kind.name], (kind.count)(&losses));
+        }
+        let none_but_one = Losses {
+            recursion_misses: 7,
+            ..Losses::default()
+        };
+        assert_eq!(none_but_one.describe(|k| k.short), ["7 BPF runs"]);
+        let total: Losses = [losses, none_but_one].into_iter().sum();
+        assert_eq!(
+            (
+                total.task_storage_failures,
+                total.recursion_misses,
+                total.dropped_halves
+            ),
+            (1, 9, 3)
+        );
+    }
+
+    #[test]
+    fn snapshots_recorded_before_losses_existed_still_load() {
+        let mut json = serde_json::to_value(Snapshot::empty("tracepoint", 1)).unwrap();
+        json.as_object_mut().unwrap().remove("losses").unwrap();
+        let snapshot: Snapshot = serde_json::from_value(json).unwrap();
+        assert!(!snapshot.losses.any());
     }
 
     #[test]

@@ -49,6 +49,8 @@ fn frequency_changes_while_running_and_everything_unloads() {
     let first = next();
     assert_eq!(first.sampling.as_ref().unwrap().frequency_hz, 200);
     assert!((first.interval_s - 0.3).abs() < 0.1, "{}", first.interval_s);
+    // Nothing lost at 200 Hz on an ordinary run.
+    assert!(!first.losses.any(), "{:?}", first.losses);
 
     source
         .controller()

@@ -1,7 +1,8 @@
 //! The stack sampler, driven directly through the library: samples taken in
 //! NET_RX agree with the exact NET_RX time, and a buffer too small for the
 //! rate drops (and says so) instead of delivering garbage. Both transports.
-//! Needs root and BPF.
+//! A reader that gives up waiting for writers drops whole halves, counts
+//! them, and still delivers no garbage. Needs root and BPF.
 
 mod common;
 
@@ -11,9 +12,11 @@ use std::time::{Duration, Instant};
 
 use common::*;
 use netto::collect::Collector;
+use netto::kernel::accounting::recursion_miss_is_loss;
 use netto::kernel::accounting::Accounting;
-use netto::kernel::sampler::{Sampler, SamplerConfig, Transport};
-use netto::model::{EventKey, SampleContext};
+use netto::kernel::sampler::{Sampler, SamplerConfig, SamplerCounters, Transport, WRITER_WAIT};
+use netto::kernel::stats::RunStats;
+use netto::model::{EventKey, SampleContext, Snapshot};
 use netto::netns::VethPair;
 
 /// Lowest address of the x86-64 kernel half: every real frame is above it.
@@ -24,12 +27,35 @@ struct Tally {
     bad_stacks: u64,
 }
 
+/// How the test drains: how often, and how long the reader waits for
+/// writers before it gives a half up.
+struct Reader {
+    every: Duration,
+    writer_wait: Duration,
+}
+
+/// As netto itself reads.
+const NETTO_READER: Reader = Reader {
+    every: Duration::from_millis(100),
+    writer_wait: WRITER_WAIT,
+};
+
+/// What a run saw: the samples read, the interval's snapshot, the
+/// sampler's counters and every accounting program's statistics.
+struct Run {
+    tally: Tally,
+    snapshot: Snapshot,
+    counters: SamplerCounters,
+    programs: Vec<(String, RunStats)>,
+}
+
 fn run(
     transport: Transport,
     frequency_hz: u64,
     slots: Option<u32>,
     seconds: u64,
-) -> (Tally, u64, u64, u64) {
+    reader: Reader,
+) -> Run {
     let pair = VethPair::create("sample").expect("creating the test namespace");
     let dest = format!("{}:5601", pair.peer_addr());
     let mut acct_storage = MaybeUninit::uninit();
@@ -43,6 +69,7 @@ fn run(
             transport,
             drain_period: Duration::from_millis(100),
             slots_per_half: slots,
+            writer_wait: reader.writer_wait,
         },
     )
     .unwrap();
@@ -67,7 +94,7 @@ fn run(
     };
     let end = Instant::now() + Duration::from_secs(seconds);
     while Instant::now() < end {
-        thread::sleep(Duration::from_millis(100));
+        thread::sleep(reader.every);
         sampler
             .drain(|s| {
                 let index = SampleContext::ALL
@@ -86,20 +113,32 @@ fn run(
     }
     let snapshot = collector.collect().unwrap();
     load.join().unwrap();
-    let counters = sampler.counters();
-    (
+    Run {
         tally,
-        snapshot.event(EventKey::NetRxSoftirq).total_ns,
-        counters.dropped,
-        counters.failed,
-    )
+        snapshot,
+        counters: sampler.counters(),
+        programs: accounting.program_stats(),
+    }
 }
 
 fn agreement(transport: Transport) {
     let frequency = 1000;
-    let (tally, net_rx_ns, dropped, _) = run(transport, frequency, None, 10);
+    let Run {
+        tally,
+        snapshot,
+        counters,
+        ..
+    } = run(transport, frequency, None, 10, NETTO_READER);
+    let net_rx_ns = snapshot.event(EventKey::NetRxSoftirq).total_ns;
     assert_eq!(tally.bad_stacks, 0);
-    assert_eq!(dropped, 0, "the default buffer dropped samples at 1 kHz");
+    assert_eq!(
+        counters.dropped, 0,
+        "the default buffer dropped samples at 1 kHz"
+    );
+    assert_eq!(
+        counters.dropped_halves, 0,
+        "a reader waiting 100 ms gave up"
+    );
     let sampled_ns = tally.per_context[0] * 1_000_000_000 / frequency;
     let ratio = sampled_ns as f64 / net_rx_ns as f64;
     eprintln!(
@@ -129,7 +168,10 @@ fn net_rx_samples_agree_with_exact_time_ringbuf() {
 }
 
 fn overflow(transport: Transport) {
-    let (tally, _, dropped, _) = run(transport, 10_000, Some(4), 3);
+    let Run {
+        tally, counters, ..
+    } = run(transport, 10_000, Some(4), 3, NETTO_READER);
+    let dropped = counters.dropped;
     let taken: u64 = tally.per_context.iter().sum();
     eprintln!("{}: {taken} samples, {dropped} dropped", transport.name());
     assert!(dropped > 0, "a 4-slot buffer at 10 kHz must drop");
@@ -145,4 +187,54 @@ fn tiny_buffer_drops_and_stays_correct_mmap() {
 #[test]
 fn tiny_buffer_drops_and_stays_correct_ringbuf() {
     overflow(Transport::Ringbuf);
+}
+
+/// A reader that never waits, draining in a loop, gives up every half a
+/// writer is still inside when it looks: those halves are counted, their samples count as
+/// dropped, and a given-up half goes back to the writers only once they
+/// have left it (else two writers could share a slot: garbage stacks).
+#[test]
+fn late_reader_drops_whole_halves_and_counts_them() {
+    let reader = Reader {
+        // As often as it can: every swap a writer is inside gives a half up.
+        every: Duration::ZERO,
+        writer_wait: Duration::ZERO,
+    };
+    let Run {
+        tally, counters, ..
+    } = run(Transport::Mmap, 10_000, None, 3, reader);
+    let taken: u64 = tally.per_context.iter().sum();
+    eprintln!(
+        "late reader: {taken} samples read, {} dropped in {} halves given up",
+        counters.dropped, counters.dropped_halves
+    );
+    assert!(counters.dropped_halves > 0, "no half was given up");
+    assert!(counters.dropped > 0, "halves given up, no sample counted");
+    assert!(taken > 0, "nothing got through");
+    assert_eq!(tally.bad_stacks, 0, "garbage stacks delivered");
+}
+
+/// Recursion misses are read from every accounting program, with run-time
+/// statistics off. At 10 kHz the sampler's timer interrupts nest in the
+/// hrtimer hooks, which the kernel then skips: read, but no loss (a run in
+/// hardirq does nothing). No other program misses a run, and nothing else
+/// is lost.
+#[test]
+fn recursion_misses_are_read_and_only_losses_count() {
+    let Run {
+        snapshot, programs, ..
+    } = run(Transport::Mmap, 10_000, None, 5, NETTO_READER);
+    assert!(programs.len() > 10, "{} programs read", programs.len());
+    let (harmless, losing): (Vec<_>, Vec<_>) = programs
+        .iter()
+        .filter(|(_, stats)| stats.recursion_misses > 0)
+        .partition(|(name, _)| !recursion_miss_is_loss(name));
+    eprintln!("recursion misses: harmless {harmless:?}, losing {losing:?}");
+    assert!(
+        !harmless.is_empty(),
+        "no hrtimer hook missed a run at 10 kHz"
+    );
+    assert!(losing.is_empty(), "programs lost runs: {losing:?}");
+    assert_eq!(snapshot.losses.recursion_misses, 0);
+    assert_eq!(snapshot.losses.task_storage_failures, 0);
 }

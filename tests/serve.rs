@@ -363,6 +363,11 @@ fn metrics_pass_promtool_never_decrease_and_add_up() {
         .map(|s| s.overhead.process_cpu_ns)
         .sum();
     assert!((previous["netto_process_cpu_seconds_total"] - process_ns as f64 / 1e9).abs() < 1e-9);
+    // A recording made before losses were counted: every kind served, at 0.
+    for kind in &netto::model::Losses::KINDS {
+        let series = format!("netto_losses_total{{kind=\"{}\"}}", kind.name);
+        assert_eq!(previous.get(&series), Some(&0.0), "{series}");
+    }
 }
 
 #[test]

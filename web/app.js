@@ -207,6 +207,15 @@ function renderOverhead(s) {
       ["failed stacks", fmtInt(sm.failed_stacks)],
     );
   }
+  // Recordings made before losses were counted have none to show.
+  const losses = s.losses || {};
+  rows.push(
+    ["lost task windows (no task storage)", fmtInt(losses.task_storage_failures || 0)],
+    ["skipped BPF runs (recursion)", fmtInt(losses.recursion_misses || 0)],
+  );
+  if (s.sampling && s.sampling.transport === "mmap") {
+    rows.push(["sample buffer halves given up", fmtInt(losses.dropped_halves || 0)]);
+  }
   const costly = [...o.programs].sort((a, b) => b.run_time_ns - a.run_time_ns).slice(0, 6);
   for (const p of costly) {
     rows.push([p.name, `${fmtPct(pct(p.run_time_ns, s.interval_s))} % · ${fmtInt(p.run_count)} runs`]);

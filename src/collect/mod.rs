@@ -26,7 +26,7 @@ impl<'a, 'obj> Collector<'a, 'obj> {
             callback_names: accounting.callback_names().to_vec(),
             bpf_stats,
         };
-        let previous = read(accounting, bpf_stats)?;
+        let previous = read(accounting)?;
         Ok(Collector {
             accounting,
             context,
@@ -36,24 +36,22 @@ impl<'a, 'obj> Collector<'a, 'obj> {
 
     /// Ends the current interval now and returns it.
     pub fn collect(&mut self) -> Result<Snapshot, KernelError> {
-        let current = read(self.accounting, self.context.bpf_stats)?;
+        let current = read(self.accounting)?;
         let snapshot = snapshot::build(&self.previous, &current, &self.context);
         self.previous = current;
         Ok(snapshot)
     }
 }
 
-fn read(accounting: &Accounting<'_>, bpf_stats: bool) -> Result<Reading, KernelError> {
+fn read(accounting: &Accounting<'_>) -> Result<Reading, KernelError> {
     let cpus = accounting.read_cpus()?;
     Ok(Reading {
         at: Instant::now(),
         wall: SystemTime::now(),
         cpus,
-        programs: if bpf_stats {
-            accounting.program_stats()
-        } else {
-            Vec::new()
-        },
+        // Read whether or not statistics are on: recursion misses are
+        // counted always.
+        programs: accounting.program_stats(),
         process_cpu_ns: u64::try_from(process::cpu_time().as_nanos()).unwrap_or(u64::MAX),
     })
 }

@@ -5,8 +5,9 @@ use std::collections::BTreeMap;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use crate::abi::{netto_cpu, netto_event};
+use crate::kernel::accounting::recursion_miss_is_loss;
 use crate::kernel::stats::RunStats;
-use crate::model::{CpuTime, EventKey, Overhead, ProgramCost, Snapshot, SoftirqVector};
+use crate::model::{CpuTime, EventKey, Losses, Overhead, ProgramCost, Snapshot, SoftirqVector};
 
 /// Cumulative counters at one instant.
 #[derive(Debug, Clone)]
@@ -15,6 +16,7 @@ pub struct Reading {
     pub wall: SystemTime,
     /// Index = CPU.
     pub cpus: Vec<netto_cpu>,
+    /// Every attached program, whether or not run-time statistics are on.
     pub programs: Vec<(String, RunStats)>,
     pub process_cpu_ns: u64,
 }
@@ -114,25 +116,52 @@ pub fn build(prev: &Reading, cur: &Reading, ctx: &Context) -> Snapshot {
         stacks: Vec::new(),
         modules: BTreeMap::new(),
         sketch: None,
+        losses: Losses {
+            task_storage_failures: pairs
+                .iter()
+                .map(|(p, c)| {
+                    c.task_storage_failures
+                        .saturating_sub(p.task_storage_failures)
+                })
+                .sum(),
+            recursion_misses: program_deltas(prev, cur)
+                .filter(|(name, _)| recursion_miss_is_loss(name))
+                .map(|(_, delta)| delta.recursion_misses)
+                .sum(),
+            dropped_halves: 0,
+        },
     }
+}
+
+/// Each program of `cur` with what it counted since `prev` (everything,
+/// for a program `prev` did not have).
+fn program_deltas<'a>(
+    prev: &'a Reading,
+    cur: &'a Reading,
+) -> impl Iterator<Item = (&'a str, RunStats)> + 'a {
+    cur.programs.iter().map(|(name, now)| {
+        let before = prev
+            .programs
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, s)| *s)
+            .unwrap_or_default();
+        let delta = RunStats {
+            run_count: now.run_count.saturating_sub(before.run_count),
+            run_time_ns: now.run_time_ns.saturating_sub(before.run_time_ns),
+            recursion_misses: now.recursion_misses.saturating_sub(before.recursion_misses),
+        };
+        (name.as_str(), delta)
+    })
 }
 
 fn overhead(prev: &Reading, cur: &Reading, bpf_stats: bool) -> Overhead {
     let programs: Vec<ProgramCost> = if bpf_stats {
-        cur.programs
-            .iter()
-            .map(|(name, now)| {
-                let before = prev
-                    .programs
-                    .iter()
-                    .find(|(n, _)| n == name)
-                    .map(|(_, s)| *s)
-                    .unwrap_or_default();
-                ProgramCost {
-                    name: name.clone(),
-                    run_count: now.run_count.saturating_sub(before.run_count),
-                    run_time_ns: now.run_time_ns.saturating_sub(before.run_time_ns),
-                }
+        program_deltas(prev, cur)
+            .map(|(name, delta)| ProgramCost {
+                name: name.to_owned(),
+                run_count: delta.run_count,
+                run_time_ns: delta.run_time_ns,
             })
             .collect()
     } else {
@@ -172,6 +201,7 @@ mod tests {
                 RunStats {
                     run_count: 10,
                     run_time_ns: 1000,
+                    recursion_misses: 0,
                 },
             )],
             process_cpu_ns: 5_000,
@@ -196,6 +226,7 @@ mod tests {
                 RunStats {
                     run_count: 30,
                     run_time_ns: 5000,
+                    recursion_misses: 0,
                 },
             )],
             process_cpu_ns: 8_000,
@@ -225,5 +256,73 @@ mod tests {
         assert_eq!(snap.overhead.process_cpu_ns, 3_000);
         assert_eq!(snap.overhead.bpf_run_time_ns, 4000);
         assert_eq!(snap.overhead.programs[0].run_count, 20);
+        assert!(!snap.losses.any());
+    }
+
+    fn reading(cpus: Vec<netto_cpu>, programs: &[(&str, u64)]) -> Reading {
+        Reading {
+            at: Instant::now(),
+            wall: UNIX_EPOCH,
+            cpus,
+            programs: programs
+                .iter()
+                .map(|&(name, misses)| {
+                    let stats = RunStats {
+                        recursion_misses: misses,
+                        ..RunStats::default()
+                    };
+                    (name.to_owned(), stats)
+                })
+                .collect(),
+            process_cpu_ns: 0,
+        }
+    }
+
+    #[test]
+    fn losses_are_interval_deltas_summed_over_cpus_and_programs() {
+        let prev = reading(
+            vec![
+                cpu(|c| c.task_storage_failures = 5),
+                cpu(|c| c.task_storage_failures = 1),
+            ],
+            &[
+                ("netto_sched_switch", 2),
+                ("netto_softirq_entry", 0),
+                ("netto_hrtimer_entry", 10),
+            ],
+        );
+        let cur = reading(
+            vec![
+                cpu(|c| c.task_storage_failures = 7),
+                cpu(|c| c.task_storage_failures = 4),
+            ],
+            &[
+                ("netto_sched_switch", 3),
+                ("netto_softirq_entry", 0),
+                // Nested only in hardirq, where it does nothing: no loss.
+                ("netto_hrtimer_entry", 99),
+                // Attached since `prev` (a backend's late program): all
+                // of its misses fall in this interval.
+                ("netto_sys_enter", 4),
+            ],
+        );
+        // Without run-time statistics: misses are counted anyway, costs not.
+        let ctx = Context {
+            backend: "tracepoint".into(),
+            callback_names: vec![],
+            bpf_stats: false,
+        };
+        let snap = build(&prev, &cur, &ctx);
+        assert_eq!(
+            snap.losses,
+            Losses {
+                task_storage_failures: 2 + 3,
+                recursion_misses: 1 + 4,
+                dropped_halves: 0,
+            }
+        );
+        assert!(snap.overhead.programs.is_empty());
+        // Nothing new: nothing lost.
+        assert!(!build(&cur, &cur, &ctx).losses.any());
     }
 }

@@ -59,7 +59,11 @@ pub fn run(args: &RecordArgs) -> Result<ExitCode> {
     };
     let dropped = sampled(|s| s.dropped);
     if dropped > 0 {
-        eprintln!("netto: {dropped} samples did not fit the buffer and were dropped");
+        eprintln!("netto: {dropped} samples were dropped (buffer full, or their half given up)");
+    }
+    let lost: netto::model::Losses = snapshots.iter().map(|s| s.losses).sum();
+    if lost.any() {
+        eprintln!("netto: lost {}", lost.describe(|kind| kind.name).join(", "));
     }
     let samples = sampled(|s| s.samples);
     let recording = Recording {

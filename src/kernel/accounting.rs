@@ -36,6 +36,21 @@ pub fn tracepoint_names() -> Result<Vec<String>, KernelError> {
         .collect())
 }
 
+/// Programs whose runs the kernel may skip for recursion without losing
+/// anything. Only an interrupt can nest a program on its CPU, and of
+/// netto's programs only the hrtimer expiry hooks fire inside one: every
+/// hrtimer whose interrupt (the perf cpu-clock's, at the sampling
+/// frequency) arrives while the hook runs for a softirq hrtimer. A run in
+/// hardirq does nothing (`in_timer_softirq()` in bpf/account.bpf.c), so
+/// the skipped run would have done nothing either. Every other program's
+/// misses are losses.
+const NESTED_RUNS_DO_NOTHING: [&str; 2] = ["netto_hrtimer_entry", "netto_hrtimer_exit"];
+
+/// Whether a recursion miss of `program` loses a measurement.
+pub fn recursion_miss_is_loss(program: &str) -> bool {
+    !NESTED_RUNS_DO_NOTHING.contains(&program)
+}
+
 /// Loaded and attached accounting programs.
 pub struct Accounting<'obj> {
     skel: AccountSkel<'obj>,
@@ -213,7 +228,8 @@ impl<'obj> Accounting<'obj> {
             .collect())
     }
 
-    /// Cumulative run-time statistics of each attached program.
+    /// Cumulative run-time statistics and recursion misses of each attached
+    /// program.
     pub fn program_stats(&self) -> Vec<(String, RunStats)> {
         self.skel
             .object()

@@ -4,7 +4,7 @@
 
 use std::cell::RefCell;
 use std::mem::MaybeUninit;
-use std::os::fd::{AsRawFd, IntoRawFd};
+use std::os::fd::{AsFd, AsRawFd, IntoRawFd};
 use std::ptr::NonNull;
 use std::rc::Rc;
 use std::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering};
@@ -16,6 +16,7 @@ use libbpf_rs::{Link, MapCore, OpenObject, RingBuffer, RingBufferBuilder};
 use super::accounting::Accounting;
 use super::perf::open_cpu_clock;
 use super::skel::sample::{SampleSkel, SampleSkelBuilder};
+use super::stats;
 use super::KernelError;
 use crate::abi::{
     netto_sample, netto_sample_context, netto_sample_ctl, netto_transport, read_from,
@@ -57,6 +58,10 @@ pub struct SamplerConfig {
     pub drain_period: Duration,
     /// Overrides the computed buffer size (tests use a tiny one).
     pub slots_per_half: Option<u32>,
+    /// How long the reader waits for writers still inside a half it just
+    /// retired before it gives the half up ([`WRITER_WAIT`]; tests use
+    /// zero to provoke it).
+    pub writer_wait: Duration,
 }
 
 /// Slots per half: frequency x CPUs x drain period, with headroom, capped.
@@ -77,19 +82,36 @@ pub struct RawSample<'a> {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct SamplerCounters {
     pub samples: u64,
+    /// Samples lost: the buffer was full, or their half was given up.
     pub dropped: u64,
     pub failed: u64,
+    /// Halves of the mmap buffer given up because a writer was still
+    /// inside at the reader's deadline (their samples are in `dropped`).
+    pub dropped_halves: u64,
+    /// Runs of the sampler program the kernel skipped (recursion). Read
+    /// like every program's; kernels up to 6.18 count none for perf_event
+    /// programs (their overflow handler skips without counting).
+    pub recursion_misses: u64,
+}
+
+impl SamplerCounters {
+    /// Field by field, with `op`.
+    fn zip(self, other: SamplerCounters, op: fn(u64, u64) -> u64) -> SamplerCounters {
+        SamplerCounters {
+            samples: op(self.samples, other.samples),
+            dropped: op(self.dropped, other.dropped),
+            failed: op(self.failed, other.failed),
+            dropped_halves: op(self.dropped_halves, other.dropped_halves),
+            recursion_misses: op(self.recursion_misses, other.recursion_misses),
+        }
+    }
 }
 
 impl std::ops::Add for SamplerCounters {
     type Output = SamplerCounters;
 
     fn add(self, other: SamplerCounters) -> SamplerCounters {
-        SamplerCounters {
-            samples: self.samples + other.samples,
-            dropped: self.dropped + other.dropped,
-            failed: self.failed + other.failed,
-        }
+        self.zip(other, u64::wrapping_add)
     }
 }
 
@@ -98,11 +120,7 @@ impl std::ops::Sub for SamplerCounters {
     type Output = SamplerCounters;
 
     fn sub(self, other: SamplerCounters) -> SamplerCounters {
-        SamplerCounters {
-            samples: self.samples.saturating_sub(other.samples),
-            dropped: self.dropped.saturating_sub(other.dropped),
-            failed: self.failed.saturating_sub(other.failed),
-        }
+        self.zip(other, u64::saturating_sub)
     }
 }
 
@@ -179,6 +197,9 @@ impl<'obj> Sampler<'obj> {
                     size_of::<netto_sample>() * slots as usize * 2,
                 )?,
                 slots_per_half: slots,
+                writer_wait: config.writer_wait,
+                abandoned: None,
+                late: SamplerCounters::default(),
             }),
             Transport::Ringbuf => None,
         };
@@ -247,8 +268,8 @@ impl<'obj> Sampler<'obj> {
                 });
             }
         };
-        if let Some(buffer) = &self.mmap {
-            buffer.drain(&self.ctl(), &mut deliver);
+        if let Some(buffer) = &mut self.mmap {
+            buffer.drain(&CtlView::new(&self.ctl), &mut deliver);
         }
         if let Some((ring, queue)) = &self.ring {
             ring.consume()
@@ -262,16 +283,17 @@ impl<'obj> Sampler<'obj> {
     }
 
     pub fn counters(&self) -> SamplerCounters {
-        let ctl = self.ctl();
+        let ctl = CtlView::new(&self.ctl);
+        let late = self.mmap.as_ref().map(|b| b.late).unwrap_or_default();
         SamplerCounters {
             samples: self.samples,
-            dropped: ctl.dropped.load(Ordering::Relaxed),
+            dropped: ctl.dropped.load(Ordering::Relaxed) + late.dropped,
             failed: ctl.failed.load(Ordering::Relaxed),
+            dropped_halves: late.dropped_halves,
+            recursion_misses: stats::run_stats(self.skel.progs.netto_sample.as_fd())
+                .map(|s| s.recursion_misses)
+                .unwrap_or_default(),
         }
-    }
-
-    fn ctl(&self) -> CtlView<'_> {
-        CtlView::new(&self.ctl)
     }
 }
 
@@ -370,6 +392,13 @@ const PAGE: usize = 4096;
 struct DoubleBuffer {
     slots: Mapping,
     slots_per_half: u32,
+    writer_wait: Duration,
+    /// A half given up while a writer was still inside it: it goes back to
+    /// the writers only once they have all left.
+    abandoned: Option<usize>,
+    /// What giving halves up cost: `dropped_halves`, and their samples in
+    /// `dropped`.
+    late: SamplerCounters,
 }
 
 /// Atomic views of the control block's fields, shared with BPF writers.
@@ -406,22 +435,40 @@ impl<'a> CtlView<'a> {
 
 /// How long to wait for writers still inside a half that was just retired;
 /// a BPF program runs to completion in microseconds.
-const WRITER_WAIT: Duration = Duration::from_millis(100);
+pub const WRITER_WAIT: Duration = Duration::from_millis(100);
 
 impl DoubleBuffer {
     /// Retires the active half, waits for its writers, reads its complete
-    /// slots and hands the half back empty.
-    fn drain(&self, ctl: &CtlView<'_>, deliver: &mut impl FnMut(&netto_sample)) {
+    /// slots and hands the half back empty. A half whose writers outlast
+    /// the wait is never read (a slot may be half-written): it is given up
+    /// and its samples counted as dropped.
+    fn drain(&mut self, ctl: &CtlView<'_>, deliver: &mut impl FnMut(&netto_sample)) {
         let old = (ctl.active.load(Ordering::SeqCst) & 1) as usize;
-        ctl.active.store((old as u32) ^ 1, Ordering::SeqCst);
+        let next = old ^ 1;
+        if self.abandoned == Some(next) {
+            if ctl.writers[next].load(Ordering::SeqCst) != 0 {
+                // Still inside: writers keep filling the active half.
+                return;
+            }
+            // Counted now, when no writer can reserve in it any more.
+            self.late.dropped += self.used(ctl, next);
+            ctl.reserved[next].store(0, Ordering::SeqCst);
+            self.abandoned = None;
+        }
+        ctl.active.store(next as u32, Ordering::SeqCst);
         fence(Ordering::SeqCst);
-        let deadline = Instant::now() + WRITER_WAIT;
-        while ctl.writers[old].load(Ordering::SeqCst) != 0 && Instant::now() < deadline {
+        let deadline = Instant::now() + self.writer_wait;
+        // Writers are checked once more after the deadline, so a reader
+        // descheduled past it still reads a half its writers have left.
+        while ctl.writers[old].load(Ordering::SeqCst) != 0 {
+            if Instant::now() >= deadline {
+                self.late.dropped_halves += 1;
+                self.abandoned = Some(old);
+                return;
+            }
             std::thread::yield_now();
         }
-        let reserved = ctl.reserved[old]
-            .load(Ordering::SeqCst)
-            .min(u64::from(self.slots_per_half));
+        let reserved = self.used(ctl, old);
         let base = old * self.slots_per_half as usize;
         for i in 0..reserved as usize {
             // SAFETY: base + i is inside the mapping of 2 x slots_per_half
@@ -437,6 +484,13 @@ impl DoubleBuffer {
             }
         }
         ctl.reserved[old].store(0, Ordering::SeqCst);
+    }
+
+    /// Slots taken in `half`.
+    fn used(&self, ctl: &CtlView<'_>, half: usize) -> u64 {
+        ctl.reserved[half]
+            .load(Ordering::SeqCst)
+            .min(u64::from(self.slots_per_half))
     }
 }
 

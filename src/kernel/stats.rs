@@ -29,11 +29,14 @@ impl StatsGuard {
     }
 }
 
-/// Cumulative run count and run time of one program.
+/// Cumulative run count and run time of one program (zero while run-time
+/// statistics are off), and the runs the kernel skipped because the
+/// program was already running on that CPU (counted always).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct RunStats {
     pub run_count: u64,
     pub run_time_ns: u64,
+    pub recursion_misses: u64,
 }
 
 pub fn run_stats(prog: BorrowedFd<'_>) -> io::Result<RunStats> {
@@ -47,5 +50,6 @@ pub fn run_stats(prog: BorrowedFd<'_>) -> io::Result<RunStats> {
     Ok(RunStats {
         run_count: info.run_cnt,
         run_time_ns: info.run_time_ns,
+        recursion_misses: info.recursion_misses,
     })
 }

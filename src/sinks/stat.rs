@@ -108,7 +108,15 @@ pub fn render_table(s: &Snapshot) -> String {
     } else {
         text.push_str(", BPF program statistics off");
     }
-    text.push_str("\n\n");
+    text.push('\n');
+    if s.losses.any() {
+        let _ = writeln!(
+            text,
+            "netto lost: {}",
+            s.losses.describe(|kind| kind.name).join(", ")
+        );
+    }
+    text.push('\n');
     text
 }
 
@@ -163,6 +171,19 @@ mod tests {
         );
         assert!(text.contains("tcp_pace_kick 0.250 ms"));
         assert!(text.contains("process 0.400 ms"));
+        assert!(!text.contains("lost"), "nothing lost, no line:\n{text}");
+    }
+
+    #[test]
+    fn losses_get_a_line_naming_each_kind() {
+        let mut s = snapshot();
+        s.losses.task_storage_failures = 2;
+        s.losses.dropped_halves = 1;
+        let text = render_table(&s);
+        assert!(
+            text.contains("\nnetto lost: 2 task_storage_failures, 1 dropped_halves\n"),
+            "{text}"
+        );
     }
 
     #[test]
@@ -178,6 +199,7 @@ mod tests {
         assert_eq!(v["softirq"]["NET_RX"]["per_cpu_ns"][1], 500_000);
         assert!(v["ts"].is_f64() && v["interval_s"].is_f64());
         assert!(v.get("sketch").is_none(), "no sketch, no key");
+        assert_eq!(v["losses"]["recursion_misses"], 0);
         let back: Snapshot = serde_json::from_str(&text).unwrap();
         assert_eq!(back, snapshot());
     }

@@ -23,6 +23,7 @@ use crate::kernel::backend::{self, BackendChoice};
 use crate::kernel::features::Features;
 use crate::kernel::sampler::{
     Sampler, SamplerConfig, SamplerCounters, Transport, MAX_FREQUENCY_HZ, MIN_FREQUENCY_HZ,
+    WRITER_WAIT,
 };
 use crate::kernel::stats::StatsGuard;
 use crate::kernel::{privileges, KernelError};
@@ -256,6 +257,7 @@ fn load_sampler<'obj>(
             transport,
             drain_period: DRAIN_PERIOD,
             slots_per_half: None,
+            writer_wait: WRITER_WAIT,
         },
     )?)
 }
@@ -442,6 +444,8 @@ impl<'c, 'a, 'obj> Measure<'c, 'a, 'obj> {
                 failed_stacks: counted.failed,
                 buffer_bytes: sampler.buffer_bytes(),
             });
+            snapshot.losses.dropped_halves = counted.dropped_halves;
+            snapshot.losses.recursion_misses += counted.recursion_misses;
             self.base = counters;
             self.retired = SamplerCounters::default();
         }

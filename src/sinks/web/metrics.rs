@@ -10,7 +10,7 @@ use prometheus::core::Collector;
 use prometheus::{Counter, CounterVec, Encoder, Gauge, IntGauge, IntGaugeVec, Opts, Registry};
 use thiserror::Error;
 
-use crate::model::{percent, Snapshot};
+use crate::model::{percent, Losses, Snapshot};
 use crate::source::SourceInfo;
 
 /// The content type of the text exposition format.
@@ -35,6 +35,7 @@ pub struct Metrics {
     category_seconds: CounterVec,
     samples_dropped: Counter,
     stack_failures: Counter,
+    losses: CounterVec,
     process_seconds: Counter,
     bpf_run_seconds: CounterVec,
     bpf_runs: CounterVec,
@@ -129,6 +130,13 @@ impl Metrics {
             stack_failures: counter(
                 "netto_stack_failures_total",
                 "Stack samples whose kernel stack could not be read.",
+            )?,
+            losses: counters(
+                "netto_losses_total",
+                "Measurements lost, by kind: task_storage_failures (socket windows of switched-out tasks), \
+                 recursion_misses (BPF program runs the kernel skipped), dropped_halves (sample buffer halves \
+                 given up, their samples in netto_samples_dropped_total).",
+                &["kind"],
             )?,
             process_seconds: counter(
                 "netto_process_cpu_seconds_total",
@@ -225,6 +233,12 @@ impl Metrics {
         self.samples_dropped.inc_by(sampling.dropped as f64);
         self.stack_failures.inc_by(sampling.failed_stacks as f64);
         self.sampling_frequency.set(sampling.frequency_hz as f64);
+        // Every kind from the first snapshot on, at zero until one happens.
+        for kind in &Losses::KINDS {
+            self.losses
+                .with_label_values(&[kind.name])
+                .inc_by((kind.count)(&snapshot.losses) as f64);
+        }
 
         let overhead = &snapshot.overhead;
         self.process_seconds
@@ -298,6 +312,7 @@ mod tests {
         rx.total_ns = 750_000_000;
         rx.count = 3;
         s.softirq.get_mut(&SoftirqVector::NetRx).unwrap().total_ns = 750_000_000;
+        s.losses.recursion_misses = 1;
         s.breakdown = vec![Breakdown {
             context: SampleContext::NetRx,
             samples: 10,
@@ -344,6 +359,14 @@ mod tests {
             20.0
         );
         assert_eq!(value(&text, "netto_intervals_total"), 2.0);
+        assert_eq!(
+            value(&text, r#"netto_losses_total{kind="recursion_misses"}"#),
+            2.0
+        );
+        assert_eq!(
+            value(&text, r#"netto_losses_total{kind="task_storage_failures"}"#),
+            0.0
+        );
         assert!(text.contains("# TYPE netto_cpu_seconds_total counter"));
         assert!(text.contains("# HELP netto_cpu_seconds_total CPU time"));
         // Label values are escaped, not cut.

@@ -1,7 +1,7 @@
 //! The two header lines: where the numbers come from (host, kernel,
 //! backend, live or replayed), how they are taken (sampling frequency,
 //! refresh period) and what taking them costs (netto's own CPU time,
-//! dropped samples).
+//! dropped samples, other losses).
 
 use ratatui::layout::Rect;
 use ratatui::style::{Color, Modifier, Style};
@@ -40,6 +40,18 @@ pub fn draw(app: &App, frame: &mut Frame<'_>, area: Rect) {
     }
     second.extend(field("sampling", sampling(app)));
     if let Some(snapshot) = app.latest() {
+        // Losses next to the sampling and before the costs: rare, and
+        // then what 80 columns must not cut off.
+        let alarm = Style::new().fg(Color::Red).add_modifier(Modifier::BOLD);
+        if let Some(sampling) = snapshot.sampling.as_ref().filter(|s| s.dropped > 0) {
+            second.push(Span::styled(format!("dropped {}", sampling.dropped), alarm));
+            second.push(Span::raw("  "));
+        }
+        if snapshot.losses.any() {
+            let lost = snapshot.losses.describe(|kind| kind.short).join(", ");
+            second.push(Span::styled(format!("lost {lost}"), alarm));
+            second.push(Span::raw("  "));
+        }
         let interval = snapshot.interval_s;
         second.extend(field(
             "refresh",
@@ -58,12 +70,6 @@ pub fn draw(app: &App, frame: &mut Frame<'_>, area: Rect) {
                 "n/a".to_owned()
             },
         ));
-        if let Some(sampling) = snapshot.sampling.as_ref().filter(|s| s.dropped > 0) {
-            second.push(Span::styled(
-                format!("dropped {}", sampling.dropped),
-                Style::new().fg(Color::Red).add_modifier(Modifier::BOLD),
-            ));
-        }
     }
     frame.render_widget(Paragraph::new(vec![first, Line::from(second)]), area);
 }

@@ -68,10 +68,26 @@ fn header_names_the_source_and_netto_costs() {
     assert_eq!(
         words(&screen[1]),
         [
-            "sampling", "499", "Hz", "refresh", "1.00", "s", "netto", "user", "0.40%", "BPF",
-            "0.20%", "dropped", "3"
+            "sampling", "499", "Hz", "dropped", "3", "refresh", "1.00", "s", "netto", "user",
+            "0.40%", "BPF", "0.20%"
         ]
     );
+}
+
+#[test]
+fn header_shows_losses_before_the_costs() {
+    let mut lossy = fixture::snapshot();
+    lossy.losses.task_storage_failures = 2;
+    lossy.losses.dropped_halves = 1;
+    let app = fixture::app_showing(lossy);
+    let narrow = screen(&app, 80, 24);
+    assert!(
+        narrow[1].starts_with("sampling 499 Hz  dropped 3  lost 2 task windows, 1 sample halves"),
+        "{}",
+        narrow[1]
+    );
+    let wide = screen(&app, 140, 30);
+    assert!(wide[1].trim_end().ends_with("BPF 0.20%"), "{}", wide[1]);
 }
 
 #[test]
