@@ -3,10 +3,12 @@
  * The ABI of the XDP NitroSketch (sketch.bpf.c) and its control plane
  * (src/sketch/): one definition, bindgen-ed into Rust by build.rs.
  *
- * Layout: one slot per CPU in an mmap-able array map, indexed by the CPU
- * number. A slot is a struct sketch_state followed by rows x columns
- * struct sketch_cell. Slots are whole cache lines and the map's values
- * start page-aligned, so no cache line is shared between CPUs.
+ * Layout: what every packet touches (struct sketch_hot) is one cache line
+ * per CPU in a global array the program indexes by CPU number, without a
+ * map lookup. The rest is one slot per CPU in an mmap-able array map,
+ * looked up only by sampled packets: a struct sketch_state followed by
+ * rows x columns struct sketch_cell. Slots are whole cache lines and the
+ * maps' values start page-aligned, so no cache line is shared between CPUs.
  *
  * NitroSketch samples (packet, row) slots: each row of each packet is
  * updated with probability p. The gaps between updated slots are geometric
@@ -71,7 +73,8 @@ struct sketch_config {
 	sketch_u32 columns;
 	/* log2(columns): the index bits of a row's hash lane. */
 	sketch_u32 column_bits;
-	sketch_u32 _pad;
+	/* Possible CPUs: entries of the hot array and of the slots map. */
+	sketch_u32 cpus;
 };
 
 /*
@@ -104,6 +107,8 @@ struct sketch_variate {
  */
 struct sketch_candidate {
 	struct sketch_flow flow;
+	/* The flow's hash: what a vote compares. */
+	sketch_u64 hash;
 	sketch_u32 votes;
 	sketch_u32 _pad;
 };
@@ -113,15 +118,20 @@ struct sketch_cell {
 	sketch_s64 bytes;
 };
 
-struct sketch_state {
-	/* Hot: every packet reads skip. */
+/* One CPU's per-packet state: a skipped packet touches nothing else. */
+struct sketch_hot {
+	/* (packet, row) slots left before the next update. */
 	sketch_u32 skip;
-	sketch_u32 weight;
-	sketch_u32 cursor;
 	sketch_u32 _pad;
-	/* Every packet, exactly. */
+	/* Every packet and byte, exactly. */
 	sketch_u64 packets;
 	sketch_u64 bytes;
+} __attribute__((aligned(64)));
+
+struct sketch_state {
+	/* The weight of the next update and the ring entry after it. */
+	sketch_u32 weight;
+	sketch_u32 cursor;
 	/* Weighted counts of sampled rows of packets not counted by flow;
 	 * divided by rows they estimate packets and bytes. */
 	sketch_s64 proto_packets[SKETCH_PROTO_COUNT];

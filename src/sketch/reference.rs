@@ -17,7 +17,8 @@ pub struct Reference {
     weight: u32,
     cursor: u32,
     ring: Vec<sketch_variate>,
-    candidates: Vec<(FlowKey, u32)>,
+    /// Holder, its hash and its votes, as `struct sketch_candidate`.
+    candidates: Vec<(FlowKey, u64, u32)>,
     counters: Counters,
 }
 
@@ -30,7 +31,7 @@ impl Reference {
             weight: start.first.weight,
             cursor: 0,
             ring: start.ring,
-            candidates: vec![(FlowKey([0; KEY_BYTES]), 0); SKETCH_CANDIDATES as usize],
+            candidates: vec![(FlowKey([0; KEY_BYTES]), 0, 0); SKETCH_CANDIDATES as usize],
             counters: Counters::zero(geometry),
         }
     }
@@ -48,14 +49,14 @@ impl Reference {
     pub fn candidates(&self) -> impl Iterator<Item = &FlowKey> {
         self.candidates
             .iter()
-            .filter(|(_, votes)| *votes > 0)
-            .map(|(key, _)| key)
+            .filter(|(_, _, votes)| *votes > 0)
+            .map(|(key, _, _)| key)
     }
 
     fn vote(&mut self, key: FlowKey, hash: u64) {
         let bucket = (hash >> 32) as usize & (self.candidates.len() - 1);
-        let (holder, votes) = &mut self.candidates[bucket];
-        if *holder == key {
+        let (holder, holder_hash, votes) = &mut self.candidates[bucket];
+        if *holder_hash == hash && *votes > 0 {
             if *votes < SKETCH_VOTES_MAX {
                 *votes += 1;
             }
@@ -63,6 +64,7 @@ impl Reference {
             *votes -= 1;
         } else {
             *holder = key;
+            *holder_hash = hash;
             *votes = 1;
         }
     }
