@@ -107,6 +107,10 @@ static __always_inline __u32 ipv4(void *l3, void *data_end, struct sketch_flow *
 	header = ip->ihl * 4;
 	if (header < sizeof(*ip))
 		return SKETCH_PROTO_OTHER;
+	/* The ports must lie inside the datagram, not in Ethernet padding
+	 * after it; past the frame's end they are caught below. */
+	if (header + 4 > bpf_ntohs(ip->tot_len))
+		return SKETCH_PROTO_OTHER;
 	*(__u32 *)flow->src = ip->saddr;
 	*(__u32 *)flow->dst = ip->daddr;
 	flow->family = SKETCH_FAMILY_IPV4;
@@ -193,14 +197,16 @@ static __noinline int sample(struct sketch_hot *hot, __u32 cpu, void *data, void
 	struct sketch_flow flow = {};
 	struct sketch_state *s;
 	__u64 len = data_end - data;
-	__u32 weight, cursor, class;
-	__u64 hash = 0;
+	__u32 weight, cursor, limit, class;
+	__u64 hash = 0, reused;
 
 	s = bpf_map_lookup_elem(&sketch_slots, &cpu);
 	if (!s)
 		return XDP_PASS;
 	weight = s->weight;
 	cursor = s->cursor;
+	limit = *(volatile __u32 *)&s->limit;
+	reused = s->reused;
 	class = classify(data, data_end, &flow);
 	if (class == CLASS_FLOW) {
 		hash = flow_hash(&flow);
@@ -233,14 +239,20 @@ static __noinline int sample(struct sketch_hot *hot, __u32 cpu, void *data, void
 			s->proto_packets[class] += packets;
 			s->proto_bytes[class] += bytes;
 		}
-		next = s->ring[cursor & (SKETCH_RING - 1)];
-		cursor++;
+		if (cursor != limit) {
+			next = s->ring[cursor & (SKETCH_RING - 1)];
+			cursor++;
+		} else {
+			next = s->ring[mix(reused) & (SKETCH_RING - 1)];
+			reused++;
+		}
 		row += 1 + next.skip;
 		weight = next.weight;
 	}
 	hot->skip = row - rows;
 	s->weight = weight;
 	s->cursor = cursor;
+	s->reused = reused;
 	return XDP_PASS;
 }
 

@@ -33,8 +33,10 @@ typedef long long sketch_s64;
 /* Bits of the flow hash available for row indices and signs. */
 #define SKETCH_HASH_BITS 64
 
-/* Variates per CPU slot; a power of two. */
-#define SKETCH_RING 1024
+/* Variates per CPU slot; a power of two. User space tops the ring up
+ * behind the program's cursor every interval, so it holds an interval's
+ * sampled rows up to this many per CPU without reusing a gap. */
+#define SKETCH_RING 16384
 /* Top-K candidate buckets per CPU slot; a power of two. */
 #define SKETCH_CANDIDATES 256
 /* Votes a bucket's flow can bank: how long a flow that stopped keeps its
@@ -129,9 +131,18 @@ struct sketch_hot {
 } __attribute__((aligned(64)));
 
 struct sketch_state {
-	/* The weight of the next update and the ring entry after it. */
+	/* The weight of the next update. */
 	sketch_u32 weight;
+	/* Ring entries taken, ever (wrapping): entry n is ring[n % SKETCH_RING]. */
 	sketch_u32 cursor;
+	/* Ring entries user space has written, ever (wrapping), at most
+	 * SKETCH_RING ahead of cursor. The ring is dry when cursor == limit:
+	 * the program then reuses an entry picked by a hash of `reused` (not
+	 * the ring's order, so the sampling does not turn periodic) and
+	 * counts it. */
+	sketch_u32 limit;
+	sketch_u32 _pad;
+	sketch_u64 reused;
 	/* Weighted counts of sampled rows of packets not counted by flow;
 	 * divided by rows they estimate packets and bytes. */
 	sketch_s64 proto_packets[SKETCH_PROTO_COUNT];

@@ -9,13 +9,13 @@ use std::os::fd::{AsRawFd, BorrowedFd};
 use std::ptr::{self, NonNull};
 
 use crate::abi::bytes_of;
-use crate::abi::sketch::{sketch_candidate, sketch_cell, sketch_hot, sketch_state, sketch_variate};
+use crate::abi::sketch::{sketch_candidate, sketch_cell, sketch_hot, sketch_state};
 
 use super::config::Geometry;
 use super::counters::{Counters, PROTOCOL_COUNT};
 use super::error::SketchError;
 use super::flow::FlowKey;
-use super::variates::SlotStart;
+use super::variates::{Refill, SlotStart, RING};
 
 /// Whole cache lines per slot, so CPUs never share one.
 const CACHE_LINE: usize = 64;
@@ -120,23 +120,47 @@ impl Slots {
             ptr::addr_of_mut!((*self.hot(cpu)).skip).write_volatile(start.first.skip);
             ptr::addr_of_mut!((*state).weight).write_volatile(start.first.weight);
         }
-        self.write_ring(cpu, &start.ring);
+        self.refill(
+            cpu,
+            &Refill {
+                start: 0,
+                variates: start.ring.clone(),
+            },
+        );
     }
 
-    /// Replaces a slot's ring while the program may be reading it. Each
-    /// entry is one aligned 8-byte store, so the program sees an old or a
-    /// new variate, never half of each.
-    pub fn write_ring(&self, cpu: usize, ring: &[sketch_variate]) {
+    /// Ring entries the program has taken and user space has written, ever
+    /// (`cursor`, `limit` of `struct sketch_state`).
+    pub fn ring_position(&self, cpu: usize) -> (u32, u32) {
         let state = self.state(cpu);
-        // SAFETY: the ring is inside the slot, 64-byte aligned, and its
-        // 8-byte entries are written whole.
+        // SAFETY: aligned 4-byte reads inside this CPU's slot.
+        unsafe {
+            (
+                ptr::addr_of!((*state).cursor).read_volatile(),
+                ptr::addr_of!((*state).limit).read_volatile(),
+            )
+        }
+    }
+
+    /// Writes ring entries while the program may be reading the ring, then
+    /// lets it take them. Each entry is one aligned 8-byte store, so the
+    /// program sees an old or a new variate, never half of each; the entries
+    /// written are ones it has taken already (or, for a rewrite, not yet),
+    /// and the new limit is stored last.
+    pub fn refill(&self, cpu: usize, refill: &Refill) {
+        let state = self.state(cpu);
+        // SAFETY: the ring is inside the slot, 64-byte aligned, its 8-byte
+        // entries are written whole, and indices are taken modulo its length.
         unsafe {
             let entries = ptr::addr_of_mut!((*state).ring).cast::<u64>();
-            for (i, variate) in ring.iter().take((*state).ring.len()).enumerate() {
+            for (i, variate) in refill.variates.iter().enumerate() {
                 let word =
                     u64::from_ne_bytes(bytes_of(variate).try_into().expect("8-byte variate"));
-                entries.add(i).write_volatile(word);
+                let at = (refill.start as usize).wrapping_add(i) % RING;
+                entries.add(at).write_volatile(word);
             }
+            std::sync::atomic::fence(std::sync::atomic::Ordering::Release);
+            ptr::addr_of_mut!((*state).limit).write_volatile(refill.limit());
         }
     }
 
@@ -162,6 +186,9 @@ impl Slots {
                     &proto_packets,
                     &proto_bytes,
                 );
+                sum.gaps_reused = sum
+                    .gaps_reused
+                    .wrapping_add(ptr::addr_of!((*state).reused).read_volatile());
                 let cells = ptr::addr_of!((*state).cells).cast::<sketch_cell>();
                 for i in 0..self.geometry.cells() {
                     let cell = cells.add(i);
