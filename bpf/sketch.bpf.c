@@ -4,10 +4,13 @@
  * flows of IPv4 and IPv6 by 5-tuple, other packets by protocol, and always
  * passes the packet on unchanged.
  *
- * The cost model (see sketch.h for the layout): one inlined array lookup of
- * this CPU's slot per packet; a skipped packet then only counts itself and
- * decrements the gap, before any header is read. A sampled packet is
- * parsed once and hashed once; each sampled row takes its column and sign
+ * The cost model (see sketch.h for the layout): a skipped packet indexes
+ * this CPU's hot line by CPU number (no map lookup, no stack), counts
+ * itself and decrements the gap, before any header is read; it uses no
+ * callee-saved register, so the JIT-ed skip path has no pushes and pops
+ * beyond the frame. Everything else is in sample(), a separate function
+ * that only sampled packets call: it looks the CPU's slot up, parses and
+ * hashes the packet once, and each sampled row takes its column and sign
  * from its own lane of the 64-bit hash and adds the variate's weight.
  */
 #include "vmlinux.h"
@@ -32,6 +35,11 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 /* Set by user space before loading: the verifier then sees constants,
  * which bound every cell index without a runtime mask. */
 const volatile struct sketch_config geometry = {};
+
+/* One hot line per CPU, indexed by CPU number: a global array, so the
+ * program has its address as a constant. User space resizes it to
+ * geometry.cpus entries before loading (the last variable of its section). */
+struct sketch_hot sketch_hot[1] SEC(".data.hot");
 
 /* One slot per CPU; user space sets the real value size (state plus
  * rows x columns cells) and the number of CPUs before loading. */
@@ -99,6 +107,10 @@ static __always_inline __u32 ipv4(void *l3, void *data_end, struct sketch_flow *
 	header = ip->ihl * 4;
 	if (header < sizeof(*ip))
 		return SKETCH_PROTO_OTHER;
+	/* The ports must lie inside the datagram, not in Ethernet padding
+	 * after it; past the frame's end they are caught below. */
+	if (header + 4 > bpf_ntohs(ip->tot_len))
+		return SKETCH_PROTO_OTHER;
 	*(__u32 *)flow->src = ip->saddr;
 	*(__u32 *)flow->dst = ip->daddr;
 	flow->family = SKETCH_FAMILY_IPV4;
@@ -149,27 +161,23 @@ static __always_inline __u32 classify(void *data, void *data_end, struct sketch_
 	return SKETCH_PROTO_OTHER;
 }
 
-static __always_inline int same_flow(const struct sketch_flow *a, const struct sketch_flow *b)
-{
-	const __u64 *x = (const __u64 *)a, *y = (const __u64 *)b;
-
-	return ((x[0] ^ y[0]) | (x[1] ^ y[1]) | (x[2] ^ y[2]) | (x[3] ^ y[3]) |
-		(x[4] ^ y[4])) == 0;
-}
-
-/* The bucket vote of sketch.h's struct sketch_candidate. */
+/* The bucket vote of sketch.h's struct sketch_candidate. Holders are told
+ * apart by their 64-bit hash: one compare instead of the 40-byte key's five;
+ * the key is only written when a flow takes a bucket over. */
 static __always_inline void vote(struct sketch_state *s, const struct sketch_flow *flow,
 				 __u64 hash)
 {
 	struct sketch_candidate *c = &s->candidates[(hash >> 32) & (SKETCH_CANDIDATES - 1)];
+	__u32 votes = c->votes;
 
-	if (same_flow(&c->flow, flow)) {
-		if (c->votes < SKETCH_VOTES_MAX)
-			c->votes++;
-	} else if (c->votes > 0) {
-		c->votes--;
+	if (c->hash == hash && votes > 0) {
+		if (votes < SKETCH_VOTES_MAX)
+			c->votes = votes + 1;
+	} else if (votes > 0) {
+		c->votes = votes - 1;
 	} else {
 		c->flow = *flow;
+		c->hash = hash;
 		c->votes = 1;
 	}
 }
@@ -178,19 +186,27 @@ static __always_inline void vote(struct sketch_state *s, const struct sketch_flo
  * A packet with at least one sampled row, the first being `row`. Each
  * sampled row adds the current weight, then the next variate says how many
  * (packet, row) slots to skip and with which weight the next update counts.
+ * Not inlined: its registers and stack stay off the skip path.
  */
-static __always_inline void sample(struct sketch_state *s, void *data, void *data_end,
-				   __u64 len, __u32 row)
+static __noinline int sample(struct sketch_hot *hot, __u32 cpu, void *data, void *data_end,
+			     __u64 row)
 {
 	const __u32 rows = geometry.rows;
 	const __u32 columns = geometry.columns;
 	const __u32 bits = geometry.column_bits;
 	struct sketch_flow flow = {};
-	__u32 weight = s->weight;
-	__u32 cursor = s->cursor;
-	__u32 class;
-	__u64 hash = 0;
+	struct sketch_state *s;
+	__u64 len = data_end - data;
+	__u32 weight, cursor, limit, class;
+	__u64 hash = 0, reused;
 
+	s = bpf_map_lookup_elem(&sketch_slots, &cpu);
+	if (!s)
+		return XDP_PASS;
+	weight = s->weight;
+	cursor = s->cursor;
+	limit = *(volatile __u32 *)&s->limit;
+	reused = s->reused;
 	class = classify(data, data_end, &flow);
 	if (class == CLASS_FLOW) {
 		hash = flow_hash(&flow);
@@ -209,48 +225,57 @@ static __always_inline void sample(struct sketch_state *s, void *data, void *dat
 			__u64 lane = hash >> (row * (bits + 1));
 			__u64 cell = (__u64)row * columns + (lane & (columns - 1));
 
+			/* No bounds check: `row` is 64 bits wide, so the
+			 * verifier keeps row < rows on the register used
+			 * here, and that with the column mask bounds the
+			 * cell. */
 			if ((lane >> bits) & 1) {
 				packets = -packets;
 				bytes = -bytes;
 			}
-			if (cell >= (__u64)rows * columns)
-				break;
 			s->cells[cell].packets += packets;
 			s->cells[cell].bytes += bytes;
 		} else if (class < SKETCH_PROTO_COUNT) {
 			s->proto_packets[class] += packets;
 			s->proto_bytes[class] += bytes;
 		}
-		next = s->ring[cursor & (SKETCH_RING - 1)];
-		cursor++;
+		if (cursor != limit) {
+			next = s->ring[cursor & (SKETCH_RING - 1)];
+			cursor++;
+		} else {
+			next = s->ring[mix(reused) & (SKETCH_RING - 1)];
+			reused++;
+		}
 		row += 1 + next.skip;
 		weight = next.weight;
 	}
-	s->skip = row - rows;
+	hot->skip = row - rows;
 	s->weight = weight;
 	s->cursor = cursor;
+	s->reused = reused;
+	return XDP_PASS;
 }
 
 SEC("xdp")
 int netto_sketch(struct xdp_md *ctx)
 {
-	void *data = (void *)(long)ctx->data;
-	void *data_end = (void *)(long)ctx->data_end;
 	__u32 cpu = bpf_get_smp_processor_id();
-	struct sketch_state *s;
-	__u64 len = data_end - data;
+	const __u32 rows = geometry.rows;
+	struct sketch_hot *hot;
+	void *data, *data_end;
 	__u32 skip;
 
-	s = bpf_map_lookup_elem(&sketch_slots, &cpu);
-	if (!s)
+	if (cpu >= geometry.cpus)
 		return XDP_PASS;
-	s->packets++;
-	s->bytes += len;
-	skip = s->skip;
-	if (skip >= geometry.rows) {
-		s->skip = skip - geometry.rows;
+	hot = &sketch_hot[cpu];
+	data = (void *)(long)ctx->data;
+	data_end = (void *)(long)ctx->data_end;
+	hot->packets++;
+	hot->bytes += data_end - data;
+	skip = hot->skip;
+	if (skip >= rows) {
+		hot->skip = skip - rows;
 		return XDP_PASS;
 	}
-	sample(s, data, data_end, len, skip);
-	return XDP_PASS;
+	return sample(hot, cpu, data, data_end, skip);
 }

@@ -3,10 +3,12 @@
  * The ABI of the XDP NitroSketch (sketch.bpf.c) and its control plane
  * (src/sketch/): one definition, bindgen-ed into Rust by build.rs.
  *
- * Layout: one slot per CPU in an mmap-able array map, indexed by the CPU
- * number. A slot is a struct sketch_state followed by rows x columns
- * struct sketch_cell. Slots are whole cache lines and the map's values
- * start page-aligned, so no cache line is shared between CPUs.
+ * Layout: what every packet touches (struct sketch_hot) is one cache line
+ * per CPU in a global array the program indexes by CPU number, without a
+ * map lookup. The rest is one slot per CPU in an mmap-able array map,
+ * looked up only by sampled packets: a struct sketch_state followed by
+ * rows x columns struct sketch_cell. Slots are whole cache lines and the
+ * maps' values start page-aligned, so no cache line is shared between CPUs.
  *
  * NitroSketch samples (packet, row) slots: each row of each packet is
  * updated with probability p. The gaps between updated slots are geometric
@@ -31,8 +33,10 @@ typedef long long sketch_s64;
 /* Bits of the flow hash available for row indices and signs. */
 #define SKETCH_HASH_BITS 64
 
-/* Variates per CPU slot; a power of two. */
-#define SKETCH_RING 1024
+/* Variates per CPU slot; a power of two. User space tops the ring up
+ * behind the program's cursor every interval, so it holds an interval's
+ * sampled rows up to this many per CPU without reusing a gap. */
+#define SKETCH_RING 16384
 /* Top-K candidate buckets per CPU slot; a power of two. */
 #define SKETCH_CANDIDATES 256
 /* Votes a bucket's flow can bank: how long a flow that stopped keeps its
@@ -71,7 +75,8 @@ struct sketch_config {
 	sketch_u32 columns;
 	/* log2(columns): the index bits of a row's hash lane. */
 	sketch_u32 column_bits;
-	sketch_u32 _pad;
+	/* Possible CPUs: entries of the hot array and of the slots map. */
+	sketch_u32 cpus;
 };
 
 /*
@@ -104,6 +109,8 @@ struct sketch_variate {
  */
 struct sketch_candidate {
 	struct sketch_flow flow;
+	/* The flow's hash: what a vote compares. */
+	sketch_u64 hash;
 	sketch_u32 votes;
 	sketch_u32 _pad;
 };
@@ -113,15 +120,29 @@ struct sketch_cell {
 	sketch_s64 bytes;
 };
 
-struct sketch_state {
-	/* Hot: every packet reads skip. */
+/* One CPU's per-packet state: a skipped packet touches nothing else. */
+struct sketch_hot {
+	/* (packet, row) slots left before the next update. */
 	sketch_u32 skip;
-	sketch_u32 weight;
-	sketch_u32 cursor;
 	sketch_u32 _pad;
-	/* Every packet, exactly. */
+	/* Every packet and byte, exactly. */
 	sketch_u64 packets;
 	sketch_u64 bytes;
+} __attribute__((aligned(64)));
+
+struct sketch_state {
+	/* The weight of the next update. */
+	sketch_u32 weight;
+	/* Ring entries taken, ever (wrapping): entry n is ring[n % SKETCH_RING]. */
+	sketch_u32 cursor;
+	/* Ring entries user space has written, ever (wrapping), at most
+	 * SKETCH_RING ahead of cursor. The ring is dry when cursor == limit:
+	 * the program then reuses an entry picked by a hash of `reused` (not
+	 * the ring's order, so the sampling does not turn periodic) and
+	 * counts it. */
+	sketch_u32 limit;
+	sketch_u32 _pad;
+	sketch_u64 reused;
 	/* Weighted counts of sampled rows of packets not counted by flow;
 	 * divided by rows they estimate packets and bytes. */
 	sketch_s64 proto_packets[SKETCH_PROTO_COUNT];

@@ -241,6 +241,30 @@ impl XdpMode {
     }
 }
 
+/// What one XDP run, one counted packet, stands for. Generic XDP runs
+/// after GRO, on the aggregated skb (up to 64 KiB, many wire segments),
+/// and XDP cannot see the segment count (gso_segs): there a packet, its
+/// bytes and ns/packet are per aggregate, and the cost leaves out the
+/// kernel's skb linearisation before the program runs.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PacketUnit {
+    /// One frame as received (native XDP).
+    #[default]
+    Frame,
+    /// One GRO aggregate (generic XDP).
+    GroAggregate,
+}
+
+impl PacketUnit {
+    pub fn of(mode: XdpMode) -> PacketUnit {
+        match mode {
+            XdpMode::Native => PacketUnit::Frame,
+            XdpMode::Generic => PacketUnit::GroAggregate,
+        }
+    }
+}
+
 /// What the XDP sketch (NitroSketch over a Count Sketch) saw over one
 /// interval and what it cost. The field names are public (JSON, TUI, web)
 /// and stay as they are.
@@ -258,9 +282,18 @@ pub struct SketchSnapshot {
     pub probability: f64,
     pub rows: u32,
     pub columns: u32,
-    /// Every packet and byte the program saw in the interval, exactly.
+    /// What `packets` counts: frames, or GRO aggregates in generic mode.
+    #[serde(default)]
+    pub packet_unit: PacketUnit,
+    /// Every packet and byte the program saw in the interval, exactly
+    /// (bytes of whole frames, Ethernet padding included).
     pub packets: u64,
     pub bytes: u64,
+    /// Gaps the program took a second time in the interval because a CPU's
+    /// ring of variates ran dry before user space topped it up; 0 means
+    /// every sampling decision was fresh.
+    #[serde(default)]
+    pub gaps_reused: u64,
     /// The heaviest TCP/UDP flows of the interval, most packets first.
     pub top: Vec<FlowEstimate>,
     /// Estimated packets and bytes not counted by flow, by protocol

@@ -16,7 +16,9 @@ use netto::netns::VethPair;
 use netto::sketch::config::{Geometry, Sampling, DEFAULT_COLUMNS, DEFAULT_ROWS};
 use netto::sketch::estimate::{self, Estimate, TopK};
 use netto::sketch::flow::FlowKey;
-use netto::sketch::packet::{arp, frame, make_later_fragment};
+use netto::sketch::packet::{
+    arp, frame, ipv4_with_options, make_later_fragment, set_ipv4_total_length,
+};
 use netto::sketch::program::Loaded;
 use netto::sketch::reference::Reference;
 use netto::sketch::variates::Variates;
@@ -65,7 +67,8 @@ fn addr(rng: &mut StdRng, v6: bool) -> IpAddr {
 }
 
 /// Many distinct TCP/UDP flows over IPv4 and IPv6, some VLAN-tagged, with
-/// ICMP, GRE, ARP, fragments and truncated frames mixed in.
+/// ICMP, GRE, ARP, fragments, truncated frames, padded frames, total
+/// lengths shorter than the frame and IPv4 options mixed in.
 fn mixed_trace(packets: usize, flows: usize, seed: u64) -> Vec<Vec<u8>> {
     let mut rng = StdRng::seed_from_u64(seed);
     let pool: Vec<Vec<u8>> = (0..flows)
@@ -137,12 +140,68 @@ fn mixed_trace(packets: usize, flows: usize, seed: u64) -> Vec<Vec<u8>> {
                 true,
                 90,
             ),
+            // A minimum-size frame padded after a short datagram: the
+            // ports are inside the total length, the padding is not read.
+            7 => {
+                let mut f = frame(
+                    addr(&mut rng, false),
+                    addr(&mut rng, false),
+                    rng.random(),
+                    rng.random(),
+                    17,
+                    false,
+                    60,
+                );
+                set_ipv4_total_length(&mut f, 28);
+                f
+            }
+            // A total length that ends before the ports: padding would
+            // otherwise be read as ports.
+            8 => {
+                let mut f = frame(
+                    addr(&mut rng, false),
+                    addr(&mut rng, false),
+                    7,
+                    9,
+                    6,
+                    false,
+                    64,
+                );
+                set_ipv4_total_length(&mut f, rng.random_range(0..24));
+                f
+            }
+            // A frame cut short of its total length, ports in or out.
+            9 => {
+                let f = pool[rng.random_range(0..flows)].clone();
+                f[..f.len().min(rng.random_range(34..60))].to_vec()
+            }
+            // IPv4 options (ihl 6 to 15).
+            10 => ipv4_with_options(
+                addr(&mut rng, false),
+                addr(&mut rng, false),
+                rng.random(),
+                rng.random(),
+                if rng.random() { 6 } else { 17 },
+                rng.random_range(1..=10),
+                64 + rng.random_range(0..200),
+            ),
             _ => pool[rng.random_range(0..flows)].clone(),
         })
         .collect()
 }
 
-fn exact_run(rows: u32, columns: u32, probabilities: &[f64], seed: u64) {
+/// Runs mixed traces through the kernel program and the reference with
+/// the same variates, one trace per probability (a change of p between
+/// them), topping the ring up behind the cursor every `top_up_every`
+/// packets as the live host does every interval, or never (the ring then
+/// runs dry and gaps are reused, counted alike).
+fn exact_run(
+    rows: u32,
+    columns: u32,
+    probabilities: &[f64],
+    seed: u64,
+    top_up_every: Option<usize>,
+) {
     let _pinned = PinnedToCpu0::new();
     let geometry = Geometry::new(rows, columns).unwrap();
     let first = Sampling::new(probabilities[0]).unwrap();
@@ -154,13 +213,24 @@ fn exact_run(rows: u32, columns: u32, probabilities: &[f64], seed: u64) {
         if round > 0 {
             // A run-time change of p: new variates, same program.
             refills.set_sampling(Sampling::new(p).unwrap());
-            let ring = refills.ring();
-            loaded.slots().write_ring(0, &ring);
-            reference.set_ring(ring);
+            let (cursor, _) = loaded.slots().ring_position(0);
+            let refill = refills.rewrite(cursor);
+            loaded.slots().refill(0, &refill);
+            reference.refill(&refill);
         }
-        for packet in mixed_trace(20_000, 3_000, seed + round as u64) {
-            assert_eq!(loaded.test_run(&packet).unwrap(), 2, "XDP_PASS");
-            reference.process(&packet);
+        for (i, packet) in mixed_trace(20_000, 3_000, seed + round as u64)
+            .iter()
+            .enumerate()
+        {
+            if top_up_every.is_some_and(|every| i % every == 0) {
+                let position = loaded.slots().ring_position(0);
+                assert_eq!(position, reference.ring_position(), "ring cursor and limit");
+                let refill = refills.top_up(position.0, position.1);
+                loaded.slots().refill(0, &refill);
+                reference.refill(&refill);
+            }
+            assert_eq!(loaded.test_run(packet).unwrap(), 2, "XDP_PASS");
+            reference.process(packet);
         }
     }
     let kernel = loaded.slots().read();
@@ -169,6 +239,15 @@ fn exact_run(rows: u32, columns: u32, probabilities: &[f64], seed: u64) {
     assert_eq!(kernel.bytes, expected.bytes);
     assert_eq!(kernel.proto_packets, expected.proto_packets);
     assert_eq!(kernel.proto_bytes, expected.proto_bytes);
+    assert_eq!(kernel.gaps_reused, expected.gaps_reused);
+    if top_up_every.is_some() {
+        assert_eq!(
+            kernel.gaps_reused, 0,
+            "a ring topped up in time is never dry"
+        );
+    } else {
+        assert!(kernel.gaps_reused > 0, "the trace must outrun the ring");
+    }
     let differing = kernel
         .cells
         .iter()
@@ -196,12 +275,19 @@ fn exact_run(rows: u32, columns: u32, probabilities: &[f64], seed: u64) {
 
 #[test]
 fn kernel_counts_exactly_what_the_reference_counts() {
-    exact_run(4, 256, &[0.3], 11);
+    exact_run(4, 256, &[0.3], 11, Some(1_000));
 }
 
 #[test]
 fn exact_with_odd_rows_full_sampling_and_a_change_of_p() {
-    exact_run(3, 1024, &[1.0, 0.05, 0.5], 12);
+    exact_run(3, 1024, &[1.0, 0.05, 0.5], 12, Some(2_000));
+}
+
+/// Without top-ups the ring runs dry: every gap taken again is counted,
+/// and the program and the reference pick the same ones.
+#[test]
+fn a_dry_ring_reuses_gaps_counted_and_exactly_as_the_reference() {
+    exact_run(3, 1024, &[1.0, 0.5], 13, None);
 }
 
 /// A Zipf-distributed trace: frames of `flows` distinct UDP/TCP flows, the

@@ -4,7 +4,7 @@
 use std::fmt::Write as _;
 use std::io::{self, Write};
 
-use crate::model::SketchSnapshot;
+use crate::model::{PacketUnit, SketchSnapshot};
 
 pub fn write_table(out: &mut impl Write, snapshot: &SketchSnapshot) -> io::Result<()> {
     out.write_all(render_table(snapshot).as_bytes())?;
@@ -34,12 +34,19 @@ pub fn render_table(s: &SketchSnapshot) -> String {
     );
     let _ = writeln!(
         text,
-        "seen: {} packets ({:.0}/s), {} bytes ({:.3} Mbit/s)",
+        "seen: {} packets ({:.0}/s), {} bytes ({:.3} Mbit/s); gaps reused: {}",
         s.packets,
         rate(s.packets, s.interval_s),
         s.bytes,
-        rate(s.bytes, s.interval_s) * 8.0 / 1e6
+        rate(s.bytes, s.interval_s) * 8.0 / 1e6,
+        s.gaps_reused
     );
+    if s.packet_unit == PacketUnit::GroAggregate {
+        text.push_str(
+            "generic XDP: a packet is a GRO aggregate (many wire segments); \
+             ns/packet is per aggregate and leaves out the skb linearisation\n",
+        );
+    }
     let c = &s.cost;
     if c.run_count == 0 && s.packets > 0 {
         text.push_str("cost: unknown (BPF run-time statistics off)\n");
@@ -114,8 +121,10 @@ mod tests {
             probability: 0.01,
             rows: 4,
             columns: 2048,
+            packet_unit: PacketUnit::GroAggregate,
             packets: 3000,
             bytes: 1_500_000,
+            gaps_reused: 7,
             top: vec![FlowEstimate {
                 flow: Flow {
                     src: "fd00::1".into(),
@@ -156,6 +165,11 @@ mod tests {
         assert!(text.contains("80.0%"), "{text}");
         assert!(text.contains("30.0 ns/packet"), "{text}");
         assert!(text.contains("arp 4 packets"), "{text}");
+        assert!(text.contains("gaps reused: 7"), "{text}");
+        assert!(text.contains("GRO aggregate"), "{text}");
+        let mut native = snapshot();
+        native.packet_unit = PacketUnit::Frame;
+        assert!(!render_table(&native).contains("GRO aggregate"));
         let mut off = snapshot();
         off.cost = SketchCost::default();
         assert!(render_table(&off).contains("statistics off"));
@@ -171,6 +185,8 @@ mod tests {
         assert_eq!(v["top"][0]["share"], 0.8);
         assert_eq!(v["other_protocols"]["arp"]["packets"], 4);
         assert_eq!(v["cost"]["ns_per_packet"], 30.0);
+        assert_eq!(v["packet_unit"], "gro_aggregate");
+        assert_eq!(v["gaps_reused"], 7);
         let back: SketchSnapshot = serde_json::from_slice(&out).unwrap();
         assert_eq!(back, snapshot());
     }

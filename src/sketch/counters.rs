@@ -19,6 +19,8 @@ pub struct Counters {
     pub proto_bytes: [i64; PROTOCOL_COUNT],
     /// rows x columns cells, row-major: weighted packets and bytes.
     pub cells: Vec<[i64; 2]>,
+    /// Gaps taken again because a ring ran dry (see `struct sketch_state`).
+    pub gaps_reused: u64,
 }
 
 impl Counters {
@@ -29,6 +31,7 @@ impl Counters {
             proto_packets: [0; PROTOCOL_COUNT],
             proto_bytes: [0; PROTOCOL_COUNT],
             cells: vec![[0; 2]; geometry.cells()],
+            gaps_reused: 0,
         }
     }
 
@@ -57,6 +60,7 @@ impl Counters {
         let mut delta = self.clone();
         delta.packets = self.packets.wrapping_sub(earlier.packets);
         delta.bytes = self.bytes.wrapping_sub(earlier.bytes);
+        delta.gaps_reused = self.gaps_reused.wrapping_sub(earlier.gaps_reused);
         sub_all(&mut delta.proto_packets, &earlier.proto_packets);
         sub_all(&mut delta.proto_bytes, &earlier.proto_bytes);
         for (cell, old) in delta.cells.iter_mut().zip(&earlier.cells) {

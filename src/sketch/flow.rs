@@ -188,6 +188,11 @@ fn ipv4(packet: &[u8], l3: usize) -> Option<Class> {
     if length < IPV4_HEADER {
         return None;
     }
+    // The ports must lie inside the datagram (total length), not in the
+    // Ethernet padding after it; past the frame's end `flow` catches them.
+    if length + 4 > usize::from(be16(header, 2)?) {
+        return None;
+    }
     let src = <[u8; 4]>::try_from(&header[12..16]).ok()?.into();
     let dst = <[u8; 4]>::try_from(&header[16..20]).ok()?.into();
     flow(packet, l3 + length, src, dst, proto)

@@ -9,7 +9,8 @@ use super::flow::FlowKey;
 
 const M: u64 = 0x8803_55f2_1e6d_1965;
 
-fn mix(mut h: u64) -> u64 {
+/// fasthash64's mixing step; also picks the entry a dry ring reuses.
+pub fn mix(mut h: u64) -> u64 {
     h ^= h >> 23;
     h = h.wrapping_mul(0x2127_599b_f432_5c37);
     h ^ (h >> 47)

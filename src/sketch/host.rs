@@ -5,7 +5,7 @@ use std::os::fd::AsFd;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use crate::kernel::stats::{run_stats, RunStats};
-use crate::model::{percent, FlowEstimate, SketchCost, SketchSnapshot, XdpMode};
+use crate::model::{percent, FlowEstimate, PacketUnit, SketchCost, SketchSnapshot, XdpMode};
 
 use super::config::{Geometry, Sampling, SketchConfig};
 use super::counters::Counters;
@@ -68,7 +68,7 @@ impl Host {
     /// once its current gap ends; no packet goes uncounted.
     pub fn set_probability(&mut self, probability: f64) -> Result<(), SketchError> {
         self.variates.set_sampling(Sampling::new(probability)?);
-        self.refill();
+        self.rewrite();
         Ok(())
     }
 
@@ -86,15 +86,26 @@ impl Host {
         Ok(())
     }
 
-    fn refill(&mut self) {
+    /// A change of p: every entry not yet taken is drawn anew.
+    fn rewrite(&mut self) {
         let slots = self.loaded.slots();
         for cpu in 0..slots.cpus() {
-            slots.write_ring(cpu, &self.variates.ring());
+            let (cursor, _) = slots.ring_position(cpu);
+            slots.refill(cpu, &self.variates.rewrite(cursor));
+        }
+    }
+
+    /// Fresh variates for every entry taken since the last top-up.
+    fn top_up(&mut self) {
+        let slots = self.loaded.slots();
+        for cpu in 0..slots.cpus() {
+            let (cursor, limit) = slots.ring_position(cpu);
+            slots.refill(cpu, &self.variates.top_up(cursor, limit));
         }
     }
 
     /// Ends the current interval: the top flows and protocols counted in
-    /// it and what the program cost. Refills the variates for the next.
+    /// it and what the program cost. Tops the rings up for the next.
     pub fn snapshot(&mut self) -> SketchSnapshot {
         let now = Instant::now();
         let slots = self.loaded.slots();
@@ -129,8 +140,10 @@ impl Host {
             probability: self.probability(),
             rows: geometry.rows(),
             columns: geometry.columns(),
+            packet_unit: PacketUnit::of(self.mode()),
             packets: delta.packets,
             bytes: delta.bytes,
+            gaps_reused: delta.gaps_reused,
             top,
             other_protocols: estimate::protocols(&delta, geometry),
             cost: cost(self.previous_stats, stats, interval_s),
@@ -138,7 +151,7 @@ impl Host {
         self.previous = current;
         self.previous_stats = stats;
         self.previous_at = now;
-        self.refill();
+        self.top_up();
         snapshot
     }
 }

@@ -77,6 +77,41 @@ pub fn make_later_fragment(frame: &mut [u8]) {
     frame[MAC_HEADER + 6..MAC_HEADER + 8].copy_from_slice(&1u16.to_be_bytes());
 }
 
+/// Sets the IPv4 total length of an untagged frame made by [`frame`].
+pub fn set_ipv4_total_length(frame: &mut [u8], total: u16) {
+    frame[MAC_HEADER + 2..MAC_HEADER + 4].copy_from_slice(&total.to_be_bytes());
+}
+
+/// An untagged IPv4 frame like [`frame`]'s with `words` 32-bit words of
+/// options (NOPs) after the fixed header, so its header is 20 + 4 x words
+/// bytes; `words` is at most 10.
+pub fn ipv4_with_options(
+    src: IpAddr,
+    dst: IpAddr,
+    sport: u16,
+    dport: u16,
+    proto: u8,
+    words: u8,
+    len: usize,
+) -> Vec<u8> {
+    let options = usize::from(words) * 4;
+    let mut f = frame(
+        src,
+        dst,
+        sport,
+        dport,
+        proto,
+        false,
+        len.saturating_sub(options),
+    );
+    let at = MAC_HEADER + IPV4_HEADER;
+    f.splice(at..at, std::iter::repeat_n(1u8, options));
+    f[MAC_HEADER] = 0x45 + words;
+    let total = u16::from_be_bytes([f[MAC_HEADER + 2], f[MAC_HEADER + 3]]);
+    set_ipv4_total_length(&mut f, total + options as u16);
+    f
+}
+
 /// An ARP request frame.
 pub fn arp() -> Vec<u8> {
     let mut f = vec![0u8; 42];
@@ -120,5 +155,36 @@ mod tests {
         make_later_fragment(&mut fragment);
         assert_eq!(classify(&fragment), Class::Protocol(SKETCH_PROTO_FRAGMENT));
         assert_eq!(classify(&arp()), Class::Protocol(SKETCH_PROTO_ARP));
+    }
+
+    #[test]
+    fn total_length_options_and_truncation() {
+        let (s, d): (IpAddr, IpAddr) = ("10.0.0.1".parse().unwrap(), "10.0.0.2".parse().unwrap());
+        let key = Class::Flow(FlowKey::new(s, d, 1000, 80, 17));
+        let mut padded = frame(s, d, 1000, 80, 17, false, 60);
+        set_ipv4_total_length(&mut padded, 24);
+        assert_eq!(
+            classify(&padded),
+            key,
+            "ports end exactly at the total length"
+        );
+        set_ipv4_total_length(&mut padded, 23);
+        assert_eq!(
+            classify(&padded),
+            Class::Protocol(SKETCH_PROTO_OTHER),
+            "ports in the padding"
+        );
+        let long = frame(s, d, 1000, 80, 17, false, 600);
+        assert_eq!(classify(&long[..38]), key, "cut after the ports");
+        assert_eq!(
+            classify(&long[..37]),
+            Class::Protocol(SKETCH_PROTO_OTHER),
+            "cut in the ports"
+        );
+        for words in 1..=10 {
+            let f = ipv4_with_options(s, d, 1000, 80, 17, words, 120);
+            assert_eq!(f.len(), 120);
+            assert_eq!(classify(&f), key, "{words} words of options");
+        }
     }
 }

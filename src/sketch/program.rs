@@ -6,7 +6,7 @@ use std::os::fd::AsFd;
 use libbpf_rs::{MapCore, Object, ObjectBuilder, ProgramMut};
 
 use crate::abi::bytes_of;
-use crate::abi::sketch::sketch_config;
+use crate::abi::sketch::{sketch_config, sketch_hot};
 
 use super::config::Geometry;
 use super::error::SketchError;
@@ -18,6 +18,8 @@ const OBJECT: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/sketch.bpf.o"));
 /// The program's name, which is also how its JIT-ed frames are symbolized.
 pub const PROGRAM: &str = "netto_sketch";
 const SLOTS_MAP: &str = "sketch_slots";
+/// The section of the per-CPU hot lines; libbpf prefixes its map's name.
+const HOT_SECTION: &str = ".data.hot";
 
 /// A loaded, not necessarily attached, sketch program and its state.
 pub struct Loaded {
@@ -34,14 +36,18 @@ impl Loaded {
             rows: geometry.rows(),
             columns: geometry.columns(),
             column_bits: geometry.column_bits(),
-            _pad: 0,
+            cpus: u32::try_from(cpus).expect("CPU count fits u32"),
         };
         let mut open = ObjectBuilder::default()
             .open_memory(OBJECT)
             .map_err(SketchError::load)?;
         for mut map in open.maps_mut() {
             let name = map.name().to_string_lossy().into_owned();
-            if name == SLOTS_MAP {
+            if name.ends_with(HOT_SECTION) {
+                let size = u32::try_from(cpus * size_of::<sketch_hot>())
+                    .expect("hot lines are far below 4 GiB");
+                map.set_value_size(size).map_err(SketchError::load)?;
+            } else if name == SLOTS_MAP {
                 let size = u32::try_from(slot_bytes(geometry)).expect("slots are far below 4 GiB");
                 map.set_value_size(size).map_err(SketchError::load)?;
                 map.set_max_entries(u32::try_from(cpus).expect("CPU count fits u32"))
@@ -61,7 +67,11 @@ impl Loaded {
             .maps()
             .find(|m| m.name() == SLOTS_MAP)
             .ok_or_else(|| SketchError::Load(format!("no map {SLOTS_MAP}")))?;
-        let slots = Slots::map(map.as_fd(), geometry, cpus)?;
+        let hot = object
+            .maps()
+            .find(|m| m.name().to_string_lossy().ends_with(HOT_SECTION))
+            .ok_or_else(|| SketchError::Load(format!("no map {HOT_SECTION}")))?;
+        let slots = Slots::map(hot.as_fd(), map.as_fd(), geometry, cpus)?;
         for cpu in 0..cpus {
             slots.start(cpu, &variates.slot_start());
         }

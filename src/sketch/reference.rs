@@ -8,16 +8,18 @@ use crate::abi::sketch::{sketch_variate, SKETCH_CANDIDATES, SKETCH_VOTES_MAX};
 use super::config::Geometry;
 use super::counters::Counters;
 use super::flow::{classify, Class, FlowKey, KEY_BYTES};
-use super::hash::{flow_hash, lane};
-use super::variates::{SlotStart, RING};
+use super::hash::{flow_hash, lane, mix};
+use super::variates::{Refill, SlotStart, RING};
 
 pub struct Reference {
     geometry: Geometry,
     skip: u32,
     weight: u32,
     cursor: u32,
+    limit: u32,
     ring: Vec<sketch_variate>,
-    candidates: Vec<(FlowKey, u32)>,
+    /// Holder, its hash and its votes, as `struct sketch_candidate`.
+    candidates: Vec<(FlowKey, u64, u32)>,
     counters: Counters,
 }
 
@@ -29,15 +31,24 @@ impl Reference {
             skip: start.first.skip,
             weight: start.first.weight,
             cursor: 0,
+            limit: RING as u32,
             ring: start.ring,
-            candidates: vec![(FlowKey([0; KEY_BYTES]), 0); SKETCH_CANDIDATES as usize],
+            candidates: vec![(FlowKey([0; KEY_BYTES]), 0, 0); SKETCH_CANDIDATES as usize],
             counters: Counters::zero(geometry),
         }
     }
 
-    /// A refill: later gaps come from `ring`.
-    pub fn set_ring(&mut self, ring: Vec<sketch_variate>) {
-        self.ring = ring;
+    /// Ring entries taken and written, as [`super::slots::Slots::ring_position`].
+    pub fn ring_position(&self) -> (u32, u32) {
+        (self.cursor, self.limit)
+    }
+
+    /// What [`super::slots::Slots::refill`] does to the program's ring.
+    pub fn refill(&mut self, refill: &Refill) {
+        for (i, variate) in refill.variates.iter().enumerate() {
+            self.ring[(refill.start as usize).wrapping_add(i) % RING] = *variate;
+        }
+        self.limit = refill.limit();
     }
 
     pub fn counters(&self) -> &Counters {
@@ -48,14 +59,14 @@ impl Reference {
     pub fn candidates(&self) -> impl Iterator<Item = &FlowKey> {
         self.candidates
             .iter()
-            .filter(|(_, votes)| *votes > 0)
-            .map(|(key, _)| key)
+            .filter(|(_, _, votes)| *votes > 0)
+            .map(|(key, _, _)| key)
     }
 
     fn vote(&mut self, key: FlowKey, hash: u64) {
         let bucket = (hash >> 32) as usize & (self.candidates.len() - 1);
-        let (holder, votes) = &mut self.candidates[bucket];
-        if *holder == key {
+        let (holder, holder_hash, votes) = &mut self.candidates[bucket];
+        if *holder_hash == hash && *votes > 0 {
             if *votes < SKETCH_VOTES_MAX {
                 *votes += 1;
             }
@@ -63,6 +74,7 @@ impl Reference {
             *votes -= 1;
         } else {
             *holder = key;
+            *holder_hash = hash;
             *votes = 1;
         }
     }
@@ -110,8 +122,15 @@ impl Reference {
                     c.proto_bytes[i] = c.proto_bytes[i].wrapping_add(bytes);
                 }
             }
-            let next = self.ring[self.cursor as usize % RING];
-            self.cursor = self.cursor.wrapping_add(1);
+            let next = if self.cursor != self.limit {
+                let next = self.ring[self.cursor as usize % RING];
+                self.cursor = self.cursor.wrapping_add(1);
+                next
+            } else {
+                let next = self.ring[mix(self.counters.gaps_reused) as usize % RING];
+                self.counters.gaps_reused = self.counters.gaps_reused.wrapping_add(1);
+                next
+            };
             row += 1 + next.skip;
             self.weight = next.weight;
         }

@@ -9,13 +9,13 @@ use std::os::fd::{AsRawFd, BorrowedFd};
 use std::ptr::{self, NonNull};
 
 use crate::abi::bytes_of;
-use crate::abi::sketch::{sketch_candidate, sketch_cell, sketch_state, sketch_variate};
+use crate::abi::sketch::{sketch_candidate, sketch_cell, sketch_hot, sketch_state};
 
 use super::config::Geometry;
 use super::counters::{Counters, PROTOCOL_COUNT};
 use super::error::SketchError;
 use super::flow::FlowKey;
-use super::variates::SlotStart;
+use super::variates::{Refill, SlotStart, RING};
 
 /// Whole cache lines per slot, so CPUs never share one.
 const CACHE_LINE: usize = 64;
@@ -26,24 +26,16 @@ pub fn slot_bytes(geometry: Geometry) -> usize {
     bytes.next_multiple_of(CACHE_LINE)
 }
 
-pub struct Slots {
+/// One shared mapping of an mmap-able array map.
+struct Mapping {
     base: NonNull<u8>,
     len: usize,
-    stride: usize,
-    cpus: usize,
-    geometry: Geometry,
 }
 
-// SAFETY: the mapping is plain shared memory owned by this value; all
-// access goes through volatile reads and writes of whole integers.
-unsafe impl Send for Slots {}
-
-impl Slots {
-    pub fn map(fd: BorrowedFd<'_>, geometry: Geometry, cpus: usize) -> Result<Slots, SketchError> {
-        let stride = slot_bytes(geometry);
-        let len = stride * cpus;
-        // SAFETY: maps `len` bytes of an mmap-able array map of exactly
-        // `cpus` values of `stride` bytes; checked for failure below.
+impl Mapping {
+    fn new(fd: BorrowedFd<'_>, len: usize) -> Result<Mapping, SketchError> {
+        // SAFETY: maps `len` bytes of an mmap-able array map whose values
+        // are at least that long; checked for failure below.
         let base = unsafe {
             libc::mmap(
                 ptr::null_mut(),
@@ -57,10 +49,45 @@ impl Slots {
         if base == libc::MAP_FAILED {
             return Err(SketchError::Mmap(io::Error::last_os_error()));
         }
-        Ok(Slots {
+        Ok(Mapping {
             base: NonNull::new(base.cast())
                 .ok_or(SketchError::Mmap(io::Error::other("null mapping")))?,
             len,
+        })
+    }
+}
+
+impl Drop for Mapping {
+    fn drop(&mut self) {
+        // SAFETY: unmaps exactly what `new` mapped; nothing borrows it.
+        unsafe { libc::munmap(self.base.as_ptr().cast(), self.len) };
+    }
+}
+
+pub struct Slots {
+    hot: Mapping,
+    slots: Mapping,
+    stride: usize,
+    cpus: usize,
+    geometry: Geometry,
+}
+
+// SAFETY: the mapping is plain shared memory owned by this value; all
+// access goes through volatile reads and writes of whole integers.
+unsafe impl Send for Slots {}
+
+impl Slots {
+    /// Maps the hot lines (`cpus` of them) and the slots.
+    pub fn map(
+        hot: BorrowedFd<'_>,
+        slots: BorrowedFd<'_>,
+        geometry: Geometry,
+        cpus: usize,
+    ) -> Result<Slots, SketchError> {
+        let stride = slot_bytes(geometry);
+        Ok(Slots {
+            hot: Mapping::new(hot, cpus * size_of::<sketch_hot>())?,
+            slots: Mapping::new(slots, stride * cpus)?,
             stride,
             cpus,
             geometry,
@@ -74,35 +101,66 @@ impl Slots {
     fn state(&self, cpu: usize) -> *mut sketch_state {
         assert!(cpu < self.cpus, "cpu {cpu} out of range");
         // SAFETY: cpu < cpus keeps the offset inside the mapping.
-        unsafe { self.base.as_ptr().add(cpu * self.stride).cast() }
+        unsafe { self.slots.base.as_ptr().add(cpu * self.stride).cast() }
+    }
+
+    fn hot(&self, cpu: usize) -> *mut sketch_hot {
+        assert!(cpu < self.cpus, "cpu {cpu} out of range");
+        // SAFETY: cpu < cpus keeps the line inside the mapping.
+        unsafe { self.hot.base.as_ptr().cast::<sketch_hot>().add(cpu) }
     }
 
     /// Sets a slot's first gap and ring. Only before the program can run
     /// on it: the gap and weight are the program's own fields.
     pub fn start(&self, cpu: usize, start: &SlotStart) {
         let state = self.state(cpu);
-        // SAFETY: `state` points at this CPU's slot inside the mapping.
+        // SAFETY: `state` and `hot` point at this CPU's slot and line
+        // inside the mappings.
         unsafe {
-            ptr::addr_of_mut!((*state).skip).write_volatile(start.first.skip);
+            ptr::addr_of_mut!((*self.hot(cpu)).skip).write_volatile(start.first.skip);
             ptr::addr_of_mut!((*state).weight).write_volatile(start.first.weight);
         }
-        self.write_ring(cpu, &start.ring);
+        self.refill(
+            cpu,
+            &Refill {
+                start: 0,
+                variates: start.ring.clone(),
+            },
+        );
     }
 
-    /// Replaces a slot's ring while the program may be reading it. Each
-    /// entry is one aligned 8-byte store, so the program sees an old or a
-    /// new variate, never half of each.
-    pub fn write_ring(&self, cpu: usize, ring: &[sketch_variate]) {
+    /// Ring entries the program has taken and user space has written, ever
+    /// (`cursor`, `limit` of `struct sketch_state`).
+    pub fn ring_position(&self, cpu: usize) -> (u32, u32) {
         let state = self.state(cpu);
-        // SAFETY: the ring is inside the slot, 64-byte aligned, and its
-        // 8-byte entries are written whole.
+        // SAFETY: aligned 4-byte reads inside this CPU's slot.
+        unsafe {
+            (
+                ptr::addr_of!((*state).cursor).read_volatile(),
+                ptr::addr_of!((*state).limit).read_volatile(),
+            )
+        }
+    }
+
+    /// Writes ring entries while the program may be reading the ring, then
+    /// lets it take them. Each entry is one aligned 8-byte store, so the
+    /// program sees an old or a new variate, never half of each; the entries
+    /// written are ones it has taken already (or, for a rewrite, not yet),
+    /// and the new limit is stored last.
+    pub fn refill(&self, cpu: usize, refill: &Refill) {
+        let state = self.state(cpu);
+        // SAFETY: the ring is inside the slot, 64-byte aligned, its 8-byte
+        // entries are written whole, and indices are taken modulo its length.
         unsafe {
             let entries = ptr::addr_of_mut!((*state).ring).cast::<u64>();
-            for (i, variate) in ring.iter().take((*state).ring.len()).enumerate() {
+            for (i, variate) in refill.variates.iter().enumerate() {
                 let word =
                     u64::from_ne_bytes(bytes_of(variate).try_into().expect("8-byte variate"));
-                entries.add(i).write_volatile(word);
+                let at = (refill.start as usize).wrapping_add(i) % RING;
+                entries.add(at).write_volatile(word);
             }
+            std::sync::atomic::fence(std::sync::atomic::Ordering::Release);
+            ptr::addr_of_mut!((*state).limit).write_volatile(refill.limit());
         }
     }
 
@@ -111,6 +169,7 @@ impl Slots {
         let mut sum = Counters::zero(self.geometry);
         for cpu in 0..self.cpus {
             let state = self.state(cpu);
+            let hot = self.hot(cpu);
             // SAFETY: every read is inside this CPU's slot; the program may
             // be updating a counter, and an aligned 8-byte read sees it
             // before or after, never torn.
@@ -122,11 +181,14 @@ impl Slots {
                     proto_bytes[i] = ptr::addr_of!((*state).proto_bytes[i]).read_volatile();
                 }
                 sum.add_totals(
-                    ptr::addr_of!((*state).packets).read_volatile(),
-                    ptr::addr_of!((*state).bytes).read_volatile(),
+                    ptr::addr_of!((*hot).packets).read_volatile(),
+                    ptr::addr_of!((*hot).bytes).read_volatile(),
                     &proto_packets,
                     &proto_bytes,
                 );
+                sum.gaps_reused = sum
+                    .gaps_reused
+                    .wrapping_add(ptr::addr_of!((*state).reused).read_volatile());
                 let cells = ptr::addr_of!((*state).cells).cast::<sketch_cell>();
                 for i in 0..self.geometry.cells() {
                     let cell = cells.add(i);
@@ -163,12 +225,5 @@ impl Slots {
             }
         }
         keys
-    }
-}
-
-impl Drop for Slots {
-    fn drop(&mut self) {
-        // SAFETY: unmaps exactly what `map` mapped; nothing borrows it.
-        unsafe { libc::munmap(self.base.as_ptr().cast(), self.len) };
     }
 }

@@ -24,11 +24,29 @@ pub struct Variates {
     gaps: Geometric,
 }
 
-/// What a CPU slot starts with: the first gap, and the ring after it.
+/// What a CPU slot starts with: the first gap, and the ring after it
+/// (entries 0 to RING - 1).
 pub struct SlotStart {
     pub first: sketch_variate,
     pub ring: Vec<sketch_variate>,
 }
+
+/// New ring entries: `variates[i]` is entry `start + i` (wrapping), kept at
+/// `ring[(start + i) % RING]`; afterwards the program may take entries up
+/// to [`Refill::limit`].
+pub struct Refill {
+    pub start: u32,
+    pub variates: Vec<sketch_variate>,
+}
+
+impl Refill {
+    pub fn limit(&self) -> u32 {
+        let written = u32::try_from(self.variates.len()).expect("at most RING entries");
+        self.start.wrapping_add(written)
+    }
+}
+
+const RING_U32: u32 = SKETCH_RING;
 
 impl Variates {
     pub fn new(sampling: Sampling, seed: u64) -> Variates {
@@ -59,6 +77,29 @@ impl Variates {
 
     pub fn ring(&mut self) -> Vec<sketch_variate> {
         (0..RING).map(|_| self.next_variate()).collect()
+    }
+
+    /// Tops a ring up behind the program's `cursor`: fresh variates for
+    /// every entry the program has taken since `limit` was written, so
+    /// that no gap is used twice.
+    pub fn top_up(&mut self, cursor: u32, limit: u32) -> Refill {
+        let taken = cursor
+            .wrapping_add(RING_U32)
+            .wrapping_sub(limit)
+            .min(RING_U32);
+        Refill {
+            start: limit,
+            variates: (0..taken).map(|_| self.next_variate()).collect(),
+        }
+    }
+
+    /// Every entry from `cursor` on drawn anew (a change of p): the whole
+    /// ring, none of it taken yet.
+    pub fn rewrite(&mut self, cursor: u32) -> Refill {
+        Refill {
+            start: cursor,
+            variates: self.ring(),
+        }
     }
 
     pub fn slot_start(&mut self) -> SlotStart {
@@ -95,6 +136,21 @@ mod tests {
             .ring()
             .iter()
             .all(|x| x.skip == 0 && x.weight == 1024));
+    }
+
+    #[test]
+    fn top_up_replaces_exactly_the_taken_entries() {
+        let mut v = Variates::new(Sampling::new(0.1).unwrap(), 9);
+        let none = v.top_up(5, 5 + RING_U32);
+        assert!(none.variates.is_empty());
+        let limit = (u32::MAX - 10).wrapping_add(RING_U32);
+        let some = v.top_up(u32::MAX - 2, limit);
+        assert_eq!(some.start, limit);
+        assert_eq!(some.variates.len(), 8);
+        assert_eq!(some.limit(), (u32::MAX - 2).wrapping_add(RING_U32));
+        let dry = v.top_up(7, 7);
+        assert_eq!((dry.start, dry.variates.len()), (7, RING));
+        assert_eq!(v.rewrite(3).limit(), 3 + RING_U32);
     }
 
     #[test]

@@ -77,6 +77,8 @@ pub fn sketch() -> SketchSnapshot {
         probability: 0.125,
         rows: 4,
         columns: 2048,
+        packet_unit: Default::default(),
+        gaps_reused: 0,
         packets: 50_000,
         bytes: 125_000_000,
         top: vec![
