@@ -225,14 +225,15 @@ static __noinline int sample(struct sketch_hot *hot, __u32 cpu, void *data, void
 			__u64 lane = hash >> (row * (bits + 1));
 			__u64 cell = (__u64)row * columns + (lane & (columns - 1));
 
-			/* No bounds check: `row` is 64 bits wide, so the
-			 * verifier keeps row < rows on the register used
-			 * here, and that with the column mask bounds the
-			 * cell. */
 			if ((lane >> bits) & 1) {
 				packets = -packets;
 				bytes = -bytes;
 			}
+			/* Never taken, but older verifiers (6.1) do not keep
+			 * row < rows through the multiply and need it to bound
+			 * the cell. */
+			if (cell >= (__u64)rows * columns)
+				break;
 			s->cells[cell].packets += packets;
 			s->cells[cell].bytes += bytes;
 		} else if (class < SKETCH_PROTO_COUNT) {
