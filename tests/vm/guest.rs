@@ -18,6 +18,7 @@ const BOOT_ALLOWANCE: Duration = Duration::from_secs(90);
 const MEMORY: &str = "2G";
 
 /// A command the guest runs, bounded by its own timeout inside the guest.
+#[derive(Clone)]
 pub struct Job {
     /// Directory name under `jobs/`; jobs run in name order.
     pub name: String,
@@ -120,6 +121,19 @@ pub fn boot(kernel: &Kernel, share: &Path, dir: &Path, jobs: &[Job]) -> Boot {
     }
 }
 
+/// Whether the guest's kernel panicked: then every job after the one it
+/// was running has no result through no fault of its own.
+pub fn panicked(boot: &Boot) -> bool {
+    fs::read_to_string(&boot.serial_log).is_ok_and(|log| log.contains("Kernel panic"))
+}
+
+/// The jobs of a boot that never finished.
+pub fn unfinished(results: &[JobResult]) -> Vec<usize> {
+    (0..results.len())
+        .filter(|&i| results[i].status.is_none())
+        .collect()
+}
+
 /// `run` (a shell script the init runs) and `timeout` (seconds) in `dir`.
 fn write_job(dir: &Path, job: &Job) {
     fs::create_dir_all(dir).unwrap();
@@ -152,4 +166,21 @@ fn read_result(dir: &Path) -> JobResult {
 pub fn tail(text: &str, lines: usize) -> String {
     let all: Vec<&str> = text.lines().collect();
     all[all.len().saturating_sub(lines)..].join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unfinished_jobs_are_those_without_an_exit_status() {
+        let result = |status| JobResult {
+            status,
+            output: String::new(),
+            seconds: None,
+        };
+        let results = [result(Some(0)), result(Some(1)), result(None), result(None)];
+        assert_eq!(unfinished(&results), [2, 3]);
+        assert!(unfinished(&results[..2]).is_empty());
+    }
 }
