@@ -31,7 +31,7 @@ use libbpf_rs::skel::{OpenSkel, Skel, SkelBuilder};
 use netto::kernel::skel::floor::FloorSkelBuilder;
 use netto::kernel::stats::{run_stats, RunStats, StatsGuard};
 use netto::model::Snapshot;
-use netto::netns::VethPair;
+use netto::workload::netns::VethPair;
 
 const NETTO: &str = env!("CARGO_BIN_EXE_netto");
 const PORT: &str = "5399";

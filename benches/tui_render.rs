@@ -26,10 +26,10 @@ use std::time::Duration;
 use criterion::{criterion_group, criterion_main, Criterion};
 use netto::breakdown::rules::{Pattern, RULES};
 use netto::breakdown::{breakdowns, Categorizer};
+use netto::frontends::tui::app::{App, Panel, Settings};
+use netto::frontends::tui::draw;
+use netto::frontends::tui::tree::{NodeId, Tree};
 use netto::model::{EventKey, SampleContext, SamplingStats, Snapshot, StackCount};
-use netto::sinks::tui::app::{App, Panel, Settings};
-use netto::sinks::tui::render;
-use netto::sinks::tui::tree::{NodeId, Tree};
 use netto::source::SourceInfo;
 use ratatui::backend::CrosstermBackend;
 use ratatui::layout::Rect;
@@ -226,7 +226,7 @@ fn bench(c: &mut Criterion) {
                 for _ in 0..iters {
                     frame += 1;
                     let app = &apps[frame % 2];
-                    terminal.draw(|f| render::draw(black_box(app), f)).unwrap();
+                    terminal.draw(|f| draw::draw(black_box(app), f)).unwrap();
                 }
                 thread_cpu() - start
             })
@@ -263,7 +263,7 @@ fn bench(c: &mut Criterion) {
                 },
                 |snapshot| {
                     app.push(snapshot);
-                    terminal.draw(|f| render::draw(&app, f)).unwrap();
+                    terminal.draw(|f| draw::draw(&app, f)).unwrap();
                 },
             )
         })

@@ -469,7 +469,7 @@ fn parse_frequency(text: &str) -> Result<u64, String> {
 }
 
 fn parse_host_name(text: &str) -> Result<String, String> {
-    if crate::sinks::web::host::is_host_name(text) {
+    if crate::frontends::web::host::is_host_name(text) {
         Ok(text.to_owned())
     } else {
         Err(format!("'{text}' is not a host name"))

@@ -2,21 +2,24 @@
 //! exactly with eBPF.
 //!
 //! Data flows one way: kernel maps ([`kernel`]) -> [`collect`] -> the
-//! [`model`], streamed by a [`source`] (live or replayed) -> sinks
-//! ([`sinks`]); a [`recording`] is checked before it is replayed. Sinks never touch BPF; the collector
-//! never renders. [`demo`], [`netns`] and [`load`] make traffic to measure.
+//! [`model`], streamed by a [`source`] (live or replayed) -> front ends
+//! ([`frontends`]); a [`recording`] is checked before it is replayed. Front
+//! ends never touch BPF; the collector never renders. [`history`] is the
+//! recent past the live front ends keep, [`output`] writes result files
+//! whole or not at all. [`workload`] makes traffic to measure and is not
+//! part of the measuring path.
 
 pub mod abi;
 pub mod breakdown;
 pub mod cli;
 pub mod collect;
-pub mod demo;
+pub mod frontends;
+pub mod history;
 pub mod kernel;
-pub mod load;
 pub mod model;
-pub mod netns;
+pub mod output;
 pub mod recording;
-pub mod sinks;
 pub mod sketch;
 pub mod source;
 pub mod symbols;
+pub mod workload;

@@ -24,7 +24,9 @@ fn main() -> ExitCode {
         Command::Sketch(args) => commands::sketch::run(&args),
         Command::Completions(args) => commands::docs::completions(&args),
         Command::Man(args) => commands::docs::man(&args),
-        Command::DemoLoad => netto::demo::run_until_stdin_closes().map(|()| ExitCode::SUCCESS),
+        Command::DemoLoad => {
+            netto::workload::demo::run_until_stdin_closes().map(|()| ExitCode::SUCCESS)
+        }
         Command::ServeHttp(args) => commands::serve::run_http(&args),
     };
     match result {

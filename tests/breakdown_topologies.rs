@@ -19,7 +19,7 @@ use netto::model::{Recording, SampleContext};
 const PRESENT: f64 = 0.03;
 const ABSENT: f64 = 0.01;
 
-/// Records while a TCP stream runs from `src` to `dest` (a sink in
+/// Records while a TCP stream runs from `src` to `dest` (a discard server in
 /// `dest_ns`), and returns NET_RX samples by category as shares.
 fn net_rx_shares(
     topology: &Topology,
@@ -30,7 +30,7 @@ fn net_rx_shares(
     let output = tempfile::Builder::new().suffix(".json").tempfile().unwrap();
     let path = output.path().to_str().unwrap().to_owned();
     let mut sink = topology.exec(dest_ns, LOADGEN);
-    sink.args(format!("sink --proto tcp --listen {dest} --duration 9").split_whitespace());
+    sink.args(format!("discard --proto tcp --listen {dest} --duration 9").split_whitespace());
     let _sink = Server::start(sink);
     let mut record = Command::new(NETTO)
         .args([

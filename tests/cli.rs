@@ -249,7 +249,7 @@ fn demo_auto_runs_only_when_the_host_network_is_idle() {
     let quiet =
         |mut command: Command| common::Guarded(command.stdout(Stdio::null()).spawn().unwrap());
     let _sink = quiet(common::loadgen(
-        "sink --proto udp --listen 127.0.0.1:47011 --duration 10",
+        "discard --proto udp --listen 127.0.0.1:47011 --duration 10",
     ));
     let _busy = quiet(common::loadgen(
         "send --proto udp --syscall sendto --dest 127.0.0.1:47011 --duration 10",

@@ -13,15 +13,15 @@ use std::sync::OnceLock;
 use actix_web::http::StatusCode;
 use actix_web::{test as http, App as HttpApp};
 use netto::breakdown::breakdowns;
+use netto::frontends::tui::app::{App, Settings as TopSettings};
+use netto::frontends::tui::{draw, input};
+use netto::frontends::web::routes;
+use netto::frontends::web::state::{FlameWindow, Settings as ServeSettings, State};
 use netto::model::{
     CpuTime, EventKey, Recording, RecordingHeader, SampleContext, SamplingStats, Snapshot,
     SoftirqVector, StackCount,
 };
 use netto::recording::{self, ValidRecording};
-use netto::sinks::tui::app::{App, Settings as TopSettings};
-use netto::sinks::tui::{input, render};
-use netto::sinks::web::routes;
-use netto::sinks::web::state::{FlameWindow, Settings as ServeSettings, State};
 use netto::sketch::config::{Geometry, Sampling};
 use netto::sketch::flow::classify;
 use netto::sketch::packet;
@@ -119,7 +119,7 @@ fn play_through_front_ends(recording: &Recording) {
         state.publish(snapshot.clone());
     }
     for key in ['c', 'o', 'c'] {
-        terminal.draw(|frame| render::draw(&app, frame)).unwrap();
+        terminal.draw(|frame| draw::draw(&app, frame)).unwrap();
         let key = KeyEvent::new(KeyCode::Char(key), KeyModifiers::NONE);
         input::handle_key(&mut app, &key);
     }

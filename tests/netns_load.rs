@@ -10,8 +10,8 @@ use std::process::{Child, ChildStdout, Command, Output, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use netto::demo::Demo;
-use netto::netns::{self, VethPair};
+use netto::workload::demo::Demo;
+use netto::workload::netns::{self, VethPair};
 use serde_json::Value;
 
 const LOADGEN: &str = env!("CARGO_BIN_EXE_netto-loadgen");
@@ -50,7 +50,7 @@ impl Drop for NsGuard {
     }
 }
 
-/// A `recv` or `sink` started inside a namespace that has said it is ready.
+/// A `recv` or `discard` started inside a namespace that has said it is ready.
 struct Listener {
     child: ChildGuard,
     stdout: BufReader<ChildStdout>,
@@ -306,13 +306,13 @@ fn tcp_each_send_syscall_reaches_a_receiver_in_the_namespace() {
 fn tcp_sendfile_reaches_a_sink_in_the_namespace() {
     let pair = VethPair::create("test").expect("create pair");
     let addr = SocketAddr::from((pair.peer_addr(), 7300));
-    let sink = Listener::start(&pair, &format!("sink --proto tcp --listen {addr}"));
+    let sink = Listener::start(&pair, &format!("discard --proto tcp --listen {addr}"));
     let sent = send(&format!(
         "--proto tcp --syscall sendfile --dest {addr} --duration 0.5"
     ));
     let received = sink.stop();
     assert_moved_data(&sent, "sendfile");
-    assert_eq!(received["bytes"], sent["bytes"], "sink missed bytes");
+    assert_eq!(received["bytes"], sent["bytes"], "discard missed bytes");
 }
 
 #[test]
@@ -337,12 +337,12 @@ fn tcp_sender_outliving_its_receiver_ends_cleanly() {
 fn udp_sink_discards_datagrams() {
     let pair = VethPair::create("test").expect("create pair");
     let addr = SocketAddr::from((pair.peer_addr(), 7302));
-    let sink = Listener::start(&pair, &format!("sink --proto udp --listen {addr}"));
+    let sink = Listener::start(&pair, &format!("discard --proto udp --listen {addr}"));
     let sent = send(&format!(
         "--proto udp --syscall sendto --dest {addr} --duration 0.3"
     ));
     assert_moved_data(&sent, "sendto");
-    assert_moved_data(&sink.stop(), "udp sink");
+    assert_moved_data(&sink.stop(), "udp discard");
 }
 
 #[test]

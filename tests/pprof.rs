@@ -11,8 +11,8 @@ use std::process::Command;
 
 use common::serve::Serve;
 use common::NETTO;
+use netto::frontends::flame::folded::{parse_folded, FoldedStack};
 use netto::model::Recording;
-use netto::sinks::flame::folded::{parse_folded, FoldedStack};
 
 const RECORDING: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),

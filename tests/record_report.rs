@@ -11,8 +11,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use common::NETTO;
+use netto::frontends::flame::folded::parse_folded;
 use netto::model::Recording;
-use netto::sinks::flame::folded::parse_folded;
 
 fn netto(args: &[&str]) -> Output {
     Command::new(NETTO)

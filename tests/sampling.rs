@@ -17,7 +17,7 @@ use netto::kernel::accounting::Accounting;
 use netto::kernel::sampler::{Sampler, SamplerConfig, SamplerCounters, Transport, WRITER_WAIT};
 use netto::kernel::stats::RunStats;
 use netto::model::{EventKey, SampleContext, Snapshot};
-use netto::netns::VethPair;
+use netto::workload::netns::VethPair;
 
 /// Lowest address of the x86-64 kernel half: every real frame is above it.
 const KERNEL_SPACE: u64 = 0xffff_8000_0000_0000;
@@ -79,7 +79,7 @@ fn run(
     let _sink = Server::start(loadgen_in(
         &pair,
         &format!(
-            "sink --proto tcp --listen {dest} --duration {}",
+            "discard --proto tcp --listen {dest} --duration {}",
             seconds + 3
         ),
     ));

@@ -9,8 +9,8 @@ use std::process::Command;
 
 use common::serve::{children, open_files, status, Serve};
 use common::NETTO;
+use netto::frontends::flame::folded::parse_folded;
 use netto::model::{Recording, Snapshot};
-use netto::sinks::flame::folded::parse_folded;
 
 const RECORDING: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
@@ -685,7 +685,7 @@ fn the_serving_process_holds_no_privileges() {
     assert_eq!(seen["NoNewPrivs"], "1");
     assert_eq!(seen["Seccomp"], "2");
     // Started as root, it serves as nobody.
-    let nobody = netto::sinks::web::sandbox::identity("nobody")
+    let nobody = netto::frontends::web::sandbox::identity("nobody")
         .unwrap()
         .expect("the tests run as root");
     let ids = |field: &str| -> Vec<u32> {

@@ -12,7 +12,6 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use netto::model::{SketchSnapshot, XdpMode};
-use netto::netns::VethPair;
 use netto::sketch::config::{Geometry, Sampling, DEFAULT_COLUMNS, DEFAULT_ROWS};
 use netto::sketch::estimate::{self, Estimate, TopK};
 use netto::sketch::flow::FlowKey;
@@ -22,6 +21,7 @@ use netto::sketch::packet::{
 use netto::sketch::program::Loaded;
 use netto::sketch::reference::Reference;
 use netto::sketch::variates::Variates;
+use netto::workload::netns::VethPair;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use rand_distr::Zipf;

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use common::*;
 use netto::model::{EventKey, Snapshot};
-use netto::netns::VethPair;
+use netto::workload::netns::VethPair;
 
 const UNDER_TEST: usize = 1;
 const SEND_SECONDS: u64 = 3;
@@ -72,7 +72,7 @@ fn every_send_variant_is_charged_like_the_kernel_charges_it() {
         let sink = Server::start(loadgen_in(
             &bench.pair,
             &format!(
-                "sink --proto {proto} --listen {dest} --duration {} --cpu 0",
+                "discard --proto {proto} --listen {dest} --duration {} --cpu 0",
                 2 * seconds
             ),
         ));

@@ -8,7 +8,7 @@ use std::thread;
 
 use common::*;
 use netto::model::EventKey;
-use netto::netns::VethPair;
+use netto::workload::netns::VethPair;
 
 #[test]
 fn softirq_vectors_agree_with_proc_stat_and_network_dominates() {
@@ -18,11 +18,11 @@ fn softirq_vectors_agree_with_proc_stat_and_network_dominates() {
     let udp_dest = format!("{peer}:5302");
     let tcp_sink = Server::start(loadgen_in(
         &pair,
-        &format!("sink --proto tcp --listen {tcp_dest} --duration 8"),
+        &format!("discard --proto tcp --listen {tcp_dest} --duration 8"),
     ));
     let udp_sink = Server::start(loadgen_in(
         &pair,
-        &format!("sink --proto udp --listen {udp_dest} --duration 8"),
+        &format!("discard --proto udp --listen {udp_dest} --duration 8"),
     ));
     let netto = NettoStat::start(0, &["--interval", "0.5"]);
 

@@ -10,9 +10,9 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use common::*;
+use netto::frontends::tui::format;
 use netto::model::{EventKey, Recording, Snapshot};
-use netto::netns::VethPair;
-use netto::sinks::tui::format;
+use netto::workload::netns::VethPair;
 
 const RECORDING: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
@@ -420,7 +420,7 @@ fn live_under_a_veth_load_then_gone_without_a_trace() {
     let _sink = Server::start(loadgen_in(
         &pair,
         &format!(
-            "sink --proto tcp --listen {dest} --duration {}",
+            "discard --proto tcp --listen {dest} --duration {}",
             seconds + 5
         ),
     ));

@@ -1,7 +1,7 @@
 //! `netto-loadgen`: drives one kind of socket or file syscall for a fixed time, so
 //! netto's accounting can be checked against a workload whose syscalls and bytes are
 //! known. Each run ends with one JSON line saying what it did and what CPU it used;
-//! `recv` and `sink` first print `{"ready":true}` so a script knows when to start
+//! `recv` and `discard` first print `{"ready":true}` so a script knows when to start
 //! the sender.
 //!
 //! Exit codes: 0 done, 1 the run failed, 2 the request was invalid.
@@ -17,8 +17,9 @@ use clap::{Args, Parser, Subcommand};
 use serde::Serialize;
 
 use netto::cli::parse_or_exit_code;
-use netto::load::{
-    self, LoadError, Proto, Receiver, RecvSyscall, SendConfig, SendSyscall, Sink, Summary, Until,
+use netto::workload::traffic::{
+    self, Discard, Proto, Receiver, RecvSyscall, SendConfig, SendSyscall, Summary, TrafficError,
+    Until,
 };
 
 #[derive(Parser)]
@@ -39,7 +40,7 @@ enum Command {
     /// Receive on --listen with one chosen syscall
     Recv(RecvArgs),
     /// Accept and discard everything arriving on --listen
-    Sink(SinkArgs),
+    Discard(DiscardArgs),
     /// Read a temporary regular file, the control that is not socket traffic
     ReadFile(RunArgs),
 }
@@ -76,7 +77,7 @@ struct RecvArgs {
 }
 
 #[derive(Args)]
-struct SinkArgs {
+struct DiscardArgs {
     #[arg(long)]
     proto: Proto,
     #[arg(long, value_name = "IP:PORT")]
@@ -112,8 +113,8 @@ enum Failure {
     Run(String),
 }
 
-impl From<LoadError> for Failure {
-    fn from(e: LoadError) -> Failure {
+impl From<TrafficError> for Failure {
+    fn from(e: TrafficError) -> Failure {
         if e.is_invalid_input() {
             Failure::Usage(e.to_string())
         } else {
@@ -146,7 +147,7 @@ fn run(command: Command) -> Result<(), Failure> {
             };
             config.validate()?;
             pin(args.run.cpu)?;
-            load::send(&config, until(&args.run, &stop))?
+            traffic::send(&config, until(&args.run, &stop))?
         }
         Command::Recv(args) => {
             pin(args.run.cpu)?;
@@ -154,15 +155,15 @@ fn run(command: Command) -> Result<(), Failure> {
             announce_ready()?;
             receiver.run(until(&args.run, &stop))?
         }
-        Command::Sink(args) => {
+        Command::Discard(args) => {
             pin(args.run.cpu)?;
-            let sink = Sink::bind(args.proto, args.listen)?;
+            let discard = Discard::bind(args.proto, args.listen)?;
             announce_ready()?;
-            sink.run(until(&args.run, &stop))?
+            discard.run(until(&args.run, &stop))?
         }
         Command::ReadFile(run) => {
             pin(run.cpu)?;
-            load::read_file(until(&run, &stop))?
+            traffic::read_file(until(&run, &stop))?
         }
     };
     report(summary)
@@ -185,7 +186,7 @@ fn until<'a>(run: &RunArgs, stop: &'a AtomicBool) -> Until<'a> {
 
 fn pin(cpu: Option<usize>) -> Result<(), Failure> {
     match cpu {
-        Some(cpu) => load::pin_current_thread(cpu).map_err(|e| {
+        Some(cpu) => traffic::pin_current_thread(cpu).map_err(|e| {
             Failure::Usage(format!(
                 "cannot pin to CPU {cpu}: {e}; pick one of /sys/devices/system/cpu/online"
             ))
@@ -199,7 +200,7 @@ fn announce_ready() -> Result<(), Failure> {
 }
 
 fn report(summary: Summary) -> Result<(), Failure> {
-    let times = load::process_cpu_times()
+    let times = traffic::process_cpu_times()
         .map_err(|e| Failure::Run(format!("cannot read this process's CPU time: {e}")))?;
     let report = Report {
         pid: std::process::id(),

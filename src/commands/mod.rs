@@ -4,7 +4,6 @@
 pub mod check;
 pub mod docs;
 pub mod record;
-mod render;
 pub mod report;
 pub mod serve;
 mod signals;
@@ -12,3 +11,4 @@ pub mod sketch;
 mod startup;
 pub mod stat;
 pub mod top;
+mod write;

@@ -10,8 +10,8 @@ use netto::kernel::sampler::Transport;
 use netto::model::{Recording, RecordingHeader};
 use netto::source::live::{LiveConfig, Sampling};
 
-use super::render::write_recording;
 use super::startup;
+use super::write::write_recording;
 
 pub fn run(args: &RecordArgs) -> Result<ExitCode> {
     let format = args

@@ -7,7 +7,7 @@ use anyhow::{bail, Result};
 use netto::cli::{Format, ReportArgs};
 use netto::recording::load;
 
-use super::render::{write_diff, write_recording};
+use super::write::{write_diff, write_recording};
 
 pub fn run(args: &ReportArgs) -> Result<ExitCode> {
     let format = args

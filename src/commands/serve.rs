@@ -13,12 +13,12 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use netto::cli::{ServeArgs, ServeHttpArgs};
-use netto::sinks::web;
-use netto::sinks::web::feed::{self, Feed};
-use netto::sinks::web::host::HostCheck;
-use netto::sinks::web::process::{self, ServerProcess};
-use netto::sinks::web::sandbox::{self, Identity};
-use netto::sinks::web::state::{FlameWindow, Settings, State};
+use netto::frontends::web;
+use netto::frontends::web::feed::{self, Feed};
+use netto::frontends::web::host::HostCheck;
+use netto::frontends::web::process::{self, ServerProcess};
+use netto::frontends::web::sandbox::{self, Identity};
+use netto::frontends::web::state::{FlameWindow, Settings, State};
 use netto::source::{Control, Source};
 
 use super::signals::{stop_on_signals, when_stopped};

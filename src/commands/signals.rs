@@ -4,7 +4,7 @@
 //! SIGINT or SIGTERM, for a user who will not wait for that, ends the
 //! process at once: the kernel releases the links and the statistics fd of
 //! an exiting process, and the demo load's child removes its namespace
-//! when its stdin closes (see `netto::demo`).
+//! when its stdin closes (see `netto::workload::demo`).
 
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::thread;
@@ -36,7 +36,7 @@ pub fn on_signals(stop: impl FnOnce() + Send + 'static) -> Result<()> {
 /// The terminal back (if `top` holds it), one line, and exit with the
 /// shell's code for death by `signal`.
 fn exit_now(signal: i32) -> ! {
-    netto::sinks::tui::terminal::give_back();
+    netto::frontends::tui::terminal::give_back();
     eprintln!("netto: interrupted again: exiting now");
     std::process::exit(128 + signal)
 }

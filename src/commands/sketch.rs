@@ -5,8 +5,8 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use netto::cli::SketchArgs;
+use netto::frontends::{sketch as sink, stat::write_json};
 use netto::kernel::{privileges, KernelError};
-use netto::sinks::{sketch as sink, stat::write_json};
 use netto::sketch::Host;
 
 use super::signals::{every_interval, stop_on_signals};

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use netto::cli::StatArgs;
-use netto::sinks::stat as sink;
+use netto::frontends::stat as sink;
 use netto::source::live::LiveConfig;
 
 use super::startup;

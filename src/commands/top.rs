@@ -12,17 +12,17 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use anyhow::{bail, Context, Result};
 use netto::cli::TopArgs;
+use netto::frontends::flame::Labels;
+use netto::frontends::tui::app::{App, Effect, Settings};
+use netto::frontends::tui::terminal::Screen;
+use netto::frontends::tui::{draw, input};
 use netto::model::Snapshot;
-use netto::sinks::flame::Labels;
-use netto::sinks::tui::app::{App, Effect, Settings};
-use netto::sinks::tui::terminal::Screen;
-use netto::sinks::tui::{input, render};
 use netto::source::{Control, Source};
 use ratatui::crossterm::event::{self, Event, KeyEvent};
 
-use super::render::write_flame_graph;
 use super::signals::on_signals;
 use super::startup;
+use super::write::write_flame_graph;
 
 enum Message {
     /// Boxed: the other messages are a few bytes.
@@ -124,7 +124,7 @@ fn show(
     read_keys(tx)?;
     loop {
         screen
-            .draw(|frame| render::draw(app, frame))
+            .draw(|frame| draw::draw(app, frame))
             .context("drawing")?;
         let Ok(first) = messages.recv() else {
             return Ok(());

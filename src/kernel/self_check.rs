@@ -12,7 +12,7 @@ use super::accounting::Accounting;
 use super::backend::Backend;
 use super::functions::SocketFunctions;
 use super::KernelError;
-use crate::load::each_call::{LoopbackPair, SocketCall};
+use crate::workload::traffic::each_call::{LoopbackPair, SocketCall};
 
 /// Whether the backend saw one kind of call.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -17,7 +17,6 @@ use super::{Control, Source, SourceInfo};
 use crate::breakdown::breakdowns;
 use crate::breakdown::fold::Folder;
 use crate::collect::Collector;
-use crate::demo::DemoProcess;
 use crate::kernel::accounting::Accounting;
 use crate::kernel::backend::{self, BackendChoice};
 use crate::kernel::features::Features;
@@ -30,6 +29,7 @@ use crate::kernel::{privileges, KernelError};
 use crate::model::{percent, EventKey, SamplingStats, Snapshot};
 use crate::sketch::{Host, SketchConfig};
 use crate::symbols::symbolizer::Symbolizer;
+use crate::workload::demo::DemoProcess;
 
 /// How often samples are moved out of the kernel buffer; the buffer is
 /// sized for it.

@@ -19,7 +19,7 @@ use netto::cli::BackendArg;
 use netto::kernel::backend::{self, Backend};
 use netto::kernel::features::Features;
 use netto::model::{EventKey, Snapshot};
-use netto::netns::VethPair;
+use netto::workload::netns::VethPair;
 use serde_json::Value;
 
 pub const NETTO: &str = env!("CARGO_BIN_EXE_netto");
@@ -211,7 +211,7 @@ pub struct LoadReport {
     pub ended: f64,
 }
 
-/// A loadgen server (recv or sink) that has said it is ready.
+/// A loadgen server (recv or discard) that has said it is ready.
 pub struct Server {
     child: Guarded,
     stdout: mpsc::Receiver<String>,

@@ -1,0 +1,8 @@
+//! Where snapshots go: the front ends. They only consume the model; none
+//! touches BPF.
+
+pub mod flame;
+pub mod sketch;
+pub mod stat;
+pub mod tui;
+pub mod web;

@@ -1,0 +1,387 @@
+//! What the terminal UI knows and shows: the recent snapshots, what is
+//! selected and open, and the view options. Input changes it, rendering
+//! reads it; neither does anything else, so both are tested without a
+//! terminal. Whatever is derived from a snapshot (the breakdown tree, the
+//! chart's lines) is computed once when the snapshot arrives, not on every
+//! frame.
+
+use super::table::{self, Grid};
+use super::tree::{Expansion, NodeId, Row, Tree};
+use crate::breakdown::Categorizer;
+use crate::history::History;
+use crate::model::{EventKey, Snapshot, StackCount};
+use crate::source::SourceInfo;
+
+/// Options fixed for the run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Settings {
+    /// How far back the chart reaches, in seconds of measured time.
+    pub history_s: f64,
+    /// What `s` draws a flame graph of.
+    pub flame_s: f64,
+    /// How much faster than measured the snapshots arrive (1 when live).
+    pub speed: f64,
+}
+
+/// The panels that take keys, in `tab` order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Panel {
+    Events,
+    Breakdown,
+}
+
+impl Panel {
+    const ORDER: [Panel; 2] = [Panel::Events, Panel::Breakdown];
+
+    fn step(self, forward: bool) -> Panel {
+        let n = Panel::ORDER.len();
+        let at = Panel::ORDER.iter().position(|&p| p == self).unwrap_or(0);
+        Panel::ORDER[if forward {
+            (at + 1) % n
+        } else {
+            (at + n - 1) % n
+        }]
+    }
+}
+
+/// What a key asks of the world outside the app state; the command that
+/// runs the UI carries it out.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Effect {
+    Quit,
+    SetFrequency(u64),
+    WriteFlameGraph,
+}
+
+/// One event's line in the history chart: (seconds before the newest
+/// snapshot, % of one CPU).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Series {
+    pub event: EventKey,
+    pub points: Vec<(f64, f64)>,
+}
+
+#[derive(Debug, Clone)]
+pub struct App {
+    pub info: SourceInfo,
+    /// Whether the source measures now (only then can the frequency change).
+    pub live: bool,
+    pub settings: Settings,
+    /// The chart's span of snapshots, without their stacks: a few minutes
+    /// of stacks would take hundreds of megabytes on a busy host.
+    history: History,
+    /// The flame graph's span, stacks included.
+    recent: History,
+    /// The snapshot on screen (without stacks): the newest, or the newest
+    /// when the display was paused.
+    shown: Option<Snapshot>,
+    /// Snapshots that arrived since the display was paused.
+    held: usize,
+    pub paused: bool,
+    pub per_cpu: bool,
+    pub focus: Panel,
+    /// Sort key of the events panel (see [`table::sort`]).
+    pub sort: usize,
+    /// Selected row of the events panel.
+    pub events_row: usize,
+    pub tree: Tree,
+    pub expansion: Expansion,
+    pub selected: Option<NodeId>,
+    pub series: Vec<Series>,
+    categorizer: Categorizer,
+    /// The sampling frequency asked for last.
+    pub frequency_hz: Option<u64>,
+    /// One line for the user: what a key did, or why it could not.
+    pub status: Option<String>,
+    pub help: bool,
+    /// The source has delivered everything it will.
+    pub ended: bool,
+}
+
+impl App {
+    pub fn new(info: SourceInfo, live: bool, settings: Settings) -> App {
+        let status = (!info.notes.is_empty()).then(|| info.notes.join("; "));
+        App {
+            frequency_hz: info.frequency_hz,
+            info,
+            live,
+            history: History::new(settings.history_s),
+            recent: History::new(settings.flame_s),
+            settings,
+            shown: None,
+            held: 0,
+            paused: false,
+            per_cpu: false,
+            focus: Panel::Events,
+            sort: 0,
+            events_row: 0,
+            tree: Tree::default(),
+            expansion: Expansion::default(),
+            selected: None,
+            series: Vec::new(),
+            categorizer: Categorizer::default(),
+            status,
+            help: false,
+            ended: false,
+        }
+    }
+
+    /// Takes the next snapshot in; shows it unless paused.
+    pub fn push(&mut self, mut snapshot: Snapshot) {
+        let stacks = std::mem::take(&mut snapshot.stacks);
+        let light = snapshot.clone();
+        snapshot.stacks = stacks;
+        self.recent.push(snapshot);
+        if self.paused {
+            self.history.push(light);
+            self.held += 1;
+        } else {
+            self.history.push(light.clone());
+            self.shown = Some(light);
+            self.show();
+        }
+    }
+
+    pub fn set_paused(&mut self, paused: bool) {
+        self.paused = paused;
+        if !paused && self.held > 0 {
+            self.shown = self.history.latest().cloned();
+            self.show();
+        }
+        self.held = 0;
+    }
+
+    /// Snapshots that arrived since pausing.
+    pub fn held(&self) -> usize {
+        self.held
+    }
+
+    /// The stacks sampled in the last `seconds` (at most the flame graph
+    /// span), merged.
+    pub fn stacks(&self, seconds: f64) -> Vec<StackCount> {
+        self.recent.stacks(seconds)
+    }
+
+    /// The snapshot on screen.
+    pub fn latest(&self) -> Option<&Snapshot> {
+        self.shown.as_ref()
+    }
+
+    /// The events panel's rows in the chosen view and order.
+    pub fn grid(&self) -> Option<Grid> {
+        let snapshot = self.latest()?;
+        let mut grid = if self.per_cpu {
+            table::per_cpu(snapshot)
+        } else {
+            table::totals(snapshot)
+        };
+        table::sort(&mut grid, self.sort);
+        Some(grid)
+    }
+
+    pub fn tree_rows(&self) -> Vec<Row<'_>> {
+        self.tree.rows(&self.expansion)
+    }
+
+    /// Index of the selected tree row (the first row if the selected node
+    /// is gone from the tree).
+    pub fn selected_row(&self, rows: &[Row<'_>]) -> usize {
+        self.selected
+            .as_ref()
+            .and_then(|id| rows.iter().position(|row| row.id() == *id))
+            .unwrap_or(0)
+    }
+
+    pub fn toggle_per_cpu(&mut self) {
+        self.per_cpu = !self.per_cpu;
+        self.sort = 0;
+        self.events_row = 0;
+    }
+
+    pub fn next_sort(&mut self) {
+        let keys = self.grid().map_or(1, |g| g.sort_keys());
+        self.sort = (self.sort + 1) % keys;
+    }
+
+    pub fn switch_panel(&mut self, forward: bool) {
+        self.focus = self.focus.step(forward);
+    }
+
+    /// Moves the focused panel's selection by `delta` rows, within bounds.
+    pub fn move_selection(&mut self, delta: isize) {
+        match self.focus {
+            Panel::Events => {
+                let rows = self.grid().map_or(0, |g| g.rows.len());
+                self.events_row = step(self.events_row, delta, rows);
+            }
+            Panel::Breakdown => {
+                let rows = self.tree_rows();
+                if rows.is_empty() {
+                    return;
+                }
+                let at = step(self.selected_row(&rows), delta, rows.len());
+                self.selected = Some(rows[at].id());
+            }
+        }
+    }
+
+    /// Right: opens the selected node, or steps into it if open.
+    pub fn expand(&mut self) {
+        let rows = self.tree_rows();
+        let Some(row) = rows.get(self.selected_row(&rows)) else {
+            return;
+        };
+        let id = row.id();
+        if !row.has_children() {
+            return;
+        }
+        if self.expansion.is_open(&id) {
+            self.move_selection(1);
+        } else {
+            self.expansion.set(&id, true);
+            self.selected = Some(id);
+            self.rebuild_tree();
+        }
+    }
+
+    /// Left: closes the selected node, or steps out to its parent.
+    pub fn collapse(&mut self) {
+        let rows = self.tree_rows();
+        let Some(row) = rows.get(self.selected_row(&rows)) else {
+            return;
+        };
+        let id = row.id();
+        if row.has_children() && self.expansion.is_open(&id) {
+            self.expansion.set(&id, false);
+            self.selected = Some(id);
+            self.rebuild_tree();
+        } else if let Some(parent) = id.parent() {
+            self.selected = Some(parent);
+        }
+    }
+
+    /// Enter: opens a closed node, closes an open one.
+    pub fn toggle_node(&mut self) {
+        let rows = self.tree_rows();
+        let Some(row) = rows.get(self.selected_row(&rows)) else {
+            return;
+        };
+        if row.has_children() {
+            let id = row.id();
+            let open = self.expansion.is_open(&id);
+            self.expansion.set(&id, !open);
+            self.selected = Some(id);
+            self.rebuild_tree();
+        }
+    }
+
+    pub fn source_ended(&mut self) {
+        self.ended = true;
+        self.status = Some(if self.live {
+            "measuring has stopped".to_owned()
+        } else {
+            format!("replay of {} finished; q quits", self.info.origin)
+        });
+    }
+
+    /// The sampling frequency in the newest snapshot (what was measured),
+    /// else the one asked for.
+    pub fn measured_frequency(&self) -> Option<u64> {
+        self.latest()
+            .and_then(|s| s.sampling.as_ref())
+            .map(|s| s.frequency_hz)
+            .or(self.frequency_hz)
+    }
+
+    /// Whatever the screen shows of a new snapshot is worked out here,
+    /// once, rather than on every frame.
+    fn show(&mut self) {
+        self.rebuild_tree();
+        let now = self.shown.as_ref().map_or(0.0, |s| s.ts);
+        self.series = EventKey::ALL
+            .iter()
+            .map(|&event| Series {
+                event,
+                points: self
+                    .history
+                    .iter()
+                    .map(|s| (s.ts - now, s.event(event).percent_of_cpu(s.interval_s)))
+                    .collect(),
+            })
+            .collect();
+    }
+
+    /// The tree of the snapshot on screen, with the functions of the open
+    /// categories; those need the snapshot's stacks, which are kept for
+    /// the flame graph's span (after a longer pause they are gone).
+    fn rebuild_tree(&mut self) {
+        let Some(shown) = &self.shown else {
+            return;
+        };
+        let stacks = self
+            .recent
+            .iter()
+            .rev()
+            .find(|s| s.ts == shown.ts)
+            .map_or(&[][..], |s| &s.stacks[..]);
+        self.tree = Tree::build(shown, stacks, &self.expansion, &mut self.categorizer);
+    }
+}
+
+/// `at + delta` kept within `0..len`.
+fn step(at: usize, delta: isize, len: usize) -> usize {
+    if len == 0 {
+        return 0;
+    }
+    at.saturating_add_signed(delta).min(len - 1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::frontends::tui::fixture;
+    use crate::model::SampleContext;
+
+    #[test]
+    fn stacks_are_kept_for_the_flame_graph_span_only() {
+        let mut app = App::new(fixture::info("live"), true, fixture::settings());
+        for i in 0..40 {
+            let mut snapshot = fixture::snapshot();
+            snapshot.ts += f64::from(i);
+            app.push(snapshot);
+        }
+        let per_snapshot: u64 = fixture::snapshot().stacks.iter().map(|s| s.count).sum();
+        let counted = |seconds| app.stacks(seconds).iter().map(|s| s.count).sum::<u64>();
+        assert_eq!(counted(5.0), 5 * per_snapshot);
+        assert_eq!(counted(1000.0), 30 * per_snapshot, "flame_s is 30");
+        // The chart still spans all 40, and the tree has the newest stacks.
+        assert_eq!(app.series[0].points.len(), 40);
+        assert_eq!(app.series[0].points[0].0, -39.0);
+        assert!(app.latest().unwrap().stacks.is_empty());
+        let tcp = NodeId::Category(SampleContext::NetRx, "local_tcp".into());
+        app.focus = Panel::Breakdown;
+        app.selected = Some(tcp);
+        assert!(app.tree.contexts[0].categories[0].functions.is_empty());
+        app.expand();
+        assert_eq!(app.tree.contexts[0].categories[0].functions.len(), 2);
+    }
+
+    #[test]
+    fn a_paused_screen_keeps_its_chart_and_opens_its_own_stacks() {
+        let mut app = fixture::app();
+        app.set_paused(true);
+        let mut later = fixture::snapshot();
+        later.ts += 1.0;
+        later.stacks.clear();
+        app.push(later);
+        assert_eq!(app.series[0].points.len(), 1, "the chart stays still");
+        app.focus = Panel::Breakdown;
+        app.move_selection(1);
+        app.expand();
+        let functions = &app.tree.contexts[0].categories[0].functions;
+        assert_eq!(functions.len(), 2, "from the paused snapshot's stacks");
+        app.set_paused(false);
+        assert_eq!(app.series[0].points.len(), 2);
+        assert!(app.tree.contexts[0].categories[0].functions.is_empty());
+    }
+}

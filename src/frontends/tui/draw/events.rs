@@ -1,0 +1,73 @@
+//! The events panel: the exact CPU time of each network entry point, as a
+//! share of the host and of one CPU, or per CPU.
+
+use ratatui::layout::{Constraint, Rect};
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::Line;
+use ratatui::widgets::{Cell, Paragraph, Row, Table, TableState};
+use ratatui::Frame;
+
+use super::{panel, waiting};
+use crate::frontends::tui::app::{App, Panel};
+
+/// Room for `net_rx_softirq` and for the widest number, `100.0%`.
+const LABEL_WIDTH: u16 = 15;
+const VALUE_WIDTH: u16 = 9;
+
+pub fn draw(app: &App, frame: &mut Frame<'_>, area: Rect) {
+    let (Some(grid), Some(snapshot)) = (app.grid(), app.latest()) else {
+        let block = panel(app, Some(Panel::Events), " events ".to_owned());
+        frame.render_widget(Paragraph::new(waiting(app)).block(block), area);
+        return;
+    };
+    let view = if app.per_cpu {
+        "% of each CPU"
+    } else {
+        "host totals"
+    };
+    let order = match app.sort {
+        0 => grid.label_title,
+        key => grid.columns[key - 1].title,
+    };
+    let title = format!(
+        " events: {view}, {} CPUs, {:.2} s, sorted by {order} ",
+        snapshot.cpus, snapshot.interval_s
+    );
+    let bold = Style::new().add_modifier(Modifier::BOLD);
+    let header = Row::new(std::iter::once(Cell::from(grid.label_title)).chain(
+        grid.columns.iter().enumerate().map(|(i, column)| {
+            let cell = Cell::from(Line::from(column.title).right_aligned());
+            if app.sort == i + 1 {
+                cell.style(Style::new().add_modifier(Modifier::UNDERLINED))
+            } else {
+                cell
+            }
+        }),
+    ))
+    .style(bold.fg(Color::Yellow));
+    let rows = grid.rows.iter().map(|row| {
+        Row::new(
+            std::iter::once(Cell::from(row.label.as_str())).chain(
+                row.values
+                    .iter()
+                    .zip(&grid.columns)
+                    .map(|(&value, column)| {
+                        Cell::from(Line::from(column.unit.format(value)).right_aligned())
+                    }),
+            ),
+        )
+    });
+    let widths = std::iter::once(Constraint::Length(LABEL_WIDTH))
+        .chain(grid.columns.iter().map(|_| Constraint::Length(VALUE_WIDTH)));
+    let focused = app.focus == Panel::Events;
+    let table = Table::new(rows, widths)
+        .header(header)
+        .block(panel(app, Some(Panel::Events), title))
+        .row_highlight_style(if focused {
+            Style::new().bg(Color::DarkGray)
+        } else {
+            Style::new()
+        });
+    let mut state = TableState::default().with_selected(Some(app.events_row));
+    frame.render_stateful_widget(table, area, &mut state);
+}

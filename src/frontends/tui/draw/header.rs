@@ -1,0 +1,94 @@
+//! The two header lines: where the numbers come from (host, kernel,
+//! backend, live or replayed), how they are taken (sampling frequency,
+//! refresh period) and what taking them costs (netto's own CPU time,
+//! dropped samples, other losses).
+
+use ratatui::layout::Rect;
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::Paragraph;
+use ratatui::Frame;
+
+use crate::frontends::tui::app::App;
+use crate::frontends::tui::format;
+use crate::model::percent;
+
+pub fn draw(app: &App, frame: &mut Frame<'_>, area: Rect) {
+    let info = &app.info;
+    let origin = if app.live {
+        "live".to_owned()
+    } else {
+        format!("replay of {}", info.origin)
+    };
+    let first = Line::from(
+        [
+            field("host", info.host.clone()),
+            field("kernel", info.kernel.clone()),
+            field("backend", info.backend.clone()),
+            vec![Span::styled(origin, Style::new().fg(Color::Cyan))],
+        ]
+        .concat(),
+    );
+    let mut second = Vec::new();
+    // First, where 80 columns cannot cut it off.
+    if app.paused {
+        second.push(Span::styled(
+            format!("PAUSED (+{} new)", app.held()),
+            Style::new().fg(Color::Black).bg(Color::Yellow),
+        ));
+        second.push(Span::raw("  "));
+    }
+    second.extend(field("sampling", sampling(app)));
+    if let Some(snapshot) = app.latest() {
+        // Losses next to the sampling and before the costs: rare, and
+        // then what 80 columns must not cut off.
+        let alarm = Style::new().fg(Color::Red).add_modifier(Modifier::BOLD);
+        if let Some(sampling) = snapshot.sampling.as_ref().filter(|s| s.dropped > 0) {
+            second.push(Span::styled(format!("dropped {}", sampling.dropped), alarm));
+            second.push(Span::raw("  "));
+        }
+        if snapshot.losses.any() {
+            let lost = snapshot.losses.describe(|kind| kind.short).join(", ");
+            second.push(Span::styled(format!("lost {lost}"), alarm));
+            second.push(Span::raw("  "));
+        }
+        let interval = snapshot.interval_s;
+        second.extend(field(
+            "refresh",
+            format!("{:.2} s", interval / app.settings.speed),
+        ));
+        let overhead = &snapshot.overhead;
+        second.extend(field(
+            "netto user",
+            format::percent(percent(overhead.process_cpu_ns, interval)),
+        ));
+        second.extend(field(
+            "BPF",
+            if overhead.bpf_stats {
+                format::percent(percent(overhead.bpf_run_time_ns, interval))
+            } else {
+                "n/a".to_owned()
+            },
+        ));
+    }
+    frame.render_widget(Paragraph::new(vec![first, Line::from(second)]), area);
+}
+
+/// `name value  `, the name dimmed.
+fn field(name: &'static str, value: String) -> Vec<Span<'static>> {
+    vec![
+        Span::styled(format!("{name} "), Style::new().fg(Color::DarkGray)),
+        Span::styled(value, Style::new().add_modifier(Modifier::BOLD)),
+        Span::raw("  "),
+    ]
+}
+
+/// The measured frequency, and the one asked for while the change is on
+/// its way.
+fn sampling(app: &App) -> String {
+    match (app.measured_frequency(), app.frequency_hz) {
+        (None, _) => "off".to_owned(),
+        (Some(now), Some(asked)) if asked != now => format!("{now} Hz (-> {asked} Hz)"),
+        (Some(now), _) => format!("{now} Hz"),
+    }
+}

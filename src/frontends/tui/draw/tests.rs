@@ -1,0 +1,346 @@
+//! The screen drawn from the fixture snapshot, read back as text.
+
+use ratatui::backend::TestBackend;
+use ratatui::Terminal;
+
+use super::*;
+use crate::frontends::tui::app::App;
+use crate::frontends::tui::fixture;
+use crate::frontends::tui::tree::NodeId;
+use crate::model::SampleContext;
+
+fn screen(app: &App, width: u16, height: u16) -> Vec<String> {
+    let mut terminal = Terminal::new(TestBackend::new(width, height)).unwrap();
+    terminal.draw(|frame| draw(app, frame)).unwrap();
+    let buffer = terminal.backend().buffer();
+    (0..height)
+        .map(|y| (0..width).map(|x| buffer[(x, y)].symbol()).collect())
+        .collect()
+}
+
+/// The one line containing `needle`.
+fn line<'a>(screen: &'a [String], needle: &str) -> &'a str {
+    let found: Vec<&String> = screen.iter().filter(|l| l.contains(needle)).collect();
+    assert_eq!(
+        found.len(),
+        1,
+        "{needle:?} on {} lines:\n{}",
+        found.len(),
+        screen.join("\n")
+    );
+    found[0]
+}
+
+/// The words of a line, so tests need not count spaces.
+fn words(line: &str) -> Vec<&str> {
+    line.split(|c: char| c.is_whitespace() || "│┃".contains(c))
+        .filter(|w| !w.is_empty())
+        .collect()
+}
+
+/// `needle` is on the screen, in the given order within one line.
+fn has_row(screen: &[String], cells: &[&str]) {
+    let row = words(line(screen, cells[0]));
+    let mut at = 0;
+    for cell in cells {
+        match row[at..].iter().position(|w| w == cell) {
+            Some(i) => at += i + 1,
+            None => panic!("{cell:?} missing after {at} in {row:?}"),
+        }
+    }
+}
+
+#[test]
+fn header_names_the_source_and_netto_costs() {
+    let screen = screen(&fixture::app(), 80, 24);
+    assert_eq!(
+        words(&screen[0]),
+        [
+            "host",
+            "testhost",
+            "kernel",
+            "6.18.0-test",
+            "backend",
+            "tracepoint",
+            "live"
+        ]
+    );
+    assert_eq!(
+        words(&screen[1]),
+        [
+            "sampling", "499", "Hz", "dropped", "3", "refresh", "1.00", "s", "netto", "user",
+            "0.40%", "BPF", "0.20%"
+        ]
+    );
+}
+
+#[test]
+fn header_shows_losses_before_the_costs() {
+    let mut lossy = fixture::snapshot();
+    lossy.losses.task_storage_failures = 2;
+    lossy.losses.dropped_halves = 1;
+    let app = fixture::app_showing(lossy);
+    let narrow = screen(&app, 80, 24);
+    assert!(
+        narrow[1].starts_with("sampling 499 Hz  dropped 3  lost 2 task windows, 1 sample halves"),
+        "{}",
+        narrow[1]
+    );
+    let wide = screen(&app, 140, 30);
+    assert!(wide[1].trim_end().ends_with("BPF 0.20%"), "{}", wide[1]);
+}
+
+#[test]
+fn events_totals_show_host_and_one_cpu_shares() {
+    let screen = screen(&fixture::app(), 80, 24);
+    // 250 ms of 2 CPUs x 1 s; of one CPU; 5000 runs; 50 µs each.
+    has_row(
+        &screen,
+        &["net_rx_softirq", "12.5%", "25.0%", "5000", "50.0", "µs"],
+    );
+    has_row(
+        &screen,
+        &["net_tx_softirq", "1.5%", "3.0%", "300", "100.0", "µs"],
+    );
+    has_row(
+        &screen,
+        &["sock_send", "5.0%", "10.0%", "1000", "100.0", "µs"],
+    );
+    has_row(&screen, &["sock_recv", "2.3%", "4.6%", "920", "50.0", "µs"]);
+    has_row(
+        &screen,
+        &["net_timers", "0.25%", "0.50%", "50", "100.0", "µs"],
+    );
+    has_row(&screen, &["events:", "host", "totals,", "2", "CPUs,"]);
+}
+
+#[test]
+fn events_per_cpu_view_and_sorting() {
+    let mut app = fixture::app();
+    app.toggle_per_cpu();
+    let shown = screen(&app, 80, 24);
+    has_row(&shown, &["net_rx", "net_tx", "send", "recv", "timers"]);
+    has_row(&shown, &["cpu0", "0.0%", "2.0%", "10.0%", "0.0%", "0.50%"]);
+    has_row(&shown, &["cpu1", "25.0%", "1.0%", "0.0%", "4.6%", "0.0%"]);
+    let order = |screen: &[String]| {
+        let at = |cpu| screen.iter().position(|l| l.contains(cpu)).unwrap();
+        at("cpu0") < at("cpu1")
+    };
+    assert!(order(&shown), "by CPU number first");
+    app.next_sort();
+    let by_rx = screen(&app, 80, 24);
+    assert!(!order(&by_rx), "cpu1 has the most net_rx");
+    has_row(&by_rx, &["sorted", "by", "net_rx"]);
+}
+
+#[test]
+fn breakdown_tree_shows_shares_cpu_time_and_opened_functions() {
+    let mut app = fixture::app();
+    let closed = screen(&app, 80, 24);
+    // NET_RX: 25% of one CPU, 60 samples; local_tcp 2/3 of it.
+    has_row(&closed, &["NET_RX", "100.0%", "25.0%", "60"]);
+    has_row(&closed, &["local_tcp", "66.7%", "16.7%", "40"]);
+    has_row(&closed, &["driver_napi", "33.3%", "8.3%", "20"]);
+    assert!(!closed.iter().any(|l| l.contains("_raw_spin_lock")));
+
+    app.focus = Panel::Breakdown;
+    app.selected = Some(NodeId::Category(SampleContext::NetRx, "local_tcp".into()));
+    app.expand();
+    let open = screen(&app, 80, 24);
+    // 30 of local_tcp's 40 samples: 3/4 of its 166.7 ms.
+    has_row(&open, &["_raw_spin_lock", "75.0%", "12.5%", "30"]);
+    has_row(&open, &["tcp_v4_do_rcv", "25.0%", "4.2%", "10"]);
+}
+
+#[test]
+fn history_chart_names_every_event() {
+    let mut app = fixture::app();
+    let mut next = fixture::snapshot();
+    next.ts += 1.0;
+    app.push(next);
+    let screen = screen(&app, 200, 60);
+    line(&screen, "history: % of one CPU, last 300 s");
+    for name in [
+        "net_rx_softirq",
+        "net_tx_softirq",
+        "sock_send",
+        "sock_recv",
+        "net_timers",
+    ] {
+        assert_eq!(
+            screen
+                .iter()
+                .map(|l| l.matches(name).count())
+                .sum::<usize>(),
+            2,
+            "{name} in the table and the legend"
+        );
+    }
+    has_row(&screen, &["-300", "s"]);
+}
+
+#[test]
+fn layouts_hold_from_80x24_to_200x60() {
+    for (width, height) in [(80, 24), (100, 30), (120, 40), (200, 60)] {
+        let screen = screen(&fixture::app(), width, height);
+        for title in [
+            "host testhost",
+            "events:",
+            "history:",
+            "breakdown:",
+            "? help",
+        ] {
+            line(&screen, title);
+        }
+        let at = |needle: &str| screen.iter().position(|l| l.contains(needle)).unwrap();
+        assert_eq!(at("host testhost"), 0);
+        assert_eq!(at("? help"), usize::from(height) - 1);
+        // Every event and the tree's first context fit.
+        assert!(at("net_timers") < at("breakdown:"));
+        line(&screen, "local_tcp");
+        if width >= 120 {
+            assert_eq!(at("events:"), at("history:"), "side by side when wide");
+        } else {
+            assert!(at("events:") < at("history:"));
+        }
+    }
+}
+
+fn with_sketch() -> App {
+    let mut snapshot = fixture::snapshot();
+    snapshot.sketch = Some(fixture::sketch());
+    fixture::app_showing(snapshot)
+}
+
+#[test]
+fn sketch_panel_shows_the_sketch_its_cost_and_its_heaviest_flows() {
+    for (width, height) in [(200, 60), (80, 24)] {
+        let screen = screen(&with_sketch(), width, height);
+        has_row(
+            &screen,
+            &[
+                "XDP", "sketch", "on", "veth-a", "(native)", "p=0.125", "4x2048",
+            ],
+        );
+        // 50 000 packets and 1 Gbit over 2 s; 40 ns and 0.10% per packet.
+        has_row(
+            &screen,
+            &[
+                "25.0k", "pkt/s", "500.0", "Mbit/s", "cost", "40", "ns/pkt", "CPU", "0.10%",
+            ],
+        );
+        has_row(
+            &screen,
+            &[
+                "198.18.0.1:40000",
+                "->",
+                "198.18.0.2:5201",
+                "40000",
+                "100.0M",
+                "80.0%",
+            ],
+        );
+        line(&screen, "tcp 198.18.0.1:40000");
+        // The breakdown keeps its band's other part.
+        has_row(&screen, &["NET_RX", "100.0%", "25.0%", "60"]);
+    }
+    let wide = screen(&with_sketch(), 200, 60);
+    has_row(&wide, &["heaviest", "flows", "packets", "bytes", "share"]);
+    has_row(
+        &wide,
+        &[
+            "198.18.0.3:53000",
+            "->",
+            "198.18.0.2:53",
+            "9000",
+            "20.0M",
+            "16.0%",
+        ],
+    );
+    let at = |needle: &str| wide.iter().position(|l| l.contains(needle)).unwrap();
+    assert_eq!(at("breakdown:"), at("XDP sketch"), "side by side when wide");
+}
+
+#[test]
+fn no_sketch_no_panel() {
+    for (width, height) in [(200, 60), (80, 24)] {
+        let screen = screen(&fixture::app(), width, height);
+        assert!(!screen.iter().any(|l| l.contains("XDP") || l.contains("->")));
+    }
+}
+
+#[test]
+fn too_small_says_so() {
+    for (width, height) in [(79, 24), (80, 23), (40, 10)] {
+        let screen = screen(&fixture::app(), width, height);
+        let text = screen.join(" ");
+        let text = words(&text).join(" ");
+        assert!(
+            text.contains(&format!(
+                "terminal too small: {width}x{height}, netto top needs at least 80x24"
+            )),
+            "{text}"
+        );
+        assert!(!text.contains("events"));
+    }
+}
+
+#[test]
+fn help_overlay_lists_the_keys_and_the_notes() {
+    let mut app = fixture::app();
+    app.help = true;
+    let screen = screen(&app, 80, 24);
+    has_row(&screen, &["Ctrl-C", "quit"]);
+    line(&screen, "pause / resume the display");
+    line(&screen, "write a flame graph of the last seconds to a file");
+    line(&screen, "last 30 s");
+    line(&screen, "backend tracepoint: fixture");
+}
+
+#[test]
+fn start_up_notes_in_the_status_line_until_a_key_replaces_them() {
+    let app = App::new(fixture::info("live"), true, fixture::settings());
+    let screen = screen(&app, 80, 24);
+    assert_eq!(words(&screen[23]), ["backend", "tracepoint:", "fixture"]);
+}
+
+#[test]
+fn paused_and_pending_snapshots_in_the_header() {
+    let mut app = fixture::app();
+    app.set_paused(true);
+    app.push(fixture::snapshot());
+    let screen = screen(&app, 80, 24);
+    assert_eq!(
+        words(&screen[1])[..4],
+        ["PAUSED", "(+1", "new)", "sampling"]
+    );
+}
+
+#[test]
+fn before_the_first_snapshot_and_for_a_replay() {
+    let app = App::new(fixture::info("rec.json"), false, fixture::settings());
+    let screen = screen(&app, 80, 24);
+    assert_eq!(words(&screen[0])[6..], ["replay", "of", "rec.json"]);
+    assert_eq!(
+        screen
+            .iter()
+            .filter(|l| l.contains("waiting for the first interval"))
+            .count(),
+        3
+    );
+}
+
+#[test]
+fn an_impossible_reading_does_not_flatten_the_chart() {
+    let mut app = fixture::app();
+    let mut wild = fixture::snapshot();
+    wild.ts += 1.0;
+    wild.events
+        .get_mut(&crate::model::EventKey::NetTimers)
+        .unwrap()
+        .total_ns = u64::MAX / 2;
+    app.push(wild);
+    let screen = screen(&app, 80, 24);
+    // Two CPUs: at most 200% of one.
+    line(&screen, "│200.0%│");
+}

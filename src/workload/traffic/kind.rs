@@ -1,0 +1,132 @@
+//! Which protocol and which syscall a load loop drives.
+
+use std::fmt;
+
+use super::TrafficError;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Proto {
+    Udp,
+    Tcp,
+}
+
+impl fmt::Display for Proto {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Proto::Udp => "udp",
+            Proto::Tcp => "tcp",
+        })
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum SendSyscall {
+    Sendto,
+    Sendmsg,
+    Sendmmsg,
+    Write,
+    Writev,
+    Sendfile,
+}
+
+/// What both syscall enums share: a name, the protocols each works with, and
+/// the error for a combination that does not work.
+pub trait Syscall: Copy + 'static {
+    const ALL: &'static [Self];
+
+    fn name(self) -> &'static str;
+
+    fn supports(self, proto: Proto) -> bool;
+
+    fn check(self, proto: Proto) -> Result<(), TrafficError> {
+        if self.supports(proto) {
+            return Ok(());
+        }
+        Err(self.unsupported(proto))
+    }
+
+    /// The error for using this syscall with `proto`, listing the ones that work.
+    fn unsupported(self, proto: Proto) -> TrafficError {
+        let supported = Self::ALL.iter().filter(|s| s.supports(proto));
+        let names: Vec<&str> = supported.map(|s| s.name()).collect();
+        TrafficError::unsupported(proto, self.name(), &names)
+    }
+}
+
+impl Syscall for SendSyscall {
+    const ALL: &'static [SendSyscall] = &[
+        SendSyscall::Sendto,
+        SendSyscall::Sendmsg,
+        SendSyscall::Sendmmsg,
+        SendSyscall::Write,
+        SendSyscall::Writev,
+        SendSyscall::Sendfile,
+    ];
+
+    fn name(self) -> &'static str {
+        match self {
+            SendSyscall::Sendto => "sendto",
+            SendSyscall::Sendmsg => "sendmsg",
+            SendSyscall::Sendmmsg => "sendmmsg",
+            SendSyscall::Write => "write",
+            SendSyscall::Writev => "writev",
+            SendSyscall::Sendfile => "sendfile",
+        }
+    }
+
+    /// sendmmsg only makes sense for datagrams, and sendfile is offered for TCP only,
+    /// where it is the zero-copy path real servers use.
+    fn supports(self, proto: Proto) -> bool {
+        match self {
+            SendSyscall::Sendmmsg => proto == Proto::Udp,
+            SendSyscall::Sendfile => proto == Proto::Tcp,
+            _ => true,
+        }
+    }
+}
+
+impl fmt::Display for SendSyscall {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum RecvSyscall {
+    Recvfrom,
+    Recvmsg,
+    Recvmmsg,
+    Read,
+    Readv,
+}
+
+impl Syscall for RecvSyscall {
+    const ALL: &'static [RecvSyscall] = &[
+        RecvSyscall::Recvfrom,
+        RecvSyscall::Recvmsg,
+        RecvSyscall::Recvmmsg,
+        RecvSyscall::Read,
+        RecvSyscall::Readv,
+    ];
+
+    fn name(self) -> &'static str {
+        match self {
+            RecvSyscall::Recvfrom => "recvfrom",
+            RecvSyscall::Recvmsg => "recvmsg",
+            RecvSyscall::Recvmmsg => "recvmmsg",
+            RecvSyscall::Read => "read",
+            RecvSyscall::Readv => "readv",
+        }
+    }
+
+    /// recvmmsg batches datagrams; on a byte stream it would only be a slower recvmsg.
+    fn supports(self, proto: Proto) -> bool {
+        self != RecvSyscall::Recvmmsg || proto == Proto::Udp
+    }
+}
+
+impl fmt::Display for RecvSyscall {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
