@@ -42,8 +42,12 @@ struct netto_task_state {
 };
 
 /* Per-syscall-number classification, filled by user space from a table so
- * the BPF side carries no architecture-specific syscall numbers. */
+ * the BPF side carries no architecture-specific syscall numbers. Native
+ * calls are at their number; a 32-bit (compat) task's calls have numbers of
+ * their own (its 1 is exit, the native 1 is write), so they are at
+ * NETTO_COMPAT_SYSCALLS + number. */
 #define NETTO_MAX_SYSCALLS 512
+#define NETTO_COMPAT_SYSCALLS NETTO_MAX_SYSCALLS
 enum netto_syscall_kind {
 	NETTO_SYS_OTHER = 0,
 	/* a socket send if the fd in `fd_arg` is a socket */
@@ -52,6 +56,9 @@ enum netto_syscall_kind {
 	NETTO_SYS_RECV = 2,
 	/* splice(2): a send if fd_out is a socket, else a receive if fd_in is */
 	NETTO_SYS_SPLICE = 3,
+	/* 32-bit socketcall(2): the call in the first argument, the socket
+	 * first in the argument block the second points to */
+	NETTO_SYS_SOCKETCALL = 4,
 };
 
 struct netto_syscall {

@@ -12,7 +12,7 @@
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, NETTO_MAX_SYSCALLS);
+	__uint(max_entries, NETTO_COMPAT_SYSCALLS + NETTO_MAX_SYSCALLS);
 	__type(key, __u32);
 	__type(value, struct netto_syscall);
 } syscalls SEC(".maps");
@@ -34,32 +34,88 @@ static __always_inline bool fd_is_socket(struct task_struct *task, long fd)
 	return (BPF_CORE_READ(file, f_inode, i_mode) & S_IFMT) == S_IFSOCK;
 }
 
-static __always_inline long syscall_arg(struct pt_regs *regs, __u32 n)
+/* x86's TS_COMPAT: the task is in a 32-bit system call (in_ia32_syscall()),
+ * whose number and arguments follow the i386 convention. */
+#define NETTO_TS_COMPAT 0x0002
+
+static __always_inline bool in_compat_syscall(struct task_struct *task)
+{
+	return task->thread_info.status & NETTO_TS_COMPAT;
+}
+
+static __always_inline long syscall_arg(struct pt_regs *regs, bool compat, __u32 n)
 {
 	switch (n) {
 	case 0:
-		return PT_REGS_PARM1_SYSCALL(regs);
+		return compat ? (int)BPF_CORE_READ(regs, bx) : PT_REGS_PARM1_SYSCALL(regs);
 	case 1:
-		return PT_REGS_PARM2_SYSCALL(regs);
+		return compat ? (int)BPF_CORE_READ(regs, cx) : PT_REGS_PARM2_SYSCALL(regs);
 	case 2:
-		return PT_REGS_PARM3_SYSCALL(regs);
+		return compat ? (int)BPF_CORE_READ(regs, dx) : PT_REGS_PARM3_SYSCALL(regs);
 	default:
 		return -1;
 	}
 }
 
+/* socketcall(2)'s call numbers (linux/net.h), the same on every
+ * architecture that has the call. */
+enum {
+	SOCKETCALL_SEND = 9,
+	SOCKETCALL_RECV = 10,
+	SOCKETCALL_SENDTO = 11,
+	SOCKETCALL_RECVFROM = 12,
+	SOCKETCALL_SENDMSG = 16,
+	SOCKETCALL_RECVMSG = 17,
+	SOCKETCALL_RECVMMSG = 19,
+	SOCKETCALL_SENDMMSG = 20,
+};
+
+/* The window of a 32-bit socketcall(2): its socket is the first 32-bit word
+ * of the user-space argument block. */
+static __always_inline __u32 socketcall_window(struct task_struct *task, struct pt_regs *regs)
+{
+	__u32 block = BPF_CORE_READ(regs, cx);
+	__u32 window;
+	int fd;
+
+	switch (BPF_CORE_READ(regs, bx)) {
+	case SOCKETCALL_SEND:
+	case SOCKETCALL_SENDTO:
+	case SOCKETCALL_SENDMSG:
+	case SOCKETCALL_SENDMMSG:
+		window = NETTO_WIN_SEND;
+		break;
+	case SOCKETCALL_RECV:
+	case SOCKETCALL_RECVFROM:
+	case SOCKETCALL_RECVMSG:
+	case SOCKETCALL_RECVMMSG:
+		window = NETTO_WIN_RECV;
+		break;
+	default:
+		return NETTO_WIN_NONE;
+	}
+	if (bpf_probe_read_user(&fd, sizeof(fd), (void *)(unsigned long)block))
+		return NETTO_WIN_NONE;
+	return fd_is_socket(task, fd) ? window : NETTO_WIN_NONE;
+}
+
 static __always_inline __u32 socket_window(struct task_struct *task, struct pt_regs *regs,
-					   const struct netto_syscall *sc)
+					   bool compat, const struct netto_syscall *sc)
 {
 	switch (sc->kind) {
 	case NETTO_SYS_SEND:
-		return fd_is_socket(task, syscall_arg(regs, sc->fd_arg)) ? NETTO_WIN_SEND : NETTO_WIN_NONE;
+		return fd_is_socket(task, syscall_arg(regs, compat, sc->fd_arg)) ? NETTO_WIN_SEND
+										 : NETTO_WIN_NONE;
 	case NETTO_SYS_RECV:
-		return fd_is_socket(task, syscall_arg(regs, sc->fd_arg)) ? NETTO_WIN_RECV : NETTO_WIN_NONE;
+		return fd_is_socket(task, syscall_arg(regs, compat, sc->fd_arg)) ? NETTO_WIN_RECV
+										 : NETTO_WIN_NONE;
 	case NETTO_SYS_SPLICE:
-		if (fd_is_socket(task, syscall_arg(regs, 2)))
+		if (fd_is_socket(task, syscall_arg(regs, compat, 2)))
 			return NETTO_WIN_SEND;
-		return fd_is_socket(task, syscall_arg(regs, 0)) ? NETTO_WIN_RECV : NETTO_WIN_NONE;
+		return fd_is_socket(task, syscall_arg(regs, compat, 0)) ? NETTO_WIN_RECV
+									: NETTO_WIN_NONE;
+	case NETTO_SYS_SOCKETCALL:
+		return compat ? socketcall_window(task, regs) : NETTO_WIN_NONE;
 	default:
 		return NETTO_WIN_NONE;
 	}
@@ -68,20 +124,26 @@ static __always_inline __u32 socket_window(struct task_struct *task, struct pt_r
 SEC("tp_btf/sys_enter")
 int BPF_PROG(netto_sys_enter, struct pt_regs *regs, long id)
 {
+	struct task_struct *task;
 	struct netto_syscall *sc;
 	struct netto_cpu *c;
 	__u32 nr = id;
 	__u32 window;
+	bool compat;
 	__u64 now;
 
 	if (id < 0 || nr >= NETTO_MAX_SYSCALLS)
 		return 0;
+	task = bpf_get_current_task_btf();
+	compat = in_compat_syscall(task);
+	if (compat)
+		nr += NETTO_COMPAT_SYSCALLS;
 	sc = bpf_map_lookup_elem(&syscalls, &nr);
 	if (!sc || sc->kind == NETTO_SYS_OTHER)
 		return 0;
 	/* Before the fd check, so the check is inside the window it opens. */
 	now = bpf_ktime_get_ns();
-	window = socket_window(bpf_get_current_task_btf(), regs, sc);
+	window = socket_window(task, regs, compat, sc);
 	c = this_cpu();
 	if (window == NETTO_WIN_NONE || !c)
 		return 0;

@@ -13,6 +13,7 @@ packages=(
   prometheus chromium                                         # serve tests: promtool check metrics, the page in a browser
   qemu-system-x86 busybox-static cpio kmod xz-utils           # the kernel matrix (tests/vm_matrix.rs)
   systemd man-db groff-base                                   # the unit's systemd-analyze verify, man page checks
+  gcc-multilib                                                # tests/compat_calls.rs: a 32-bit program's socket calls
 )
 # `go tool pprof` reads the pprof profiles in tests/pprof.rs; a Go already
 # in /usr/local/go will do.
