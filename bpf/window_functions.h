@@ -72,6 +72,9 @@ SOCKET_FUNCTION(send, kernel_sendpage, NETTO_WIN_SEND)
 /* The whole of sendmmsg(2)/recvmmsg(2), between their messages too. */
 SOCKET_FUNCTION(send, __sys_sendmmsg, NETTO_WIN_SEND)
 SOCKET_FUNCTION(recv, sock_recvmsg, NETTO_WIN_RECV)
+/* splice(2) out of a socket: TCP's tcp_splice_read does not pass
+ * sock_recvmsg (other protocols reach it from here, nested). */
+SOCKET_FUNCTION(recv, sock_splice_read, NETTO_WIN_RECV)
 SOCKET_FUNCTION(recv, __sys_recvmmsg, NETTO_WIN_RECV)
 
 #endif /* NETTO_WINDOW_FUNCTIONS_H */

@@ -72,7 +72,7 @@ fn check_reports_this_kernel_and_picks_the_tracepoint_backend() {
         "{text}"
     );
     assert!(
-        text.contains("self-check     tracepoint: saw 11 of 11 kinds of socket call"),
+        text.contains("self-check     tracepoint: saw 13 of 13 kinds of socket call"),
         "{text}"
     );
 }

@@ -9,6 +9,7 @@ use std::net::{Ipv4Addr, SocketAddr, UdpSocket};
 use std::os::fd::{AsFd, FromRawFd};
 use std::time::Duration;
 
+use super::pipe::Pipe;
 use super::recvcall::{self, RecvBatch};
 use super::sendcall::{self, SendBatch};
 use super::sockaddr::RawAddr;
@@ -16,7 +17,8 @@ use super::{RecvSyscall, SendSyscall, Syscall};
 
 const PAYLOAD: &[u8] = b"netto self-check";
 
-/// Two UDP sockets connected to each other, and a file to sendfile from.
+/// Two UDP sockets connected to each other, and a file to sendfile and
+/// splice from.
 pub struct LoopbackPair {
     sender: UdpSocket,
     receiver: UdpSocket,
@@ -85,6 +87,11 @@ impl LoopbackPair {
             SocketCall::Recv(RecvSyscall::Recvmmsg) => RecvBatch::new(2, buf.len()).recv(into),
             SocketCall::Recv(RecvSyscall::Read) => recvcall::read(into, &mut buf),
             SocketCall::Recv(RecvSyscall::Readv) => recvcall::readv(into, &mut buf),
+            SocketCall::Send(SendSyscall::Splice) => {
+                let mut offset = 0;
+                Pipe::new()?.send(out, self.file.as_fd(), &mut offset, PAYLOAD.len())
+            }
+            SocketCall::Recv(RecvSyscall::Splice) => Pipe::new()?.recv(into, buf.len()),
         }
     }
 }

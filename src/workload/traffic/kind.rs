@@ -27,6 +27,8 @@ pub enum SendSyscall {
     Write,
     Writev,
     Sendfile,
+    /// splice(2) from a pipe into the socket
+    Splice,
 }
 
 /// What both syscall enums share: a name, the protocols each works with, and
@@ -61,6 +63,7 @@ impl Syscall for SendSyscall {
         SendSyscall::Write,
         SendSyscall::Writev,
         SendSyscall::Sendfile,
+        SendSyscall::Splice,
     ];
 
     fn name(self) -> &'static str {
@@ -71,15 +74,16 @@ impl Syscall for SendSyscall {
             SendSyscall::Write => "write",
             SendSyscall::Writev => "writev",
             SendSyscall::Sendfile => "sendfile",
+            SendSyscall::Splice => "splice",
         }
     }
 
-    /// sendmmsg only makes sense for datagrams, and sendfile is offered for TCP only,
-    /// where it is the zero-copy path real servers use.
+    /// sendmmsg only makes sense for datagrams; sendfile and splice are offered for
+    /// TCP only, where they are the zero-copy paths real servers and proxies use.
     fn supports(self, proto: Proto) -> bool {
         match self {
             SendSyscall::Sendmmsg => proto == Proto::Udp,
-            SendSyscall::Sendfile => proto == Proto::Tcp,
+            SendSyscall::Sendfile | SendSyscall::Splice => proto == Proto::Tcp,
             _ => true,
         }
     }
@@ -98,6 +102,8 @@ pub enum RecvSyscall {
     Recvmmsg,
     Read,
     Readv,
+    /// splice(2) from the socket into a pipe
+    Splice,
 }
 
 impl Syscall for RecvSyscall {
@@ -107,6 +113,7 @@ impl Syscall for RecvSyscall {
         RecvSyscall::Recvmmsg,
         RecvSyscall::Read,
         RecvSyscall::Readv,
+        RecvSyscall::Splice,
     ];
 
     fn name(self) -> &'static str {
@@ -116,12 +123,18 @@ impl Syscall for RecvSyscall {
             RecvSyscall::Recvmmsg => "recvmmsg",
             RecvSyscall::Read => "read",
             RecvSyscall::Readv => "readv",
+            RecvSyscall::Splice => "splice",
         }
     }
 
-    /// recvmmsg batches datagrams; on a byte stream it would only be a slower recvmsg.
+    /// recvmmsg batches datagrams; on a byte stream it would only be a slower
+    /// recvmsg. splice out of a socket is the proxies' path, so TCP's.
     fn supports(self, proto: Proto) -> bool {
-        self != RecvSyscall::Recvmmsg || proto == Proto::Udp
+        match self {
+            RecvSyscall::Recvmmsg => proto == Proto::Udp,
+            RecvSyscall::Splice => proto == Proto::Tcp,
+            _ => true,
+        }
     }
 }
 

@@ -15,6 +15,7 @@ mod error;
 mod ffi;
 mod file_read;
 mod kind;
+mod pipe;
 mod receiver;
 mod recvcall;
 mod scratch;

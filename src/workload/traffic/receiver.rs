@@ -6,6 +6,7 @@ use std::os::fd::{AsFd, BorrowedFd};
 
 use super::bind::{accept, Bound};
 use super::drive::{drive, is_transient};
+use super::pipe::{Pipe, PIPE_LEN};
 use super::recvcall::{self, RecvBatch};
 use super::Syscall;
 use super::{Proto, RecvSyscall, Summary, TrafficError, Until, MMSG_BATCH};
@@ -87,5 +88,11 @@ fn receive(
         RecvSyscall::Readv => drive(until, summary, is_transient, || {
             recvcall::readv(fd, &mut buf).map(end_on_eof)
         }),
+        RecvSyscall::Splice => {
+            let mut pipe = Pipe::new()?;
+            drive(until, summary, is_transient, || {
+                pipe.recv(fd, PIPE_LEN).map(end_on_eof)
+            })
+        }
     }
 }

@@ -7,6 +7,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use super::drive::{drive, is_transient};
+use super::pipe::{Pipe, PIPE_LEN};
 use super::scratch::ScratchFile;
 use super::Syscall;
 use super::{sendcall, sockopt};
@@ -70,6 +71,16 @@ pub(super) fn send(config: &SendConfig, until: Until<'_>) -> Result<Summary, Tra
                     &mut offset,
                     count,
                 ))
+            })
+        }
+        SendSyscall::Splice => {
+            let source = ScratchFile::create(SENDFILE_SOURCE_LEN)
+                .map_err(TrafficError::io("creating the splice source file"))?;
+            let mut pipe = Pipe::new().map_err(TrafficError::io("creating the splice pipe"))?;
+            let mut offset: libc::off_t = 0;
+            let len = config.size.min(PIPE_LEN);
+            drive(until, &mut summary, is_transient, || {
+                until_peer_leaves(pipe.send(fd, source.file.as_fd(), &mut offset, len))
             })
         }
         SendSyscall::Sendmmsg => return Err(config.syscall.unsupported(Proto::Tcp)),

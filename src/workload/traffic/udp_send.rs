@@ -50,7 +50,9 @@ pub(super) fn send(config: &SendConfig, until: Until<'_>) -> Result<Summary, Tra
         SendSyscall::Writev => drive(until, &mut summary, udp_transient, || {
             sendcall::writev(fd, &payload).map(Some)
         }),
-        SendSyscall::Sendfile => return Err(config.syscall.unsupported(Proto::Udp)),
+        SendSyscall::Sendfile | SendSyscall::Splice => {
+            return Err(config.syscall.unsupported(Proto::Udp))
+        }
     };
     sent.map_err(TrafficError::io(format!(
         "udp {} to {dest}",
