@@ -85,6 +85,8 @@ static __always_inline void charge(struct netto_cpu *c, __u64 now)
 		c->event_ns[NETTO_EV_SOCK_SEND] += delta;
 	else if (c->task_window == NETTO_WIN_RECV)
 		c->event_ns[NETTO_EV_SOCK_RECV] += delta;
+	else if (c->task_window == NETTO_WIN_NAPI)
+		c->event_ns[NETTO_EV_NET_RX_SOFTIRQ] += delta;
 }
 
 /* ---- softirqs ---------------------------------------------------------- */
@@ -311,6 +313,18 @@ static __always_inline void close_window(struct netto_cpu *c)
 	c->window_depth = 0;
 }
 
+#define NETTO_PF_KTHREAD 0x00200000
+
+/* A threaded NAPI poller: a kernel thread that napi_kthread_create() named
+ * "napi/<device>-<id>". It polls with bottom halves off, so no NET_RX
+ * softirq is entered, yet its whole time is the receive path (softirqs it
+ * runs when it turns them back on are charged to their own vectors). */
+static __always_inline bool is_napi_thread(struct task_struct *t)
+{
+	return (t->flags & NETTO_PF_KTHREAD) && t->comm[0] == 'n' && t->comm[1] == 'a' &&
+	       t->comm[2] == 'p' && t->comm[3] == 'i' && t->comm[4] == '/';
+}
+
 SEC("tp_btf/sched_switch")
 int BPF_PROG(netto_sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
 {
@@ -321,7 +335,8 @@ int BPF_PROG(netto_sched_switch, bool preempt, struct task_struct *prev, struct 
 		return 0;
 	charge(c, bpf_ktime_get_ns());
 	c->in_hardirq = 0;
-	if (c->task_window != NETTO_WIN_NONE) {
+	/* A NAPI thread's window is known from the thread itself: not saved. */
+	if (c->task_window != NETTO_WIN_NONE && c->task_window != NETTO_WIN_NAPI) {
 		saved = bpf_task_storage_get(&task_windows, prev, 0,
 					     BPF_LOCAL_STORAGE_GET_F_CREATE);
 		if (saved) {
@@ -337,6 +352,9 @@ int BPF_PROG(netto_sched_switch, bool preempt, struct task_struct *prev, struct 
 		c->window_depth = saved->depth;
 		saved->window = NETTO_WIN_NONE;
 		saved->depth = 0;
+	} else if (is_napi_thread(next)) {
+		c->task_window = NETTO_WIN_NAPI;
+		c->window_depth = 0;
 	} else {
 		c->task_window = NETTO_WIN_NONE;
 		c->window_depth = 0;

@@ -33,6 +33,9 @@ enum netto_task_window {
 	NETTO_WIN_NONE = 0,
 	NETTO_WIN_SEND = 1,
 	NETTO_WIN_RECV = 2,
+	/* a threaded NAPI kthread (/sys/class/net/DEV/threaded): the receive
+	 * path run outside the NET_RX softirq, charged to NET_RX */
+	NETTO_WIN_NAPI = 3,
 };
 
 /* A task's window while it is switched out (task storage value). */

@@ -50,6 +50,8 @@ static __always_inline int sample_context(struct netto_cpu *c)
 		return NETTO_CTX_NET_TX;
 	if (c->softirq)
 		return -1;
+	if (c->task_window == NETTO_WIN_NAPI)
+		return NETTO_CTX_NET_RX;
 	if (c->task_window == NETTO_WIN_SEND)
 		return NETTO_CTX_SOCK_SEND;
 	if (c->task_window == NETTO_WIN_RECV)

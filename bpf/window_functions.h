@@ -27,7 +27,7 @@ static __always_inline int function_enter(__u32 window)
 
 	/* Socket functions called from softirq context are part of the
 	 * softirq's time, not a task's window. */
-	if (!c || c->softirq || c->in_hardirq)
+	if (!c || c->softirq || c->in_hardirq || c->task_window == NETTO_WIN_NAPI)
 		return 0;
 	if (c->task_window != NETTO_WIN_NONE) {
 		c->window_depth++;

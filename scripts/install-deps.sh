@@ -14,6 +14,7 @@ packages=(
   qemu-system-x86 busybox-static cpio kmod xz-utils           # the kernel matrix (tests/vm_matrix.rs)
   systemd man-db groff-base                                   # the unit's systemd-analyze verify, man page checks
   gcc-multilib                                                # tests/compat_calls.rs: a 32-bit program's socket calls
+  ethtool                                                     # tests/softirq_accounting.rs: GRO and TSO on a veth for threaded NAPI
 )
 # `go tool pprof` reads the pprof profiles in tests/pprof.rs; a Go already
 # in /usr/local/go will do.
