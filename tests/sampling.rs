@@ -238,3 +238,77 @@ fn recursion_misses_are_read_and_only_losses_count() {
     assert_eq!(snapshot.losses.recursion_misses, 0);
     assert_eq!(snapshot.losses.task_storage_failures, 0);
 }
+
+/// Takes CPU 1 offline, and brings it back when dropped, whatever happens.
+struct Offline;
+
+const CPU1_ONLINE: &str = "/sys/devices/system/cpu/cpu1/online";
+
+impl Offline {
+    fn cpu1() -> Offline {
+        std::fs::write(CPU1_ONLINE, "0").expect("taking CPU 1 offline");
+        Offline
+    }
+}
+
+impl Drop for Offline {
+    fn drop(&mut self) {
+        std::fs::write(CPU1_ONLINE, "1").expect("bringing CPU 1 back online");
+    }
+}
+
+/// A CPU that goes offline loses its perf event; the sampler gives it a new
+/// one when it comes back, so load on it afterwards is sampled again.
+#[test]
+fn a_cpu_back_from_offline_is_sampled_again() {
+    let pair = VethPair::create("hotplug").expect("creating the test namespace");
+    let dest = format!("{}:5602", pair.peer_addr());
+    let mut acct_storage = MaybeUninit::uninit();
+    let accounting = Accounting::load(&mut acct_storage, library_backend()).unwrap();
+    let mut sampler_storage = MaybeUninit::uninit();
+    let mut sampler = Sampler::load(
+        &mut sampler_storage,
+        &accounting,
+        SamplerConfig {
+            frequency_hz: 1000,
+            transport: Transport::Mmap,
+            drain_period: Duration::from_millis(100),
+            slots_per_half: None,
+            writer_wait: WRITER_WAIT,
+        },
+    )
+    .unwrap();
+    {
+        let _offline = Offline::cpu1();
+        thread::sleep(Duration::from_millis(300));
+        sampler.follow_cpus().unwrap();
+    }
+    thread::sleep(Duration::from_millis(300));
+
+    let seconds = 3;
+    let _sink = Server::start(loadgen_in(
+        &pair,
+        &format!(
+            "discard --proto udp --listen {dest} --duration {}",
+            seconds + 3
+        ),
+    ));
+    let load = thread::spawn(move || {
+        run_client(loadgen(&format!(
+            "send --proto udp --syscall sendto --dest {dest} --duration {seconds} --cpu 1"
+        )))
+    });
+    let mut on_cpu1 = 0;
+    let end = Instant::now() + Duration::from_secs(seconds);
+    while Instant::now() < end {
+        thread::sleep(Duration::from_millis(100));
+        sampler.follow_cpus().unwrap();
+        sampler.drain(|s| on_cpu1 += u64::from(s.cpu == 1)).unwrap();
+    }
+    load.join().unwrap();
+    eprintln!("{on_cpu1} samples on CPU 1 after it came back");
+    assert!(
+        on_cpu1 > 100,
+        "CPU 1 was barely sampled after coming back online: {on_cpu1} samples"
+    );
+}

@@ -126,7 +126,10 @@ impl std::ops::Sub for SamplerCounters {
 
 pub struct Sampler<'obj> {
     skel: SampleSkel<'obj>,
-    _links: Vec<Link>,
+    /// One per possible CPU: the event and link of each online CPU.
+    links: Vec<Option<Link>>,
+    /// The online CPUs as last seen (`/sys/devices/system/cpu/online`).
+    online: String,
     transport: Transport,
     frequency_hz: u64,
     buffer_bytes: u64,
@@ -204,7 +207,8 @@ impl<'obj> Sampler<'obj> {
             Transport::Ringbuf => None,
         };
         let mut sampler = Sampler {
-            _links: Vec::new(),
+            links: Vec::new(),
+            online: String::new(),
             transport: config.transport,
             frequency_hz: config.frequency_hz,
             buffer_bytes,
@@ -217,7 +221,8 @@ impl<'obj> Sampler<'obj> {
         if config.transport == Transport::Ringbuf {
             sampler.ring = Some(sampler.build_ring()?);
         }
-        sampler._links = attach_per_cpu(&sampler.skel, cpus, config.frequency_hz)?;
+        sampler.links = (0..cpus).map(|_| None).collect();
+        sampler.follow_cpus()?;
         Ok(sampler)
     }
 
@@ -249,6 +254,34 @@ impl<'obj> Sampler<'obj> {
 
     pub fn buffer_bytes(&self) -> u64 {
         self.buffer_bytes
+    }
+
+    /// Gives every online CPU without one a fresh event, and drops the
+    /// events of offline CPUs. A CPU that goes offline loses its perf event
+    /// for good (the kernel does not bring it back), so without this a CPU
+    /// that came back would never be sampled again. Cheap when nothing
+    /// changed: one small sysfs read. A CPU that goes off and on between
+    /// two calls keeps its dead event; the live source calls this before
+    /// every drain, a few times a second, to keep that window short.
+    pub fn follow_cpus(&mut self) -> Result<(), KernelError> {
+        let online = std::fs::read_to_string(ONLINE_CPUS)
+            .map_err(|e| KernelError::Perf(format!("{ONLINE_CPUS}: {e}")))?;
+        if online == self.online {
+            return Ok(());
+        }
+        let online_cpus = parse_cpu_list(online.trim()).ok_or_else(|| {
+            KernelError::Perf(format!("{ONLINE_CPUS}: unreadable list {online:?}"))
+        })?;
+        for (cpu, link) in self.links.iter_mut().enumerate() {
+            let is_online = online_cpus.contains(&cpu);
+            if !is_online {
+                *link = None;
+            } else if link.is_none() {
+                *link = attach_cpu(&self.skel, cpu, self.frequency_hz)?;
+            }
+        }
+        self.online = online;
+        Ok(())
     }
 
     /// Hands every sample taken since the last drain to `each`.
@@ -316,33 +349,49 @@ fn context_of(raw: u32) -> Option<SampleContext> {
         .map(|(_, context)| *context)
 }
 
-/// One cpu-clock event per CPU, each with the sampler attached through a
-/// link (which owns the event fd from then on).
-fn attach_per_cpu(
+const ONLINE_CPUS: &str = "/sys/devices/system/cpu/online";
+
+/// A cpu-clock event on `cpu` with the sampler attached through a link
+/// (which owns the event fd from then on); `None` if the CPU went offline
+/// in the meantime.
+fn attach_cpu(
     skel: &SampleSkel<'_>,
-    cpus: usize,
+    cpu: usize,
     frequency_hz: u64,
-) -> Result<Vec<Link>, KernelError> {
-    let mut links = Vec::new();
-    for cpu in 0..cpus {
-        let cpu = i32::try_from(cpu).expect("CPU numbers are small");
-        let fd = match open_cpu_clock(cpu, frequency_hz) {
-            Ok(fd) => fd,
-            // Possible but offline CPUs have no event to open.
-            Err(e) if e.raw_os_error() == Some(libc::ENODEV) => continue,
-            Err(e) => return Err(KernelError::Perf(e.to_string())),
+) -> Result<Option<Link>, KernelError> {
+    let cpu = i32::try_from(cpu).expect("CPU numbers are small");
+    let fd = match open_cpu_clock(cpu, frequency_hz) {
+        Ok(fd) => fd,
+        Err(e) if e.raw_os_error() == Some(libc::ENODEV) => return Ok(None),
+        Err(e) => return Err(KernelError::Perf(e.to_string())),
+    };
+    skel.progs
+        .netto_sample
+        .attach_perf_event(fd.into_raw_fd())
+        .map(Some)
+        .map_err(|source| KernelError::Attach {
+            prog: "netto_sample".into(),
+            source,
+        })
+}
+
+/// The kernel's CPU list format ("0-3,5"), as in /sys/devices/system/cpu.
+fn parse_cpu_list(list: &str) -> Option<Vec<usize>> {
+    let mut cpus = Vec::new();
+    for part in list.split(',').filter(|p| !p.is_empty()) {
+        let (first, last): (usize, usize) = match part.split_once('-') {
+            Some((a, b)) => (a.parse().ok()?, b.parse().ok()?),
+            None => {
+                let cpu = part.parse().ok()?;
+                (cpu, cpu)
+            }
         };
-        let link = skel
-            .progs
-            .netto_sample
-            .attach_perf_event(fd.into_raw_fd())
-            .map_err(|source| KernelError::Attach {
-                prog: "netto_sample".into(),
-                source,
-            })?;
-        links.push(link);
+        if first > last {
+            return None;
+        }
+        cpus.extend(first..=last);
     }
-    Ok(links)
+    Some(cpus)
 }
 
 /// A BPF_F_MMAPABLE array map mapped read-write into this process;
@@ -497,6 +546,16 @@ impl DoubleBuffer {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cpu_lists_read_like_the_kernel_writes_them() {
+        assert_eq!(parse_cpu_list("0"), Some(vec![0]));
+        assert_eq!(parse_cpu_list("0-1"), Some(vec![0, 1]));
+        assert_eq!(parse_cpu_list("0,2-4,7"), Some(vec![0, 2, 3, 4, 7]));
+        assert_eq!(parse_cpu_list(""), Some(vec![]));
+        assert_eq!(parse_cpu_list("3-1"), None);
+        assert_eq!(parse_cpu_list("a"), None);
+    }
 
     #[test]
     fn buffer_follows_frequency_cpus_and_period_with_a_cap() {

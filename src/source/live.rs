@@ -371,6 +371,7 @@ impl<'c, 'a, 'obj> Measure<'c, 'a, 'obj> {
             let wake = self.wait(wake_at);
             if let Some(sampler) = sampler.as_deref_mut() {
                 let folder = &mut self.folder;
+                sampler.follow_cpus()?;
                 sampler.drain(|s| folder.add(s.cpu, s.context, s.frames))?;
             }
             let now = Instant::now();
