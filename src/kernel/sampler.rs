@@ -4,7 +4,7 @@
 
 use std::cell::RefCell;
 use std::mem::MaybeUninit;
-use std::os::fd::{AsFd, AsRawFd, IntoRawFd};
+use std::os::fd::{AsFd, AsRawFd, IntoRawFd, OwnedFd};
 use std::ptr::NonNull;
 use std::rc::Rc;
 use std::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering};
@@ -126,8 +126,8 @@ impl std::ops::Sub for SamplerCounters {
 
 pub struct Sampler<'obj> {
     skel: SampleSkel<'obj>,
-    /// One per possible CPU: the event and link of each online CPU.
-    links: Vec<Option<Link>>,
+    /// One per possible CPU: the event of each online CPU.
+    events: Vec<Option<CpuEvent>>,
     /// The online CPUs as last seen (`/sys/devices/system/cpu/online`).
     online: String,
     transport: Transport,
@@ -207,7 +207,7 @@ impl<'obj> Sampler<'obj> {
             Transport::Ringbuf => None,
         };
         let mut sampler = Sampler {
-            links: Vec::new(),
+            events: Vec::new(),
             online: String::new(),
             transport: config.transport,
             frequency_hz: config.frequency_hz,
@@ -221,7 +221,7 @@ impl<'obj> Sampler<'obj> {
         if config.transport == Transport::Ringbuf {
             sampler.ring = Some(sampler.build_ring()?);
         }
-        sampler.links = (0..cpus).map(|_| None).collect();
+        sampler.events = (0..cpus).map(|_| None).collect();
         sampler.follow_cpus()?;
         Ok(sampler)
     }
@@ -256,31 +256,34 @@ impl<'obj> Sampler<'obj> {
         self.buffer_bytes
     }
 
-    /// Gives every online CPU without one a fresh event, and drops the
-    /// events of offline CPUs. A CPU that goes offline loses its perf event
-    /// for good (the kernel does not bring it back), so without this a CPU
-    /// that came back would never be sampled again. Cheap when nothing
-    /// changed: one small sysfs read. A CPU that goes off and on between
-    /// two calls keeps its dead event; the live source calls this before
-    /// every drain, a few times a second, to keep that window short.
+    /// Gives every online CPU whose event is missing or dead a fresh one,
+    /// and drops the events of offline CPUs. A CPU that goes offline loses
+    /// its perf event for good (the kernel does not bring it back), so
+    /// without this a CPU that came back would never be sampled again. An
+    /// event is dead when its clock stopped counting, which also catches a
+    /// CPU that went off and on between two calls. The live source calls
+    /// this before every drain: one sysfs read and one counter read per CPU.
     pub fn follow_cpus(&mut self) -> Result<(), KernelError> {
         let online = std::fs::read_to_string(ONLINE_CPUS)
             .map_err(|e| KernelError::Perf(format!("{ONLINE_CPUS}: {e}")))?;
-        if online == self.online {
-            return Ok(());
+        if online != self.online {
+            let online_cpus = parse_cpu_list(online.trim()).ok_or_else(|| {
+                KernelError::Perf(format!("{ONLINE_CPUS}: unreadable list {online:?}"))
+            })?;
+            for (cpu, event) in self.events.iter_mut().enumerate() {
+                if !online_cpus.contains(&cpu) {
+                    *event = None;
+                } else if event.is_none() {
+                    *event = CpuEvent::attach(&self.skel, cpu, self.frequency_hz)?;
+                }
+            }
+            self.online = online;
         }
-        let online_cpus = parse_cpu_list(online.trim()).ok_or_else(|| {
-            KernelError::Perf(format!("{ONLINE_CPUS}: unreadable list {online:?}"))
-        })?;
-        for (cpu, link) in self.links.iter_mut().enumerate() {
-            let is_online = online_cpus.contains(&cpu);
-            if !is_online {
-                *link = None;
-            } else if link.is_none() {
-                *link = attach_cpu(&self.skel, cpu, self.frequency_hz)?;
+        for (cpu, event) in self.events.iter_mut().enumerate() {
+            if event.as_mut().is_some_and(|e| !e.still_counting()) {
+                *event = CpuEvent::attach(&self.skel, cpu, self.frequency_hz)?;
             }
         }
-        self.online = online;
         Ok(())
     }
 
@@ -351,28 +354,61 @@ fn context_of(raw: u32) -> Option<SampleContext> {
 
 const ONLINE_CPUS: &str = "/sys/devices/system/cpu/online";
 
-/// A cpu-clock event on `cpu` with the sampler attached through a link
-/// (which owns the event fd from then on); `None` if the CPU went offline
-/// in the meantime.
-fn attach_cpu(
-    skel: &SampleSkel<'_>,
-    cpu: usize,
-    frequency_hz: u64,
-) -> Result<Option<Link>, KernelError> {
-    let cpu = i32::try_from(cpu).expect("CPU numbers are small");
-    let fd = match open_cpu_clock(cpu, frequency_hz) {
-        Ok(fd) => fd,
-        Err(e) if e.raw_os_error() == Some(libc::ENODEV) => return Ok(None),
-        Err(e) => return Err(KernelError::Perf(e.to_string())),
-    };
-    skel.progs
-        .netto_sample
-        .attach_perf_event(fd.into_raw_fd())
-        .map(Some)
-        .map_err(|source| KernelError::Attach {
-            prog: "netto_sample".into(),
-            source,
-        })
+/// A CPU's cpu-clock event with the sampler attached through a link (which
+/// owns the event), and a second descriptor of the event to read its count.
+struct CpuEvent {
+    _link: Link,
+    counter: OwnedFd,
+    last_count: u64,
+}
+
+impl CpuEvent {
+    /// `None` if the CPU went offline in the meantime.
+    fn attach(
+        skel: &SampleSkel<'_>,
+        cpu: usize,
+        frequency_hz: u64,
+    ) -> Result<Option<CpuEvent>, KernelError> {
+        let cpu = i32::try_from(cpu).expect("CPU numbers are small");
+        let fd = match open_cpu_clock(cpu, frequency_hz) {
+            Ok(fd) => fd,
+            Err(e) if e.raw_os_error() == Some(libc::ENODEV) => return Ok(None),
+            Err(e) => return Err(KernelError::Perf(e.to_string())),
+        };
+        let counter = fd
+            .try_clone()
+            .map_err(|e| KernelError::Perf(e.to_string()))?;
+        let link = skel
+            .progs
+            .netto_sample
+            .attach_perf_event(fd.into_raw_fd())
+            .map_err(|source| KernelError::Attach {
+                prog: "netto_sample".into(),
+                source,
+            })?;
+        Ok(Some(CpuEvent {
+            _link: link,
+            counter,
+            last_count: 0,
+        }))
+    }
+
+    /// Whether the event's clock moved since the last look: a live
+    /// cpu-clock event counts every nanosecond, idle or not.
+    fn still_counting(&mut self) -> bool {
+        let mut count = 0u64;
+        // SAFETY: reads one u64 (the default read format) into `count`.
+        let n = unsafe {
+            libc::read(
+                self.counter.as_raw_fd(),
+                (&mut count as *mut u64).cast(),
+                size_of::<u64>(),
+            )
+        };
+        let moved = n == size_of::<u64>() as isize && count != self.last_count;
+        self.last_count = count;
+        moved
+    }
 }
 
 /// The kernel's CPU list format ("0-3,5"), as in /sys/devices/system/cpu.
