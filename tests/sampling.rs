@@ -13,8 +13,8 @@ use std::time::{Duration, Instant};
 use common::*;
 use netto::collect::Collector;
 use netto::kernel::accounting::recursion_miss_is_loss;
-use netto::kernel::accounting::Accounting;
 use netto::kernel::sampler::{Sampler, SamplerConfig, SamplerCounters, Transport, WRITER_WAIT};
+use netto::kernel::selection::Storage;
 use netto::kernel::stats::RunStats;
 use netto::model::{EventKey, SampleContext, Snapshot};
 use netto::workload::netns::VethPair;
@@ -58,8 +58,8 @@ fn run(
 ) -> Run {
     let pair = VethPair::create("sample").expect("creating the test namespace");
     let dest = format!("{}:5601", pair.peer_addr());
-    let mut acct_storage = MaybeUninit::uninit();
-    let accounting = Accounting::load(&mut acct_storage, library_backend()).unwrap();
+    let mut acct_storage = Storage::default();
+    let accounting = library_accounting(&mut acct_storage);
     let mut sampler_storage = MaybeUninit::uninit();
     let mut sampler = Sampler::load(
         &mut sampler_storage,
@@ -263,8 +263,8 @@ impl Drop for Offline {
 fn a_cpu_back_from_offline_is_sampled_again() {
     let pair = VethPair::create("hotplug").expect("creating the test namespace");
     let dest = format!("{}:5602", pair.peer_addr());
-    let mut acct_storage = MaybeUninit::uninit();
-    let accounting = Accounting::load(&mut acct_storage, library_backend()).unwrap();
+    let mut acct_storage = Storage::default();
+    let accounting = library_accounting(&mut acct_storage);
     let mut sampler_storage = MaybeUninit::uninit();
     let mut sampler = Sampler::load(
         &mut sampler_storage,

@@ -5,10 +5,10 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 use netto::cli::CheckArgs;
-use netto::kernel::backend::{self, BackendChoice};
+use netto::kernel::backend::BackendChoice;
 use netto::kernel::callbacks::NETWORK_CALLBACKS;
 use netto::kernel::features::Features;
-use netto::kernel::{privileges, self_check};
+use netto::kernel::selection::{self, Storage};
 use netto::symbols::kallsyms::Kallsyms;
 use serde_json::json;
 
@@ -26,17 +26,9 @@ fn present_callbacks() -> usize {
 
 pub fn run(args: &CheckArgs) -> Result<ExitCode> {
     let features = Features::detect();
-    // The same choice `stat` makes, then the self-check of what was chosen
-    // (fentry is always checked while choosing; tracepoints only here).
-    let selection = backend::choose(BackendChoice::Auto, &features).map(|mut chosen| {
-        if chosen.check.is_none() && privileges::sufficient() {
-            match self_check::verify(chosen.backend) {
-                Ok(check) => chosen.check = Some(check),
-                Err(e) => chosen.notes.push(format!("self-check failed: {e}")),
-            }
-        }
-        chosen
-    });
+    // The choice every measuring command makes, self-check included.
+    let mut storage = Storage::default();
+    let selected = selection::select(BackendChoice::Auto, &features, &mut storage);
     let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease")
         .map(|s| s.trim().to_owned())
         .unwrap_or_default();
@@ -47,11 +39,11 @@ pub fn run(args: &CheckArgs) -> Result<ExitCode> {
             .into_iter()
             .map(|(name, probe)| (name.to_owned(), json!(probe)))
             .collect();
-        let report = match &selection {
+        let report = match &selected {
             Ok(chosen) => json!({
                 "kernel": kernel, "features": findings,
                 "network_callbacks": present_callbacks(),
-                "backend": chosen.backend.name(), "why": chosen.notes.join("; "),
+                "backend": chosen.accounting.backend().name(), "why": chosen.notes.join("; "),
                 "self_check": chosen.check, "can_run": true,
             }),
             Err(e) => json!({
@@ -76,24 +68,23 @@ pub fn run(args: &CheckArgs) -> Result<ExitCode> {
             present_callbacks(),
             NETWORK_CALLBACKS.len()
         );
-        match &selection {
+        match &selected {
             Ok(chosen) => {
                 for note in &chosen.notes {
                     println!("{note}");
                 }
-                if let Some(check) = &chosen.check {
-                    println!(
-                        "{:<14} {}: {}",
-                        "self-check",
-                        check.backend,
-                        check.summary()
-                    );
-                }
+                let check = &chosen.check;
+                println!(
+                    "{:<14} {}: {}",
+                    "self-check",
+                    check.backend,
+                    check.summary()
+                );
             }
             Err(e) => println!("backend        none: {e}"),
         }
     }
-    Ok(if selection.is_ok() {
+    Ok(if selected.is_ok() {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE

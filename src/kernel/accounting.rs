@@ -20,22 +20,6 @@ use super::{privileges, KernelError};
 use crate::abi::{bytes_of, netto_cpu, netto_syscall, netto_task_window, read_from};
 use crate::symbols::kallsyms::Kallsyms;
 
-/// The tracepoints the accounting programs attach to, from the object's
-/// program sections (so the list cannot drift from bpf/).
-pub fn tracepoint_names() -> Result<Vec<String>, KernelError> {
-    let mut storage = MaybeUninit::uninit();
-    let open = AccountSkelBuilder::default()
-        .open(&mut storage)
-        .map_err(|e| KernelError::Load(e.to_string()))?;
-    Ok(open
-        .open_object()
-        .progs()
-        .filter_map(|prog| {
-            tracepoints::from_section(&prog.section().to_string_lossy()).map(str::to_owned)
-        })
-        .collect())
-}
-
 /// Programs whose runs the kernel may skip for recursion without losing
 /// anything. Only an interrupt can nest a program on its CPU, and of
 /// netto's programs only the hrtimer expiry hooks fire inside one: every

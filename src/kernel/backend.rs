@@ -1,11 +1,10 @@
-//! Accounting backends: the same five events from different kernel hooks.
-//! Which one runs is decided once, at start-up, from what the kernel allows
-//! and, for fentry, from a self-check that it sees every kind of socket call.
+//! Accounting backends: the same five events from different kernel hooks,
+//! and which of them this kernel can run. [`super::selection`] makes the
+//! choice final by loading and self-checking them.
 
 use std::fmt;
 
 use super::features::Features;
-use super::self_check::{self, SelfCheck};
 use super::KernelError;
 
 /// What the user asked for with `--backend`.
@@ -57,7 +56,7 @@ pub struct Candidate {
 
 /// The backends to try, best first. Loading decides in the end: a fentry
 /// backend whose self-check misses a kind of socket call gives way to the
-/// next candidate (see `source::live`).
+/// next candidate (see [`super::selection::select`]).
 pub fn candidates(
     choice: BackendChoice,
     features: &Features,
@@ -114,65 +113,4 @@ pub fn candidates(
             Ok(list)
         }
     }
-}
-
-/// The backend netto runs with, what it said about the choice, and the
-/// self-check that decided it (fentry only).
-#[derive(Debug)]
-pub struct Chosen {
-    pub backend: Backend,
-    pub notes: Vec<String>,
-    pub check: Option<SelfCheck>,
-}
-
-/// The first candidate that can run and, for fentry, sees every kind of
-/// socket call in its self-check. Under `auto` a fentry backend that
-/// misses calls or fails to load gives way to tracepoints, saying why; asked
-/// for explicitly, it runs and warns what it misses.
-pub fn choose(choice: BackendChoice, features: &Features) -> Result<Chosen, KernelError> {
-    let mut notes = Vec::new();
-    let candidates = candidates(choice, features)?;
-    let last = candidates.len() - 1;
-    for (i, candidate) in candidates.into_iter().enumerate() {
-        let fallback = i < last;
-        if candidate.backend != Backend::Fentry {
-            notes.push(format!("backend {}: {}", candidate.backend, candidate.why));
-            return Ok(Chosen {
-                backend: candidate.backend,
-                notes,
-                check: None,
-            });
-        }
-        match self_check::verify(Backend::Fentry) {
-            Ok(check) if check.complete() || !fallback => {
-                notes.push(if check.complete() {
-                    format!(
-                        "backend fentry: {}; self-check {}",
-                        candidate.why,
-                        check.summary()
-                    )
-                } else {
-                    format!(
-                        "backend fentry: {}; warning: self-check {}: those calls are not counted",
-                        candidate.why,
-                        check.summary()
-                    )
-                });
-                return Ok(Chosen {
-                    backend: Backend::Fentry,
-                    notes,
-                    check: Some(check),
-                });
-            }
-            Ok(check) => notes.push(format!(
-                "note: the fentry backend missed {} in its self-check on this kernel; falling back",
-                check.missed().join(", ")
-            )),
-            Err(e) if fallback => notes.push(format!(
-                "note: the fentry backend failed to load ({e}); falling back"
-            )),
-            Err(e) => return Err(e),
-        }
-    }
-    Err(KernelError::NoBackend(notes.join("; ")))
 }

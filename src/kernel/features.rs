@@ -12,7 +12,7 @@ use serde::Serialize;
 
 use super::skel::probe::ProbeSkelBuilder;
 use super::tracepoints::{self, OptionalGroup};
-use super::{accounting, perf, privileges};
+use super::{perf, privileges};
 use crate::symbols::kallsyms::Kallsyms;
 
 /// The outcome of one probe.
@@ -181,7 +181,7 @@ impl Features {
 }
 
 fn missing_tracepoints(btf: &Btf<'_>) -> (Vec<String>, Vec<&'static OptionalGroup>) {
-    let required = accounting::tracepoint_names()
+    let required = tracepoints::accounting_tracepoints()
         .unwrap_or_default()
         .into_iter()
         .filter(|tp| !tracepoints::is_optional(tp) && !tracepoints::exists(btf, tp))

@@ -10,6 +10,7 @@ pub mod functions;
 pub mod perf;
 pub mod privileges;
 pub mod sampler;
+pub mod selection;
 pub mod self_check;
 pub mod skel;
 pub mod stats;

@@ -4,12 +4,9 @@
 //! by a new call path), so this is the only way to know the fentry backend
 //! sees everything before trusting its numbers.
 
-use std::mem::MaybeUninit;
-
 use serde::Serialize;
 
 use super::accounting::Accounting;
-use super::backend::Backend;
 use super::functions::SocketFunctions;
 use super::KernelError;
 use crate::workload::traffic::each_call::{LoopbackPair, SocketCall};
@@ -93,12 +90,4 @@ pub fn run(accounting: &mut Accounting<'_>) -> Result<SelfCheck, KernelError> {
         calls,
         functions: accounting.socket_functions().clone(),
     })
-}
-
-/// Loads `backend` on its own, checks it and unloads it again: how
-/// start-up and `netto check` decide before loading for real.
-pub fn verify(backend: Backend) -> Result<SelfCheck, KernelError> {
-    let mut storage = MaybeUninit::uninit();
-    let mut accounting = Accounting::load(&mut storage, backend)?;
-    run(&mut accounting)
 }

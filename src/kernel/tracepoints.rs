@@ -2,8 +2,14 @@
 //! Required ones make the backend unusable when missing; optional ones only
 //! narrow what is measured, and `check` says how.
 
+use std::mem::MaybeUninit;
+
 use libbpf_rs::btf::types::Typedef;
+use libbpf_rs::skel::{OpenSkel, SkelBuilder};
 use libbpf_rs::Btf;
+
+use super::skel::account::AccountSkelBuilder;
+use super::KernelError;
 
 /// Tracepoints the accounting works without, grouped by what their absence
 /// costs. Entry and exit of a pair are left out together.
@@ -44,6 +50,20 @@ pub const OPTIONAL: &[OptionalGroup] = &[
 /// The tracepoints that give the `tracepoint` backend its socket windows;
 /// the `fentry` backend hooks socket functions instead and loads the rest.
 pub const SYSCALL_WINDOWS: &[&str] = &["sys_enter", "sys_exit"];
+
+/// The tracepoints the accounting programs attach to, from the object's
+/// program sections (so the list cannot drift from bpf/).
+pub fn accounting_tracepoints() -> Result<Vec<String>, KernelError> {
+    let mut storage = MaybeUninit::uninit();
+    let open = AccountSkelBuilder::default()
+        .open(&mut storage)
+        .map_err(|e| KernelError::Load(e.to_string()))?;
+    Ok(open
+        .open_object()
+        .progs()
+        .filter_map(|prog| from_section(&prog.section().to_string_lossy()).map(str::to_owned))
+        .collect())
+}
 
 /// The tracepoint a `tp_btf/NAME` program section attaches to.
 pub fn from_section(section: &str) -> Option<&str> {

@@ -3,8 +3,6 @@
 
 use crate::abi::sketch as abi;
 
-use super::error::SketchError;
-
 pub const SKETCH_MAX_ROWS: u32 = abi::SKETCH_MAX_ROWS;
 pub const SKETCH_MIN_COLUMNS: u32 = abi::SKETCH_MIN_COLUMNS;
 pub const SKETCH_MAX_COLUMNS: u32 = abi::SKETCH_MAX_COLUMNS;
@@ -19,6 +17,20 @@ pub const DEFAULT_ROWS: u32 = 5;
 pub const DEFAULT_COLUMNS: u32 = 2048;
 pub const DEFAULT_TOP: usize = 10;
 
+/// A sketch that cannot be: the command line says so before anything
+/// touches the kernel.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("probability {0} is outside (0, 1] (smallest accepted: {MIN_PROBABILITY})")]
+    Probability(f64),
+    #[error("rows must be between 1 and {SKETCH_MAX_ROWS}, got {0}")]
+    Rows(u32),
+    #[error("columns must be a power of two between {SKETCH_MIN_COLUMNS} and {SKETCH_MAX_COLUMNS}, got {0}")]
+    Columns(u32),
+    #[error("{rows} rows of {columns} columns need {bits} bits of the 64-bit flow hash: use fewer rows or columns")]
+    HashBits { rows: u32, columns: u32, bits: u32 },
+}
+
 /// Rows and columns of the Count Sketch: fixed per loaded program, since
 /// the verifier bounds every cell index with them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -28,13 +40,13 @@ pub struct Geometry {
 }
 
 impl Geometry {
-    pub fn new(rows: u32, columns: u32) -> Result<Geometry, SketchError> {
+    pub fn new(rows: u32, columns: u32) -> Result<Geometry, ConfigError> {
         check_rows(rows)?;
         check_columns(columns)?;
         let geometry = Geometry { rows, columns };
         let bits = rows * geometry.lane_bits();
         if bits > abi::SKETCH_HASH_BITS {
-            return Err(SketchError::HashBits {
+            return Err(ConfigError::HashBits {
                 rows,
                 columns,
                 bits,
@@ -65,19 +77,19 @@ impl Geometry {
     }
 }
 
-pub fn check_rows(rows: u32) -> Result<u32, SketchError> {
+pub fn check_rows(rows: u32) -> Result<u32, ConfigError> {
     if (1..=SKETCH_MAX_ROWS).contains(&rows) {
         Ok(rows)
     } else {
-        Err(SketchError::Rows(rows))
+        Err(ConfigError::Rows(rows))
     }
 }
 
-pub fn check_columns(columns: u32) -> Result<u32, SketchError> {
+pub fn check_columns(columns: u32) -> Result<u32, ConfigError> {
     if columns.is_power_of_two() && (SKETCH_MIN_COLUMNS..=SKETCH_MAX_COLUMNS).contains(&columns) {
         Ok(columns)
     } else {
-        Err(SketchError::Columns(columns))
+        Err(ConfigError::Columns(columns))
     }
 }
 
@@ -90,9 +102,9 @@ pub struct Sampling {
 }
 
 impl Sampling {
-    pub fn new(probability: f64) -> Result<Sampling, SketchError> {
+    pub fn new(probability: f64) -> Result<Sampling, ConfigError> {
         if !(MIN_PROBABILITY..=1.0).contains(&probability) {
-            return Err(SketchError::Probability(probability));
+            return Err(ConfigError::Probability(probability));
         }
         let weight = (f64::from(WEIGHT_ONE) / probability).round() as u32;
         Ok(Sampling { weight })
@@ -134,11 +146,11 @@ impl Default for SketchConfig {
 }
 
 impl SketchConfig {
-    pub fn geometry(&self) -> Result<Geometry, SketchError> {
+    pub fn geometry(&self) -> Result<Geometry, ConfigError> {
         Geometry::new(self.rows, self.columns)
     }
 
-    pub fn sampling(&self) -> Result<Sampling, SketchError> {
+    pub fn sampling(&self) -> Result<Sampling, ConfigError> {
         Sampling::new(self.probability)
     }
 }
@@ -153,15 +165,15 @@ mod tests {
         assert!(Geometry::new(4, 32768).is_ok(), "4 x 16 bits = 64");
         assert!(matches!(
             Geometry::new(5, 32768),
-            Err(SketchError::HashBits { bits: 80, .. })
+            Err(ConfigError::HashBits { bits: 80, .. })
         ));
         assert!(Geometry::new(8, 128).is_ok());
-        assert!(matches!(Geometry::new(0, 64), Err(SketchError::Rows(0))));
-        assert!(matches!(Geometry::new(9, 16), Err(SketchError::Rows(9))));
+        assert!(matches!(Geometry::new(0, 64), Err(ConfigError::Rows(0))));
+        assert!(matches!(Geometry::new(9, 16), Err(ConfigError::Rows(9))));
         for bad in [0, 8, 1000, 65536] {
             assert!(matches!(
                 Geometry::new(2, bad),
-                Err(SketchError::Columns(_))
+                Err(ConfigError::Columns(_))
             ));
         }
         let g = Geometry::new(3, 1024).unwrap();

@@ -3,18 +3,12 @@
 
 use std::io;
 
-use super::config::{MIN_PROBABILITY, SKETCH_MAX_COLUMNS, SKETCH_MAX_ROWS, SKETCH_MIN_COLUMNS};
+use super::config::ConfigError;
 
 #[derive(Debug, thiserror::Error)]
 pub enum SketchError {
-    #[error("probability {0} is outside (0, 1] (smallest accepted: {MIN_PROBABILITY})")]
-    Probability(f64),
-    #[error("rows must be between 1 and {SKETCH_MAX_ROWS}, got {0}")]
-    Rows(u32),
-    #[error("columns must be a power of two between {SKETCH_MIN_COLUMNS} and {SKETCH_MAX_COLUMNS}, got {0}")]
-    Columns(u32),
-    #[error("{rows} rows of {columns} columns need {bits} bits of the 64-bit flow hash: use fewer rows or columns")]
-    HashBits { rows: u32, columns: u32, bits: u32 },
+    #[error(transparent)]
+    Config(#[from] ConfigError),
     #[error("no network interface named {0:?}")]
     NoInterface(String),
     #[error("loading the sketch program: {0}")]

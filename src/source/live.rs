@@ -18,14 +18,14 @@ use crate::breakdown::breakdowns;
 use crate::breakdown::fold::Folder;
 use crate::collect::Collector;
 use crate::kernel::accounting::Accounting;
-use crate::kernel::backend::{self, BackendChoice};
+use crate::kernel::backend::BackendChoice;
 use crate::kernel::features::Features;
 use crate::kernel::sampler::{
     Sampler, SamplerConfig, SamplerCounters, Transport, MAX_FREQUENCY_HZ, MIN_FREQUENCY_HZ,
     WRITER_WAIT,
 };
+use crate::kernel::selection::{self, Storage};
 use crate::kernel::stats::StatsGuard;
-use crate::kernel::{privileges, KernelError};
 use crate::model::{percent, EventKey, SamplingStats, Snapshot};
 use crate::sketch::{Host, SketchConfig};
 use crate::symbols::symbolizer::Symbolizer;
@@ -119,17 +119,14 @@ fn run(
         let _ = ready.send(Err(e));
         Ok(())
     };
-    if !privileges::sufficient() {
-        return refuse(KernelError::NotPrivileged.into());
-    }
-    let mut notes = Vec::new();
-    let backend = match backend::choose(config.backend, &Features::detect()) {
-        Ok(chosen) => {
-            notes.extend(chosen.notes);
-            chosen.backend
-        }
+    let mut storage = Storage::default();
+    let selection = match selection::select(config.backend, &Features::detect(), &mut storage) {
+        Ok(selection) => selection,
         Err(e) => return refuse(e.into()),
     };
+    let mut notes = selection.notes;
+    let accounting = selection.accounting;
+    let backend = accounting.backend();
     let stats = if config.bpf_stats {
         match StatsGuard::enable() {
             Ok(guard) => Some(guard),
@@ -142,11 +139,6 @@ fn run(
         }
     } else {
         None
-    };
-    let mut storage = MaybeUninit::uninit();
-    let accounting = match Accounting::load(&mut storage, backend) {
-        Ok(accounting) => accounting,
-        Err(e) => return refuse(e.into()),
     };
     for group in accounting.skipped() {
         notes.push(format!(

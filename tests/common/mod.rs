@@ -16,8 +16,9 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use clap::ValueEnum;
 use netto::cli::BackendArg;
-use netto::kernel::backend::{self, Backend};
+use netto::kernel::accounting::Accounting;
 use netto::kernel::features::Features;
+use netto::kernel::selection::{select, Storage};
 use netto::model::{EventKey, Snapshot};
 use netto::workload::netns::VethPair;
 use serde_json::Value;
@@ -53,15 +54,15 @@ pub fn backend_args() -> Vec<String> {
         .unwrap_or_default()
 }
 
-/// The same choice for tests that drive the library directly, resolved as
-/// netto resolves `--backend`.
-pub fn library_backend() -> Backend {
+/// The same choice for tests that drive the library directly, resolved
+/// and loaded as netto resolves `--backend`.
+pub fn library_accounting(storage: &mut Storage) -> Accounting<'_> {
     let arg = requested_backend().map_or(BackendArg::Auto, |b| {
         BackendArg::from_str(&b, true).unwrap_or_else(|e| panic!("NETTO_TEST_BACKEND={b}: {e}"))
     });
-    backend::choose(arg.into(), &Features::detect())
+    select(arg.into(), &Features::detect(), storage)
         .expect("no backend can run here")
-        .backend
+        .accounting
 }
 
 /// How much slower than a real machine the tests run: `NETTO_TEST_TIME_SCALE`
