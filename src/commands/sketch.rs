@@ -6,11 +6,11 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use netto::cli::SketchArgs;
 use netto::frontends::{sketch as sink, stat::write_json};
+use netto::kernel::stats::Statistics;
 use netto::kernel::{privileges, KernelError};
 use netto::sketch::Host;
 
 use super::signals::{every_interval, stop_on_signals};
-use super::startup;
 
 pub fn run(args: &SketchArgs) -> Result<ExitCode> {
     let config = args.config();
@@ -19,7 +19,10 @@ pub fn run(args: &SketchArgs) -> Result<ExitCode> {
         return Err(KernelError::NotPrivileged.into());
     }
     let stop = stop_on_signals()?;
-    let stats = startup::bpf_stats(args.no_bpf_stats);
+    let stats = Statistics::turn_on(!args.no_bpf_stats);
+    if let Some(note) = stats.note() {
+        eprintln!("netto: {note}");
+    }
     let mut host = Host::attach(&args.iface, &config)?;
     eprintln!(
         "netto: sketch attached to {} ({} XDP), p={}, {}x{}",

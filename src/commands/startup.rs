@@ -7,7 +7,6 @@ use std::time::Duration;
 
 use anyhow::Result;
 use netto::cli::SourceArgs;
-use netto::kernel::stats::StatsGuard;
 use netto::source::live::{self, LiveConfig, Sampling};
 use netto::source::{replay, Control, Source};
 
@@ -52,19 +51,4 @@ pub fn live(config: LiveConfig) -> Result<Source> {
         let _ = control.send(Control::Stop);
     })?;
     Ok(source)
-}
-
-/// BPF run-time statistics, unless turned off or unavailable (said so):
-/// for commands that load no accounting (`sketch`).
-pub fn bpf_stats(no_bpf_stats: bool) -> Option<StatsGuard> {
-    if no_bpf_stats {
-        return None;
-    }
-    match StatsGuard::enable() {
-        Ok(guard) => Some(guard),
-        Err(e) => {
-            eprintln!("netto: note: BPF run-time statistics unavailable ({e}); program costs not reported");
-            None
-        }
-    }
 }

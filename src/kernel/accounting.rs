@@ -184,14 +184,26 @@ impl<'obj> Accounting<'obj> {
         &self.callbacks
     }
 
-    /// Whether network callbacks could be resolved (kallsyms readable).
-    pub fn callbacks_resolved(&self) -> bool {
-        self.callbacks_resolved
-    }
-
-    /// Optional hooks this kernel lacks, and what that costs.
-    pub fn skipped(&self) -> &[&'static OptionalGroup] {
-        &self.skipped
+    /// What this kernel keeps the accounting from measuring, one sentence
+    /// each: optional hooks it lacks, callbacks it hides.
+    pub fn limits(&self) -> Vec<String> {
+        let mut notes: Vec<String> = self
+            .skipped
+            .iter()
+            .map(|group| {
+                format!(
+                    "note: no {} tracepoints here: {}",
+                    group.tracepoints.join("/"),
+                    group.without
+                )
+            })
+            .collect();
+        if !self.callbacks_resolved {
+            notes.push(
+                "note: kallsyms hides addresses (kernel.kptr_restrict): net_timers stays 0".into(),
+            );
+        }
+        notes
     }
 
     /// The cumulative per-CPU records, index = CPU.

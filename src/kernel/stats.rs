@@ -29,6 +29,44 @@ impl StatsGuard {
     }
 }
 
+/// BPF run-time statistics for one run, as the user asked.
+pub enum Statistics {
+    /// Not asked for (`--no-bpf-stats`).
+    Off,
+    On(StatsGuard),
+    /// Asked for, and the kernel refused.
+    Refused(io::Error),
+}
+
+impl Statistics {
+    /// Turns statistics on if `wanted`; a refusal is not an error, since
+    /// everything but the program costs still works.
+    pub fn turn_on(wanted: bool) -> Statistics {
+        if !wanted {
+            return Statistics::Off;
+        }
+        match StatsGuard::enable() {
+            Ok(guard) => Statistics::On(guard),
+            Err(e) => Statistics::Refused(e),
+        }
+    }
+
+    pub fn is_on(&self) -> bool {
+        matches!(self, Statistics::On(_))
+    }
+
+    /// What the user should know: why program costs are missing when they
+    /// were asked for.
+    pub fn note(&self) -> Option<String> {
+        match self {
+            Statistics::Refused(e) => Some(format!(
+                "note: BPF run-time statistics unavailable ({e}); program costs not reported"
+            )),
+            Statistics::Off | Statistics::On(_) => None,
+        }
+    }
+}
+
 /// Cumulative run count and run time of one program (zero while run-time
 /// statistics are off), and the runs the kernel skipped because the
 /// program was already running on that CPU (counted always).

@@ -3,8 +3,11 @@
 //!
 //! Everything that touches BPF lives on one thread, because libbpf objects
 //! are tied to the thread that loads them; the front end talks to it only
-//! through channels. The start-up sequence is the same for every command,
-//! so each says the same things in the same order.
+//! through channels. Start-up runs in three steps, the same for every
+//! command, so each says the same things in the same order: [`Opened`]
+//! (privileges, backend, statistics), [`Extras`] (the sampler, kernel
+//! symbols, the demo load, the co-hosted sketch), then [`Measure`], the
+//! interval loop, which replaces the sampler when the frequency changes.
 
 use std::mem::MaybeUninit;
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender, SyncSender};
@@ -12,6 +15,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
+use libbpf_rs::OpenObject;
 
 use super::{Control, Source, SourceInfo};
 use crate::breakdown::breakdowns;
@@ -24,8 +28,8 @@ use crate::kernel::sampler::{
     Sampler, SamplerConfig, SamplerCounters, Transport, MAX_FREQUENCY_HZ, MIN_FREQUENCY_HZ,
     WRITER_WAIT,
 };
-use crate::kernel::selection::{self, Storage};
-use crate::kernel::stats::StatsGuard;
+use crate::kernel::selection;
+use crate::kernel::stats::Statistics;
 use crate::model::{percent, EventKey, SamplingStats, Snapshot};
 use crate::sketch::{Host, SketchConfig};
 use crate::symbols::symbolizer::Symbolizer;
@@ -108,134 +112,156 @@ pub fn start(config: LiveConfig) -> Result<Source> {
     })
 }
 
+/// The measuring thread: start-up in three steps, then the interval loop.
+/// Every start-up failure goes to `start()`, which is waiting for it.
 fn run(
     config: &LiveConfig,
     ready: &SyncSender<Result<SourceInfo>>,
     control: &Receiver<Control>,
     out: &Sender<Snapshot>,
 ) -> Result<()> {
-    // Start-up errors go to `start()`, which is waiting for them.
-    let refuse = |e: anyhow::Error| {
-        let _ = ready.send(Err(e));
-        Ok(())
+    let mut accounting_storage = selection::Storage::default();
+    let mut sampler_storage = MaybeUninit::uninit();
+    let Some(opened) = started(ready, Opened::open(config, &mut accounting_storage)) else {
+        return Ok(());
     };
-    let mut storage = Storage::default();
-    let selection = match selection::select(config.backend, &Features::detect(), &mut storage) {
-        Ok(selection) => selection,
-        Err(e) => return refuse(e.into()),
+    let extras = Extras::start(config, &opened.accounting, &mut sampler_storage);
+    let Some(extras) = started(ready, extras) else {
+        return Ok(());
     };
-    let mut notes = selection.notes;
-    let accounting = selection.accounting;
-    let backend = accounting.backend();
-    let stats = if config.bpf_stats {
-        match StatsGuard::enable() {
-            Ok(guard) => Some(guard),
-            Err(e) => {
-                notes.push(format!(
-                    "note: BPF run-time statistics unavailable ({e}); program costs not reported"
-                ));
-                None
-            }
-        }
-    } else {
-        None
+    let Extras {
+        sampler,
+        symbolizer,
+        sketch,
+        demo: _demo,
+        notes,
+    } = extras;
+    let measure = Measure::start(
+        config,
+        &opened.accounting,
+        opened.stats.is_on(),
+        symbolizer,
+        sketch,
+        control,
+        out,
+    );
+    let Some(mut measure) = started(ready, measure) else {
+        return Ok(());
     };
-    for group in accounting.skipped() {
-        notes.push(format!(
-            "note: no {} tracepoints here: {}",
-            group.tracepoints.join("/"),
-            group.without
-        ));
+    if ready.send(Ok(opened.info(config, notes))).is_err() {
+        return Ok(());
     }
-    if !accounting.callbacks_resolved() {
-        notes.push(
-            "note: kallsyms hides addresses (kernel.kptr_restrict): net_timers stays 0".into(),
-        );
+    measure.run(&opened.accounting, config, sampler)
+}
+
+/// A start-up step's value; its failure is handed to `start()` instead.
+fn started<T>(ready: &SyncSender<Result<SourceInfo>>, step: Result<T>) -> Option<T> {
+    step.map_err(|e| {
+        let _ = ready.send(Err(e));
+    })
+    .ok()
+}
+
+/// Start-up step 1: the accounting, loaded, self-checked and attached
+/// (privileges and backend, see [`selection::select`]), and BPF run-time
+/// statistics as asked.
+struct Opened<'obj> {
+    accounting: Accounting<'obj>,
+    stats: Statistics,
+    notes: Vec<String>,
+}
+
+impl<'obj> Opened<'obj> {
+    fn open(config: &LiveConfig, storage: &'obj mut selection::Storage) -> Result<Self> {
+        let selection = selection::select(config.backend, &Features::detect(), storage)?;
+        let stats = Statistics::turn_on(config.bpf_stats);
+        let mut notes = selection.notes;
+        notes.extend(stats.note());
+        notes.extend(selection.accounting.limits());
+        Ok(Opened {
+            accounting: selection.accounting,
+            stats,
+            notes,
+        })
     }
 
-    let mut frequency = config.sampling.map(|s| s.frequency_hz);
-    let mut measure_slot: Option<Measure<'_, '_, '_>> = None;
-    let mut _demo = None;
-    let mut sketch = None;
-    // One pass per sampler: a frequency change replaces the sampler (its
-    // buffer is sized for the frequency) and the interval goes on.
-    loop {
-        let mut sampler_storage = MaybeUninit::uninit();
-        let sampler = frequency
-            .map(|hz| load_sampler(&mut sampler_storage, &accounting, config, hz))
-            .transpose();
-        let mut sampler = match sampler {
-            Ok(sampler) => sampler,
-            Err(e) if measure_slot.is_some() => return Err(e),
-            Err(e) => return refuse(e),
-        };
-        let measure = match measure_slot {
-            Some(ref mut measure) => measure,
-            None => {
-                // After netto's own programs are loaded, so their JIT-ed
-                // symbols are in the table and do not force a reload.
-                let symbolizer = match sampler.is_some().then(Symbolizer::load).transpose() {
-                    Ok(symbolizer) => symbolizer,
-                    Err(e) => {
-                        return refuse(anyhow::Error::new(e).context("reading kernel symbols"))
-                    }
-                };
-                match start_demo(config.demo, &accounting) {
-                    Ok(Some(demo)) => {
-                        notes.push(demo.describe().to_owned());
-                        _demo = Some(demo);
-                    }
-                    Ok(None) => {}
-                    Err(e) => return refuse(e),
-                }
-                if let Some((iface, sketch_config)) = &config.xdp_sketch {
-                    match Host::attach(iface, sketch_config) {
-                        Ok(host) => {
-                            notes.push(format!(
-                                "XDP sketch on {iface} ({} XDP), p={}, {}x{}",
-                                host.mode().name(),
-                                host.probability(),
-                                sketch_config.rows,
-                                sketch_config.columns
-                            ));
-                            sketch = Some(host);
-                        }
-                        Err(e) => return refuse(e.into()),
-                    }
-                }
-                let collector = match Collector::start(&accounting, stats.is_some()) {
-                    Ok(collector) => collector,
-                    Err(e) => return refuse(e.into()),
-                };
-                notes.push(format!(
-                    "measuring ({} BPF programs attached)",
-                    accounting.attached().count()
-                ));
-                let info = SourceInfo {
-                    host: read_trimmed("/proc/sys/kernel/hostname"),
-                    kernel: read_trimmed("/proc/sys/kernel/osrelease"),
-                    backend: backend.name().to_owned(),
-                    frequency_hz: frequency,
-                    origin: "live".to_owned(),
-                    notes: std::mem::take(&mut notes),
-                };
-                if ready.send(Ok(info)).is_err() {
-                    return Ok(());
-                }
-                let mut measure = Measure::new(config, collector, symbolizer, control, out);
-                measure.sketch = sketch.take();
-                measure_slot.insert(measure)
-            }
-        };
-        match measure.run(sampler.as_mut())? {
-            Next::Done => return Ok(()),
-            Next::Frequency(hz) => frequency = Some(hz),
+    /// What the front end shows about this run, with what the later steps
+    /// have to say.
+    fn info(&self, config: &LiveConfig, later_notes: Vec<String>) -> SourceInfo {
+        let mut notes = self.notes.clone();
+        notes.extend(later_notes);
+        notes.push(format!(
+            "measuring ({} BPF programs attached)",
+            self.accounting.attached().count()
+        ));
+        SourceInfo {
+            host: read_trimmed("/proc/sys/kernel/hostname"),
+            kernel: read_trimmed("/proc/sys/kernel/osrelease"),
+            backend: self.accounting.backend().name().to_owned(),
+            frequency_hz: config.sampling.map(|s| s.frequency_hz),
+            origin: "live".to_owned(),
+            notes,
         }
     }
 }
 
+/// Start-up step 2: what runs beside the accounting, each only if asked
+/// for.
+struct Extras<'obj> {
+    /// The first sampler: later ones replace it when the frequency changes.
+    sampler: Option<Sampler<'obj>>,
+    symbolizer: Option<Symbolizer>,
+    demo: Option<DemoProcess>,
+    sketch: Option<Host>,
+    notes: Vec<String>,
+}
+
+impl<'obj> Extras<'obj> {
+    fn start(
+        config: &LiveConfig,
+        accounting: &Accounting<'_>,
+        sampler_storage: &'obj mut MaybeUninit<OpenObject>,
+    ) -> Result<Self> {
+        let sampler = config
+            .sampling
+            .map(|s| load_sampler(sampler_storage, accounting, config, s.frequency_hz))
+            .transpose()?;
+        // After netto's own programs are loaded, so their JIT-ed symbols
+        // are in the table and do not force a reload.
+        let symbolizer = sampler
+            .is_some()
+            .then(Symbolizer::load)
+            .transpose()
+            .context("reading kernel symbols")?;
+        let mut notes = Vec::new();
+        let demo = start_demo(config.demo, accounting)?;
+        notes.extend(demo.as_ref().map(|demo| demo.describe().to_owned()));
+        let sketch = match &config.xdp_sketch {
+            Some((iface, sketch_config)) => {
+                let host = Host::attach(iface, sketch_config)?;
+                notes.push(format!(
+                    "XDP sketch on {iface} ({} XDP), p={}, {}x{}",
+                    host.mode().name(),
+                    host.probability(),
+                    sketch_config.rows,
+                    sketch_config.columns
+                ));
+                Some(host)
+            }
+            None => None,
+        };
+        Ok(Extras {
+            sampler,
+            symbolizer,
+            demo,
+            sketch,
+            notes,
+        })
+    }
+}
+
 fn load_sampler<'obj>(
-    storage: &'obj mut MaybeUninit<libbpf_rs::OpenObject>,
+    storage: &'obj mut MaybeUninit<OpenObject>,
     accounting: &Accounting<'_>,
     config: &LiveConfig,
     frequency_hz: u64,
@@ -292,7 +318,7 @@ fn read_trimmed(path: &str) -> String {
         .unwrap_or_default()
 }
 
-/// Why [`Measure::run`] returned.
+/// Why [`Measure::intervals`] returned.
 enum Next {
     Done,
     Frequency(u64),
@@ -305,7 +331,8 @@ enum Wake {
     Frequency(u64),
 }
 
-/// The interval loop, kept across sampler replacements.
+/// Start-up step 3 and the run: the interval loop, kept across sampler
+/// replacements.
 struct Measure<'c, 'a, 'obj> {
     collector: Collector<'a, 'obj>,
     symbolizer: Option<Symbolizer>,
@@ -326,15 +353,19 @@ struct Measure<'c, 'a, 'obj> {
 }
 
 impl<'c, 'a, 'obj> Measure<'c, 'a, 'obj> {
-    fn new(
+    /// Starts the first interval now.
+    fn start(
         config: &LiveConfig,
-        collector: Collector<'a, 'obj>,
+        accounting: &'a Accounting<'obj>,
+        bpf_stats: bool,
         symbolizer: Option<Symbolizer>,
+        sketch: Option<Host>,
         control: &'c Receiver<Control>,
         out: &'c Sender<Snapshot>,
-    ) -> Self {
+    ) -> Result<Self> {
+        let collector = Collector::start(accounting, bpf_stats)?;
         let start = Instant::now();
-        Measure {
+        Ok(Measure {
             collector,
             symbolizer,
             folder: Folder::new(),
@@ -347,12 +378,36 @@ impl<'c, 'a, 'obj> Measure<'c, 'a, 'obj> {
             flush_on_stop: config.flush_on_stop,
             base: SamplerCounters::default(),
             retired: SamplerCounters::default(),
-            sketch: None,
+            sketch,
+        })
+    }
+
+    /// Delivers snapshots until the run ends, starting with `first` as the
+    /// sampler and replacing it whenever the frequency changes (its buffer
+    /// is sized for the frequency); the interval goes on meanwhile.
+    fn run(
+        &mut self,
+        accounting: &Accounting<'_>,
+        config: &LiveConfig,
+        first: Option<Sampler<'_>>,
+    ) -> Result<()> {
+        let mut first = first;
+        let mut frequency = None;
+        loop {
+            let mut storage = MaybeUninit::uninit();
+            let mut sampler = match frequency.take() {
+                Some(hz) => Some(load_sampler(&mut storage, accounting, config, hz)?),
+                None => first.take(),
+            };
+            match self.intervals(sampler.as_mut())? {
+                Next::Done => return Ok(()),
+                Next::Frequency(hz) => frequency = Some(hz),
+            }
         }
     }
 
     /// Delivers snapshots until the run ends or the frequency changes.
-    fn run(&mut self, mut sampler: Option<&mut Sampler<'_>>) -> Result<Next> {
+    fn intervals(&mut self, mut sampler: Option<&mut Sampler<'_>>) -> Result<Next> {
         loop {
             let due = self.start + self.interval * self.tick;
             let due = self.end.map_or(due, |end| due.min(end));
