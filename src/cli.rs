@@ -1,12 +1,15 @@
 //! Command-line arguments and their validation. Bad input is rejected here,
 //! before anything touches the kernel.
 
+use std::time::Duration;
+
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::kernel::backend::BackendChoice;
 use crate::kernel::sampler::Transport;
 use crate::sketch::config as sketch_config;
-use crate::source::live::Demo;
+use crate::sketch::SketchConfig;
+use crate::source::live::{Demo, LiveConfig, Sampling};
 
 use crate::model::{MAX_DURATION_S, MAX_INTERVAL_S, MIN_INTERVAL_S};
 
@@ -102,20 +105,17 @@ impl From<DemoArg> for Demo {
     }
 }
 
+/// How every measuring command (stat, record, top, serve) measures. A new
+/// measuring option is one field here and its use in
+/// [`MeasureArgs::live_config`], the one place a live run is configured.
 #[derive(Debug, Args)]
-pub struct StatArgs {
-    /// Seconds per interval.
+pub struct MeasureArgs {
+    /// Seconds per interval (one snapshot each).
     #[arg(long, default_value = "1", value_name = "SECONDS", allow_negative_numbers = true, value_parser = parse_interval)]
     pub interval: f64,
-    /// Run this long, then exit 0 (default: until interrupted).
-    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true, value_parser = parse_duration)]
-    pub duration: Option<f64>,
     /// Accounting backend.
     #[arg(long, value_enum, default_value_t = BackendArg::Auto)]
     pub backend: BackendArg,
-    /// One JSON object per interval and line instead of a table.
-    #[arg(long)]
-    pub json: bool,
     /// Push TCP traffic through a veth pair into a private network namespace
     /// while running, so an idle host shows real numbers; removed on exit.
     /// `--demo=auto`: only if the host's network is idle at start.
@@ -130,6 +130,60 @@ pub struct StatArgs {
     /// `netto sketch`): its heaviest flows and its own cost in every snapshot.
     #[arg(long, value_name = "IFACE")]
     pub xdp_sketch: Option<String>,
+}
+
+impl MeasureArgs {
+    /// The live run these options ask for, sampling stacks as `sampling`
+    /// says (not at all without), for `duration` seconds (until stopped
+    /// without); `flush_on_stop` delivers the interval in progress on a
+    /// stop too.
+    pub fn live_config(
+        &self,
+        sampling: Option<&SamplingArgs>,
+        duration: Option<f64>,
+        flush_on_stop: bool,
+    ) -> LiveConfig {
+        LiveConfig {
+            backend: self.backend.into(),
+            bpf_stats: !self.no_bpf_stats,
+            interval: Duration::from_secs_f64(self.interval),
+            duration: duration.map(Duration::from_secs_f64),
+            sampling: sampling.map(|s| Sampling {
+                frequency_hz: s.frequency,
+                transport: s.transport.into(),
+            }),
+            demo: self.demo.into(),
+            flush_on_stop,
+            xdp_sketch: self
+                .xdp_sketch
+                .as_ref()
+                .map(|iface| (iface.clone(), SketchConfig::default())),
+        }
+    }
+}
+
+/// Stack sampling, for the commands that sample (record, top, serve); each
+/// sets its own default frequency.
+#[derive(Debug, Args)]
+pub struct SamplingArgs {
+    /// Stack samples per second per CPU.
+    #[arg(long, value_name = "HZ", default_value = "1000", allow_negative_numbers = true, value_parser = parse_frequency)]
+    pub frequency: u64,
+    /// How samples reach user space.
+    #[arg(long, value_enum, default_value_t = TransportArg::Mmap)]
+    pub transport: TransportArg,
+}
+
+#[derive(Debug, Args)]
+pub struct StatArgs {
+    #[command(flatten)]
+    pub measure: MeasureArgs,
+    /// Run this long, then exit 0 (default: until interrupted).
+    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true, value_parser = parse_duration)]
+    pub duration: Option<f64>,
+    /// One JSON object per interval and line instead of a table.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// What `record` and `report` write.
@@ -186,6 +240,10 @@ impl From<TransportArg> for Transport {
 
 #[derive(Debug, Args)]
 pub struct RecordArgs {
+    #[command(flatten)]
+    pub measure: MeasureArgs,
+    #[command(flatten)]
+    pub sampling: SamplingArgs,
     /// How long to sample.
     #[arg(long, value_name = "SECONDS", allow_negative_numbers = true, value_parser = parse_duration)]
     pub duration: f64,
@@ -195,32 +253,9 @@ pub struct RecordArgs {
     /// Output format [default: from the file name, else svg].
     #[arg(long, value_enum)]
     pub format: Option<Format>,
-    /// Samples per second per CPU.
-    #[arg(long, value_name = "HZ", default_value = "1000", allow_negative_numbers = true, value_parser = parse_frequency)]
-    pub frequency: u64,
-    /// How samples reach user space.
-    #[arg(long, value_enum, default_value_t = TransportArg::Mmap)]
-    pub transport: TransportArg,
-    /// Seconds per snapshot in the recording.
-    #[arg(long, default_value = "1", value_name = "SECONDS", allow_negative_numbers = true, value_parser = parse_interval)]
-    pub interval: f64,
-    /// Accounting backend.
-    #[arg(long, value_enum, default_value_t = BackendArg::Auto)]
-    pub backend: BackendArg,
     /// Overwrite an existing output file.
     #[arg(long)]
     pub force: bool,
-    /// Run the built-in demo load while recording (`--demo=auto`: only if
-    /// the host's network is idle at start).
-    #[arg(long, value_enum, num_args = 0..=1, require_equals = true, default_missing_value = "on", default_value_t = DemoArg::Off, value_name = "WHEN")]
-    pub demo: DemoArg,
-    /// Do not turn on BPF run-time statistics (see `stat --no-bpf-stats`).
-    #[arg(long)]
-    pub no_bpf_stats: bool,
-    /// Co-host the XDP NitroSketch on this interface (default settings; see
-    /// `netto sketch`): its heaviest flows and its own cost in every snapshot.
-    #[arg(long, value_name = "IFACE")]
-    pub xdp_sketch: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -243,42 +278,22 @@ pub struct ReportArgs {
     pub force: bool,
 }
 
-/// Longest chart history and flame graph window `top` keeps: memory grows
-/// with it (one snapshot, stacks included, per interval).
+/// Longest history and flame graph window the live views (`top`, `serve`)
+/// keep: memory grows with it (one snapshot, stacks included, per interval).
 const MAX_HISTORY_S: f64 = 3600.0;
 
 /// Where a live view's snapshots come from: measured now, or a recording
-/// played back. Shared by `top` and `serve`, whose own options add the
-/// sampling frequency (the views default to different ones).
+/// played back. Shared by `top` and `serve`, which set their own default
+/// sampling frequency.
 #[derive(Debug, Args)]
 pub struct SourceArgs {
-    /// Seconds per interval: the refresh period.
-    #[arg(long, default_value = "1", value_name = "SECONDS", allow_negative_numbers = true, value_parser = parse_interval)]
-    pub interval: f64,
-    /// How samples reach user space.
-    #[arg(long, value_enum, default_value_t = TransportArg::Mmap)]
-    pub transport: TransportArg,
-    /// Accounting backend.
-    #[arg(long, value_enum, default_value_t = BackendArg::Auto)]
-    pub backend: BackendArg,
-    /// Run the built-in demo load meanwhile (`--demo=auto`: only if the
-    /// host's network is idle at start).
-    #[arg(long, value_enum, num_args = 0..=1, require_equals = true, default_missing_value = "on", default_value_t = DemoArg::Off, value_name = "WHEN")]
-    pub demo: DemoArg,
-    /// Do not turn on BPF run-time statistics (see `stat --no-bpf-stats`).
-    #[arg(long)]
-    pub no_bpf_stats: bool,
-    /// Co-host the XDP NitroSketch on this interface (default settings; see
-    /// `netto sketch`): its heaviest flows and its own cost in every snapshot.
-    #[arg(long, value_name = "IFACE")]
-    pub xdp_sketch: Option<String>,
+    #[command(flatten)]
+    pub measure: MeasureArgs,
+    #[command(flatten)]
+    pub sampling: SamplingArgs,
     /// Play a recording (from `netto record --format json`) instead of
     /// measuring: no root, no BPF.
-    #[arg(
-        long,
-        value_name = "RECORDING",
-        conflicts_with_all = ["interval", "frequency", "transport", "backend", "demo", "no_bpf_stats", "xdp_sketch"]
-    )]
+    #[arg(long, value_name = "RECORDING", conflicts_with_all = ["MeasureArgs", "SamplingArgs"])]
     pub replay: Option<std::path::PathBuf>,
     /// Replay this many times faster than recorded (`inf`: all at once).
     #[arg(long, default_value = "1", value_name = "FACTOR", requires = "replay", allow_negative_numbers = true, value_parser = parse_speed)]
@@ -286,10 +301,10 @@ pub struct SourceArgs {
 }
 
 #[derive(Debug, Args)]
+#[command(mut_arg("frequency", |a| a
+    .default_value("499")
+    .help("Stack samples per second per CPU at the start (+ and - change it)")))]
 pub struct TopArgs {
-    /// Stack samples per second per CPU at the start (+ and - change it).
-    #[arg(long, value_name = "HZ", default_value = "499", allow_negative_numbers = true, value_parser = parse_frequency)]
-    pub frequency: u64,
     #[command(flatten)]
     pub source: SourceArgs,
     /// Seconds of the past the history chart shows.
@@ -301,6 +316,9 @@ pub struct TopArgs {
 }
 
 #[derive(Debug, Args)]
+#[command(mut_arg("frequency", |a| a
+    .default_value("99")
+    .help("Stack samples per second per CPU, for the breakdown and flame graph")))]
 pub struct ServeArgs {
     /// Address and port to listen on.
     #[arg(long, default_value = "127.0.0.1:9464", value_name = "ADDR:PORT")]
@@ -313,11 +331,8 @@ pub struct ServeArgs {
     pub source: SourceArgs,
     /// Seconds of history kept for the chart, the history endpoint and
     /// flame graphs.
-    #[arg(long, default_value = "300", value_name = "SECONDS", allow_negative_numbers = true, value_parser = parse_interval)]
+    #[arg(long, default_value = "300", value_name = "SECONDS", allow_negative_numbers = true, value_parser = parse_window)]
     pub history: f64,
-    /// Stack samples per second per CPU, for the breakdown and flame graph.
-    #[arg(long, value_name = "HZ", default_value = "99", allow_negative_numbers = true, value_parser = parse_frequency)]
-    pub frequency: u64,
     /// Another name the server answers to in the Host header, besides
     /// localhost and IP addresses (repeatable), e.g. the name Prometheus
     /// scrapes it by.
@@ -370,16 +385,9 @@ pub struct SketchArgs {
     pub no_bpf_stats: bool,
 }
 
-/// The sketch to co-host for `--xdp-sketch IFACE`.
-pub fn cohosted_sketch(iface: &Option<String>) -> Option<(String, crate::sketch::SketchConfig)> {
-    iface
-        .as_ref()
-        .map(|iface| (iface.clone(), crate::sketch::SketchConfig::default()))
-}
-
 impl SketchArgs {
-    pub fn config(&self) -> crate::sketch::SketchConfig {
-        crate::sketch::SketchConfig {
+    pub fn config(&self) -> SketchConfig {
+        SketchConfig {
             probability: self.probability,
             rows: self.rows,
             columns: self.columns,
@@ -557,9 +565,9 @@ mod tests {
         let Command::Stat(args) = cli.into_command() else {
             panic!("stat expected")
         };
-        assert_eq!(args.interval, 0.5);
+        assert_eq!(args.measure.interval, 0.5);
         assert_eq!(args.duration, Some(3.0));
-        assert_eq!(args.backend, BackendArg::Auto);
+        assert_eq!(args.measure.backend, BackendArg::Auto);
         let cli = parse(&[
             "sketch",
             "--iface",
@@ -611,7 +619,11 @@ mod tests {
             };
             let source = &top.source;
             assert_eq!(
-                (source.interval, top.frequency, top.history),
+                (
+                    source.measure.interval,
+                    source.sampling.frequency,
+                    top.history
+                ),
                 (1.0, 499, 300.0)
             );
             assert_eq!(
@@ -625,8 +637,8 @@ mod tests {
         else {
             panic!("top expected")
         };
-        assert_eq!(top.source.demo, DemoArg::On);
-        assert_eq!(top.frequency, 99);
+        assert_eq!(top.source.measure.demo, DemoArg::On);
+        assert_eq!(top.source.sampling.frequency, 99);
         let Command::Top(top) = parse(&["top", "--replay", "r.json", "--speed", "4"])
             .unwrap()
             .into_command()
@@ -636,6 +648,26 @@ mod tests {
         let replay = top.source.replay.as_deref();
         assert_eq!(replay, Some(std::path::Path::new("r.json")));
         assert_eq!(top.source.speed, 4.0);
+    }
+
+    #[test]
+    fn each_sampling_command_has_its_default_frequency() {
+        let Command::Serve(serve) = parse(&["serve"]).unwrap().into_command() else {
+            panic!("serve expected")
+        };
+        assert_eq!(serve.source.sampling.frequency, 99);
+        let Command::Record(record) = parse(&["record", "--duration", "1", "-o", "x.svg"])
+            .unwrap()
+            .into_command()
+        else {
+            panic!("record expected")
+        };
+        assert_eq!(record.sampling.frequency, 1000);
+        let config = record
+            .measure
+            .live_config(Some(&record.sampling), Some(1.0), true);
+        assert_eq!(config.sampling.map(|s| s.frequency_hz), Some(1000));
+        assert_eq!(config.duration, Some(std::time::Duration::from_secs(1)));
     }
 
     #[test]
@@ -699,6 +731,10 @@ mod tests {
             &["top", "--replay", "r.json", "--speed", "1e-320"],
             &["serve", "--replay", "r.json", "--demo"],
             &["serve", "--history", "0"],
+            &["serve", "--history", "0.5"],
+            &["serve", "--replay", "r.json", "--xdp-sketch", "lo"],
+            &["top", "--replay", "r.json", "--no-bpf-stats"],
+            &["top", "--replay", "r.json", "--transport", "ringbuf"],
             &["serve", "--allow-host", "evil.example/x"],
             &["serve", "--allow-host", ""],
             &["serve-http", "--uid", "65534"],

@@ -2,13 +2,12 @@
 //! one file: a flame graph, folded stacks, or a replayable JSON recording.
 
 use std::process::ExitCode;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use anyhow::{bail, Result};
 use netto::cli::{Format, RecordArgs};
 use netto::kernel::sampler::Transport;
 use netto::model::{Recording, RecordingHeader};
-use netto::source::live::{LiveConfig, Sampling};
 
 use super::startup;
 use super::write::write_recording;
@@ -24,24 +23,16 @@ pub fn run(args: &RecordArgs) -> Result<ExitCode> {
             args.output.display()
         );
     }
-    let transport = Transport::from(args.transport);
-    let source = startup::live(LiveConfig {
-        backend: args.backend.into(),
-        bpf_stats: !args.no_bpf_stats,
-        interval: Duration::from_secs_f64(args.interval),
-        duration: Some(Duration::from_secs_f64(args.duration)),
-        sampling: Some(Sampling {
-            frequency_hz: args.frequency,
-            transport,
-        }),
-        demo: args.demo.into(),
-        flush_on_stop: true,
-        xdp_sketch: netto::cli::cohosted_sketch(&args.xdp_sketch),
-    })?;
+    let transport = Transport::from(args.sampling.transport);
+    let frequency = args.sampling.frequency;
+    let config = args
+        .measure
+        .live_config(Some(&args.sampling), Some(args.duration), true);
+    let source = startup::live(config)?;
     eprintln!(
         "netto: recording for {} s at {} Hz ({} transport)",
         args.duration,
-        args.frequency,
+        frequency,
         transport.name()
     );
     let started = SystemTime::now();
@@ -75,7 +66,7 @@ pub fn run(args: &RecordArgs) -> Result<ExitCode> {
                 .duration_since(UNIX_EPOCH)
                 .map_or(0.0, |d| d.as_secs_f64()),
             duration_s,
-            frequency_hz: args.frequency,
+            frequency_hz: frequency,
             backend: info.backend,
             transport: transport.name().to_owned(),
         },

@@ -38,7 +38,7 @@ pub fn run(args: &ServeArgs) -> Result<ExitCode> {
     // Signals first: one that arrives while a live source loads stops
     // everything as soon as the server runs, instead of killing netto.
     let signalled = stop_on_signals()?;
-    let source = startup::view_source(&args.source, args.frequency)?;
+    let source = startup::view_source(&args.source)?;
     for note in &source.info.notes {
         eprintln!("netto: {note}");
     }

@@ -3,37 +3,23 @@
 //! SIGTERM turned into a clean stop of the source; and the source of the
 //! live views, which may be a recording instead.
 
-use std::time::Duration;
-
 use anyhow::Result;
 use netto::cli::SourceArgs;
-use netto::source::live::{self, LiveConfig, Sampling};
+use netto::source::live::{self, LiveConfig};
 use netto::source::{replay, Control, Source};
 
 use super::signals::{stop_on_signals, when_stopped};
 
 /// The snapshot stream of `top` and `serve`: the recording asked for, or
-/// measuring now with stacks sampled at `frequency_hz`. What the source
+/// measuring now. What the source
 /// has to say is in its notes; each view shows them its own way.
-pub fn view_source(args: &SourceArgs, frequency_hz: u64) -> Result<Source> {
+pub fn view_source(args: &SourceArgs) -> Result<Source> {
     match &args.replay {
         Some(path) => {
             let recording = netto::recording::load(path)?;
             replay::start(recording, &path.display().to_string(), args.speed)
         }
-        None => live::start(LiveConfig {
-            backend: args.backend.into(),
-            bpf_stats: !args.no_bpf_stats,
-            interval: Duration::from_secs_f64(args.interval),
-            duration: None,
-            sampling: Some(Sampling {
-                frequency_hz,
-                transport: args.transport.into(),
-            }),
-            demo: args.demo.into(),
-            flush_on_stop: false,
-            xdp_sketch: netto::cli::cohosted_sketch(&args.xdp_sketch),
-        }),
+        None => live::start(args.measure.live_config(Some(&args.sampling), None, false)),
     }
 }
 

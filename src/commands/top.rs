@@ -48,7 +48,7 @@ pub fn run(args: &TopArgs) -> Result<ExitCode> {
     on_signals(move || {
         let _ = signals.send(Message::Signal);
     })?;
-    let source = startup::view_source(&args.source, args.frequency)?;
+    let source = startup::view_source(&args.source)?;
     let settings = Settings {
         history_s: args.history,
         flame_s: args.flame_seconds,
