@@ -70,6 +70,8 @@ fn generate_abi(abi: &Abi, out: &Path) {
         .allowlist_item(abi.items)
         .rustified_enum(abi.enums)
         .derive_default(true)
+        // Every byte a field: what makes the structs plain data (abi::Plain).
+        .explicit_padding(true)
         .generate()
         .unwrap_or_else(|e| panic!("bindgen on {}: {e}", abi.header))
         .write_to_file(out.join(abi.output))

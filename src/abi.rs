@@ -4,22 +4,49 @@
 
 include!(concat!(env!("OUT_DIR"), "/netto_abi.rs"));
 
-/// The bytes of a `#[repr(C)]` ABI struct, as BPF map calls take them.
-/// Only for the plain-integer structs of this module (no padding, no
-/// pointers), which is what makes the byte view sound.
-pub fn bytes_of<T: Copy>(value: &T) -> &[u8] {
-    // SAFETY: T is one of the POD structs generated from netto.h; reading
-    // its bytes is sound and the slice borrows `value`.
+/// Plain data: what may cross between netto and its BPF programs as bytes.
+/// Every bit pattern is a valid value, so one can be read from any bytes
+/// of the right length, and every byte of a value is a field, so a value
+/// can be viewed as bytes.
+///
+/// # Safety
+/// Only for `#[repr(C)]` structs bindgen generates from the ABI headers:
+/// their fields are integers and arrays of integers, and build.rs has
+/// bindgen write every padding byte as a field. Never for bool, enums,
+/// references or a struct with padding of its own.
+pub unsafe trait Plain: Copy + 'static {}
+
+/// Implements [`Plain`] for generated ABI structs.
+macro_rules! plain {
+    ($($abi:ty),* $(,)?) => {
+        // SAFETY: generated from an ABI header with explicit padding,
+        // integers only (see `Plain`).
+        $(unsafe impl Plain for $abi {})*
+    };
+}
+
+plain!(
+    netto_task_state,
+    netto_syscall,
+    netto_cpu,
+    netto_sample,
+    netto_sample_ctl,
+);
+
+/// The bytes of an ABI struct, as BPF map calls take them.
+pub fn bytes_of<T: Plain>(value: &T) -> &[u8] {
+    // SAFETY: every byte of a Plain value is an initialised field; the
+    // slice borrows `value`.
     unsafe { std::slice::from_raw_parts((value as *const T).cast::<u8>(), size_of::<T>()) }
 }
 
 /// Reads an ABI struct from the bytes a BPF map returned.
-pub fn read_from<T: Copy + Default>(bytes: &[u8]) -> Option<T> {
+pub fn read_from<T: Plain>(bytes: &[u8]) -> Option<T> {
     if bytes.len() < size_of::<T>() {
         return None;
     }
-    // SAFETY: length checked above; any bit pattern is a valid value of
-    // these integer-only structs; read_unaligned copes with any alignment.
+    // SAFETY: length checked above; any bit pattern is a valid Plain value;
+    // read_unaligned copes with any alignment.
     Some(unsafe { std::ptr::read_unaligned(bytes.as_ptr().cast::<T>()) })
 }
 
@@ -28,5 +55,17 @@ pub fn read_from<T: Copy + Default>(bytes: &[u8]) -> Option<T> {
 /// are generated without safety docs.
 #[allow(clippy::missing_safety_doc)]
 pub mod sketch {
+    use super::Plain;
+
     include!(concat!(env!("OUT_DIR"), "/sketch_abi.rs"));
+
+    // `sketch_state` is not plain: it ends in the flexible array of cells.
+    plain!(
+        sketch_config,
+        sketch_flow,
+        sketch_variate,
+        sketch_candidate,
+        sketch_cell,
+        sketch_hot,
+    );
 }
