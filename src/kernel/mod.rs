@@ -7,6 +7,7 @@ pub mod backend;
 pub mod callbacks;
 pub mod features;
 pub mod functions;
+pub mod mmap;
 pub mod perf;
 pub mod privileges;
 pub mod sampler;
@@ -43,6 +44,11 @@ pub enum KernelError {
     },
     #[error("loading the BPF programs failed: {0}")]
     Load(String),
+    #[error("mapping BPF map {map} into memory")]
+    Mmap {
+        map: &'static str,
+        source: std::io::Error,
+    },
     #[error("attaching BPF program {prog} failed: {source}")]
     Attach {
         prog: String,

@@ -5,15 +5,15 @@
 use std::cell::RefCell;
 use std::mem::MaybeUninit;
 use std::os::fd::{AsFd, AsRawFd, IntoRawFd, OwnedFd};
-use std::ptr::NonNull;
 use std::rc::Rc;
 use std::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use libbpf_rs::skel::{OpenSkel, SkelBuilder};
-use libbpf_rs::{Link, MapCore, OpenObject, RingBuffer, RingBufferBuilder};
+use libbpf_rs::{Link, OpenObject, RingBuffer, RingBufferBuilder};
 
 use super::accounting::Accounting;
+use super::mmap::Mapping;
 use super::perf::open_cpu_clock;
 use super::skel::sample::{SampleSkel, SampleSkelBuilder};
 use super::stats;
@@ -189,14 +189,19 @@ impl<'obj> Sampler<'obj> {
         };
         let skel = open.load().map_err(load_err)?;
 
-        let ctl = Mapping::new(&skel.maps.sample_ctl, size_of::<netto_sample_ctl>())?;
+        let ctl = map(
+            &skel.maps.sample_ctl,
+            "sample_ctl",
+            size_of::<netto_sample_ctl>(),
+        )?;
         // SAFETY: the control block is mapped and only this process writes
         // slots_per_half, before any program runs.
-        unsafe { (*ctl.ptr.cast::<netto_sample_ctl>().as_ptr()).slots_per_half = slots };
+        unsafe { (*ctl.as_ptr::<netto_sample_ctl>()).slots_per_half = slots };
         let mmap = match config.transport {
             Transport::Mmap => Some(DoubleBuffer {
-                slots: Mapping::new(
+                slots: map(
                     &skel.maps.samples,
+                    "samples",
                     size_of::<netto_sample>() * slots as usize * 2,
                 )?,
                 slots_per_half: slots,
@@ -333,6 +338,11 @@ impl<'obj> Sampler<'obj> {
     }
 }
 
+/// Maps the first `bytes` of the sampler's mmap-able map `name`.
+fn map(map: &impl AsFd, name: &'static str, bytes: usize) -> Result<Mapping, KernelError> {
+    Mapping::new(map.as_fd(), bytes).map_err(|source| KernelError::Mmap { map: name, source })
+}
+
 fn context_of(raw: u32) -> Option<SampleContext> {
     const CONTEXTS: [(netto_sample_context, SampleContext); 4] = [
         (netto_sample_context::NETTO_CTX_NET_RX, SampleContext::NetRx),
@@ -430,49 +440,6 @@ fn parse_cpu_list(list: &str) -> Option<Vec<usize>> {
     Some(cpus)
 }
 
-/// A BPF_F_MMAPABLE array map mapped read-write into this process;
-/// unmapped on drop.
-struct Mapping {
-    ptr: NonNull<u8>,
-    len: usize,
-}
-
-impl Mapping {
-    fn new(map: &impl MapCore, bytes: usize) -> Result<Self, KernelError> {
-        let len = bytes.div_ceil(PAGE) * PAGE;
-        // SAFETY: mapping a BPF map fd; the kernel validates length and flags.
-        let ptr = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED,
-                map.as_fd().as_raw_fd(),
-                0,
-            )
-        };
-        if ptr == libc::MAP_FAILED {
-            return Err(KernelError::Load(format!(
-                "sampler: mmap of BPF map failed: {}",
-                std::io::Error::last_os_error()
-            )));
-        }
-        let ptr = NonNull::new(ptr.cast())
-            .ok_or_else(|| KernelError::Load("sampler: mmap returned null".into()))?;
-        Ok(Mapping { ptr, len })
-    }
-}
-
-impl Drop for Mapping {
-    fn drop(&mut self) {
-        // SAFETY: ptr/len are exactly what mmap returned; nothing borrows
-        // the mapping past its owner.
-        unsafe { libc::munmap(self.ptr.as_ptr().cast(), self.len) };
-    }
-}
-
-const PAGE: usize = 4096;
-
 /// The mmap double buffer's two halves. Reading it costs no syscall.
 struct DoubleBuffer {
     slots: Mapping,
@@ -497,7 +464,7 @@ struct CtlView<'a> {
 
 impl<'a> CtlView<'a> {
     fn new(ctl: &'a Mapping) -> Self {
-        let p = ctl.ptr.cast::<netto_sample_ctl>().as_ptr();
+        let p = ctl.as_ptr::<netto_sample_ctl>();
         // SAFETY: the mapping outlives the sampler; every field is naturally
         // aligned and only ever accessed atomically by both sides.
         unsafe {
@@ -560,7 +527,7 @@ impl DoubleBuffer {
             // slots; `ready` is accessed atomically, the rest only after
             // `ready` says the writer is done with the slot.
             unsafe {
-                let slot = self.slots.ptr.cast::<netto_sample>().as_ptr().add(base + i);
+                let slot = self.slots.as_ptr::<netto_sample>().add(base + i);
                 let ready = AtomicU64::from_ptr(&raw mut (*slot).ready);
                 if ready.load(Ordering::Acquire) == 1 {
                     deliver(&*slot);

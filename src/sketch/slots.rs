@@ -4,12 +4,12 @@
 //! lets netto refill a ring without touching the counters beside it: a
 //! map update would rewrite the whole value under the running program.
 
-use std::io;
-use std::os::fd::{AsRawFd, BorrowedFd};
-use std::ptr::{self, NonNull};
+use std::os::fd::BorrowedFd;
+use std::ptr;
 
 use crate::abi::bytes_of;
 use crate::abi::sketch::{sketch_candidate, sketch_cell, sketch_hot, sketch_state};
+use crate::kernel::mmap::Mapping;
 
 use super::config::Geometry;
 use super::counters::{Counters, PROTOCOL_COUNT};
@@ -26,44 +26,6 @@ pub fn slot_bytes(geometry: Geometry) -> usize {
     bytes.next_multiple_of(CACHE_LINE)
 }
 
-/// One shared mapping of an mmap-able array map.
-struct Mapping {
-    base: NonNull<u8>,
-    len: usize,
-}
-
-impl Mapping {
-    fn new(fd: BorrowedFd<'_>, len: usize) -> Result<Mapping, SketchError> {
-        // SAFETY: maps `len` bytes of an mmap-able array map whose values
-        // are at least that long; checked for failure below.
-        let base = unsafe {
-            libc::mmap(
-                ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED,
-                fd.as_raw_fd(),
-                0,
-            )
-        };
-        if base == libc::MAP_FAILED {
-            return Err(SketchError::Mmap(io::Error::last_os_error()));
-        }
-        Ok(Mapping {
-            base: NonNull::new(base.cast())
-                .ok_or(SketchError::Mmap(io::Error::other("null mapping")))?,
-            len,
-        })
-    }
-}
-
-impl Drop for Mapping {
-    fn drop(&mut self) {
-        // SAFETY: unmaps exactly what `new` mapped; nothing borrows it.
-        unsafe { libc::munmap(self.base.as_ptr().cast(), self.len) };
-    }
-}
-
 pub struct Slots {
     hot: Mapping,
     slots: Mapping,
@@ -72,7 +34,7 @@ pub struct Slots {
     geometry: Geometry,
 }
 
-// SAFETY: the mapping is plain shared memory owned by this value; all
+// SAFETY: the mappings are plain shared memory owned by this value; all
 // access goes through volatile reads and writes of whole integers.
 unsafe impl Send for Slots {}
 
@@ -86,8 +48,8 @@ impl Slots {
     ) -> Result<Slots, SketchError> {
         let stride = slot_bytes(geometry);
         Ok(Slots {
-            hot: Mapping::new(hot, cpus * size_of::<sketch_hot>())?,
-            slots: Mapping::new(slots, stride * cpus)?,
+            hot: Mapping::new(hot, cpus * size_of::<sketch_hot>()).map_err(SketchError::Mmap)?,
+            slots: Mapping::new(slots, stride * cpus).map_err(SketchError::Mmap)?,
             stride,
             cpus,
             geometry,
@@ -101,13 +63,13 @@ impl Slots {
     fn state(&self, cpu: usize) -> *mut sketch_state {
         assert!(cpu < self.cpus, "cpu {cpu} out of range");
         // SAFETY: cpu < cpus keeps the offset inside the mapping.
-        unsafe { self.slots.base.as_ptr().add(cpu * self.stride).cast() }
+        unsafe { self.slots.as_ptr::<u8>().add(cpu * self.stride).cast() }
     }
 
     fn hot(&self, cpu: usize) -> *mut sketch_hot {
         assert!(cpu < self.cpus, "cpu {cpu} out of range");
         // SAFETY: cpu < cpus keeps the line inside the mapping.
-        unsafe { self.hot.base.as_ptr().cast::<sketch_hot>().add(cpu) }
+        unsafe { self.hot.as_ptr::<sketch_hot>().add(cpu) }
     }
 
     /// Sets a slot's first gap and ring. Only before the program can run
