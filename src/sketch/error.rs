@@ -19,8 +19,6 @@ pub enum SketchError {
         native: io::Error,
         generic: io::Error,
     },
-    #[error("replacing the sketch program through its link: {0}")]
-    Replace(io::Error),
     #[error("mapping the sketch's per-CPU state: {0}")]
     Mmap(io::Error),
     #[error("running the sketch program on a test packet: {0}")]

@@ -107,11 +107,6 @@ impl TopK {
         ranked.truncate(self.k);
         ranked
     }
-
-    /// Forgets the carried flows (their cells are gone with a new sketch).
-    pub fn clear(&mut self) {
-        self.carried.clear();
-    }
 }
 
 /// Packets and bytes by protocol class. Every sampled row added its weight,

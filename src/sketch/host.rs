@@ -7,7 +7,7 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 use crate::kernel::stats::{run_stats, RunStats};
 use crate::model::{percent, FlowEstimate, PacketUnit, SketchCost, SketchSnapshot, XdpMode};
 
-use super::config::{Geometry, Sampling, SketchConfig};
+use super::config::{Geometry, SketchConfig};
 use super::counters::Counters;
 use super::error::SketchError;
 use super::estimate::{self, TopK};
@@ -57,42 +57,9 @@ impl Host {
         self.loaded.geometry()
     }
 
-    /// The probability as applied (see [`Sampling`]).
+    /// The probability as applied (see [`super::config::Sampling`]).
     pub fn probability(&self) -> f64 {
         self.variates.sampling().probability()
-    }
-
-    /// New variates, same program: every ring is rewritten with gaps drawn
-    /// for `probability`, each carrying its own weight, so updates already
-    /// chosen keep the weight of the p that chose them. A CPU switches
-    /// once its current gap ends; no packet goes uncounted.
-    pub fn set_probability(&mut self, probability: f64) -> Result<(), SketchError> {
-        self.variates.set_sampling(Sampling::new(probability)?);
-        self.rewrite();
-        Ok(())
-    }
-
-    /// A new geometry needs a new program (the verifier bounded the cells
-    /// with the old one): loaded beside the running one, swapped in through
-    /// the link, so no packet passes unseen. The sketch starts afresh.
-    pub fn set_geometry(&mut self, rows: u32, columns: u32) -> Result<(), SketchError> {
-        let geometry = Geometry::new(rows, columns)?;
-        let loaded = Loaded::load(geometry, &mut self.variates)?;
-        self.link.replace(loaded.program().as_fd())?;
-        self.previous_stats = stats_of(&loaded);
-        self.previous = Counters::zero(geometry);
-        self.top.clear();
-        self.loaded = loaded;
-        Ok(())
-    }
-
-    /// A change of p: every entry not yet taken is drawn anew.
-    fn rewrite(&mut self) {
-        let slots = self.loaded.slots();
-        for cpu in 0..slots.cpus() {
-            let (cursor, _) = slots.ring_position(cpu);
-            slots.refill(cpu, &self.variates.rewrite(cursor));
-        }
     }
 
     /// Fresh variates for every entry taken since the last top-up.

@@ -5,7 +5,6 @@
 use std::ffi::CString;
 use std::io;
 use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
-use std::ptr;
 
 use libbpf_rs::libbpf_sys;
 
@@ -25,7 +24,8 @@ pub fn ifindex(iface: &str) -> Result<u32, SketchError> {
 }
 
 pub struct XdpLink {
-    fd: OwnedFd,
+    /// The link: the program stays on the interface while it is open.
+    _fd: OwnedFd,
     mode: XdpMode,
 }
 
@@ -34,7 +34,7 @@ impl XdpLink {
         let native = match create(prog, ifindex, libbpf_sys::XDP_FLAGS_DRV_MODE) {
             Ok(fd) => {
                 return Ok(XdpLink {
-                    fd,
+                    _fd: fd,
                     mode: XdpMode::Native,
                 })
             }
@@ -42,7 +42,7 @@ impl XdpLink {
         };
         match create(prog, ifindex, libbpf_sys::XDP_FLAGS_SKB_MODE) {
             Ok(fd) => Ok(XdpLink {
-                fd,
+                _fd: fd,
                 mode: XdpMode::Generic,
             }),
             Err(generic) => Err(SketchError::Attach {
@@ -55,19 +55,6 @@ impl XdpLink {
 
     pub fn mode(&self) -> XdpMode {
         self.mode
-    }
-
-    /// Swaps the attached program for `prog` in one step: every packet
-    /// runs either the old or the new one.
-    pub fn replace(&self, prog: BorrowedFd<'_>) -> Result<(), SketchError> {
-        // SAFETY: both fds are open; null options mean no expected old program.
-        let ret = unsafe {
-            libbpf_sys::bpf_link_update(self.fd.as_raw_fd(), prog.as_raw_fd(), ptr::null())
-        };
-        if ret < 0 {
-            return Err(SketchError::Replace(io::Error::from_raw_os_error(-ret)));
-        }
-        Ok(())
     }
 }
 

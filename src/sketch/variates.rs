@@ -61,7 +61,10 @@ impl Variates {
         self.sampling
     }
 
-    /// Later variates are drawn with `sampling`.
+    /// Later variates are drawn with `sampling`. Only the tests change p
+    /// in mid-run: each variate carries its weight, and they hold the
+    /// program to it.
+    #[cfg(any(test, feature = "test-support"))]
     pub fn set_sampling(&mut self, sampling: Sampling) {
         self.sampling = sampling;
         self.gaps = geometric(sampling);
@@ -95,6 +98,7 @@ impl Variates {
 
     /// Every entry from `cursor` on drawn anew (a change of p): the whole
     /// ring, none of it taken yet.
+    #[cfg(any(test, feature = "test-support"))]
     pub fn rewrite(&mut self, cursor: u32) -> Refill {
         Refill {
             start: cursor,
