@@ -28,7 +28,7 @@ use std::net::{IpAddr, Ipv4Addr};
 
 use anyhow::{bail, Context, Result};
 use libbpf_rs::skel::{OpenSkel, SkelBuilder};
-use libbpf_rs::{ProgramInput, ProgramMut};
+use libbpf_rs::{OpenObject, ProgramInput, ProgramMut};
 use netto::kernel::skel::xdp_floor::XdpFloorSkelBuilder;
 use netto::sketch::config::{Geometry, Sampling, DEFAULT_COLUMNS, DEFAULT_ROWS};
 use netto::sketch::packet::frame;
@@ -79,7 +79,7 @@ fn pool() -> Vec<Vec<u8>> {
 /// topped up after every test run.
 fn pass(
     prog: &ProgramMut<'_>,
-    mut sketch: Option<(&Loaded, &mut Variates)>,
+    mut sketch: Option<(&Loaded<'_>, &mut Variates)>,
     pool: &[Vec<u8>],
 ) -> Result<f64> {
     let mut total_ns = 0u128;
@@ -104,18 +104,21 @@ fn median(mut values: Vec<f64>) -> f64 {
     values[values.len() / 2]
 }
 
-struct Variant {
+struct Variant<'obj> {
     label: String,
-    loaded: Loaded,
+    loaded: Loaded<'obj>,
     variates: Variates,
 }
 
-fn sketch(rows: u32, columns: u32, p: f64) -> Result<Variant> {
+fn sketch(
+    storage: &mut MaybeUninit<OpenObject>,
+    (rows, columns, p): (u32, u32, f64),
+) -> Result<Variant<'_>> {
     let geometry = Geometry::new(rows, columns)?;
     let mut variates = Variates::new(Sampling::new(p)?, 1);
     Ok(Variant {
         label: format!("sketch p={:<5} {rows}x{columns}", format!("{}%", p * 100.0)),
-        loaded: Loaded::load(geometry, &mut variates)?,
+        loaded: Loaded::load(storage, geometry, &mut variates)?,
         variates,
     })
 }
@@ -141,7 +144,7 @@ struct Run {
 /// Interleaved rounds: the no-op and every variant once per round.
 fn measure(
     floor: &ProgramMut<'_>,
-    variants: &mut [Variant],
+    variants: &mut [Variant<'_>],
     pool: &[Vec<u8>],
     rounds: usize,
 ) -> Result<Run> {
@@ -152,7 +155,7 @@ fn measure(
         floor_ns.push(pass(floor, None, pool)?);
         for (v, samples) in variants.iter_mut().zip(&mut ns) {
             let program = v.loaded.program();
-            samples.push(pass(&program, Some((&v.loaded, &mut v.variates)), pool)?);
+            samples.push(pass(program, Some((&v.loaded, &mut v.variates)), pool)?);
         }
     }
     let mut run = Run {
@@ -187,7 +190,7 @@ fn warn_if_busy(run: &Run) -> bool {
     loaded || slowed
 }
 
-fn report(title: &str, variants: &[Variant], run: &Run) {
+fn report(title: &str, variants: &[Variant<'_>], run: &Run) {
     println!(
         "\n{title} (load average {:.2} before, {:.2} after; no-op {:.2} ns/packet)",
         run.load_before, run.load_after, run.noop_ns
@@ -219,7 +222,7 @@ fn report(title: &str, variants: &[Variant], run: &Run) {
 }
 
 /// The same figures as a Markdown table, ready for README.
-fn markdown(variants: &[Variant], run: &Run) {
+fn markdown(variants: &[Variant<'_>], run: &Run) {
     println!(
         "\nMarkdown (load average {:.2} before, {:.2} after):\n",
         run.load_before, run.load_after
@@ -263,9 +266,11 @@ fn main() -> Result<()> {
     let (rows, columns) = (DEFAULT_ROWS, DEFAULT_COLUMNS);
     // p = 0.01% leaves the skip path alone (a sampled packet every 2000):
     // what p = 1% adds beyond it is the 5% of packets it samples.
-    let mut main_variants: Vec<Variant> = [0.0001, 0.01, 0.1, 1.0]
-        .into_iter()
-        .map(|p| sketch(rows, columns, p))
+    let mut main_storage: Vec<_> = (0..4).map(|_| MaybeUninit::uninit()).collect();
+    let mut main_variants: Vec<Variant> = main_storage
+        .iter_mut()
+        .zip([0.0001, 0.01, 0.1, 1.0].map(|p| (rows, columns, p)))
+        .map(|(storage, shape)| sketch(storage, shape))
         .collect::<Result<_>>()?;
     let main_run = measure(floor_prog, &mut main_variants, &pool, rounds)?;
     report(
@@ -298,10 +303,17 @@ fn main() -> Result<()> {
         (4, 16384),
         (8, 128),
     ];
-    let mut shape_variants: Vec<Variant> = geometries
-        .iter()
-        .flat_map(|&(r, c)| [0.01, 1.0].map(|p| (r, c, p)))
-        .map(|(r, c, p)| sketch(r, c, p))
+    let mut shape_storage: Vec<_> = (0..geometries.len() * 2)
+        .map(|_| MaybeUninit::uninit())
+        .collect();
+    let mut shape_variants: Vec<Variant> = shape_storage
+        .iter_mut()
+        .zip(
+            geometries
+                .iter()
+                .flat_map(|&(r, c)| [0.01, 1.0].map(|p| (r, c, p))),
+        )
+        .map(|(storage, shape)| sketch(storage, shape))
         .collect::<Result<_>>()?;
     let shape_run = measure(floor_prog, &mut shape_variants, &pool, rounds)?;
     report("rows and columns", &shape_variants, &shape_run);

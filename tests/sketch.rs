@@ -6,6 +6,7 @@ mod common;
 
 use std::collections::{HashMap, HashSet};
 use std::io::{BufRead, BufReader};
+use std::mem::MaybeUninit;
 use std::net::{IpAddr, UdpSocket};
 use std::process::{Command, Stdio};
 use std::thread;
@@ -206,7 +207,9 @@ fn exact_run(
     let geometry = Geometry::new(rows, columns).unwrap();
     let first = Sampling::new(probabilities[0]).unwrap();
     let mut kernel_variates = Variates::new(first, seed);
-    let loaded = Loaded::load(geometry, &mut kernel_variates).expect("loading netto_sketch");
+    let mut storage = MaybeUninit::uninit();
+    let loaded =
+        Loaded::load(&mut storage, geometry, &mut kernel_variates).expect("loading netto_sketch");
     let mut reference = Reference::new(geometry, Variates::new(first, seed).slot_start());
     let mut refills = Variates::new(first, seed ^ 0xabcdef);
     for (round, &p) in probabilities.iter().enumerate() {

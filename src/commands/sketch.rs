@@ -1,6 +1,7 @@
 //! `netto sketch`.
 
 use std::io;
+use std::mem::MaybeUninit;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
@@ -23,7 +24,8 @@ pub fn run(args: &SketchArgs) -> Result<ExitCode> {
     if let Some(note) = stats.note() {
         eprintln!("netto: {note}");
     }
-    let mut host = Host::attach(&args.iface, &config)?;
+    let mut storage = MaybeUninit::uninit();
+    let mut host = Host::attach(&args.iface, &config, &mut storage)?;
     eprintln!(
         "netto: sketch attached to {} ({} XDP), p={}, {}x{}",
         args.iface,

@@ -8,6 +8,11 @@ pub mod sample {
     include!(concat!(env!("OUT_DIR"), "/sample.skel.rs"));
 }
 
+/// The co-hosted XDP sketch (see `crate::sketch`).
+pub mod sketch {
+    include!(concat!(env!("OUT_DIR"), "/sketch.skel.rs"));
+}
+
 pub mod probe {
     include!(concat!(env!("OUT_DIR"), "/probe.skel.rs"));
 }

@@ -1,8 +1,11 @@
 //! The sketch co-hosted on an interface: what `netto sketch` runs, and
 //! what a measuring session calls once per interval.
 
+use std::mem::MaybeUninit;
 use std::os::fd::AsFd;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+use libbpf_rs::OpenObject;
 
 use crate::kernel::stats::{run_stats, RunStats};
 use crate::model::{percent, FlowEstimate, PacketUnit, SketchCost, SketchSnapshot, XdpMode};
@@ -15,26 +18,30 @@ use super::link::{ifindex, XdpLink};
 use super::program::Loaded;
 use super::variates::Variates;
 
-pub struct Host {
+pub struct Host<'obj> {
     iface: String,
     top: TopK,
     variates: Variates,
-    loaded: Loaded,
+    loaded: Loaded<'obj>,
     link: XdpLink,
     previous: Counters,
     previous_stats: RunStats,
     previous_at: Instant,
 }
 
-impl Host {
-    /// Loads the sketch and attaches it to `iface`. Nothing is attached
-    /// when any step fails.
-    pub fn attach(iface: &str, config: &SketchConfig) -> Result<Host, SketchError> {
+impl<'obj> Host<'obj> {
+    /// Loads the sketch into `storage` and attaches it to `iface`. Nothing
+    /// is attached when any step fails.
+    pub fn attach(
+        iface: &str,
+        config: &SketchConfig,
+        storage: &'obj mut MaybeUninit<OpenObject>,
+    ) -> Result<Host<'obj>, SketchError> {
         let geometry = config.geometry()?;
         let sampling = config.sampling()?;
         let index = ifindex(iface)?;
         let mut variates = Variates::new(sampling, config.seed.unwrap_or_else(rand::random));
-        let loaded = Loaded::load(geometry, &mut variates)?;
+        let loaded = Loaded::load(storage, geometry, &mut variates)?;
         let link = XdpLink::attach(loaded.program().as_fd(), iface, index)?;
         let previous_stats = stats_of(&loaded);
         Ok(Host {
@@ -123,7 +130,7 @@ impl Host {
     }
 }
 
-fn stats_of(loaded: &Loaded) -> RunStats {
+fn stats_of(loaded: &Loaded<'_>) -> RunStats {
     run_stats(loaded.program().as_fd()).unwrap_or_default()
 }
 

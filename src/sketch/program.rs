@@ -1,83 +1,81 @@
-//! Loading `netto_sketch` for one geometry: rows and columns go into its
-//! read-only data and size its per-CPU slots before the verifier sees it.
+//! Loading `netto_sketch` for one geometry, through its generated skeleton:
+//! rows and columns go into its read-only data and size its per-CPU slots
+//! before the verifier sees it.
 
+use std::io;
+use std::mem::MaybeUninit;
 use std::os::fd::AsFd;
 
-use libbpf_rs::{MapCore, Object, ObjectBuilder, ProgramMut};
+use libbpf_rs::skel::{OpenSkel, SkelBuilder};
+use libbpf_rs::{OpenObject, ProgramMut};
 
-use crate::abi::bytes_of;
-use crate::abi::sketch::{sketch_config, sketch_hot};
+use crate::abi::sketch::sketch_hot;
+use crate::kernel::skel::sketch::{types, SketchSkel, SketchSkelBuilder};
 
 use super::config::Geometry;
 use super::error::SketchError;
 use super::slots::{slot_bytes, Slots};
 use super::variates::Variates;
 
-const OBJECT: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/sketch.bpf.o"));
-
 /// The program's name, which is also how its JIT-ed frames are symbolized.
 pub const PROGRAM: &str = "netto_sketch";
-const SLOTS_MAP: &str = "sketch_slots";
-/// The section of the per-CPU hot lines; libbpf prefixes its map's name.
-const HOT_SECTION: &str = ".data.hot";
 
 /// A loaded, not necessarily attached, sketch program and its state.
-pub struct Loaded {
+pub struct Loaded<'obj> {
     slots: Slots,
-    object: Object,
+    skel: SketchSkel<'obj>,
     geometry: Geometry,
 }
 
-impl Loaded {
-    /// Loads the program and starts every CPU slot from `variates`.
-    pub fn load(geometry: Geometry, variates: &mut Variates) -> Result<Loaded, SketchError> {
-        let cpus = libbpf_rs::num_possible_cpus().map_err(SketchError::load)?;
-        let config = sketch_config {
+impl<'obj> Loaded<'obj> {
+    /// Loads the program into `storage` and starts every CPU slot from
+    /// `variates`.
+    pub fn load(
+        storage: &'obj mut MaybeUninit<OpenObject>,
+        geometry: Geometry,
+        variates: &mut Variates,
+    ) -> Result<Loaded<'obj>, SketchError> {
+        let cpus = libbpf_rs::num_possible_cpus().map_err(SketchError::Load)?;
+        let cpus_u32 = u32::try_from(cpus).expect("CPU count fits u32");
+        let mut open = SketchSkelBuilder::default()
+            .open(storage)
+            .map_err(SketchError::Load)?;
+        let rodata = open.maps.rodata_data.as_deref_mut().ok_or_else(|| {
+            SketchError::Load(io::Error::other("the object has no read-only data").into())
+        })?;
+        rodata.geometry = types::sketch_config {
             rows: geometry.rows(),
             columns: geometry.columns(),
             column_bits: geometry.column_bits(),
-            cpus: u32::try_from(cpus).expect("CPU count fits u32"),
+            cpus: cpus_u32,
         };
-        let mut open = ObjectBuilder::default()
-            .open_memory(OBJECT)
-            .map_err(SketchError::load)?;
-        for mut map in open.maps_mut() {
-            let name = map.name().to_string_lossy().into_owned();
-            if name.ends_with(HOT_SECTION) {
-                let size = u32::try_from(cpus * size_of::<sketch_hot>())
-                    .expect("hot lines are far below 4 GiB");
-                map.set_value_size(size).map_err(SketchError::load)?;
-            } else if name == SLOTS_MAP {
-                let size = u32::try_from(slot_bytes(geometry)).expect("slots are far below 4 GiB");
-                map.set_value_size(size).map_err(SketchError::load)?;
-                map.set_max_entries(u32::try_from(cpus).expect("CPU count fits u32"))
-                    .map_err(SketchError::load)?;
-            } else if name.ends_with(".rodata") {
-                let data = map
-                    .initial_value_mut()
-                    .filter(|data| data.len() == size_of::<sketch_config>())
-                    .ok_or_else(|| {
-                        SketchError::Load("read-only data is not one sketch_config".into())
-                    })?;
-                data.copy_from_slice(bytes_of(&config));
-            }
-        }
-        let object = open.load().map_err(SketchError::load)?;
-        let map = object
-            .maps()
-            .find(|m| m.name() == SLOTS_MAP)
-            .ok_or_else(|| SketchError::Load(format!("no map {SLOTS_MAP}")))?;
-        let hot = object
-            .maps()
-            .find(|m| m.name().to_string_lossy().ends_with(HOT_SECTION))
-            .ok_or_else(|| SketchError::Load(format!("no map {HOT_SECTION}")))?;
-        let slots = Slots::map(hot.as_fd(), map.as_fd(), geometry, cpus)?;
+        let hot_bytes =
+            u32::try_from(cpus * size_of::<sketch_hot>()).expect("hot lines are far below 4 GiB");
+        open.maps
+            .data_hot
+            .set_value_size(hot_bytes)
+            .map_err(SketchError::Load)?;
+        let slot_bytes = u32::try_from(slot_bytes(geometry)).expect("slots are far below 4 GiB");
+        let slots_map = &mut open.maps.sketch_slots;
+        slots_map
+            .set_value_size(slot_bytes)
+            .map_err(SketchError::Load)?;
+        slots_map
+            .set_max_entries(cpus_u32)
+            .map_err(SketchError::Load)?;
+        let skel = open.load().map_err(SketchError::Load)?;
+        let slots = Slots::map(
+            skel.maps.data_hot.as_fd(),
+            skel.maps.sketch_slots.as_fd(),
+            geometry,
+            cpus,
+        )?;
         for cpu in 0..cpus {
             slots.start(cpu, &variates.slot_start());
         }
         Ok(Loaded {
             slots,
-            object,
+            skel,
             geometry,
         })
     }
@@ -91,15 +89,13 @@ impl Loaded {
     }
 
     /// The program (mutable only in libbpf-rs's sense: test runs need it).
-    pub fn program(&self) -> ProgramMut<'_> {
-        self.object
-            .progs_mut()
-            .find(|p| p.name() == PROGRAM)
-            .expect("the object defines netto_sketch")
+    pub fn program(&self) -> &ProgramMut<'obj> {
+        &self.skel.progs.netto_sketch
     }
 
     /// Runs the program once on `packet` (BPF_PROG_TEST_RUN) on this CPU
     /// and returns its verdict.
+    #[cfg(any(test, feature = "test-support"))]
     pub fn test_run(&self, packet: &[u8]) -> Result<u32, SketchError> {
         let input = libbpf_rs::ProgramInput {
             data_in: Some(packet),
@@ -108,7 +104,7 @@ impl Loaded {
         let output = self
             .program()
             .test_run(input)
-            .map_err(SketchError::test_run)?;
+            .map_err(SketchError::TestRun)?;
         Ok(output.return_value)
     }
 }

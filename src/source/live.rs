@@ -122,10 +122,16 @@ fn run(
 ) -> Result<()> {
     let mut accounting_storage = selection::Storage::default();
     let mut sampler_storage = MaybeUninit::uninit();
+    let mut sketch_storage = MaybeUninit::uninit();
     let Some(opened) = started(ready, Opened::open(config, &mut accounting_storage)) else {
         return Ok(());
     };
-    let extras = Extras::start(config, &opened.accounting, &mut sampler_storage);
+    let extras = Extras::start(
+        config,
+        &opened.accounting,
+        &mut sampler_storage,
+        &mut sketch_storage,
+    );
     let Some(extras) = started(ready, extras) else {
         return Ok(());
     };
@@ -212,7 +218,7 @@ struct Extras<'obj> {
     sampler: Option<Sampler<'obj>>,
     symbolizer: Option<Symbolizer>,
     demo: Option<DemoProcess>,
-    sketch: Option<Host>,
+    sketch: Option<Host<'obj>>,
     notes: Vec<String>,
 }
 
@@ -221,6 +227,7 @@ impl<'obj> Extras<'obj> {
         config: &LiveConfig,
         accounting: &Accounting<'_>,
         sampler_storage: &'obj mut MaybeUninit<OpenObject>,
+        sketch_storage: &'obj mut MaybeUninit<OpenObject>,
     ) -> Result<Self> {
         let sampler = config
             .sampling
@@ -238,7 +245,7 @@ impl<'obj> Extras<'obj> {
         notes.extend(demo.as_ref().map(|demo| demo.describe().to_owned()));
         let sketch = match &config.xdp_sketch {
             Some((iface, sketch_config)) => {
-                let host = Host::attach(iface, sketch_config)?;
+                let host = Host::attach(iface, sketch_config, sketch_storage)?;
                 notes.push(format!(
                     "XDP sketch on {iface} ({} XDP), p={}, {}x{}",
                     host.mode().name(),
@@ -349,7 +356,7 @@ struct Measure<'c, 'a, 'obj> {
     base: SamplerCounters,
     /// What samplers replaced during this interval counted in it.
     retired: SamplerCounters,
-    sketch: Option<Host>,
+    sketch: Option<Host<'obj>>,
 }
 
 impl<'c, 'a, 'obj> Measure<'c, 'a, 'obj> {
@@ -359,7 +366,7 @@ impl<'c, 'a, 'obj> Measure<'c, 'a, 'obj> {
         accounting: &'a Accounting<'obj>,
         bpf_stats: bool,
         symbolizer: Option<Symbolizer>,
-        sketch: Option<Host>,
+        sketch: Option<Host<'obj>>,
         control: &'c Receiver<Control>,
         out: &'c Sender<Snapshot>,
     ) -> Result<Self> {
