@@ -49,7 +49,7 @@ pub fn run(args: &CheckArgs) -> Result<ExitCode> {
             Err(e) => json!({
                 "kernel": kernel, "features": findings,
                 "network_callbacks": present_callbacks(),
-                "backend": null, "why": e.to_string(), "self_check": null, "can_run": false,
+                "backend": null, "why": e.describe(), "self_check": null, "can_run": false,
             }),
         };
         println!("{report}");
@@ -81,7 +81,7 @@ pub fn run(args: &CheckArgs) -> Result<ExitCode> {
                     check.summary()
                 );
             }
-            Err(e) => println!("backend        none: {e}"),
+            Err(e) => println!("backend        none: {}", e.describe()),
         }
     }
     Ok(if selected.is_ok() {

@@ -55,10 +55,10 @@ impl<'obj> Accounting<'obj> {
         if !privileges::sufficient() {
             return Err(KernelError::NotPrivileged);
         }
-        let btf = Btf::from_vmlinux().map_err(|e| KernelError::NoBtf(e.to_string()))?;
+        let btf = Btf::from_vmlinux().map_err(KernelError::NoBtf)?;
         let mut open = AccountSkelBuilder::default()
             .open(storage)
-            .map_err(|e| KernelError::Load(e.to_string()))?;
+            .map_err(load_error)?;
 
         let mut missing = Vec::new();
         let mut functions = SocketFunctions::default();
@@ -98,7 +98,7 @@ impl<'obj> Accounting<'obj> {
         if backend == Backend::Fentry {
             functions.check_complete()?;
         }
-        let skel = open.load().map_err(|e| KernelError::Load(e.to_string()))?;
+        let skel = open.load().map_err(load_error)?;
 
         for (nr, kind, fd_arg) in socket_syscalls().filter(|_| backend == Backend::Tracepoint) {
             let value = netto_syscall {
@@ -115,7 +115,7 @@ impl<'obj> Accounting<'obj> {
         }
 
         let (callbacks, callbacks_resolved) = resolve_callbacks(&skel)?;
-        let cpus = libbpf_rs::num_possible_cpus().map_err(|e| KernelError::Load(e.to_string()))?;
+        let cpus = libbpf_rs::num_possible_cpus().map_err(load_error)?;
 
         // Function returns before entries, so no window can open that
         // nothing would close (see bpf/window_functions.h).
@@ -246,6 +246,14 @@ impl<'obj> Accounting<'obj> {
     /// Names of the attached programs.
     pub fn attached(&self) -> impl Iterator<Item = &str> {
         self.links.iter().map(|(name, _)| name.as_str())
+    }
+}
+
+/// A libbpf error while loading the accounting.
+fn load_error(source: libbpf_rs::Error) -> KernelError {
+    KernelError::Load {
+        what: "the accounting programs",
+        source,
     }
 }
 

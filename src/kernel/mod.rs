@@ -20,14 +20,15 @@ pub mod tracepoints;
 
 use thiserror::Error;
 
+/// Why netto cannot load, attach or read its BPF programs. A libbpf or
+/// system error underneath is kept as the source: `netto: error:` prints
+/// the whole chain, and [`KernelError::describe`] does for a note.
 #[derive(Debug, Error)]
 pub enum KernelError {
     #[error("{}", privileges::REQUIREMENT)]
     NotPrivileged,
-    #[error(
-        "kernel BTF is not available ({0}); netto needs a kernel built with CONFIG_DEBUG_INFO_BTF"
-    )]
-    NoBtf(String),
+    #[error("kernel BTF is not available; netto needs a kernel built with CONFIG_DEBUG_INFO_BTF")]
+    NoBtf(#[source] libbpf_rs::Error),
     #[error("this kernel lacks the tracepoints {missing}; the tracepoint backend needs Linux {minimum} or later")]
     MissingTracepoints {
         missing: String,
@@ -42,14 +43,17 @@ pub enum KernelError {
         backend: &'static str,
         problem: String,
     },
-    #[error("loading the BPF programs failed: {0}")]
-    Load(String),
+    #[error("loading {what}")]
+    Load {
+        what: &'static str,
+        source: libbpf_rs::Error,
+    },
     #[error("mapping BPF map {map} into memory")]
     Mmap {
         map: &'static str,
         source: std::io::Error,
     },
-    #[error("attaching BPF program {prog} failed: {source}")]
+    #[error("attaching BPF program {prog}")]
     Attach {
         prog: String,
         source: libbpf_rs::Error,
@@ -58,9 +62,22 @@ pub enum KernelError {
     SelfCheck(String),
     #[error("opening the perf event for stack sampling failed: {0}")]
     Perf(String),
-    #[error("BPF map {map}: {source}")]
+    #[error("BPF map {map}")]
     Map {
         map: &'static str,
         source: libbpf_rs::Error,
     },
+}
+
+impl KernelError {
+    /// The error and its causes on one line, for a note.
+    pub fn describe(&self) -> String {
+        let mut text = self.to_string();
+        let mut cause = std::error::Error::source(self);
+        while let Some(e) = cause {
+            text.push_str(&format!(": {e}"));
+            cause = e.source();
+        }
+        text
+    }
 }

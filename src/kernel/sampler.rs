@@ -3,6 +3,7 @@
 //! it, sizes its buffer, and drains samples through either transport.
 
 use std::cell::RefCell;
+use std::io;
 use std::mem::MaybeUninit;
 use std::os::fd::{AsFd, AsRawFd, IntoRawFd, OwnedFd};
 use std::rc::Rc;
@@ -148,7 +149,10 @@ impl<'obj> Sampler<'obj> {
         accounting: &Accounting<'_>,
         config: SamplerConfig,
     ) -> Result<Self, KernelError> {
-        let load_err = |e: libbpf_rs::Error| KernelError::Load(format!("sampler: {e}"));
+        let load_err = |source| KernelError::Load {
+            what: "the stack sampler",
+            source,
+        };
         let cpus = accounting.cpus();
         let slots = config
             .slots_per_half
@@ -160,11 +164,10 @@ impl<'obj> Sampler<'obj> {
             .cpus
             .reuse_fd(accounting.cpus_map())
             .map_err(load_err)?;
-        let rodata = open
-            .maps
-            .rodata_data
-            .as_deref_mut()
-            .ok_or_else(|| KernelError::Load("sampler: no read-only data".into()))?;
+        let rodata =
+            open.maps.rodata_data.as_deref_mut().ok_or_else(|| {
+                load_err(io::Error::other("the object has no read-only data").into())
+            })?;
         let buffer_bytes = match config.transport {
             Transport::Mmap => {
                 rodata.transport = netto_transport::NETTO_TRANSPORT_MMAP as u32;
@@ -242,10 +245,8 @@ impl<'obj> Sampler<'obj> {
                 }
                 0
             })
-            .map_err(|e| KernelError::Load(format!("sampler ring buffer: {e}")))?;
-        let ring = builder
-            .build()
-            .map_err(|e| KernelError::Load(format!("sampler ring buffer: {e}")))?;
+            .map_err(ring_error)?;
+        let ring = builder.build().map_err(ring_error)?;
         Ok((ring, queue))
     }
 
@@ -313,8 +314,7 @@ impl<'obj> Sampler<'obj> {
             buffer.drain(&CtlView::new(&self.ctl), &mut deliver);
         }
         if let Some((ring, queue)) = &self.ring {
-            ring.consume()
-                .map_err(|e| KernelError::Load(format!("sampler ring buffer: {e}")))?;
+            ring.consume().map_err(ring_error)?;
             for sample in queue.borrow_mut().drain(..) {
                 deliver(&sample);
             }
@@ -335,6 +335,14 @@ impl<'obj> Sampler<'obj> {
                 .map(|s| s.recursion_misses)
                 .unwrap_or_default(),
         }
+    }
+}
+
+/// A libbpf error around the ring buffer transport.
+fn ring_error(source: libbpf_rs::Error) -> KernelError {
+    KernelError::Map {
+        map: "sample_ring",
+        source,
     }
 }
 

@@ -96,8 +96,9 @@ pub fn select<'obj>(
                 check.missed().join(", ")
             )),
             Err(e) if fallback => notes.push(format!(
-                "note: the {} backend failed to load ({e}); falling back",
-                candidate.backend
+                "note: the {} backend failed to load ({}); falling back",
+                candidate.backend,
+                e.describe()
             )),
             Err(e) => return Err(e),
         }

@@ -57,7 +57,10 @@ pub fn accounting_tracepoints() -> Result<Vec<String>, KernelError> {
     let mut storage = MaybeUninit::uninit();
     let open = AccountSkelBuilder::default()
         .open(&mut storage)
-        .map_err(|e| KernelError::Load(e.to_string()))?;
+        .map_err(|source| KernelError::Load {
+            what: "the accounting object",
+            source,
+        })?;
     Ok(open
         .open_object()
         .progs()
