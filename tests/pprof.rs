@@ -11,7 +11,7 @@ use std::process::Command;
 
 use common::serve::Serve;
 use common::NETTO;
-use netto::frontends::flame::folded::{parse_folded, FoldedStack};
+use netto::frontends::flame::readback::{parse_folded, FoldedStack};
 use netto::model::Recording;
 
 const RECORDING: &str = concat!(

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use common::NETTO;
-use netto::frontends::flame::folded::parse_folded;
+use netto::frontends::flame::readback::parse_folded;
 use netto::model::Recording;
 
 fn netto(args: &[&str]) -> Output {

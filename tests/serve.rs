@@ -9,7 +9,7 @@ use std::process::Command;
 
 use common::serve::{children, open_files, status, Serve};
 use common::NETTO;
-use netto::frontends::flame::folded::parse_folded;
+use netto::frontends::flame::readback::parse_folded;
 use netto::model::{Recording, Snapshot};
 
 const RECORDING: &str = concat!(

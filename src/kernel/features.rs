@@ -43,10 +43,6 @@ impl Probe {
             Err(detail) => Probe::no(detail),
         }
     }
-
-    pub fn summary(&self) -> String {
-        format!("{} ({})", if self.ok { "yes" } else { "no" }, self.detail)
-    }
 }
 
 const NOT_TRIED: &str = "not tried: needs privileges";

@@ -19,11 +19,13 @@ pub mod probe {
 
 /// Empty programs on netto's hooks: the floor the overhead benchmark
 /// compares netto's per-run cost with.
+#[cfg(feature = "test-support")]
 pub mod floor {
     include!(concat!(env!("OUT_DIR"), "/floor.skel.rs"));
 }
 
 /// A no-op XDP program: the floor the sketch benchmark compares with.
+#[cfg(feature = "test-support")]
 pub mod xdp_floor {
     include!(concat!(env!("OUT_DIR"), "/xdp_floor.skel.rs"));
 }

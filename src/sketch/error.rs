@@ -21,6 +21,7 @@ pub enum SketchError {
     },
     #[error("mapping the sketch's per-CPU state")]
     Mmap(#[source] io::Error),
+    #[cfg(any(test, feature = "test-support"))]
     #[error("running the sketch program on a test packet")]
     TestRun(#[source] libbpf_rs::Error),
 }

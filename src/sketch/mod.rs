@@ -5,8 +5,9 @@
 //! Data flows one way: the program (`bpf/sketch.bpf.c`) writes per-CPU
 //! slots ([`slots`]), [`host`] sums them into [`counters`], [`estimate`]
 //! answers queries, and the result is a [`crate::model::SketchSnapshot`].
-//! [`reference`] is the same algorithm in plain Rust, used by the tests to
-//! hold the kernel program to exact counts.
+//! `reference` is the same algorithm in plain Rust and `packet` builds the
+//! frames fed to both; the tests hold the kernel program to exact counts
+//! with them (feature `test-support`).
 //!
 //! Top-K: each CPU slot holds a small table of candidate flows, bucketed
 //! by hash bits, each bucket kept by a majority vote of the sampled packets
@@ -26,8 +27,10 @@ pub mod flow;
 pub mod hash;
 pub mod host;
 pub mod link;
+#[cfg(any(test, feature = "test-support"))]
 pub mod packet;
 pub mod program;
+#[cfg(any(test, feature = "test-support"))]
 pub mod reference;
 pub mod slots;
 pub mod variates;

@@ -252,10 +252,6 @@ fn is_marker(name: &str) -> bool {
 }
 
 impl SymbolTable {
-    pub fn load() -> Result<Self, KallsymsError> {
-        Self::from_file(Path::new("/proc/kallsyms"))
-    }
-
     pub fn from_file(path: &Path) -> Result<Self, KallsymsError> {
         Self::parse(&read(path)?)
     }
@@ -328,12 +324,14 @@ impl SymbolTable {
     /// The function whose code contains `addr`; `None` for an address
     /// outside every known function (past a region's end, in a gap, or in
     /// code loaded after the table was built).
+    #[cfg(any(test, feature = "test-support"))]
     pub fn resolve(&self, addr: u64) -> Option<&str> {
         self.resolve_with_module(addr).map(|(name, _)| name)
     }
 
-    /// [`resolve`](Self::resolve), with the module the function belongs
-    /// to (`None`: the core kernel). A name defined both in the kernel and
+    /// The function whose code contains `addr` (`None`: outside every
+    /// known function), with the module it belongs to (`None`: the core
+    /// kernel). A name defined both in the kernel and
     /// in a module keeps the module of its lowest address.
     pub fn resolve_with_module(&self, addr: u64) -> Option<(&str, Option<&str>)> {
         let i = self.starts.partition_point(|&s| s <= addr).checked_sub(1)?;
@@ -342,10 +340,12 @@ impl SymbolTable {
     }
 
     /// Number of address ranges (functions, after merging aliases).
+    #[cfg(any(test, feature = "test-support"))]
     pub fn len(&self) -> usize {
         self.starts.len()
     }
 
+    #[cfg(any(test, feature = "test-support"))]
     pub fn is_empty(&self) -> bool {
         self.starts.is_empty()
     }

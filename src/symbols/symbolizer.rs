@@ -224,6 +224,7 @@ impl Symbolizer {
     }
 
     /// Symbols from `kallsyms`, reloaded when the `modules` file changes.
+    #[cfg(test)]
     pub fn from_files(kallsyms: &Path, modules: &Path) -> Result<Self, KallsymsError> {
         Self::watching(kallsyms, modules, false)
     }
@@ -285,6 +286,7 @@ impl Symbolizer {
     }
 
     /// [`symbolize_into`](Self::symbolize_into) into a new vector.
+    #[cfg(test)]
     pub fn symbolize(&mut self, raw: &[u64]) -> Vec<FrameId> {
         let mut frames = Vec::new();
         self.symbolize_into(raw, &mut frames);

@@ -9,6 +9,8 @@
 pub mod diff;
 pub mod folded;
 pub mod pprof;
+#[cfg(any(test, feature = "test-support"))]
+pub mod readback;
 pub mod svg;
 
 use std::io::{self, Write};

@@ -38,7 +38,6 @@ pub use kind::{Proto, RecvSyscall, SendSyscall, Syscall};
 pub use receiver::Receiver;
 pub use send::{send, SendConfig};
 pub use summary::Summary;
-pub use target::is_allowed_destination;
 pub use until::Until;
 
 use std::time::Duration;

@@ -6,7 +6,7 @@ use super::TrafficError;
 
 /// Loopback, or 198.18.0.0/15 where [`crate::workload::netns::VethPair`] puts its namespaces.
 /// Senders refuse anything else so that a typo can never aim a flood at a real host.
-pub fn is_allowed_destination(ip: IpAddr) -> bool {
+fn is_allowed_destination(ip: IpAddr) -> bool {
     match ip {
         IpAddr::V4(v4) => {
             let [a, b, ..] = v4.octets();
