@@ -83,12 +83,6 @@ mod tests {
     use crate::frontends::flame::folded::write_folded;
     use crate::model::{SampleContext, StackCount};
 
-    fn folded_text(stacks: &[StackCount]) -> String {
-        let mut out = Vec::new();
-        write_folded(stacks, &mut out).unwrap();
-        String::from_utf8(out).unwrap()
-    }
-
     #[test]
     fn round_trip_keeps_every_count_and_merges_duplicates() {
         let stacks = vec![
@@ -108,7 +102,9 @@ mod tests {
             *expected.entry(frames).or_default() += s.count;
         }
 
-        let parsed = parse_folded(folded_text(&stacks).as_bytes()).unwrap();
+        let mut written = Vec::new();
+        write_folded(&stacks, &mut written).unwrap();
+        let parsed = parse_folded(&written[..]).unwrap();
         let got: BTreeMap<Vec<String>, u64> =
             parsed.into_iter().map(|s| (s.frames, s.count)).collect();
         assert_eq!(got, expected);
