@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Long run of `netto serve` (root): the demo load, stack sampling at a high
+# Long run of `netto serve` (root): the demo traffic, stack sampling at a high
 # frequency, and many clients on the snapshot stream. Checks that
 #   - the memory of netto's processes (the server and every child it
 #     starts, summed) stays within --rss-bound of its low after warm-up,
@@ -133,7 +133,7 @@ snapshots_of() {
     .losses.task_storage_failures, .losses.recursion_misses, .losses.dropped_halves] | @tsv'
 }
 
-echo "netto soak: $duration s, $clients stream clients, $frequency Hz, $interval s intervals, demo load; $(uptime)"
+echo "netto soak: $duration s, $clients stream clients, $frequency Hz, $interval s intervals, demo traffic; $(uptime)"
 echo "netto processes at the end (pid name VmRSS KiB):"
 sed 's/^/  /' "$out/tree.txt"
 

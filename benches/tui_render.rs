@@ -26,7 +26,7 @@ use std::time::Duration;
 use criterion::{criterion_group, criterion_main, Criterion};
 use netto::breakdown::rules::{Pattern, RULES};
 use netto::breakdown::{breakdowns, Categorizer};
-use netto::frontends::tui::app::{App, Panel, Settings};
+use netto::frontends::tui::app::{App, Panel, TopSettings};
 use netto::frontends::tui::draw;
 use netto::frontends::tui::tree::{NodeId, Tree};
 use netto::model::{EventKey, SampleContext, SamplingStats, Snapshot, StackCount};
@@ -144,7 +144,7 @@ fn app(seed: u64) -> App {
         origin: "live".into(),
         notes: Vec::new(),
     };
-    let settings = Settings {
+    let settings = TopSettings {
         history_s: HISTORY as f64,
         flame_s: 30.0,
         speed: 1.0,

@@ -9,7 +9,7 @@ use crate::kernel::backend::BackendChoice;
 use crate::kernel::sampler::Transport;
 use crate::sketch::config as sketch_config;
 use crate::sketch::SketchConfig;
-use crate::source::live::{Demo, LiveConfig, Sampling};
+use crate::source::live::{DemoWhen, LiveConfig, StackSampling};
 
 use crate::model::{MAX_DURATION_S, MAX_INTERVAL_S, MIN_INTERVAL_S};
 
@@ -61,9 +61,9 @@ pub enum Command {
     Completions(CompletionsArgs),
     /// Print a manual page (roff): netto(1), or netto-COMMAND(1) for a command.
     Man(ManArgs),
-    /// The demo load's child process (started by `--demo`).
-    #[command(name = "demo-load", hide = true)]
-    DemoLoad,
+    /// The demo traffic's child process (started by `--demo`).
+    #[command(name = "demo-traffic", hide = true)]
+    DemoTraffic,
     /// `serve`'s HTTP server process (started by `serve`).
     #[command(name = "serve-http", hide = true)]
     ServeHttp(ServeHttpArgs),
@@ -86,7 +86,7 @@ impl From<BackendArg> for BackendChoice {
     }
 }
 
-/// When to run the built-in demo load.
+/// When to run the built-in demo traffic.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum DemoArg {
     Off,
@@ -95,12 +95,12 @@ pub enum DemoArg {
     Auto,
 }
 
-impl From<DemoArg> for Demo {
+impl From<DemoArg> for DemoWhen {
     fn from(arg: DemoArg) -> Self {
         match arg {
-            DemoArg::Off => Demo::Off,
-            DemoArg::On => Demo::On,
-            DemoArg::Auto => Demo::IfIdle,
+            DemoArg::Off => DemoWhen::Off,
+            DemoArg::On => DemoWhen::On,
+            DemoArg::Auto => DemoWhen::IfIdle,
         }
     }
 }
@@ -148,7 +148,7 @@ impl MeasureArgs {
             bpf_stats: !self.no_bpf_stats,
             interval: Duration::from_secs_f64(self.interval),
             duration: duration.map(Duration::from_secs_f64),
-            sampling: sampling.map(|s| Sampling {
+            sampling: sampling.map(|s| StackSampling {
                 frequency_hz: s.frequency,
                 transport: s.transport.into(),
             }),

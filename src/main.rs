@@ -24,7 +24,7 @@ fn main() -> ExitCode {
         Command::Sketch(args) => commands::sketch::run(&args),
         Command::Completions(args) => commands::docs::completions(&args),
         Command::Man(args) => commands::docs::man(&args),
-        Command::DemoLoad => {
+        Command::DemoTraffic => {
             netto::workload::demo::run_until_stdin_closes().map(|()| ExitCode::SUCCESS)
         }
         Command::ServeHttp(args) => commands::serve::run_http(&args),

@@ -1,4 +1,4 @@
-//! The one data model every sink consumes: a [`Snapshot`] is what netto
+//! The one data model every front end consumes: a [`Snapshot`] is what netto
 //! measured over one interval. The live collector produces them and later a
 //! recording replays them, so `stat`, the TUI, the web view and recordings
 //! all agree on what a number means. No I/O here.

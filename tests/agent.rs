@@ -34,7 +34,7 @@ fn stdout_of(args: &[&str]) -> String {
     String::from_utf8(out.stdout).unwrap()
 }
 
-/// The commands a user can name (not the demo load's hidden child).
+/// The commands a user can name (not the demo traffic's hidden child).
 fn commands() -> Vec<String> {
     netto::cli::Cli::command()
         .get_subcommands()

@@ -214,7 +214,7 @@ fn demo_load_shows_network_time_and_is_removed_on_exit() {
         String::from_utf8_lossy(&out.stderr)
     );
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("demo load: TCP"), "{stderr}");
+    assert!(stderr.contains("demo traffic: TCP"), "{stderr}");
     let busiest = String::from_utf8_lossy(&out.stdout)
         .lines()
         .map(|l| serde_json::from_str::<Value>(l).unwrap())
@@ -241,7 +241,7 @@ fn demo_auto_runs_only_when_the_host_network_is_idle() {
     assert!(idle.status.success());
     let stderr = String::from_utf8_lossy(&idle.stderr);
     assert!(
-        stderr.contains("demo load: TCP"),
+        stderr.contains("demo traffic: TCP"),
         "idle host, no demo:\n{stderr}"
     );
 
@@ -259,7 +259,7 @@ fn demo_auto_runs_only_when_the_host_network_is_idle() {
     assert!(busy.status.success());
     let stderr = String::from_utf8_lossy(&busy.stderr);
     assert!(
-        !stderr.contains("demo load"),
+        !stderr.contains("demo traffic"),
         "demo on a busy host:\n{stderr}"
     );
     assert!(demo_namespaces().is_empty(), "left {:?}", demo_namespaces());

@@ -13,10 +13,10 @@ use std::sync::OnceLock;
 use actix_web::http::StatusCode;
 use actix_web::{test as http, App as HttpApp};
 use netto::breakdown::breakdowns;
-use netto::frontends::tui::app::{App, Settings as TopSettings};
+use netto::frontends::tui::app::{App, TopSettings};
 use netto::frontends::tui::{draw, input};
 use netto::frontends::web::routes;
-use netto::frontends::web::state::{FlameWindow, Settings as ServeSettings, State};
+use netto::frontends::web::state::{FlameWindow, ServeSettings, State};
 use netto::model::{
     CpuTime, EventKey, Recording, RecordingHeader, SampleContext, SamplingStats, Snapshot,
     SoftirqVector, StackCount,

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use netto::kernel::backend::BackendChoice;
 use netto::kernel::sampler::Transport;
-use netto::source::live::{self, Demo, LiveConfig, Sampling};
+use netto::source::live::{self, DemoWhen, LiveConfig, StackSampling};
 use netto::source::Control;
 
 #[test]
@@ -27,11 +27,11 @@ fn frequency_changes_while_running_and_everything_unloads() {
         bpf_stats: false,
         interval: Duration::from_millis(300),
         duration: None,
-        sampling: Some(Sampling {
+        sampling: Some(StackSampling {
             frequency_hz: 200,
             transport: Transport::Mmap,
         }),
-        demo: Demo::Off,
+        demo: DemoWhen::Off,
         flush_on_stop: false,
         xdp_sketch: None,
     })

@@ -1,4 +1,4 @@
-//! `netto serve` measuring for real (root, BPF) under the demo load (TCP
+//! `netto serve` measuring for real (root, BPF) under the demo traffic (TCP
 //! through a veth pair into a namespace): the stream delivers a snapshot
 //! per interval from a serving process that holds neither privileges nor
 //! BPF objects, 50 stream clients at once neither slow the collector down
@@ -102,7 +102,7 @@ fn the_stream_delivers_a_snapshot_per_interval_under_load() {
         .map(|s| s["interval_s"].as_f64().unwrap())
         .fold(0.0, f64::max);
     eprintln!("13 snapshots in {took:.2} s, longest interval {longest:.3} s");
-    // The demo load shows: receive softirq time, samples, a breakdown.
+    // The demo traffic shows: receive softirq time, samples, a breakdown.
     let busy = snapshots
         .iter()
         .filter(|s| s["events"]["net_rx_softirq"]["total_ns"].as_u64().unwrap() > 1_000_000)
@@ -231,7 +231,7 @@ fn fifty_stream_clients_for_30_s() {
     assert!(status.success(), "{status}");
 }
 
-/// The namespaces netto's demo load made (`netto-demo-PID-N`).
+/// The namespaces netto's demo traffic made (`netto-demo-PID-N`).
 fn demo_namespaces(pid: u32) -> Vec<String> {
     let listing = std::process::Command::new("ip")
         .args(["netns", "list"])
@@ -254,7 +254,7 @@ fn the_serving_process_ending_ends_a_live_netto_cleanly() {
     let demo = children(serve.pid())
         .into_iter()
         .find(|pid| *pid != server)
-        .expect("the demo load process");
+        .expect("the demo traffic process");
     assert_eq!(demo_namespaces(demo).len(), 1);
     unsafe { libc::kill(server as i32, libc::SIGKILL) };
     let started = Instant::now();
@@ -271,7 +271,7 @@ fn the_serving_process_ending_ends_a_live_netto_cleanly() {
     );
     // The stream's connection went with the server.
     assert!(!matches!(events.next_event(), Ok(Some(_))));
-    // The demo load and its namespace are gone, and so is netto.
+    // The demo traffic and its namespace are gone, and so is netto.
     assert!(children(netto).is_empty());
     assert!(!std::path::Path::new(&format!("/proc/{demo}")).exists());
     assert_eq!(demo_namespaces(demo), Vec::<String>::new());

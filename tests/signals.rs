@@ -1,5 +1,5 @@
 //! Signals as a terminal sends them. Ctrl-C reaches the whole foreground
-//! process group, netto and its demo load child alike: netto must still
+//! process group, netto and its demo traffic child alike: netto must still
 //! end cleanly and leave no namespace or veth behind, and a second Ctrl-C
 //! must end it at once, with the namespace still removed. Root (the demo
 //! load builds a namespace).
@@ -42,7 +42,7 @@ impl Job {
             let line = stderr
                 .recv_timeout(left)
                 .expect("netto never said it measures");
-            if line.contains("demo load: TCP") {
+            if line.contains("demo traffic: TCP") {
                 banner = Some(line);
             } else if line.starts_with("netto: measuring") {
                 break;
@@ -75,7 +75,7 @@ impl Job {
         assert_eq!(unsafe { libc::kill(-self.pid(), libc::SIGINT) }, 0);
     }
 
-    /// The demo load child (`netto demo-load`), from /proc.
+    /// The demo traffic child (`netto demo-traffic`), from /proc.
     fn demo_child(&self) -> libc::pid_t {
         let tasks = std::fs::read_dir(format!("/proc/{}/task", self.pid())).unwrap();
         let children: Vec<libc::pid_t> = tasks
@@ -157,7 +157,7 @@ fn a_second_ctrl_c_exits_at_once_and_the_namespace_still_goes() {
     thread::sleep(Duration::from_millis(500));
     if let Some(status) = job.netto.0.try_wait().unwrap() {
         panic!(
-            "netto ended ({status}) without waiting for the demo load: {:?}",
+            "netto ended ({status}) without waiting for the demo traffic: {:?}",
             job.stderr_lines()
         );
     }

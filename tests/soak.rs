@@ -1,5 +1,5 @@
 //! The long-run check of `netto serve` (benches/soak.sh), short: 25 s at
-//! 10 kHz under the demo load with 5 stream clients. Memory stays flat
+//! 10 kHz under the demo traffic with 5 stream clients. Memory stays flat
 //! after warm-up, every client gets every snapshot, and every loss the
 //! snapshots report is counted by /metrics. Needs root and BPF.
 

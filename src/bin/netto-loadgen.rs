@@ -26,7 +26,7 @@ use netto::workload::traffic::{
 #[command(
     name = "netto-loadgen",
     version,
-    about = "Generate known socket or file load to check netto against"
+    about = "Generate known socket or file traffic to check netto against"
 )]
 struct Cli {
     #[command(subcommand)]
@@ -91,7 +91,7 @@ struct RunArgs {
     /// How long to run, in seconds (fractions allowed)
     #[arg(long, value_name = "SECS", value_parser = parse_seconds)]
     duration: Duration,
-    /// Pin the load to this CPU
+    /// Pin the traffic to this CPU
     #[arg(long, value_name = "N")]
     cpu: Option<usize>,
 }

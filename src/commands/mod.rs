@@ -1,5 +1,5 @@
-//! One module per subcommand: each wires kernel -> collector -> sink and
-//! owns nothing else.
+//! One module per subcommand: each wires a snapshot source to a front end
+//! and owns nothing else.
 
 pub mod check;
 pub mod docs;

@@ -18,7 +18,7 @@ use netto::frontends::web::feed::{self, Feed};
 use netto::frontends::web::host::HostCheck;
 use netto::frontends::web::process::{self, ServerProcess};
 use netto::frontends::web::sandbox::{self, Identity};
-use netto::frontends::web::state::{FlameWindow, Settings, State};
+use netto::frontends::web::state::{FlameWindow, ServeSettings, State};
 use netto::source::{Control, Source};
 
 use super::signals::{stop_on_signals, when_stopped};
@@ -44,7 +44,7 @@ pub fn run(args: &ServeArgs) -> Result<ExitCode> {
     }
     let start = Feed::Start {
         info: source.info.clone(),
-        settings: Settings {
+        settings: ServeSettings {
             history_s: args.history,
             flame_s: FlameWindow::DEFAULT.seconds(),
         },

@@ -3,7 +3,7 @@
 //! released by destructors, and `top` gives the terminal back. A second
 //! SIGINT or SIGTERM, for a user who will not wait for that, ends the
 //! process at once: the kernel releases the links and the statistics fd of
-//! an exiting process, and the demo load's child removes its namespace
+//! an exiting process, and the demo traffic's child removes its namespace
 //! when its stdin closes (see `netto::workload::demo`).
 
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use netto::cli::SketchArgs;
-use netto::frontends::{sketch as sink, stat::write_json};
+use netto::frontends::{sketch, stat::write_json};
 use netto::kernel::stats::Statistics;
 use netto::kernel::{privileges, KernelError};
 use netto::sketch::Host;
@@ -40,7 +40,7 @@ pub fn run(args: &SketchArgs) -> Result<ExitCode> {
         if args.json {
             write_json(&mut stdout, &snapshot)
         } else {
-            sink::write_table(&mut stdout, &snapshot)
+            sketch::write_table(&mut stdout, &snapshot)
         }
         .context("writing to standard output")
     })?;

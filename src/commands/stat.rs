@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use netto::cli::StatArgs;
-use netto::frontends::stat as sink;
+use netto::frontends::stat;
 
 use super::startup;
 
@@ -14,9 +14,9 @@ pub fn run(args: &StatArgs) -> Result<ExitCode> {
     let mut stdout = io::stdout().lock();
     for snapshot in source.snapshots.iter() {
         if args.json {
-            sink::write_json(&mut stdout, &snapshot)
+            stat::write_json(&mut stdout, &snapshot)
         } else {
-            sink::write_table(&mut stdout, &snapshot)
+            stat::write_table(&mut stdout, &snapshot)
         }
         .context("writing to standard output")?;
     }

@@ -13,7 +13,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use anyhow::{bail, Context, Result};
 use netto::cli::TopArgs;
 use netto::frontends::flame::Labels;
-use netto::frontends::tui::app::{App, Effect, Settings};
+use netto::frontends::tui::app::{App, Effect, TopSettings};
 use netto::frontends::tui::terminal::Screen;
 use netto::frontends::tui::{draw, input};
 use netto::model::Snapshot;
@@ -49,7 +49,7 @@ pub fn run(args: &TopArgs) -> Result<ExitCode> {
         let _ = signals.send(Message::Signal);
     })?;
     let source = startup::view_source(&args.source)?;
-    let settings = Settings {
+    let settings = TopSettings {
         history_s: args.history,
         flame_s: args.flame_seconds,
         speed: if args.source.replay.is_some() {

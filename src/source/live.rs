@@ -6,7 +6,7 @@
 //! through channels. Start-up runs in three steps, the same for every
 //! command, so each says the same things in the same order: [`Opened`]
 //! (privileges, backend, statistics), [`Extras`] (the sampler, kernel
-//! symbols, the demo load, the co-hosted sketch), then [`Measure`], the
+//! symbols, the demo traffic, the co-hosted sketch), then [`Measure`], the
 //! interval loop, which replaces the sampler when the frequency changes.
 
 use std::mem::MaybeUninit;
@@ -40,15 +40,15 @@ use crate::workload::demo::DemoProcess;
 pub const DRAIN_PERIOD: Duration = Duration::from_millis(100);
 
 #[derive(Debug, Clone, Copy)]
-pub struct Sampling {
+pub struct StackSampling {
     pub frequency_hz: u64,
     pub transport: Transport,
 }
 
-/// The built-in demo load: never, always, or only when the host's network
+/// The built-in demo traffic: never, always, or only when the host's network
 /// is idle (so a newcomer sees real numbers, and a busy host is left alone).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Demo {
+pub enum DemoWhen {
     Off,
     On,
     IfIdle,
@@ -68,9 +68,9 @@ pub struct LiveConfig {
     /// End by itself after this long, with a last, shorter snapshot.
     pub duration: Option<Duration>,
     /// Sample kernel stacks; `None` measures the exact events only.
-    pub sampling: Option<Sampling>,
-    /// Whether to run the built-in demo load (a child process).
-    pub demo: Demo,
+    pub sampling: Option<StackSampling>,
+    /// Whether to run the built-in demo traffic (a child process).
+    pub demo: DemoWhen,
     /// On [`Control::Stop`], deliver the interval in progress too, so a
     /// recording keeps every sample taken before Ctrl-C.
     pub flush_on_stop: bool,
@@ -287,17 +287,17 @@ fn load_sampler<'obj>(
     )?)
 }
 
-fn start_demo(demo: Demo, accounting: &Accounting<'_>) -> Result<Option<DemoProcess>> {
+fn start_demo(demo: DemoWhen, accounting: &Accounting<'_>) -> Result<Option<DemoProcess>> {
     let wanted = match demo {
-        Demo::Off => false,
-        Demo::On => true,
-        Demo::IfIdle => network_idle(accounting)?,
+        DemoWhen::Off => false,
+        DemoWhen::On => true,
+        DemoWhen::IfIdle => network_idle(accounting)?,
     };
     if !wanted {
         return Ok(None);
     }
     DemoProcess::start()
-        .context("starting the demo load")
+        .context("starting the demo traffic")
         .map(Some)
 }
 

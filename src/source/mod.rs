@@ -25,7 +25,7 @@ pub struct SourceInfo {
     /// `live`, or the path of the replayed recording.
     pub origin: String,
     /// Things the user should know about this run (features this kernel
-    /// lacks, the demo load), one sentence each.
+    /// lacks, the demo traffic), one sentence each.
     pub notes: Vec<String>,
 }
 

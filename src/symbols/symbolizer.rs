@@ -2,7 +2,7 @@
 //!
 //! Sampling sees the same few thousand return addresses over and over, so
 //! every address is resolved once and then costs one hash lookup; function
-//! names are interned so a stack is a small `Vec<FrameId>` until a sink asks
+//! names are interned so a stack is a small `Vec<FrameId>` until a front end asks
 //! for strings. Addresses stay inside this module: frames, errors and
 //! `Debug` output only ever carry names.
 

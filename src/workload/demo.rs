@@ -1,4 +1,4 @@
-//! netto's built-in demo load, so there is something to measure without setting up
+//! netto's built-in demo traffic, so there is something to measure without setting up
 //! traffic by hand: a TCP stream from the host into a private namespace over a veth
 //! pair, which exercises the real send and receive paths on both ends and touches no
 //! outside network.
@@ -71,7 +71,7 @@ impl Demo {
     /// One line saying where the demo traffic flows, for netto's startup banner.
     pub fn describe(&self) -> String {
         format!(
-            "demo load: TCP {} -> {}:{DEMO_PORT}, 64 KiB writes ({PREFERRED_CONGESTION} if available), via veth {} into namespace {}",
+            "demo traffic: TCP {} -> {}:{DEMO_PORT}, 64 KiB writes ({PREFERRED_CONGESTION} if available), via veth {} into namespace {}",
             self.pair.host_addr(),
             self.pair.peer_addr(),
             self.pair.host_ifname(),
@@ -94,8 +94,8 @@ impl Drop for Demo {
     }
 }
 
-/// Runs the sink inside the namespace. Readiness (or why it failed) goes back to
-/// `start`, so the client never races a sink that is not listening yet.
+/// Runs the discard server inside the namespace. Readiness (or why it failed) goes
+/// back to `start`, so the client never races a server that is not listening yet.
 fn serve(
     pair: &VethPair,
     addr: SocketAddr,
@@ -106,19 +106,19 @@ fn serve(
         .enter_current_thread()
         .map_err(anyhow::Error::from)
         .and_then(|()| Discard::bind(Proto::Tcp, addr).map_err(anyhow::Error::from))
-        .with_context(|| format!("cannot start the demo sink on {addr}"));
-    let sink = match bound {
-        Ok(sink) => sink,
+        .with_context(|| format!("cannot start the demo discard server on {addr}"));
+    let server = match bound {
+        Ok(server) => server,
         Err(e) => {
             let _ = ready.send(Err(e));
             return;
         }
     };
     let _ = ready.send(Ok(()));
-    let _ = sink.run(Until::flag(stop));
+    let _ = server.run(Until::flag(stop));
 }
 
-/// Streams to the sink until stopped, reconnecting whenever the connection ends.
+/// Streams to the discard server until stopped, reconnecting whenever the connection ends.
 fn push(dest: SocketAddr, stop: &AtomicBool) {
     let mut config = SendConfig {
         size: WRITE_SIZE,
@@ -137,7 +137,7 @@ fn push(dest: SocketAddr, stop: &AtomicBool) {
     }
 }
 
-/// The demo load in a child process (`netto demo-load`), so the CPU it burns
+/// The demo traffic in a child process (`netto demo-traffic`), so the CPU it burns
 /// is not counted as netto's own overhead. The child stops when its stdin
 /// closes, which also happens when netto is killed: the child then still
 /// removes its namespace.
@@ -152,22 +152,22 @@ impl DemoProcess {
         use std::process::{Command, Stdio};
 
         let mut child = Command::new("/proc/self/exe")
-            .arg(DEMO_LOAD_COMMAND)
+            .arg(DEMO_TRAFFIC_COMMAND)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
-            .context("cannot start the demo load process")?;
+            .context("cannot start the demo traffic process")?;
         let mut description = String::new();
         if let Some(stdout) = child.stdout.take() {
             BufReader::new(stdout)
                 .read_line(&mut description)
-                .context("reading from the demo load process")?;
+                .context("reading from the demo traffic process")?;
         }
         if description.trim().is_empty() {
             let _ = child.kill();
             let _ = child.wait();
-            anyhow::bail!("the demo load process failed to start");
+            anyhow::bail!("the demo traffic process failed to start");
         }
         Ok(DemoProcess {
             child,
@@ -188,7 +188,7 @@ impl Drop for DemoProcess {
 }
 
 /// The hidden subcommand the demo child runs.
-pub const DEMO_LOAD_COMMAND: &str = "demo-load";
+pub const DEMO_TRAFFIC_COMMAND: &str = "demo-traffic";
 
 /// Signals a terminal sends to its whole foreground process group, which
 /// the child shares with netto: Ctrl-C, Ctrl-\, Ctrl-Z and a hang-up. The
@@ -198,7 +198,7 @@ pub const DEMO_LOAD_COMMAND: &str = "demo-load";
 const TERMINAL_SIGNALS: [libc::c_int; 4] =
     [libc::SIGINT, libc::SIGQUIT, libc::SIGTSTP, libc::SIGHUP];
 
-/// Body of `netto demo-load`: runs the load until stdin closes, or until a
+/// Body of `netto demo-traffic`: runs the traffic until stdin closes, or until a
 /// SIGTERM (sent to every process of a stopped service, for instance),
 /// then removes the namespace.
 pub fn run_until_stdin_closes() -> anyhow::Result<()> {
@@ -209,12 +209,12 @@ pub fn run_until_stdin_closes() -> anyhow::Result<()> {
         // nothing else in this process handles these signals.
         if unsafe { libc::signal(signal, libc::SIG_IGN) } == libc::SIG_ERR {
             return Err(std::io::Error::last_os_error())
-                .context("ignoring the terminal's signals in the demo load");
+                .context("ignoring the terminal's signals in the demo traffic");
         }
     }
     let (done_tx, done) = mpsc::channel();
     let mut terminate = signal_hook::iterator::Signals::new([libc::SIGTERM])
-        .context("handling SIGTERM in the demo load")?;
+        .context("handling SIGTERM in the demo traffic")?;
     let on_term = done_tx.clone();
     thread::spawn(move || {
         if terminate.forever().next().is_some() {
@@ -226,8 +226,8 @@ pub fn run_until_stdin_closes() -> anyhow::Result<()> {
     writeln!(stdout, "{}", demo.describe())?;
     stdout.flush()?;
     thread::spawn(move || {
-        let mut sink = [0u8; 64];
-        while matches!(std::io::stdin().read(&mut sink), Ok(n) if n > 0) {}
+        let mut ignored = [0u8; 64];
+        while matches!(std::io::stdin().read(&mut ignored), Ok(n) if n > 0) {}
         let _ = done_tx.send(());
     });
     let _ = done.recv();

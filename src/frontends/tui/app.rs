@@ -14,7 +14,7 @@ use crate::source::SourceInfo;
 
 /// Options fixed for the run.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Settings {
+pub struct TopSettings {
     /// How far back the chart reaches, in seconds of measured time.
     pub history_s: f64,
     /// What `s` draws a flame graph of.
@@ -66,7 +66,7 @@ pub struct App {
     pub info: SourceInfo,
     /// Whether the source measures now (only then can the frequency change).
     pub live: bool,
-    pub settings: Settings,
+    pub settings: TopSettings,
     /// The chart's span of snapshots, without their stacks: a few minutes
     /// of stacks would take hundreds of megabytes on a busy host.
     history: History,
@@ -99,7 +99,7 @@ pub struct App {
 }
 
 impl App {
-    pub fn new(info: SourceInfo, live: bool, settings: Settings) -> App {
+    pub fn new(info: SourceInfo, live: bool, settings: TopSettings) -> App {
         let status = (!info.notes.is_empty()).then(|| info.notes.join("; "));
         App {
             frequency_hz: info.frequency_hz,

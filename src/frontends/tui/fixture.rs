@@ -1,7 +1,7 @@
 //! A snapshot with known numbers for the UI's tests: every figure the
 //! panels show can be worked out by hand from here.
 
-use super::app::{App, Settings};
+use super::app::{App, TopSettings};
 use crate::breakdown::breakdowns;
 use crate::breakdown::hot::tcp_receive;
 use crate::model::{
@@ -128,8 +128,8 @@ pub fn info(origin: &str) -> SourceInfo {
     }
 }
 
-pub fn settings() -> Settings {
-    Settings {
+pub fn settings() -> TopSettings {
+    TopSettings {
         history_s: 300.0,
         flame_s: 30.0,
         speed: 1.0,

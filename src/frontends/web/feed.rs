@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 use super::host::HostCheck;
-use super::state::{Settings, State};
+use super::state::{ServeSettings, State};
 use crate::model::Snapshot;
 use crate::source::SourceInfo;
 
@@ -18,7 +18,7 @@ use crate::source::SourceInfo;
 pub enum Feed {
     Start {
         info: SourceInfo,
-        settings: Settings,
+        settings: ServeSettings,
         hosts: HostCheck,
     },
     Snapshot(Box<Snapshot>),
@@ -56,7 +56,9 @@ pub fn receive(input: &mut impl BufRead, line: &mut String) -> Result<Option<Fee
 }
 
 /// What to serve: the first message.
-pub fn start(input: &mut impl BufRead) -> Result<(SourceInfo, Settings, HostCheck), FeedError> {
+pub fn start(
+    input: &mut impl BufRead,
+) -> Result<(SourceInfo, ServeSettings, HostCheck), FeedError> {
     match receive(input, &mut String::new())? {
         Some(Feed::Start {
             info,
@@ -96,8 +98,8 @@ mod tests {
         }
     }
 
-    fn settings() -> Settings {
-        Settings {
+    fn settings() -> ServeSettings {
+        ServeSettings {
             history_s: 60.0,
             flame_s: 30.0,
         }

@@ -27,7 +27,7 @@ use crate::source::SourceInfo;
 
 /// How the server was started, shown by the page and the source endpoint.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct Settings {
+pub struct ServeSettings {
     /// Seconds of snapshots kept.
     pub history_s: f64,
     /// The flame graph's window when a request names none.
@@ -205,7 +205,7 @@ struct Flame {
 
 pub struct State {
     pub info: SourceInfo,
-    pub settings: Settings,
+    pub settings: ServeSettings,
     pub metrics: Metrics,
     pub streams: Streams,
     recent: RwLock<Recent>,
@@ -226,7 +226,7 @@ pub enum FlameFailure {
 const SNAPSHOT_EVENT: &str = "snapshot";
 
 impl State {
-    pub fn new(info: SourceInfo, settings: Settings) -> Result<State, MetricsError> {
+    pub fn new(info: SourceInfo, settings: ServeSettings) -> Result<State, MetricsError> {
         let stack_span = FlameWindow::LONGEST.seconds().min(settings.history_s);
         Ok(State {
             metrics: Metrics::new(&info)?,
@@ -531,7 +531,7 @@ mod tests {
             origin: "live".into(),
             notes: vec![],
         };
-        let settings = Settings {
+        let settings = ServeSettings {
             history_s,
             flame_s: 30.0,
         };

@@ -1,4 +1,4 @@
-//! CPU pinning, so a load's kernel work lands on a known CPU.
+//! CPU pinning, so the traffic's kernel work lands on a known CPU.
 
 use std::io;
 use std::mem;

@@ -1,4 +1,4 @@
-//! Why a load loop could not run.
+//! Why a traffic loop could not run.
 
 use std::io;
 use std::net::SocketAddr;

@@ -1,4 +1,4 @@
-//! Which protocol and which syscall a load loop drives.
+//! Which protocol and which syscall a traffic loop drives.
 
 use std::fmt;
 

@@ -1,4 +1,4 @@
-//! A temporary regular file for sendfile and for the file-read load.
+//! A temporary regular file for sendfile and for the file-read traffic.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};

@@ -1,4 +1,4 @@
-//! What a load loop did, in the units netto reports.
+//! What a traffic loop did, in the units netto reports.
 
 use std::ops::AddAssign;
 

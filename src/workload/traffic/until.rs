@@ -1,4 +1,4 @@
-//! The end condition shared by every load loop.
+//! The end condition shared by every traffic loop.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
