@@ -30,7 +30,7 @@ use netto::frontends::tui::app::{App, Panel, TopSettings};
 use netto::frontends::tui::draw;
 use netto::frontends::tui::tree::{NodeId, Tree};
 use netto::model::{EventKey, SampleContext, SamplingStats, Snapshot, StackCount};
-use netto::source::SourceInfo;
+use netto::source::{Origin, SourceInfo};
 use ratatui::backend::CrosstermBackend;
 use ratatui::layout::Rect;
 use ratatui::{Terminal, TerminalOptions, Viewport};
@@ -141,7 +141,7 @@ fn app(seed: u64) -> App {
         kernel: "6.18.0".into(),
         backend: "tracepoint".into(),
         frequency_hz: Some(499),
-        origin: "live".into(),
+        origin: Origin::Live,
         notes: Vec::new(),
     };
     let settings = TopSettings {
@@ -149,7 +149,7 @@ fn app(seed: u64) -> App {
         flame_s: 30.0,
         speed: 1.0,
     };
-    let mut app = App::new(info, true, settings);
+    let mut app = App::new(info, settings);
     let template = snapshot(0.0, seed);
     for i in 0..HISTORY {
         let mut s = template.clone();

@@ -27,7 +27,7 @@ use netto::sketch::flow::classify;
 use netto::sketch::packet;
 use netto::sketch::reference::Reference;
 use netto::sketch::variates::Variates;
-use netto::source::SourceInfo;
+use netto::source::{Origin, SourceInfo};
 use netto::symbols::kallsyms::{Kallsyms, SymbolTable};
 use proptest::prelude::*;
 use proptest::strategy::ValueTree;
@@ -91,7 +91,7 @@ fn info() -> SourceInfo {
         kernel: "k".into(),
         backend: "tracepoint".into(),
         frequency_hz: Some(99),
-        origin: "fuzz.json".into(),
+        origin: Origin::Replay("fuzz.json".into()),
         notes: Vec::new(),
     }
 }
@@ -104,7 +104,7 @@ fn play_through_front_ends(recording: &Recording) {
         flame_s: 30.0,
         speed: 1.0,
     };
-    let mut app = App::new(info(), false, settings);
+    let mut app = App::new(info(), settings);
     let mut terminal = Terminal::new(TestBackend::new(120, 40)).unwrap();
     let state = State::new(
         info(),

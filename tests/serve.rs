@@ -108,7 +108,7 @@ fn every_endpoint_of_a_replayed_recording() {
     assert_eq!(source["source"]["host"], recording.header.host);
     assert_eq!(source["source"]["kernel"], recording.header.kernel);
     assert_eq!(source["source"]["backend"], "tracepoint");
-    assert_eq!(source["source"]["origin"], RECORDING);
+    assert_eq!(source["source"]["origin"]["replay"], RECORDING);
     assert_eq!(source["source"]["frequency_hz"], 1000);
     assert_eq!(source["snapshots"], 6);
     assert_eq!(source["ended"], true);

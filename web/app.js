@@ -73,7 +73,7 @@ function showSource(about) {
   const sampling = src.frequency_hz ? `, sampling at ${src.frequency_hz} Hz` : "";
   $("source").textContent =
     `${src.host} · kernel ${src.kernel} · ${src.backend} backend${sampling} · ` +
-    (src.origin === "live" ? "live" : `replay of ${src.origin}`);
+    (src.origin === "live" ? "live" : `replay of ${src.origin.replay}`);
   const notes = $("notes");
   notes.replaceChildren(...src.notes.map((note) => el("li", {}, note)));
   const windows = $("flame-window");

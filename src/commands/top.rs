@@ -58,7 +58,7 @@ pub fn run(args: &TopArgs) -> Result<ExitCode> {
             1.0
         },
     };
-    let mut app = App::new(source.info.clone(), source.is_live(), settings);
+    let mut app = App::new(source.info.clone(), settings);
     let control = source.controller();
     feed(source, tx.clone())?;
 
@@ -186,10 +186,10 @@ fn flame_graph(app: &App) -> String {
     let path =
         std::env::current_dir().map_or_else(|_| Path::new(&name).to_owned(), |d| d.join(&name));
     let info = &app.info;
-    let run = if app.live {
+    let run = if app.live() {
         "netto top".to_owned()
     } else {
-        format!("a replay of {}", info.origin)
+        format!("a {}", info.origin)
     };
     let labels = Labels {
         title: format!("Kernel network stack CPU on {}", info.host),

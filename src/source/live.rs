@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 use libbpf_rs::OpenObject;
 
-use super::{Control, Source, SourceInfo};
+use super::{Control, Origin, Source, SourceInfo};
 use crate::breakdown::breakdowns;
 use crate::breakdown::fold::Folder;
 use crate::collect::Collector;
@@ -108,7 +108,6 @@ pub fn start(config: LiveConfig) -> Result<Source> {
         snapshots: snapshot_rx,
         control: control_tx,
         thread: Some(thread),
-        live: true,
     })
 }
 
@@ -205,7 +204,7 @@ impl<'obj> Opened<'obj> {
             kernel: read_trimmed("/proc/sys/kernel/osrelease"),
             backend: self.accounting.backend().name().to_owned(),
             frequency_hz: config.sampling.map(|s| s.frequency_hz),
-            origin: "live".to_owned(),
+            origin: Origin::Live,
             notes,
         }
     }

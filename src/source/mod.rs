@@ -7,6 +7,7 @@
 pub mod live;
 pub mod replay;
 
+use std::fmt;
 use std::sync::mpsc::{Receiver, Sender};
 use std::thread::JoinHandle;
 
@@ -22,11 +23,30 @@ pub struct SourceInfo {
     pub backend: String,
     /// Stack sampling frequency at the start; `None` when not sampling.
     pub frequency_hz: Option<u64>,
-    /// `live`, or the path of the replayed recording.
-    pub origin: String,
+    pub origin: Origin,
     /// Things the user should know about this run (features this kernel
     /// lacks, the demo traffic), one sentence each.
     pub notes: Vec<String>,
+}
+
+/// Where a source's snapshots come from. In JSON `"live"`, or
+/// `{"replay": PATH}`: a recording named `live` is still a replay.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Origin {
+    /// Measured now.
+    Live,
+    /// Played back from the recording at this path.
+    Replay(String),
+}
+
+impl fmt::Display for Origin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Origin::Live => f.write_str("live"),
+            Origin::Replay(path) => write!(f, "replay of {path}"),
+        }
+    }
 }
 
 /// A request to a running source.
@@ -47,7 +67,6 @@ pub struct Source {
     pub snapshots: Receiver<Snapshot>,
     control: Sender<Control>,
     thread: Option<JoinHandle<anyhow::Result<()>>>,
-    live: bool,
 }
 
 impl Source {
@@ -58,7 +77,7 @@ impl Source {
 
     /// Whether the source measures now (only then can the frequency change).
     pub fn is_live(&self) -> bool {
-        self.live
+        self.info.origin == Origin::Live
     }
 
     pub fn stop(&self) {

@@ -8,15 +8,15 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 
-use super::{Control, Source, SourceInfo};
+use super::{Control, Origin, Source, SourceInfo};
 use crate::model::Snapshot;
 use crate::recording::ValidRecording;
 
 /// Plays `recording` back, `speed` times faster than it was measured
-/// (`f64::INFINITY`: all at once). `origin` names it for the front end.
+/// (`f64::INFINITY`: all at once). `path` names it for the front end.
 /// Only a validated recording plays: its intervals and `speed` (bounded by
 /// the command line) keep every pause within a `Duration`.
-pub fn start(recording: ValidRecording, origin: &str, speed: f64) -> Result<Source> {
+pub fn start(recording: ValidRecording, path: &str, speed: f64) -> Result<Source> {
     let recording = recording.into_inner();
     let header = &recording.header;
     let info = SourceInfo {
@@ -24,9 +24,9 @@ pub fn start(recording: ValidRecording, origin: &str, speed: f64) -> Result<Sour
         kernel: header.kernel.clone(),
         backend: header.backend.clone(),
         frequency_hz: (header.frequency_hz > 0).then_some(header.frequency_hz),
-        origin: origin.to_owned(),
+        origin: Origin::Replay(path.to_owned()),
         notes: vec![format!(
-            "replaying {origin}: {} snapshots over {:.1} s at {speed}x",
+            "replaying {path}: {} snapshots over {:.1} s at {speed}x",
             recording.snapshots.len(),
             header.duration_s
         )],
@@ -45,7 +45,6 @@ pub fn start(recording: ValidRecording, origin: &str, speed: f64) -> Result<Sour
         snapshots: snapshot_rx,
         control: control_tx,
         thread: Some(thread),
-        live: false,
     })
 }
 

@@ -10,7 +10,7 @@ use super::tree::{Expansion, NodeId, Row, Tree};
 use crate::breakdown::Categorizer;
 use crate::history::History;
 use crate::model::{EventKey, Snapshot, StackCount};
-use crate::source::SourceInfo;
+use crate::source::{Origin, SourceInfo};
 
 /// Options fixed for the run.
 #[derive(Debug, Clone, PartialEq)]
@@ -64,8 +64,6 @@ pub struct Series {
 #[derive(Debug, Clone)]
 pub struct App {
     pub info: SourceInfo,
-    /// Whether the source measures now (only then can the frequency change).
-    pub live: bool,
     pub settings: TopSettings,
     /// The chart's span of snapshots, without their stacks: a few minutes
     /// of stacks would take hundreds of megabytes on a busy host.
@@ -99,12 +97,11 @@ pub struct App {
 }
 
 impl App {
-    pub fn new(info: SourceInfo, live: bool, settings: TopSettings) -> App {
+    pub fn new(info: SourceInfo, settings: TopSettings) -> App {
         let status = (!info.notes.is_empty()).then(|| info.notes.join("; "));
         App {
             frequency_hz: info.frequency_hz,
             info,
-            live,
             history: History::new(settings.history_s),
             recent: History::new(settings.flame_s),
             settings,
@@ -124,6 +121,11 @@ impl App {
             help: false,
             ended: false,
         }
+    }
+
+    /// Whether the source measures now (only then can the frequency change).
+    pub fn live(&self) -> bool {
+        self.info.origin == Origin::Live
     }
 
     /// Takes the next snapshot in; shows it unless paused.
@@ -277,10 +279,10 @@ impl App {
 
     pub fn source_ended(&mut self) {
         self.ended = true;
-        self.status = Some(if self.live {
+        self.status = Some(if self.live() {
             "measuring has stopped".to_owned()
         } else {
-            format!("replay of {} finished; q quits", self.info.origin)
+            format!("{} finished; q quits", self.info.origin)
         });
     }
 
@@ -344,7 +346,7 @@ mod tests {
 
     #[test]
     fn stacks_are_kept_for_the_flame_graph_span_only() {
-        let mut app = App::new(fixture::info("live"), true, fixture::settings());
+        let mut app = App::new(fixture::info(Origin::Live), fixture::settings());
         for i in 0..40 {
             let mut snapshot = fixture::snapshot();
             snapshot.ts += f64::from(i);

@@ -8,7 +8,7 @@ use crate::model::{
     EventKey, Flow, FlowEstimate, ProgramCost, SampleContext, SamplingStats, SketchCost,
     SketchSnapshot, Snapshot, StackCount, XdpMode,
 };
-use crate::source::SourceInfo;
+use crate::source::{Origin, SourceInfo};
 
 /// Two CPUs over one second. net_rx_softirq: 250 ms (12.5% of the host,
 /// 25% of one CPU) in 5000 runs of 50 µs, on CPU 1 only; its 60 samples
@@ -117,13 +117,13 @@ pub fn sketch() -> SketchSnapshot {
     }
 }
 
-pub fn info(origin: &str) -> SourceInfo {
+pub fn info(origin: Origin) -> SourceInfo {
     SourceInfo {
         host: "testhost".into(),
         kernel: "6.18.0-test".into(),
         backend: "tracepoint".into(),
         frequency_hz: Some(499),
-        origin: origin.into(),
+        origin,
         notes: vec!["backend tracepoint: fixture".into()],
     }
 }
@@ -144,7 +144,7 @@ pub fn app() -> App {
 
 /// A live app that has shown `snapshot`, its start-up notes read.
 pub fn app_showing(snapshot: Snapshot) -> App {
-    let mut app = App::new(info("live"), true, settings());
+    let mut app = App::new(info(Origin::Live), settings());
     app.push(snapshot);
     app.status = None;
     app

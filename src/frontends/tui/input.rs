@@ -194,7 +194,7 @@ pub fn handle_key(app: &mut App, key: &KeyEvent) -> Option<Effect> {
 /// One step of [`frequency::STEPS`] up or down, if there is one and the
 /// source can change it.
 fn change_frequency(app: &mut App, faster: bool) -> Option<Effect> {
-    if !app.live {
+    if !app.live() {
         app.status = Some("a replay keeps its recorded sampling frequency".to_owned());
         return None;
     }
@@ -228,6 +228,7 @@ mod tests {
     use crate::frontends::tui::fixture;
     use crate::frontends::tui::tree::NodeId;
     use crate::model::SampleContext;
+    use crate::source::Origin;
 
     fn press(app: &mut App, code: KeyCode) -> Option<Effect> {
         handle_key(app, &KeyEvent::new(code, KeyModifiers::NONE))
@@ -310,7 +311,10 @@ mod tests {
 
     #[test]
     fn a_replay_refuses_frequency_changes() {
-        let mut app = App::new(fixture::info("r.json"), false, fixture::settings());
+        let mut app = App::new(
+            fixture::info(Origin::Replay("r.json".into())),
+            fixture::settings(),
+        );
         assert_eq!(chars(&mut app, "+-"), []);
         assert_eq!(app.frequency_hz, Some(499));
         assert!(app.status.as_deref().unwrap().contains("replay"));

@@ -86,6 +86,7 @@ pub fn pump(input: &mut impl BufRead, state: &State) -> Result<(), FeedError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::source::Origin;
 
     fn info() -> SourceInfo {
         SourceInfo {
@@ -93,7 +94,7 @@ mod tests {
             kernel: "6.8".into(),
             backend: "tracepoint".into(),
             frequency_hz: None,
-            origin: "live".into(),
+            origin: Origin::Live,
             notes: vec!["a note".into()],
         }
     }

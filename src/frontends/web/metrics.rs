@@ -11,7 +11,7 @@ use prometheus::{Counter, CounterVec, Encoder, Gauge, IntGauge, IntGaugeVec, Opt
 use thiserror::Error;
 
 use crate::model::{percent, Losses, Snapshot};
-use crate::source::SourceInfo;
+use crate::source::{Origin, SourceInfo};
 
 /// The content type of the text exposition format.
 pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
@@ -67,10 +67,9 @@ impl Metrics {
                 &["host", "kernel", "backend", "source", "version"],
             )?,
         )?;
-        let source = if info.origin == "live" {
-            "live"
-        } else {
-            "replay"
+        let source = match info.origin {
+            Origin::Live => "live",
+            Origin::Replay(_) => "replay",
         };
         info_gauge
             .with_label_values(&[
@@ -298,7 +297,7 @@ mod tests {
             kernel: "6.8".into(),
             backend: "tracepoint".into(),
             frequency_hz: Some(99),
-            origin: "live".into(),
+            origin: Origin::Live,
             notes: vec![],
         }
     }

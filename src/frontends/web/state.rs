@@ -521,6 +521,7 @@ fn clock(ts: f64) -> String {
 mod tests {
     use super::*;
     use crate::model::SampleContext;
+    use crate::source::Origin;
 
     fn state_with(history_s: f64) -> State {
         let info = SourceInfo {
@@ -528,7 +529,7 @@ mod tests {
             kernel: "6.8".into(),
             backend: "tracepoint".into(),
             frequency_hz: Some(99),
-            origin: "live".into(),
+            origin: Origin::Live,
             notes: vec![],
         };
         let settings = ServeSettings {

@@ -15,11 +15,7 @@ use crate::model::percent;
 
 pub fn draw(app: &App, frame: &mut Frame<'_>, area: Rect) {
     let info = &app.info;
-    let origin = if app.live {
-        "live".to_owned()
-    } else {
-        format!("replay of {}", info.origin)
-    };
+    let origin = info.origin.to_string();
     let first = Line::from(
         [
             field("host", info.host.clone()),

@@ -8,6 +8,7 @@ use crate::frontends::tui::app::App;
 use crate::frontends::tui::fixture;
 use crate::frontends::tui::tree::NodeId;
 use crate::model::SampleContext;
+use crate::source::Origin;
 
 fn screen(app: &App, width: u16, height: u16) -> Vec<String> {
     let mut terminal = Terminal::new(TestBackend::new(width, height)).unwrap();
@@ -299,7 +300,7 @@ fn help_overlay_lists_the_keys_and_the_notes() {
 
 #[test]
 fn start_up_notes_in_the_status_line_until_a_key_replaces_them() {
-    let app = App::new(fixture::info("live"), true, fixture::settings());
+    let app = App::new(fixture::info(Origin::Live), fixture::settings());
     let screen = screen(&app, 80, 24);
     assert_eq!(words(&screen[23]), ["backend", "tracepoint:", "fixture"]);
 }
@@ -318,7 +319,10 @@ fn paused_and_pending_snapshots_in_the_header() {
 
 #[test]
 fn before_the_first_snapshot_and_for_a_replay() {
-    let app = App::new(fixture::info("rec.json"), false, fixture::settings());
+    let app = App::new(
+        fixture::info(Origin::Replay("rec.json".into())),
+        fixture::settings(),
+    );
     let screen = screen(&app, 80, 24);
     assert_eq!(words(&screen[0])[6..], ["replay", "of", "rec.json"]);
     assert_eq!(
