@@ -11,6 +11,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
+use netto::source::intervals::Intervals;
 use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 
 /// Calls `stop` once when SIGINT, SIGTERM or SIGHUP arrives; exits at
@@ -66,30 +67,30 @@ pub fn when_stopped(stop: Receiver<()>, then: impl FnOnce() + Send + 'static) ->
     Ok(())
 }
 
-/// Calls `each` at the end of every interval until `duration` has passed
-/// (if given) or a stop was requested. Blocks on the stop channel rather
-/// than polling: one wake-up per interval.
+/// Calls `each` at the end of every interval (see [`Intervals`]) until
+/// `duration` has passed (if given) or a stop was requested. Blocks on the
+/// stop channel rather than polling: one wake-up per interval.
 pub fn every_interval(
     interval: f64,
     duration: Option<f64>,
     stop: &Receiver<()>,
     mut each: impl FnMut() -> Result<()>,
 ) -> Result<()> {
-    let start = Instant::now();
-    let end = duration.map(|d| start + Duration::from_secs_f64(d));
-    let interval = Duration::from_secs_f64(interval);
-    let mut tick = 1u32;
+    let mut intervals = Intervals::new(
+        Instant::now(),
+        Duration::from_secs_f64(interval),
+        duration.map(Duration::from_secs_f64),
+    );
     loop {
-        let due = start + interval * tick;
-        let until = end.map_or(due, |end| due.min(end));
-        let timeout = until.saturating_duration_since(Instant::now());
+        let timeout = intervals.due().saturating_duration_since(Instant::now());
         if !matches!(stop.recv_timeout(timeout), Err(RecvTimeoutError::Timeout)) {
             return Ok(());
         }
         each()?;
-        if end.is_some_and(|end| Instant::now() >= end) {
+        let now = Instant::now();
+        if intervals.ended(now) {
             return Ok(());
         }
-        tick += 1;
+        intervals.advance(now);
     }
 }

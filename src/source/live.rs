@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 use libbpf_rs::OpenObject;
 
+use super::intervals::Intervals;
 use super::{Control, Origin, Source, SourceInfo};
 use crate::breakdown::breakdowns;
 use crate::breakdown::fold::Folder;
@@ -345,10 +346,7 @@ struct Measure<'c, 'a, 'obj> {
     folder: Folder,
     control: &'c Receiver<Control>,
     out: &'c Sender<Snapshot>,
-    interval: Duration,
-    start: Instant,
-    tick: u32,
-    end: Option<Instant>,
+    intervals: Intervals,
     flush_on_stop: bool,
     /// Sampler counters when the interval began (zero for a sampler that
     /// replaced another during it).
@@ -370,17 +368,13 @@ impl<'c, 'a, 'obj> Measure<'c, 'a, 'obj> {
         out: &'c Sender<Snapshot>,
     ) -> Result<Self> {
         let collector = Collector::start(accounting, bpf_stats)?;
-        let start = Instant::now();
         Ok(Measure {
             collector,
             symbolizer,
             folder: Folder::new(),
             control,
             out,
-            interval: config.interval,
-            start,
-            tick: 1,
-            end: config.duration.map(|d| start + d),
+            intervals: Intervals::new(Instant::now(), config.interval, config.duration),
             flush_on_stop: config.flush_on_stop,
             base: SamplerCounters::default(),
             retired: SamplerCounters::default(),
@@ -415,8 +409,7 @@ impl<'c, 'a, 'obj> Measure<'c, 'a, 'obj> {
     /// Delivers snapshots until the run ends or the frequency changes.
     fn intervals(&mut self, mut sampler: Option<&mut Sampler<'_>>) -> Result<Next> {
         loop {
-            let due = self.start + self.interval * self.tick;
-            let due = self.end.map_or(due, |end| due.min(end));
+            let due = self.intervals.due();
             let wake_at = match sampler {
                 Some(_) => due.min(Instant::now() + DRAIN_PERIOD),
                 None => due,
@@ -428,7 +421,6 @@ impl<'c, 'a, 'obj> Measure<'c, 'a, 'obj> {
                 sampler.drain(|s| folder.add(s.cpu, s.context, s.frames))?;
             }
             let now = Instant::now();
-            let ended = self.end.is_some_and(|end| now >= end);
             match wake {
                 Wake::Frequency(hz) => {
                     if let Some(sampler) = sampler.as_deref().filter(|s| s.frequency_hz() != hz) {
@@ -445,15 +437,10 @@ impl<'c, 'a, 'obj> Measure<'c, 'a, 'obj> {
                     return Ok(Next::Done);
                 }
                 Wake::Due if now >= due => {
-                    if !self.deliver(sampler.as_deref())? || ended {
+                    if !self.deliver(sampler.as_deref())? || self.intervals.ended(now) {
                         return Ok(Next::Done);
                     }
-                    // After a stall (a slow sampler swap, a suspended
-                    // host) the next interval ends on the next tick still
-                    // ahead, not in a burst of near-empty catch-up ones.
-                    let elapsed = now.duration_since(self.start).as_secs_f64();
-                    let behind = (elapsed / self.interval.as_secs_f64()).floor() as u32 + 1;
-                    self.tick = (self.tick + 1).max(behind);
+                    self.intervals.advance(now);
                 }
                 Wake::Due => {}
             }
