@@ -17,6 +17,7 @@ use clap::{Args, Parser, Subcommand};
 use serde::Serialize;
 
 use netto::cli::parse_or_exit_code;
+use netto::collect::process;
 use netto::workload::traffic::{
     self, Discard, Proto, Receiver, RecvSyscall, SendConfig, SendSyscall, Summary, TrafficError,
     Until,
@@ -200,18 +201,22 @@ fn announce_ready() -> Result<(), Failure> {
 }
 
 fn report(summary: Summary) -> Result<(), Failure> {
-    let times = traffic::process_cpu_times()
+    let times = process::cpu_times()
         .map_err(|e| Failure::Run(format!("cannot read this process's CPU time: {e}")))?;
     let report = Report {
         pid: std::process::id(),
         calls: summary.calls,
         bytes: summary.bytes,
-        utime_ns: times.user_ns,
-        stime_ns: times.system_ns,
+        utime_ns: nanos(times.user),
+        stime_ns: nanos(times.system),
     };
     let line = serde_json::to_string(&report)
         .map_err(|e| Failure::Run(format!("cannot encode the report: {e}")))?;
     print_line(&line)
+}
+
+fn nanos(time: Duration) -> u64 {
+    u64::try_from(time.as_nanos()).unwrap_or(u64::MAX)
 }
 
 /// Flushes at once: readers wait on these lines while the process keeps running.

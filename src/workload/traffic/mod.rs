@@ -7,7 +7,6 @@
 
 mod affinity;
 mod bind;
-mod cputime;
 mod discard;
 mod drive;
 pub mod each_call;
@@ -30,7 +29,6 @@ mod udp_send;
 mod until;
 
 pub use affinity::pin_current_thread;
-pub use cputime::{process_cpu_times, CpuTimes};
 pub use discard::Discard;
 pub use error::TrafficError;
 pub use file_read::read_file;
