@@ -334,7 +334,7 @@ impl<'obj> Sampler<'obj> {
 }
 
 fn context_of(raw: u32) -> Option<SampleContext> {
-    const CONTEXTS: [(netto_sample_context, SampleContext); 4] = [
+    const CONTEXTS: [(netto_sample_context, SampleContext); 5] = [
         (netto_sample_context::NETTO_CTX_NET_RX, SampleContext::NetRx),
         (netto_sample_context::NETTO_CTX_NET_TX, SampleContext::NetTx),
         (
@@ -344,6 +344,10 @@ fn context_of(raw: u32) -> Option<SampleContext> {
         (
             netto_sample_context::NETTO_CTX_SOCK_RECV,
             SampleContext::SockRecv,
+        ),
+        (
+            netto_sample_context::NETTO_CTX_NET_TIMERS,
+            SampleContext::NetTimers,
         ),
     ];
     CONTEXTS

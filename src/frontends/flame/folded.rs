@@ -1,9 +1,10 @@
 //! Folded stacks, the plain-text exchange format of flame graph tools
 //! (flamegraph.pl, inferno, speedscope): one line per distinct stack,
-//! frames outermost first joined by `;`, then a space and the sample count.
-//! The sample context is the root frame (`net_rx;__do_softirq;... 12`), so
-//! the same kernel path under two contexts stays two towers instead of
-//! silently merging.
+//! frames outermost first joined by `;`, then a space and the width
+//! (nanoseconds of exact time, or samples: [`super::Weight`]). The sample
+//! context is the root frame (`net_rx;__do_softirq;... 12`), so the same
+//! kernel path under two contexts stays two towers instead of silently
+//! merging.
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -11,7 +12,7 @@ use std::io::{self, BufRead, Write};
 
 use thiserror::Error;
 
-use crate::model::StackCount;
+use super::FlameStack;
 
 /// What the symbolizer writes for a frame it could not name; reused here
 /// so an address that slipped through reads the same as any other
@@ -39,10 +40,10 @@ pub enum FoldedError {
     Io(#[from] io::Error),
 }
 
-/// Writes one line per distinct stack, sorted, with duplicates (the same
-/// stack reported in several intervals) added up. Stacks with no samples
-/// are left out: they would draw nothing and only lengthen the file.
-pub fn write_folded(stacks: &[StackCount], out: &mut dyn Write) -> io::Result<()> {
+/// Writes one line per distinct stack, sorted, with duplicates added up.
+/// Stacks of width 0 are left out: they would draw nothing and only
+/// lengthen the file.
+pub fn write_folded(stacks: &[FlameStack], out: &mut dyn Write) -> io::Result<()> {
     for (stack, count) in fold(stacks) {
         writeln!(out, "{stack} {count}")?;
     }
@@ -51,16 +52,16 @@ pub fn write_folded(stacks: &[StackCount], out: &mut dyn Write) -> io::Result<()
 
 /// The folded lines without their counts, keyed by stack text, which is
 /// what inferno and the differential step consume.
-pub(super) fn fold(stacks: &[StackCount]) -> BTreeMap<String, u64> {
+pub(super) fn fold(stacks: &[FlameStack]) -> BTreeMap<String, u64> {
     let mut folded = BTreeMap::new();
-    for stack in stacks.iter().filter(|s| s.count > 0) {
+    for stack in stacks.iter().filter(|s| s.width > 0) {
         let mut line = String::from(stack.context.name());
         for frame in &stack.frames {
             line.push(';');
             line.push_str(&frame_label(frame));
         }
         let total: &mut u64 = folded.entry(line).or_default();
-        *total = total.saturating_add(stack.count);
+        *total = total.saturating_add(stack.width);
     }
     folded
 }
@@ -161,7 +162,7 @@ mod tests {
     use super::*;
     use crate::model::SampleContext;
 
-    fn folded_text(stacks: &[StackCount]) -> String {
+    fn folded_text(stacks: &[FlameStack]) -> String {
         let mut out = Vec::new();
         write_folded(stacks, &mut out).unwrap();
         String::from_utf8(out).unwrap()
@@ -169,7 +170,7 @@ mod tests {
 
     #[test]
     fn context_is_the_root_frame_outermost_first() {
-        let text = folded_text(&[StackCount::of(
+        let text = folded_text(&[FlameStack::of(
             SampleContext::NetRx,
             &["__do_softirq", "net_rx_action", "napi_poll"],
             7,
@@ -180,20 +181,20 @@ mod tests {
     #[test]
     fn round_trip_keeps_every_count_and_merges_duplicates() {
         let stacks = vec![
-            StackCount::of(SampleContext::NetRx, &["__do_softirq", "net_rx_action"], 5),
-            StackCount::of(SampleContext::NetTx, &["__do_softirq", "net_tx_action"], 3),
-            StackCount::of(SampleContext::SockSend, &["tcp_sendmsg", "tcp_push"], 11),
-            StackCount::of(SampleContext::SockRecv, &["tcp_recvmsg", "[unknown]"], 2),
+            FlameStack::of(SampleContext::NetRx, &["__do_softirq", "net_rx_action"], 5),
+            FlameStack::of(SampleContext::NetTx, &["__do_softirq", "net_tx_action"], 3),
+            FlameStack::of(SampleContext::SockSend, &["tcp_sendmsg", "tcp_push"], 11),
+            FlameStack::of(SampleContext::SockRecv, &["tcp_recvmsg", "[unknown]"], 2),
             // Same path as the first, from a later interval.
-            StackCount::of(SampleContext::NetRx, &["__do_softirq", "net_rx_action"], 4),
+            FlameStack::of(SampleContext::NetRx, &["__do_softirq", "net_rx_action"], 4),
             // Same frames, other context: must stay apart.
-            StackCount::of(SampleContext::NetTx, &["__do_softirq", "net_rx_action"], 1),
+            FlameStack::of(SampleContext::NetTx, &["__do_softirq", "net_rx_action"], 1),
         ];
         let mut expected: BTreeMap<Vec<String>, u64> = BTreeMap::new();
         for s in &stacks {
             let mut frames = vec![s.context.name().to_string()];
             frames.extend(s.frames.iter().cloned());
-            *expected.entry(frames).or_default() += s.count;
+            *expected.entry(frames).or_default() += s.width;
         }
 
         let parsed = parse_folded(folded_text(&stacks).as_bytes()).unwrap();
@@ -260,7 +261,7 @@ mod tests {
     #[test]
     fn separators_and_addresses_never_reach_the_output() {
         let text = folded_text(&[
-            StackCount::of(
+            FlameStack::of(
                 SampleContext::NetRx,
                 &[
                     "ffffffff81a2b3c4",
@@ -271,7 +272,7 @@ mod tests {
                 ],
                 1,
             ),
-            StackCount::of(SampleContext::NetRx, &["unused"], 0),
+            FlameStack::of(SampleContext::NetRx, &["unused"], 0),
         ]);
         assert_eq!(
             text,
