@@ -21,18 +21,17 @@ const PRESENT: f64 = 0.03;
 const ABSENT: f64 = 0.01;
 
 /// Records while a TCP stream (BBR) runs from `src` to `dest` (a discard
-/// server in `dest_ns`).
+/// server in `dest_ns`). The load starts once netto records: loading BPF
+/// takes many seconds in the kernel matrix's emulated guests.
 fn record(topology: &Topology, src_ns: &str, dest_ns: &str, dest: &str) -> Recording {
     let output = tempfile::Builder::new().suffix(".json").tempfile().unwrap();
     let path = output.path().to_str().unwrap().to_owned();
-    let mut sink = topology.exec(dest_ns, LOADGEN);
-    sink.args(format!("discard --proto tcp --listen {dest} --duration 9").split_whitespace());
-    let _sink = Server::start(sink);
+    let load_s = scaled_secs(4);
     let mut record = Command::new(NETTO)
         .args([
             "record",
             "--duration",
-            "5",
+            &(load_s + scaled_secs(1)).to_string(),
             "--format",
             "json",
             "--force",
@@ -46,11 +45,22 @@ fn record(topology: &Topology, src_ns: &str, dest_ns: &str, dest: &str) -> Recor
         .unwrap();
     let stderr = record.stderr.take().unwrap();
     let record = Guarded(record);
-    wait_for_line(stderr, "netto: recording", Duration::from_secs(30));
+    wait_for_line(stderr, "netto: recording", scaled(Duration::from_secs(30)));
+    let mut sink = topology.exec(dest_ns, LOADGEN);
+    sink.args(
+        format!(
+            "discard --proto tcp --listen {dest} --duration {}",
+            load_s + 3
+        )
+        .split_whitespace(),
+    );
+    let _sink = Server::start(sink);
     let mut sender = topology.exec(src_ns, LOADGEN);
     sender.args(
-        format!("send --proto tcp --syscall write --dest {dest} --duration 4 --congestion bbr")
-            .split_whitespace(),
+        format!(
+            "send --proto tcp --syscall write --dest {dest} --duration {load_s} --congestion bbr"
+        )
+        .split_whitespace(),
     );
     run_client(sender);
     let mut record = record;
