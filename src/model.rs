@@ -669,6 +669,36 @@ mod tests {
     }
 
     #[test]
+    fn snapshots_recorded_before_agreement_and_net_timers_samples_still_load() {
+        let mut snapshot = Snapshot::empty("tracepoint", 1);
+        snapshot.sampling = Some(SamplingStats::default());
+        snapshot.breakdown = vec![Breakdown {
+            context: SampleContext::NetRx,
+            samples: 0,
+            agreement: Some(1.0),
+            categories: Vec::new(),
+        }];
+        let mut json = serde_json::to_value(snapshot).unwrap();
+        json["sampling"]
+            .as_object_mut()
+            .unwrap()
+            .remove("softirq_loop")
+            .unwrap();
+        json["breakdown"][0]
+            .as_object_mut()
+            .unwrap()
+            .remove("agreement")
+            .unwrap();
+        let old: Snapshot = serde_json::from_value(json).unwrap();
+        assert_eq!(old.breakdown[0].agreement, None);
+        assert_eq!(old.sampling.unwrap().softirq_loop, 0);
+        assert_eq!(
+            serde_json::to_value(SampleContext::NetTimers).unwrap(),
+            "net_timers"
+        );
+    }
+
+    #[test]
     fn percent_of_one_cpu() {
         let t = CpuTime {
             total_ns: 250_000_000,
