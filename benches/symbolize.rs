@@ -304,7 +304,7 @@ fn bench(c: &mut Criterion) {
                     folder.add(0, context, raw);
                 }
                 let folded = folder.take(&mut symbolizer);
-                black_box(breakdowns(&folded, &events))
+                black_box(breakdowns(&folded, &events, 999))
             })
         });
     }

@@ -121,13 +121,14 @@ fn snapshot(ts: f64, seed: u64) -> Snapshot {
     s.overhead.bpf_stats = true;
     s.overhead.bpf_run_time_ns = 9_000_000;
     s.stacks = stacks(seed);
-    s.breakdown = breakdowns(&s.stacks, &s.events);
+    s.breakdown = breakdowns(&s.stacks, &s.events, 499);
     s.sampling = Some(SamplingStats {
         frequency_hz: 499,
         transport: "mmap".into(),
         samples: s.stacks.iter().map(|st| st.count).sum(),
         dropped: 0,
         failed_stacks: 0,
+        softirq_loop: 0,
         buffer_bytes: 1 << 20,
     });
     s
@@ -147,6 +148,7 @@ fn app(seed: u64) -> App {
     let settings = TopSettings {
         history_s: HISTORY as f64,
         flame_s: 30.0,
+        flame_weight: Default::default(),
         speed: 1.0,
     };
     let mut app = App::new(info, settings);

@@ -138,6 +138,9 @@ enum netto_sample_context {
 	NETTO_CTX_NET_TX = 1,
 	NETTO_CTX_SOCK_SEND = 2,
 	NETTO_CTX_SOCK_RECV = 3,
+	/* a network timer callback, or the timer softirq's own work around
+	 * such callbacks (the time net_timers charges) */
+	NETTO_CTX_NET_TIMERS = 4,
 };
 
 enum netto_transport {

@@ -2,10 +2,11 @@
 /*
  * Stack sampler: a cpu-clock perf event per CPU runs this program; it keeps
  * a kernel stack only when the CPU was in network context (NET_RX/NET_TX
- * softirq, or a task inside a socket call), as the accounting programs
- * record it in the shared per-CPU map. Two transports, chosen at load time:
- * an mmapable array used as a double buffer (read by user space without a
- * syscall per sample) and the BPF ring buffer, kept to compare the two.
+ * softirq, a network timer callback, or a task inside a socket call), as
+ * the accounting programs record it in the shared per-CPU map. Two
+ * transports, chosen at load time: an mmapable array used as a double
+ * buffer (read by user space without a syscall per sample) and the BPF
+ * ring buffer, kept to compare the two.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -42,14 +43,52 @@ struct {
 	__uint(max_entries, 4096);
 } sample_ring SEC(".maps");
 
+/* Per CPU and softirq vector: the network callbacks' share (1/1024ths) of
+ * the callback time in the last run of that vector a sample saw, for a
+ * sample taken before the run's first callback. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, NETTO_NR_SOFTIRQS);
+	__type(key, __u32);
+	__type(value, __u32);
+} timer_net_share SEC(".maps");
+
+#define SHARE_ONE 1024
+
+/*
+ * A sample in a softirq other than NET_RX/NET_TX: inside a recognised
+ * network callback it is net_timers; inside another callback it is not.
+ * Outside any callback (the expiry loop, reprogramming the timer hardware)
+ * the accounting gives net_timers the network callbacks' share of that
+ * time (bpf/netto.h), so such a sample is kept with that probability: the
+ * share of the run so far, or of the vector's last run before the run's
+ * first callback.
+ */
+static __always_inline int timer_context(struct netto_cpu *c, __u32 vec)
+{
+	__u32 cb = c->callback - 1;
+	__u64 net = c->run_net_ns, all = c->run_net_ns + c->run_other_ns;
+	__u32 *share = bpf_map_lookup_elem(&timer_net_share, &vec);
+
+	if (cb < NETTO_MAX_CALLBACKS)
+		return NETTO_CTX_NET_TIMERS;
+	if (c->callback || !share)
+		return -1;
+	if (all)
+		*share = net * SHARE_ONE / all;
+	return bpf_get_prandom_u32() % SHARE_ONE < *share ? NETTO_CTX_NET_TIMERS : -1;
+}
+
 static __always_inline int sample_context(struct netto_cpu *c)
 {
-	if (c->softirq == NETTO_SOFTIRQ_NET_RX + 1)
+	__u32 vec = c->softirq - 1;
+
+	if (vec == NETTO_SOFTIRQ_NET_RX)
 		return NETTO_CTX_NET_RX;
-	if (c->softirq == NETTO_SOFTIRQ_NET_TX + 1)
+	if (vec == NETTO_SOFTIRQ_NET_TX)
 		return NETTO_CTX_NET_TX;
-	if (c->softirq)
-		return -1;
+	if (vec < NETTO_NR_SOFTIRQS)
+		return timer_context(c, vec);
 	if (c->task_window == NETTO_WIN_NAPI)
 		return NETTO_CTX_NET_RX;
 	if (c->task_window == NETTO_WIN_SEND)

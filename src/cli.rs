@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+use crate::frontends::flame::Weight;
 use crate::kernel::backend::BackendChoice;
 use crate::kernel::sampler::Transport;
 use crate::sketch::config as sketch_config;
@@ -223,6 +224,25 @@ impl Format {
     }
 }
 
+/// What a flame graph's widths count.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum WeightArg {
+    /// nanoseconds of exact event time: each interval's samples of a
+    /// context scaled to the context's measured time
+    Time,
+    /// stack samples
+    Samples,
+}
+
+impl From<WeightArg> for Weight {
+    fn from(arg: WeightArg) -> Self {
+        match arg {
+            WeightArg::Time => Weight::Time,
+            WeightArg::Samples => Weight::Samples,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum TransportArg {
     Mmap,
@@ -253,6 +273,10 @@ pub struct RecordArgs {
     /// Output format [default: from the file name, else svg].
     #[arg(long, value_enum)]
     pub format: Option<Format>,
+    /// What flame graph widths count (svg, folded; pprof: the value shown
+    /// first). A json recording keeps both.
+    #[arg(long, value_enum, default_value_t = WeightArg::Time)]
+    pub weight: WeightArg,
     /// Overwrite an existing output file.
     #[arg(long)]
     pub force: bool,
@@ -273,6 +297,10 @@ pub struct ReportArgs {
     /// Output format [default: from the file name, else svg].
     #[arg(long, value_enum)]
     pub format: Option<Format>,
+    /// What flame graph widths count (svg, folded; pprof: the value shown
+    /// first).
+    #[arg(long, value_enum, default_value_t = WeightArg::Time)]
+    pub weight: WeightArg,
     /// Overwrite an existing output file.
     #[arg(long)]
     pub force: bool,
@@ -313,6 +341,9 @@ pub struct TopArgs {
     /// Seconds a flame graph written with `s` covers.
     #[arg(long, value_name = "SECONDS", default_value = "30", allow_negative_numbers = true, value_parser = parse_window)]
     pub flame_seconds: f64,
+    /// What the widths of a flame graph written with `s` count.
+    #[arg(long, value_enum, default_value_t = WeightArg::Time)]
+    pub weight: WeightArg,
 }
 
 #[derive(Debug, Args)]

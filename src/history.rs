@@ -5,7 +5,7 @@
 use std::collections::VecDeque;
 use std::mem::size_of;
 
-use crate::model::{merge_stacks, Snapshot, StackCount};
+use crate::model::{Snapshot, StackCount};
 
 /// What a history keeps per interval.
 pub trait Entry {
@@ -122,14 +122,6 @@ impl<T: Entry> History<T> {
     }
 }
 
-impl History<Snapshot> {
-    /// Every stack sampled in the last `seconds`, merged: the input of a
-    /// flame graph of that window.
-    pub fn stacks(&self, seconds: f64) -> Vec<StackCount> {
-        merge_stacks(self.last(seconds))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -155,16 +147,15 @@ mod tests {
     }
 
     #[test]
-    fn last_seconds_and_their_stacks() {
+    fn last_seconds() {
         let mut history = History::new(60.0);
         for ts in 1..=5 {
             history.push(snapshot(f64::from(ts), u64::try_from(ts).unwrap()));
         }
-        let last: Vec<f64> = history.last(2.0).map(|s| s.ts).collect();
-        assert_eq!(last, [4.0, 5.0]);
-        assert_eq!(history.stacks(2.0)[0].count, 9);
-        assert_eq!(history.stacks(100.0)[0].count, 15);
-        assert_eq!(History::new(1.0).stacks(5.0), []);
+        let last = |seconds| history.last(seconds).map(|s| s.ts).collect::<Vec<f64>>();
+        assert_eq!(last(2.0), [4.0, 5.0]);
+        assert_eq!(last(100.0), [1.0, 2.0, 3.0, 4.0, 5.0]);
+        assert_eq!(History::<Snapshot>::new(1.0).last(5.0).count(), 0);
     }
 
     /// An entry of a given size, for the budget.

@@ -351,14 +351,18 @@ pub enum SampleContext {
     NetTx,
     SockSend,
     SockRecv,
+    /// A network timer callback, or the timer softirq's own work around
+    /// one (the time `net_timers` charges).
+    NetTimers,
 }
 
 impl SampleContext {
-    pub const ALL: [SampleContext; 4] = [
+    pub const ALL: [SampleContext; 5] = [
         SampleContext::NetRx,
         SampleContext::NetTx,
         SampleContext::SockSend,
         SampleContext::SockRecv,
+        SampleContext::NetTimers,
     ];
 
     pub fn name(self) -> &'static str {
@@ -367,6 +371,7 @@ impl SampleContext {
             SampleContext::NetTx => "net_tx",
             SampleContext::SockSend => "sock_send",
             SampleContext::SockRecv => "sock_recv",
+            SampleContext::NetTimers => "net_timers",
         }
     }
 
@@ -377,6 +382,7 @@ impl SampleContext {
             SampleContext::NetTx => EventKey::NetTxSoftirq,
             SampleContext::SockSend => EventKey::SockSend,
             SampleContext::SockRecv => EventKey::SockRecv,
+            SampleContext::NetTimers => EventKey::NetTimers,
         }
     }
 }
@@ -424,6 +430,12 @@ pub struct CategoryShare {
 pub struct Breakdown {
     pub context: SampleContext,
     pub samples: u64,
+    /// samples x sampling period / the context's exact event time: how
+    /// well the samples stand for the measured time (1 = exactly; README,
+    /// "Agreement", says why it is not). Absent when the event took no
+    /// time, and in recordings from before netto kept it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agreement: Option<f64>,
     pub categories: Vec<CategoryShare>,
 }
 
@@ -439,6 +451,12 @@ pub struct SamplingStats {
     pub dropped: u64,
     /// Samples whose kernel stack could not be read.
     pub failed_stacks: u64,
+    /// Samples taken in the softirq loop, outside any softirq netto saw
+    /// begin, while a task's socket call was open: interrupt time that
+    /// landed there (README, "Agreement"), in no context. Part of
+    /// `samples`; absent from recordings from before netto left them out.
+    #[serde(default)]
+    pub softirq_loop: u64,
     /// Memory of the sample buffer.
     pub buffer_bytes: u64,
 }
@@ -533,14 +551,8 @@ impl Recording {
 /// The stacks of several intervals as one entry per (context, frames),
 /// ordered by context, then most samples first.
 pub fn merge_stacks<'a>(snapshots: impl IntoIterator<Item = &'a Snapshot>) -> Vec<StackCount> {
-    merge_stack_lists(snapshots.into_iter().map(|s| s.stacks.as_slice()))
-}
-
-/// [`merge_stacks`] of stack lists held apart from their snapshots (the
-/// web view keeps them shared, to draw without holding its history).
-pub fn merge_stack_lists<'a>(lists: impl IntoIterator<Item = &'a [StackCount]>) -> Vec<StackCount> {
     let mut merged: HashMap<(SampleContext, &[String]), StackCount> = HashMap::new();
-    for stack in lists.into_iter().flatten() {
+    for stack in snapshots.into_iter().flat_map(|s| &s.stacks) {
         let into = merged
             .entry((stack.context, &stack.frames))
             .or_insert_with(|| StackCount {
@@ -654,6 +666,36 @@ mod tests {
         json.as_object_mut().unwrap().remove("losses").unwrap();
         let snapshot: Snapshot = serde_json::from_value(json).unwrap();
         assert!(!snapshot.losses.any());
+    }
+
+    #[test]
+    fn snapshots_recorded_before_agreement_and_net_timers_samples_still_load() {
+        let mut snapshot = Snapshot::empty("tracepoint", 1);
+        snapshot.sampling = Some(SamplingStats::default());
+        snapshot.breakdown = vec![Breakdown {
+            context: SampleContext::NetRx,
+            samples: 0,
+            agreement: Some(1.0),
+            categories: Vec::new(),
+        }];
+        let mut json = serde_json::to_value(snapshot).unwrap();
+        json["sampling"]
+            .as_object_mut()
+            .unwrap()
+            .remove("softirq_loop")
+            .unwrap();
+        json["breakdown"][0]
+            .as_object_mut()
+            .unwrap()
+            .remove("agreement")
+            .unwrap();
+        let old: Snapshot = serde_json::from_value(json).unwrap();
+        assert_eq!(old.breakdown[0].agreement, None);
+        assert_eq!(old.sampling.unwrap().softirq_loop, 0);
+        assert_eq!(
+            serde_json::to_value(SampleContext::NetTimers).unwrap(),
+            "net_timers"
+        );
     }
 
     #[test]

@@ -231,6 +231,11 @@ fn check_snapshot(at: &str, s: &Snapshot) -> Result<(), Invalid> {
             &format!("{at}.sampling.frequency_hz"),
             sampling.frequency_hz,
         )?;
+        check_at_most(
+            &format!("{at}.sampling.softirq_loop"),
+            sampling.softirq_loop as f64,
+            sampling.samples as f64,
+        )?;
     }
     check_breakdown(at, s)?;
     check_stacks(at, s, host_ns)?;
@@ -306,6 +311,9 @@ fn check_breakdown(at: &str, s: &Snapshot) -> Result<(), Invalid> {
             ));
         }
         seen.push(breakdown.context);
+        if let Some(agreement) = breakdown.agreement {
+            check_seconds(&format!("{at}.agreement"), agreement, f64::MAX)?;
+        }
         let mut samples = 0u64;
         let mut cpu_ns = 0u64;
         for (k, category) in breakdown.categories.iter().enumerate() {

@@ -1,7 +1,8 @@
 //! The NET_RX breakdown on real topologies the test builds in namespaces,
 //! each under TCP load: what the topology exercises shows up with a clearly
-//! non-zero share, what it does not stays near zero. Runs `netto record` as
-//! a user would. Needs root and BPF.
+//! non-zero share, what it does not stays near zero; and the network timers
+//! of BBR's pacing as a context of their own. Runs `netto record` as a user
+//! would. Needs root and BPF.
 
 mod common;
 
@@ -15,28 +16,22 @@ use common::topology::{run, Topology};
 use common::*;
 use netto::model::{Recording, SampleContext};
 
-/// Clearly present / near zero, as shares of NET_RX samples.
+/// Clearly present / near zero, as shares of a context's samples.
 const PRESENT: f64 = 0.03;
 const ABSENT: f64 = 0.01;
 
-/// Records while a TCP stream runs from `src` to `dest` (a discard server in
-/// `dest_ns`), and returns NET_RX samples by category as shares.
-fn net_rx_shares(
-    topology: &Topology,
-    src_ns: &str,
-    dest_ns: &str,
-    dest: &str,
-) -> BTreeMap<String, f64> {
+/// Records while a TCP stream (BBR) runs from `src` to `dest` (a discard
+/// server in `dest_ns`). The load starts once netto records: loading BPF
+/// takes many seconds in the kernel matrix's emulated guests.
+fn record(topology: &Topology, src_ns: &str, dest_ns: &str, dest: &str) -> Recording {
     let output = tempfile::Builder::new().suffix(".json").tempfile().unwrap();
     let path = output.path().to_str().unwrap().to_owned();
-    let mut sink = topology.exec(dest_ns, LOADGEN);
-    sink.args(format!("discard --proto tcp --listen {dest} --duration 9").split_whitespace());
-    let _sink = Server::start(sink);
+    let load_s = scaled_secs(4);
     let mut record = Command::new(NETTO)
         .args([
             "record",
             "--duration",
-            "5",
+            &(load_s + scaled_secs(1)).to_string(),
             "--format",
             "json",
             "--force",
@@ -50,10 +45,22 @@ fn net_rx_shares(
         .unwrap();
     let stderr = record.stderr.take().unwrap();
     let record = Guarded(record);
-    wait_for_line(stderr, "netto: recording", Duration::from_secs(30));
+    wait_for_line(stderr, "netto: recording", scaled(Duration::from_secs(30)));
+    let mut sink = topology.exec(dest_ns, LOADGEN);
+    sink.args(
+        format!(
+            "discard --proto tcp --listen {dest} --duration {}",
+            load_s + 3
+        )
+        .split_whitespace(),
+    );
+    let _sink = Server::start(sink);
     let mut sender = topology.exec(src_ns, LOADGEN);
     sender.args(
-        format!("send --proto tcp --syscall write --dest {dest} --duration 4").split_whitespace(),
+        format!(
+            "send --proto tcp --syscall write --dest {dest} --duration {load_s} --congestion bbr"
+        )
+        .split_whitespace(),
     );
     run_client(sender);
     let mut record = record;
@@ -61,27 +68,79 @@ fn net_rx_shares(
     assert!(status.success(), "netto record failed");
     let recording: Recording =
         serde_json::from_reader(std::fs::File::open(&path).unwrap()).unwrap();
+    print_agreement(&recording);
+    recording
+}
 
+/// The samples of `context` in `recording` by category, as shares; at
+/// least `least` samples.
+fn shares(recording: &Recording, context: SampleContext, least: u64) -> BTreeMap<String, f64> {
     let mut samples: BTreeMap<String, u64> = BTreeMap::new();
     for snapshot in &recording.snapshots {
-        for breakdown in snapshot
-            .breakdown
-            .iter()
-            .filter(|b| b.context == SampleContext::NetRx)
-        {
+        for breakdown in snapshot.breakdown.iter().filter(|b| b.context == context) {
             for category in &breakdown.categories {
                 *samples.entry(category.category.clone()).or_default() += category.samples;
             }
         }
     }
     let total: u64 = samples.values().sum();
-    assert!(total > 200, "only {total} NET_RX samples");
+    assert!(total >= least, "only {total} {} samples", context.name());
     let shares = samples
         .into_iter()
         .map(|(category, n)| (category, n as f64 / total as f64))
         .collect();
-    eprintln!("NET_RX shares: {shares:?}");
+    eprintln!("{} shares: {shares:?}", context.name());
     shares
+}
+
+/// NET_RX samples by category as shares, under a TCP stream through the
+/// topology.
+fn net_rx_shares(
+    topology: &Topology,
+    src_ns: &str,
+    dest_ns: &str,
+    dest: &str,
+) -> BTreeMap<String, f64> {
+    shares(
+        &record(topology, src_ns, dest_ns, dest),
+        SampleContext::NetRx,
+        200,
+    )
+}
+
+/// Each context's samples x period against its exact time over the whole
+/// recording: the figures README's "Agreement" gives per topology.
+fn print_agreement(recording: &Recording) {
+    let period_ns = 1e9 / recording.header.frequency_hz as f64;
+    let mut line = Vec::new();
+    for context in SampleContext::ALL {
+        let samples: u64 = recording
+            .snapshots
+            .iter()
+            .flat_map(|s| &s.breakdown)
+            .filter(|b| b.context == context)
+            .map(|b| b.samples)
+            .sum();
+        let exact: u64 = recording
+            .snapshots
+            .iter()
+            .map(|s| s.event(context.event()).total_ns)
+            .sum();
+        if exact > 0 {
+            let agreement = samples as f64 * period_ns / exact as f64;
+            line.push(format!("{} {agreement:.2} ({samples})", context.name()));
+        }
+    }
+    let left_out: u64 = recording
+        .snapshots
+        .iter()
+        .filter_map(|s| s.sampling.as_ref())
+        .map(|s| s.softirq_loop)
+        .sum();
+    eprintln!(
+        "agreement (samples): {}; {left_out} left out in the softirq loop",
+        line.join(", ")
+    );
 }
 
 fn share(shares: &BTreeMap<String, f64>, category: &str) -> f64 {
@@ -93,7 +152,7 @@ fn assert_present(shares: &BTreeMap<String, f64>, categories: &[&str]) {
         let s = share(shares, category);
         assert!(
             s >= PRESENT,
-            "{category} is only {s:.3} of NET_RX: {shares:?}"
+            "{category} is only {s:.3} of the context: {shares:?}"
         );
     }
 }
@@ -103,7 +162,7 @@ fn assert_absent(shares: &BTreeMap<String, f64>, categories: &[&str]) {
         let s = share(shares, category);
         assert!(
             s <= ABSENT,
-            "{category} is {s:.3} of NET_RX where it should be absent"
+            "{category} is {s:.3} of the context where it should be absent"
         );
     }
 }
@@ -125,6 +184,18 @@ fn local_delivery() {
     let shares = net_rx_shares(&topology, &a, &b, "198.18.210.2:5701");
     assert_present(&shares, &["local_tcp"]);
     assert_absent(&shares, &["bridge", "ipv4_forward", "conntrack"]);
+}
+
+/// BBR paces from an hrtimer (`tcp_pace_kick`), whose softirq netto samples
+/// as `net_timers`: the paced transmit and the timer softirq around it.
+#[test]
+fn bbr_pacing_is_sampled_as_network_timers() {
+    let mut topology = Topology::new("p");
+    let (a, b) = pair(&mut topology);
+    let recording = record(&topology, &a, &b, "198.18.210.2:5705");
+    let timers = shares(&recording, SampleContext::NetTimers, 50);
+    assert_present(&timers, &["tcp_pacing", "timer_softirq"]);
+    assert_absent(&timers, &["local_tcp"]);
 }
 
 #[test]

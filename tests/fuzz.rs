@@ -13,6 +13,7 @@ use std::sync::OnceLock;
 use actix_web::http::StatusCode;
 use actix_web::{test as http, App as HttpApp};
 use netto::breakdown::breakdowns;
+use netto::frontends::flame::Weight;
 use netto::frontends::tui::app::{App, TopSettings};
 use netto::frontends::tui::{draw, input};
 use netto::frontends::web::routes;
@@ -102,6 +103,7 @@ fn play_through_front_ends(recording: &Recording) {
     let settings = TopSettings {
         history_s: 300.0,
         flame_s: 30.0,
+        flame_weight: Default::default(),
         speed: 1.0,
     };
     let mut app = App::new(info(), settings);
@@ -127,9 +129,11 @@ fn play_through_front_ends(recording: &Recording) {
         state.history(seconds);
     }
     for seconds in [10.0, 300.0] {
-        state.folded(FlameWindow::of(seconds).unwrap());
+        for weight in Weight::ALL {
+            state.folded(FlameWindow::of(seconds).unwrap(), weight);
+        }
     }
-    let _ = state.flame_svg(FlameWindow::DEFAULT);
+    let _ = state.flame_svg(FlameWindow::DEFAULT, Weight::Time);
     state.metrics.encode().unwrap();
 }
 
@@ -259,7 +263,7 @@ fn valid_recording() -> impl Strategy<Value = Recording> {
                         cpus: Default::default(),
                     })
                     .collect();
-                s.breakdown = breakdowns(&s.stacks, &s.events);
+                s.breakdown = breakdowns(&s.stacks, &s.events, hz);
                 s.sampling = Some(SamplingStats {
                     frequency_hz: hz,
                     transport: "mmap".into(),
@@ -364,7 +368,7 @@ fn the_extremes_a_valid_recording_may_have_play_through_top_and_serve() {
         count: interval_s as u64 * 10_000 * cpus as u64,
         cpus: Default::default(),
     }];
-    s.breakdown = breakdowns(&s.stacks, &s.events);
+    s.breakdown = breakdowns(&s.stacks, &s.events, 10_000);
     let mut recording = small_recording().clone();
     recording.snapshots = vec![s];
     let valid = ValidRecording::new(recording).unwrap();
@@ -422,7 +426,8 @@ proptest! {
 }
 
 /// Query strings as a browser or a script could send them: any of the
-/// URI's query characters, and `seconds`/`since` with any number or word.
+/// URI's query characters, `seconds`/`since` with any number or word, and
+/// `weight` with any word.
 fn query() -> impl Strategy<Value = String> {
     let number = prop_oneof![
         any::<f64>().prop_map(|f| f.to_string()),
@@ -438,6 +443,12 @@ fn query() -> impl Strategy<Value = String> {
         "[a-zA-Z0-9=&%._~+-]{0,40}",
         number.clone().prop_map(|n| format!("seconds={n}")),
         number.clone().prop_map(|n| format!("since={n}")),
+        prop_oneof![
+            Just("time".to_owned()),
+            Just("samples".to_owned()),
+            "[a-zA-Z%]{0,8}"
+        ]
+        .prop_map(|w| format!("weight={w}")),
         (number.clone(), number).prop_map(|(a, b)| format!("seconds={a}&seconds={b}")),
     ]
 }
@@ -448,6 +459,7 @@ fn endpoint() -> impl Strategy<Value = &'static str> {
         Just("/api/v1/history"),
         Just("/api/v1/flame/folded"),
         Just("/api/v1/flame/svg"),
+        Just("/api/v1/flame/pprof"),
         Just("/api/v1/stream"),
         Just("/api/v1/source"),
         Just("/api/v1/snapshot"),

@@ -229,8 +229,9 @@ fn s(path: &Path) -> &str {
 fn report_writes_a_profile_pprof_reads_with_the_folded_totals() {
     let dir = tempfile::tempdir().unwrap();
     let (profile, folded) = (dir.path().join("r.pb.gz"), dir.path().join("r.folded"));
-    for path in [&profile, &folded] {
-        let out = netto(&["report", RECORDING, "-o", s(path)]);
+    // Folded in samples, to hold the profile's sample counts against.
+    for (path, weight) in [(&profile, "time"), (&folded, "samples")] {
+        let out = netto(&["report", RECORDING, "--weight", weight, "-o", s(path)]);
         assert!(
             out.status.success(),
             "{}",
@@ -284,7 +285,7 @@ fn a_differential_report_refuses_pprof() {
 fn serve_gives_the_same_profile_on_both_endpoints() {
     let serve = Serve::start(&["--replay", RECORDING, "--speed", "inf"]);
     serve.wait_ended();
-    let folded = serve.get("/api/v1/flame/folded?seconds=300");
+    let folded = serve.get("/api/v1/flame/folded?seconds=300&weight=samples");
     let folded = parse_folded(folded.body.as_bytes()).unwrap();
     let exact = exact_ns(&recording());
 
@@ -310,7 +311,10 @@ fn serve_gives_the_same_profile_on_both_endpoints() {
     // The default window and a short one: the folded stacks of the same
     // window, never more.
     for query in ["", "?seconds=10"] {
-        let folded = serve.get(&format!("/api/v1/flame/folded{query}"));
+        let weight = if query.is_empty() { "?" } else { "&" };
+        let folded = serve.get(&format!(
+            "/api/v1/flame/folded{query}{weight}weight=samples"
+        ));
         let folded = parse_folded(folded.body.as_bytes()).unwrap();
         let url = format!("{}/debug/pprof/profile{query}", serve.base);
         let raw = raw(&url);

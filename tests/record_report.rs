@@ -1,8 +1,9 @@
 //! `netto record` and `netto report` as a user runs them: a recording made
-//! under load renders again offline to the same counts, as a well-formed
-//! flame graph, and against itself as an all-zero diff; no file carries a
-//! kernel address; bad input is one line and a non-zero exit. Recording
-//! needs root and BPF; reporting needs neither.
+//! under load renders again offline to the same counts, and in exact time
+//! to every nanosecond of each context, as a well-formed flame graph, and
+//! against itself as an all-zero diff; no file carries a kernel address;
+//! bad input is one line and a non-zero exit. Recording needs root and
+//! BPF; reporting needs neither.
 
 mod common;
 
@@ -12,7 +13,7 @@ use std::process::{Command, Output};
 
 use common::NETTO;
 use netto::frontends::flame::readback::parse_folded;
-use netto::model::Recording;
+use netto::model::{Recording, SampleContext};
 
 fn netto(args: &[&str]) -> Output {
     Command::new(NETTO)
@@ -68,11 +69,10 @@ fn record_then_report_round_trips() {
     assert!(recording.stacks().iter().map(|s| s.count).sum::<u64>() > 100);
     assert!(recording.snapshots.iter().any(|s| !s.breakdown.is_empty()));
 
-    // Folded stacks parse back to the recording's counts.
+    // Folded stacks in samples parse back to the recording's counts.
     let folded = path_in(dir.path(), "run.folded");
-    assert!(netto(&["report", s(&json), "-o", s(&folded)])
-        .status
-        .success());
+    let out = netto(&["report", s(&json), "--weight", "samples", "-o", s(&folded)]);
+    assert!(out.status.success());
     let text = std::fs::read_to_string(&folded).unwrap();
     assert!(!has_kernel_address(&text));
     let parsed = parse_folded(text.as_bytes()).unwrap();
@@ -84,6 +84,33 @@ fn record_then_report_round_trips() {
     }
     let got: BTreeMap<Vec<String>, u64> = parsed.into_iter().map(|f| (f.frames, f.count)).collect();
     assert_eq!(got, expected);
+
+    // In exact time (the default) each context adds up to its event's
+    // exact time over the whole recording, to the nanosecond.
+    let timed = path_in(dir.path(), "time.folded");
+    assert!(netto(&["report", s(&json), "-o", s(&timed)])
+        .status
+        .success());
+    let parsed = parse_folded(std::fs::read(&timed).unwrap().as_slice()).unwrap();
+    for context in SampleContext::ALL {
+        let folded: u64 = parsed
+            .iter()
+            .filter(|f| f.frames[0] == context.name())
+            .map(|f| f.count)
+            .sum();
+        let exact: u64 = recording
+            .snapshots
+            .iter()
+            .map(|s| s.event(context.event()).total_ns)
+            .sum();
+        assert_eq!(folded, exact, "{}", context.name());
+    }
+    let net_rx: u64 = parsed
+        .iter()
+        .filter(|f| f.frames[0] == "net_rx" && f.frames[1] != "[not sampled]")
+        .map(|f| f.count)
+        .sum();
+    assert!(net_rx > 0, "no sampled NET_RX time");
 
     // The flame graph is well-formed and shows the kernel's receive path.
     let svg = path_in(dir.path(), "run.svg");

@@ -107,6 +107,16 @@ const CASES: &[Case] = &[
         "snapshots[0].breakdown[1].samples: 1 is not the sum of its categories' samples",
     ),
     (
+        "a negative agreement",
+        |r| r["snapshots"][0]["breakdown"][0]["agreement"] = json!(-0.5),
+        "snapshots[0].breakdown[0].agreement: -0.5 is not a finite number >= 0",
+    ),
+    (
+        "more samples left out in the softirq loop than were read",
+        |r| r["snapshots"][0]["sampling"]["softirq_loop"] = json!(1_000_000),
+        "snapshots[0].sampling.softirq_loop: 1000000 is above",
+    ),
+    (
         "a kernel address as a frame",
         |r| r["snapshots"][0]["stacks"][0]["frames"][2] = json!("0xffffffff81a0b0c0"),
         "snapshots[0].stacks[0].frames[2]: is a kernel address",

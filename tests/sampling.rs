@@ -11,19 +11,25 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use common::*;
+use netto::breakdown::fold::Folder;
+use netto::breakdown::leave_out_softirq_loop;
 use netto::collect::Collector;
 use netto::kernel::accounting::recursion_miss_is_loss;
 use netto::kernel::sampler::{Sampler, SamplerConfig, SamplerCounters, Transport, WRITER_WAIT};
 use netto::kernel::selection::Storage;
 use netto::kernel::stats::RunStats;
-use netto::model::{EventKey, SampleContext, Snapshot};
+use netto::model::{SampleContext, Snapshot};
+use netto::symbols::symbolizer::Symbolizer;
 use netto::workload::netns::VethPair;
 
 /// Lowest address of the x86-64 kernel half: every real frame is above it.
 const KERNEL_SPACE: u64 = 0xffff_8000_0000_0000;
 
+/// Samples by context as netto counts them (the samples it leaves out in
+/// the softirq loop apart), and the stacks that could not be real.
 struct Tally {
-    per_context: [u64; 4],
+    per_context: [u64; SampleContext::ALL.len()],
+    softirq_loop: u64,
     bad_stacks: u64,
 }
 
@@ -73,6 +79,8 @@ fn run(
         },
     )
     .unwrap();
+    let mut symbolizer = Symbolizer::load().unwrap();
+    let mut folder = Folder::new();
     let mut collector = Collector::start(&accounting, false).unwrap();
     // Started only now: its lifetime must cover the load, not BPF
     // verification, which takes many seconds in an emulated guest.
@@ -88,31 +96,33 @@ fn run(
             "send --proto tcp --syscall write --dest {dest} --duration {seconds}"
         )))
     });
-    let mut tally = Tally {
-        per_context: [0; 4],
-        bad_stacks: 0,
-    };
+    let mut bad_stacks = 0;
     let end = Instant::now() + Duration::from_secs(seconds);
     while Instant::now() < end {
         thread::sleep(reader.every);
         sampler
             .drain(|s| {
-                let index = SampleContext::ALL
-                    .iter()
-                    .position(|c| *c == s.context)
-                    .unwrap();
-                tally.per_context[index] += 1;
+                folder.add(s.cpu, s.context, s.frames);
                 let plausible = !s.frames.is_empty()
                     && s.frames.len() <= 64
                     && s.frames.iter().all(|&f| f >= KERNEL_SPACE);
                 if !plausible {
-                    tally.bad_stacks += 1;
+                    bad_stacks += 1;
                 }
             })
             .unwrap();
     }
     let snapshot = collector.collect().unwrap();
     load.join().unwrap();
+    let mut stacks = folder.take(&mut symbolizer);
+    let mut tally = Tally {
+        per_context: [0; SampleContext::ALL.len()],
+        softirq_loop: leave_out_softirq_loop(&mut stacks),
+        bad_stacks,
+    };
+    for stack in &stacks {
+        tally.per_context[stack.context as usize] += stack.count;
+    }
     Run {
         tally,
         snapshot,
@@ -121,6 +131,16 @@ fn run(
     }
 }
 
+/// NET_RX samples against the exact NET_RX time, absolutely and relative
+/// to the other network contexts. Absolutely they read 0.96-1.09 in six
+/// runs on a quiet machine here (load average 0.7-1.3) and 0.68-0.79 in
+/// CI runs: samples x period is not
+/// NET_RX's time where a virtual CPU loses time to its host (the exact
+/// clock keeps running in whatever context the CPU was, the sampling timer
+/// misses the periods), so the absolute bound only catches gross errors
+/// (none or twice the samples). Such losses hit every context alike, so
+/// NET_RX's share of the network samples against its share of the exact
+/// network time is held to 20 % (README, "Agreement").
 fn agreement(transport: Transport) {
     let frequency = 1000;
     let Run {
@@ -129,7 +149,9 @@ fn agreement(transport: Transport) {
         counters,
         ..
     } = run(transport, frequency, None, 10, NETTO_READER);
-    let net_rx_ns = snapshot.event(EventKey::NetRxSoftirq).total_ns;
+    let period_ns = 1e9 / frequency as f64;
+    let exact = |context: SampleContext| snapshot.event(context.event()).total_ns as f64;
+    let sampled = |context: SampleContext| tally.per_context[context as usize] as f64 * period_ns;
     assert_eq!(tally.bad_stacks, 0);
     assert_eq!(
         counters.dropped, 0,
@@ -139,22 +161,35 @@ fn agreement(transport: Transport) {
         counters.dropped_halves, 0,
         "a reader waiting 100 ms gave up"
     );
-    let sampled_ns = tally.per_context[0] * 1_000_000_000 / frequency;
-    let ratio = sampled_ns as f64 / net_rx_ns as f64;
+    let absolute = sampled(SampleContext::NetRx) / exact(SampleContext::NetRx);
+    let all_sampled: f64 = SampleContext::ALL.into_iter().map(sampled).sum();
+    let all_exact: f64 = SampleContext::ALL.into_iter().map(exact).sum();
+    let relative = absolute / (all_sampled / all_exact);
+    let agreements: Vec<String> = SampleContext::ALL
+        .into_iter()
+        .filter(|&c| exact(c) > 0.0)
+        .map(|c| format!("{} {:.2}", c.name(), sampled(c) / exact(c)))
+        .collect();
     eprintln!(
-        "{}: {} NET_RX samples = {sampled_ns} ns vs exact {net_rx_ns} ns ({ratio:.2}); contexts {:?}",
+        "{}: NET_RX agreement {absolute:.2}, relative to all network contexts {relative:.2}; \
+         {}; samples {:?}, {} left out in the softirq loop",
         transport.name(),
-        tally.per_context[0],
-        tally.per_context
+        agreements.join(", "),
+        tally.per_context,
+        tally.softirq_loop
     );
-    // Runs on these VMs have given 0.74 to 1.13 (the cpu-clock timer of a
-    // virtual CPU fires late and skips periods; not fully understood, see
-    // README, "Tests").
     assert!(
-        (0.7..=1.3).contains(&ratio),
-        "sampled NET_RX is {ratio:.2} of the exact time"
+        (0.5..=1.5).contains(&absolute),
+        "sampled NET_RX is {absolute:.2} of the exact time"
     );
-    assert!(tally.per_context[2] > 0, "no samples inside socket sends");
+    assert!(
+        (0.8..=1.25).contains(&relative),
+        "NET_RX's share of the samples is {relative:.2} of its share of the exact time"
+    );
+    assert!(
+        tally.per_context[SampleContext::SockSend as usize] > 0,
+        "no samples inside socket sends"
+    );
 }
 
 #[test]

@@ -149,8 +149,9 @@ fn every_endpoint_of_a_replayed_recording() {
         "{covered}"
     );
 
-    // The folded stacks of the whole recording add up to its samples.
-    let folded = serve.get("/api/v1/flame/folded?seconds=300");
+    // The folded stacks of the whole recording add up to its samples, and
+    // in exact time (the default) to its network events' time.
+    let folded = serve.get("/api/v1/flame/folded?seconds=300&weight=samples");
     assert_eq!(
         (folded.status, folded.content_type.as_str()),
         (200, "text/plain; charset=utf-8")
@@ -160,6 +161,19 @@ fn every_endpoint_of_a_replayed_recording() {
     let recorded: u64 = recording.stacks().iter().map(|s| s.count).sum();
     assert_eq!(served, recorded);
     assert!(parsed.iter().any(|s| s.frames[0] == "net_rx"));
+    let timed = serve.get("/api/v1/flame/folded?seconds=300");
+    let served: u64 = parse_folded(timed.body.as_bytes())
+        .unwrap()
+        .iter()
+        .map(|s| s.count)
+        .sum();
+    let exact: u64 = recording
+        .snapshots
+        .iter()
+        .flat_map(|s| s.events.values())
+        .map(|t| t.total_ns)
+        .sum();
+    assert_eq!(served, exact);
 
     let svg = serve.get("/api/v1/flame/svg?seconds=300");
     assert_eq!(
@@ -218,6 +232,9 @@ fn read_only_bad_queries_and_unknown_paths() {
         "/api/v1/flame/svg?seconds=30.0000001",
         "/api/v1/flame/svg?seconds=2",
         "/api/v1/flame/folded?seconds=3600",
+        "/api/v1/flame/folded?weight=ns",
+        "/api/v1/flame/svg?seconds=30&weight=",
+        "/api/v1/flame/pprof?weight=both",
     ] {
         let reply = serve.get(path);
         assert_eq!(
@@ -230,6 +247,10 @@ fn read_only_bad_queries_and_unknown_paths() {
     assert_eq!(
         serve.get("/api/v1/flame/svg?seconds=2").json()["error"],
         "seconds must be one of 10, 30, 60, 300"
+    );
+    assert_eq!(
+        serve.get("/api/v1/flame/folded?weight=ns").json()["error"],
+        "weight must be one of time, samples"
     );
     for window in ["10", "30", "60", "300", "30.0"] {
         let path = format!("/api/v1/flame/folded?seconds={window}");
@@ -774,7 +795,9 @@ fn a_long_history_keeps_stacks_for_the_longest_flame_window_only() {
     let history = serve.get("/api/v1/history").json();
     assert_eq!(history.as_array().unwrap().len(), SNAPSHOTS);
     let samples = |window: &str| -> u64 {
-        let folded = serve.get(&format!("/api/v1/flame/folded?seconds={window}"));
+        let folded = serve.get(&format!(
+            "/api/v1/flame/folded?seconds={window}&weight=samples"
+        ));
         parse_folded(folded.body.as_bytes())
             .unwrap()
             .iter()

@@ -78,6 +78,7 @@ fn the_page_shows_the_recorded_numbers_and_a_flame_graph() {
         EventKey::NetTxSoftirq,
         EventKey::SockSend,
         EventKey::SockRecv,
+        EventKey::NetTimers,
     ] {
         let shown = wait_for(
             &tab,
@@ -99,7 +100,7 @@ fn the_page_shows_the_recorded_numbers_and_a_flame_graph() {
         &tab,
         "[...document.querySelectorAll('#chart polyline')].map(l => l.getAttribute('points').split(' ').length)",
     );
-    assert_eq!(points, serde_json::json!([6, 6, 6, 6]));
+    assert_eq!(points, serde_json::json!([6, 6, 6, 6, 6]));
     // Per CPU and the breakdown.
     let cpus = wait_for(&tab, "document.querySelectorAll('#cpus tbody tr').length");
     assert_eq!(cpus, last.cpus);

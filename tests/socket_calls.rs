@@ -163,8 +163,16 @@ fn every_recv_variant_is_charged_like_the_kernel_charges_it() {
             "{proto} {syscall}: sock_recv {recv} ns vs system time {} ns: {ratio:.2}",
             run.stime_ns
         );
+        // A splice receiver makes two system calls a round: socket -> pipe,
+        // the window, and pipe -> /dev/null, no socket call, which took
+        // about half its system time here (sock_recv 0.44-0.49 of it).
+        let floor = if *syscall == "splice" {
+            window_floor() / 2.0
+        } else {
+            window_floor()
+        };
         assert!(
-            (window_floor()..=1.05).contains(&ratio),
+            (floor..=1.05).contains(&ratio),
             "{proto} {syscall}: sock_recv is {ratio:.2} of system time"
         );
     }

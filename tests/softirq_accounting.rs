@@ -4,9 +4,15 @@
 
 mod common;
 
+use std::net::UdpSocket;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::thread;
+use std::time::Duration;
 
 use common::*;
+use netto::collect::Collector;
+use netto::kernel::selection::Storage;
 use netto::model::{EventKey, Snapshot, SoftirqVector};
 use netto::workload::netns::VethPair;
 
@@ -181,4 +187,86 @@ fn threaded_napi_polling_is_net_rx_time() {
         (0.4..=1.05).contains(&share),
         "net_rx_softirq outside the softirq is {share:.2} of the NAPI threads' run time"
     );
+}
+
+/// Pins the calling thread to `cpu`.
+fn pin_to(cpu: usize) {
+    // SAFETY: a zeroed cpu_set_t is an empty set; the calls only read it.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut set);
+        assert_eq!(
+            libc::sched_setaffinity(0, size_of::<libc::cpu_set_t>(), &set),
+            0,
+            "pinning to CPU {cpu}"
+        );
+    }
+}
+
+/// A NET_RX load of short softirqs with idle time between them: one
+/// datagram every millisecond from CPU 1 over the veth, whose receive path
+/// runs in a NET_RX softirq on that CPU, until `stop`.
+fn sparse_net_rx(dest: String, stop: Arc<AtomicBool>) -> thread::JoinHandle<u64> {
+    thread::spawn(move || {
+        pin_to(1);
+        let socket = UdpSocket::bind("0.0.0.0:0").unwrap();
+        let mut sent = 0;
+        while !stop.load(Ordering::Relaxed) {
+            sent += u64::from(socket.send_to(&[0u8; 64], &dest).is_ok());
+            thread::sleep(Duration::from_millis(1));
+        }
+        sent
+    })
+}
+
+/// Attaching while NET_RX softirqs run (README: What is measured): netto
+/// attaches every program that ends a state before any that begins one.
+/// Entries first, a softirq beginning between the two attaches and ending
+/// before its exit is attached left NET_RX set on its CPU until the next
+/// softirq ended there, and the idle time in between counted as NET_RX.
+/// Each trial attaches during a sparse NET_RX load on CPU 1, stops it, and
+/// measures CPU 1 idle: no NET_RX time at all may land there. (The race
+/// window is the ~0.2 ms between two attaches, so a trial hits it rarely;
+/// the order that closes it is checked in every trial, and for every
+/// program in src/kernel/accounting.rs's unit test.)
+#[test]
+fn attaching_while_net_rx_runs_leaves_no_idle_time_in_net_rx() {
+    let pair = VethPair::create("attach").expect("creating the test namespace");
+    let dest = format!("{}:5312", pair.peer_addr());
+    let _sink = Server::start(loadgen_in(
+        &pair,
+        &format!("discard --proto udp --listen {dest} --duration 60"),
+    ));
+    for trial in 0..5 {
+        let stop = Arc::new(AtomicBool::new(false));
+        let sender = sparse_net_rx(dest.clone(), Arc::clone(&stop));
+        thread::sleep(Duration::from_millis(200));
+        let mut storage = Storage::default();
+        let accounting = library_accounting(&mut storage);
+        stop.store(true, Ordering::Relaxed);
+        let sent = sender.join().unwrap();
+        assert!(sent > 100, "trial {trial}: only {sent} datagrams sent");
+        let attached: Vec<&str> = accounting.attached().collect();
+        let at = |name| attached.iter().position(|p| *p == name).unwrap();
+        assert!(
+            at("netto_softirq_exit") < at("netto_softirq_entry"),
+            "entries attached before exits: {attached:?}"
+        );
+
+        let mut collector = Collector::start(&accounting, false).unwrap();
+        thread::sleep(Duration::from_millis(500));
+        // A context switch on CPU 1 charges whatever state it is in.
+        let status = std::process::Command::new("taskset")
+            .args(["-c", "1", "true"])
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let snapshot = collector.collect().unwrap();
+        let idle_net_rx = snapshot.event(EventKey::NetRxSoftirq).per_cpu_ns[1];
+        eprintln!("trial {trial}: {sent} datagrams; NET_RX on idle CPU 1: {idle_net_rx} ns");
+        assert!(
+            idle_net_rx < 1_000_000,
+            "trial {trial}: {idle_net_rx} ns of NET_RX on CPU 1 after its load stopped"
+        );
+    }
 }

@@ -318,6 +318,7 @@ fn replay_keys_per_cpu_pause_help_and_flame_graph() {
         "Kernel network stack CPU on {}",
         recording().header.host
     )));
+    assert!(svg.contains("widths: exact time"), "the default weight");
 
     pane.keys(&["C-c"]);
     pane.assert_exits_and_restores(Duration::from_secs(1));

@@ -3,12 +3,21 @@
 // the server goes into the page as text (textContent), never as HTML.
 "use strict";
 
-const EVENTS = ["net_rx_softirq", "net_tx_softirq", "sock_send", "sock_recv"];
+const EVENTS = ["net_rx_softirq", "net_tx_softirq", "sock_send", "sock_recv", "net_timers"];
 const LABELS = {
   net_rx_softirq: "NET_RX softirq",
   net_tx_softirq: "NET_TX softirq",
   sock_send: "socket send",
   sock_recv: "socket receive",
+  net_timers: "network timers",
+};
+// The exact event each sampled context's time is.
+const CONTEXT_EVENTS = {
+  net_rx: "net_rx_softirq",
+  net_tx: "net_tx_softirq",
+  sock_send: "sock_send",
+  sock_recv: "sock_recv",
+  net_timers: "net_timers",
 };
 const SVG_NS = "http://www.w3.org/2000/svg";
 
@@ -181,9 +190,11 @@ function renderBreakdown(s) {
   const head = el("tr", {}, el("th", {}, "category"), el("th", {}, "share"), el("th", {}, "CPU time"), el("th", {}, "samples"), el("th"));
   const body = [];
   for (const context of s.breakdown) {
-    const event = { net_rx: "net_rx_softirq", net_tx: "net_tx_softirq", sock_send: "sock_send", sock_recv: "sock_recv" }[context.context];
+    const event = CONTEXT_EVENTS[context.context];
     const eventNs = event ? s.events[event].total_ns : 0;
-    body.push(el("tr", { class: "context" }, el("th", { colspan: 5 }, `${context.context}: ${fmtInt(context.samples)} samples, ${fmtMs(eventNs)} (${fmtPct(pct(eventNs, s.interval_s))} % of a CPU)`)));
+    // Samples x period / exact time; absent in old recordings.
+    const agreement = context.agreement == null ? "" : `, agreement ${context.agreement.toFixed(2)}`;
+    body.push(el("tr", { class: "context", id: "context-" + context.context }, el("th", { colspan: 5 }, `${context.context}: ${fmtInt(context.samples)} samples, ${fmtMs(eventNs)} (${fmtPct(pct(eventNs, s.interval_s))} % of a CPU)${agreement}`)));
     const categories = [...context.categories].sort((a, b) => b.share - a.share);
     for (const c of categories) {
       body.push(el("tr", { class: "category" }, el("td", {}, "  " + c.category), el("td", {}, fmtPct(c.share * 100) + " %"), el("td", {}, fmtMs(c.cpu_ns)), el("td", {}, fmtInt(c.samples)), bar(c.share)));
@@ -205,6 +216,7 @@ function renderOverhead(s) {
       ["samples", fmtInt(sm.samples)],
       ["dropped samples", fmtInt(sm.dropped)],
       ["failed stacks", fmtInt(sm.failed_stacks)],
+      ["samples left out (softirq loop)", fmtInt(sm.softirq_loop || 0)],
     );
   }
   // Recordings made before losses were counted have none to show.
@@ -255,7 +267,7 @@ function refreshFlame() {
   const next = el("object", {
     type: "image/svg+xml",
     id: "flame-next",
-    data: `/api/v1/flame/svg?seconds=${$("flame-window").value}&at=${view.lastTs}`,
+    data: `/api/v1/flame/svg?seconds=${$("flame-window").value}&weight=${$("flame-weight").value}&at=${view.lastTs}`,
   }, el("p", { class: "empty" }, "No stack samples in this window yet."));
   next.style.position = "absolute";
   next.style.visibility = "hidden";
@@ -288,6 +300,7 @@ function pauseFlame(paused) {
 async function start() {
   $("flame-resume").addEventListener("click", () => pauseFlame(false));
   $("flame-window").addEventListener("change", () => refreshFlame());
+  $("flame-weight").addEventListener("change", () => refreshFlame());
   try {
     showSource(await getJSON("/api/v1/source"));
     for (const snapshot of await getJSON("/api/v1/history")) {

@@ -34,7 +34,7 @@ pub fn hot_functions<'s>(
         let Some(leaf) = stack.frames.last() else {
             continue;
         };
-        let category = categorizer.categorize(&stack.frames).name();
+        let category = categorizer.categorize(stack.context, &stack.frames).name();
         if wanted(stack.context, category) {
             *counts.entry((stack.context, category, leaf)).or_default() += stack.count;
         }
@@ -135,7 +135,7 @@ mod tests {
             StackCount::of(SampleContext::NetRx, &["net_rx_action", "__napi_poll"], 6),
         ];
         let snapshot = Snapshot::empty("tracepoint", 1);
-        let breakdown = &breakdowns(&stacks, &snapshot.events)[0];
+        let breakdown = &breakdowns(&stacks, &snapshot.events, 999)[0];
         let hot = hot_functions(&stacks, 2, &mut Categorizer::default(), |_, _| true);
         for share in &breakdown.categories {
             let functions = &hot[&(SampleContext::NetRx, share.category.as_str())];

@@ -33,6 +33,7 @@ pub mod rules;
 use std::collections::{BTreeMap, HashMap};
 
 use crate::model::{Breakdown, CategoryShare, CpuTime, EventKey, SampleContext, StackCount};
+use crate::symbols::kallsyms::normalize_name;
 use crate::symbols::symbolizer::FastState;
 
 /// A stage of the network stack. The names are public (JSON, TUI, web), so
@@ -73,11 +74,31 @@ pub enum Category {
     IpOutput,
     Qdisc,
     DevXmit,
+    /// A paced transmit: the TCP pacing hrtimer (`tcp_pace_kick`) sending
+    /// what pacing held back.
+    TcpPacing,
+    /// A transmit TCP small queues deferred until the device had sent
+    /// earlier packets (its tasklet or BH work).
+    TcpSmallQueues,
+    /// TCP's retransmit, probe and loss-probe timer.
+    TcpRetransmitTimer,
+    /// TCP's delayed and compressed ACK timers.
+    TcpAckTimer,
+    /// TCP's keepalive, SYN-ACK, FIN_WAIT2, TIME_WAIT and orphan timers.
+    TcpConnectionTimer,
+    /// The qdisc watchdog that ends a qdisc's throttling (fq pacing).
+    QdiscWatchdog,
+    /// The timer softirq's own work around network callbacks: the expiry
+    /// loop, reprogramming the timer hardware.
+    TimerSoftirq,
+    /// netto's own BPF programs (the accounting hooks), by name: what
+    /// measuring costs inside the measured contexts.
+    Netto,
     Other,
 }
 
 impl Category {
-    pub const ALL: [Category; 31] = [
+    pub const ALL: [Category; 39] = [
         Category::DriverNapi,
         Category::Xdp,
         Category::XdpSketch,
@@ -108,6 +129,14 @@ impl Category {
         Category::IpOutput,
         Category::Qdisc,
         Category::DevXmit,
+        Category::TcpPacing,
+        Category::TcpSmallQueues,
+        Category::TcpRetransmitTimer,
+        Category::TcpAckTimer,
+        Category::TcpConnectionTimer,
+        Category::QdiscWatchdog,
+        Category::TimerSoftirq,
+        Category::Netto,
         Category::Other,
     ];
 
@@ -158,6 +187,14 @@ impl Category {
             Category::IpOutput => "ip_output",
             Category::Qdisc => "qdisc",
             Category::DevXmit => "dev_xmit",
+            Category::TcpPacing => "tcp_pacing",
+            Category::TcpSmallQueues => "tcp_small_queues",
+            Category::TcpRetransmitTimer => "tcp_retransmit_timer",
+            Category::TcpAckTimer => "tcp_ack_timer",
+            Category::TcpConnectionTimer => "tcp_connection_timer",
+            Category::QdiscWatchdog => "qdisc_watchdog",
+            Category::TimerSoftirq => "timer_softirq",
+            Category::Netto => "netto",
             Category::Other => "other",
         }
     }
@@ -200,31 +237,81 @@ pub struct Categorizer {
 }
 
 impl Categorizer {
-    pub fn categorize<S: AsRef<str>>(&mut self, frames: &[S]) -> Category {
+    /// The category of a stack sampled in `context` ([`in_context`]).
+    pub fn categorize<S: AsRef<str>>(&mut self, context: SampleContext, frames: &[S]) -> Category {
         let memo = &mut self.memo;
-        categorize_with(frames, |name| match memo.get(name) {
+        let category = categorize_with(frames, |name| match memo.get(name) {
             Some(&action) => action,
             None => {
                 let action = rules::action(name);
                 memo.insert(name.into(), action);
                 action
             }
-        })
+        });
+        in_context(context, category)
     }
+}
+
+/// `category` of a stack sampled in `context`: a stack no row claims is
+/// [`Category::Other`], except in a context whose every sample is known to
+/// be one stage when no frame says more ([`rules::CONTEXT_DEFAULTS`]).
+pub fn in_context(context: SampleContext, category: Category) -> Category {
+    match category {
+        Category::Other => rules::CONTEXT_DEFAULTS
+            .iter()
+            .find(|(c, _)| *c == context)
+            .map_or(Category::Other, |&(_, default)| default),
+        category => category,
+    }
+}
+
+/// Takes out of `stacks` the samples of socket-call contexts whose stack
+/// passes through the softirq loop ([`rules::SOFTIRQ_LOOP`]), and returns
+/// how many there were.
+///
+/// A softirq run inline in a socket call is sampled as that softirq's
+/// context, since netto saw it begin. So such a sample was taken in the
+/// loop outside any softirq netto saw begin: mostly at its first
+/// `local_irq_enable()`, where every sample that fell due while interrupts
+/// were off (the hardirq before it, the hand-over) is taken. They stand for
+/// interrupt time, which no event is charged with, not for the socket call
+/// that happens to be open; counted, they would have the call's context
+/// read 1.5 times its exact time under BBR pacing (README, "Agreement").
+pub fn leave_out_softirq_loop(stacks: &mut Vec<StackCount>) -> u64 {
+    let mut left_out = 0;
+    stacks.retain(|stack| {
+        let in_loop = matches!(
+            stack.context,
+            SampleContext::SockSend | SampleContext::SockRecv
+        ) && stack
+            .frames
+            .iter()
+            .any(|frame| rules::SOFTIRQ_LOOP.contains(&normalize_name(frame)));
+        if in_loop {
+            left_out += stack.count;
+        }
+        !in_loop
+    });
+    left_out
 }
 
 /// One [`Breakdown`] per context that has samples, in
 /// [`SampleContext::ALL`] order: the context's samples by category, most
 /// samples first, each with its share of the context's exact event time
-/// from `events` (0 where the event is missing).
+/// from `events` (0 where the event is missing), and how the samples,
+/// taken at `frequency_hz`, agree with that time.
 ///
 /// The nanoseconds are split by largest remainder, so they add up to the
 /// event's `total_ns` exactly instead of drifting by rounding.
-pub fn breakdowns(stacks: &[StackCount], events: &BTreeMap<EventKey, CpuTime>) -> Vec<Breakdown> {
+pub fn breakdowns(
+    stacks: &[StackCount],
+    events: &BTreeMap<EventKey, CpuTime>,
+    frequency_hz: u64,
+) -> Vec<Breakdown> {
     let mut categorizer = Categorizer::default();
     let mut counts = [[0u64; Category::ALL.len()]; SampleContext::ALL.len()];
     for stack in stacks {
-        let category = categorizer.categorize(&stack.frames);
+        let category = categorizer.categorize(stack.context, &stack.frames);
         counts[stack.context as usize][category as usize] += stack.count;
     }
     SampleContext::ALL
@@ -232,16 +319,23 @@ pub fn breakdowns(stacks: &[StackCount], events: &BTreeMap<EventKey, CpuTime>) -
         .zip(counts)
         .filter_map(|(context, by_category)| {
             let total_ns = events.get(&context.event()).map_or(0, |t| t.total_ns);
-            breakdown(context, &by_category, total_ns)
+            breakdown(context, &by_category, total_ns, frequency_hz)
         })
         .collect()
 }
 
-fn breakdown(context: SampleContext, by_category: &[u64], total_ns: u64) -> Option<Breakdown> {
+fn breakdown(
+    context: SampleContext,
+    by_category: &[u64],
+    total_ns: u64,
+    frequency_hz: u64,
+) -> Option<Breakdown> {
     let samples: u64 = by_category.iter().sum();
     if samples == 0 {
         return None;
     }
+    let agreement = (total_ns > 0 && frequency_hz > 0)
+        .then(|| samples as f64 * 1e9 / frequency_hz as f64 / total_ns as f64);
     let mut parts: Vec<(Category, u64)> = Category::ALL
         .into_iter()
         .zip(by_category.iter().copied())
@@ -263,6 +357,7 @@ fn breakdown(context: SampleContext, by_category: &[u64], total_ns: u64) -> Opti
     Some(Breakdown {
         context,
         samples,
+        agreement,
         categories,
     })
 }
@@ -931,6 +1026,172 @@ mod tests {
         );
     }
 
+    /// BBR pacing through veth, as sampled in `net_timers` on 6.18.
+    const PACING: &[&str] = &[
+        "asm_sysvec_apic_timer_interrupt",
+        "sysvec_apic_timer_interrupt",
+        "__irq_exit_rcu",
+        "handle_softirqs",
+        "hrtimer_run_softirq",
+        "__hrtimer_run_queues",
+        "tcp_pace_kick",
+        "tcp_tsq_handler",
+        "tcp_write_xmit",
+        "__tcp_transmit_skb",
+        "__ip_queue_xmit",
+        "ip_finish_output2",
+        "__dev_queue_xmit",
+        "dev_hard_start_xmit",
+        "veth_xmit",
+    ];
+
+    #[test]
+    fn network_timers_by_what_they_do() {
+        let mut categorizer = Categorizer::default();
+        let mut timers = |frames: &[&str]| categorizer.categorize(SampleContext::NetTimers, frames);
+        assert_eq!(
+            timers(PACING),
+            TcpPacing,
+            "the paced transmit, device included"
+        );
+        assert_eq!(timers(&PACING[..7]), TcpPacing);
+        assert_eq!(timers(&PACING[..6]), TimerSoftirq, "the expiry loop");
+        assert_eq!(
+            timers(&[
+                "handle_softirqs",
+                "hrtimer_run_softirq",
+                "hrtimer_update_softirq_timer",
+                "tick_program_event",
+                "lapic_next_deadline"
+            ]),
+            TimerSoftirq,
+            "reprogramming the timer hardware"
+        );
+        // The end of hrtimer_run_softirq, called as a tail call: no frame
+        // of it is left, the context says it.
+        let tail = ["handle_softirqs", "_raw_spin_unlock_irqrestore"];
+        assert_eq!(timers(&tail), TimerSoftirq);
+        assert_eq!(categorize(&tail), Other);
+        let timer_list = |callback: &'static str, inner: &[&'static str]| {
+            with(
+                &[
+                    "handle_softirqs",
+                    "run_timer_softirq",
+                    "__run_timers",
+                    "call_timer_fn",
+                    callback,
+                ],
+                inner,
+            )
+        };
+        let rto = timer_list(
+            "tcp_write_timer",
+            &[
+                "tcp_write_timer_handler",
+                "tcp_retransmit_timer",
+                "tcp_retransmit_skb",
+            ],
+        );
+        assert_eq!(timers(&rto), TcpRetransmitTimer);
+        let delack = timer_list(
+            "tcp_delack_timer",
+            &[
+                "tcp_delack_timer_handler",
+                "__tcp_send_ack",
+                "__tcp_transmit_skb",
+            ],
+        );
+        assert_eq!(timers(&delack), TcpAckTimer);
+        assert_eq!(
+            timers(&timer_list("tcp_keepalive_timer", &["tcp_set_state"])),
+            TcpConnectionTimer
+        );
+        let tsq = [
+            "handle_softirqs",
+            "workqueue_softirq_action",
+            "bh_worker",
+            "process_one_work",
+            "tcp_tsq_workfn",
+            "tcp_tsq_handler",
+            "tcp_write_xmit",
+        ];
+        assert_eq!(timers(&tsq), TcpSmallQueues);
+        assert_eq!(
+            timers(&[
+                "hrtimer_run_softirq",
+                "__hrtimer_run_queues",
+                "qdisc_watchdog",
+                "__netif_schedule"
+            ]),
+            QdiscWatchdog
+        );
+        // A deferred retransmit run by the socket's owner is the timer's
+        // work, in a send call too.
+        let owner = [
+            "__sys_sendto",
+            "tcp_sendmsg",
+            "release_sock",
+            "tcp_release_cb",
+            "tcp_write_timer_handler",
+            "tcp_retransmit_timer",
+        ];
+        assert_eq!(categorize(&owner), TcpRetransmitTimer);
+    }
+
+    #[test]
+    fn nettos_own_programs_are_netto() {
+        let exit = with(
+            VETH_SOFTIRQ,
+            &[
+                "bpf_trace_run1",
+                "netto_softirq_exit",
+                "ktime_get_mono_fast_ns",
+                "read_tsc",
+            ],
+        );
+        assert_eq!(categorize(&exit), Netto);
+        assert_eq!(
+            categorize(&["do_syscall_64", "bpf_trace_run2", "netto_sys_enter"]),
+            Netto
+        );
+        // The sketch is measured apart.
+        assert_eq!(categorize(&["veth_xdp_rcv_skb", "netto_sketch"]), XdpSketch);
+    }
+
+    #[test]
+    fn socket_call_samples_in_the_softirq_loop_are_left_out() {
+        let top_of_loop = [
+            "entry_SYSCALL_64_after_hwframe",
+            "do_syscall_64",
+            "ksys_read",
+            "sock_read_iter",
+            "tcp_recvmsg_locked",
+            "asm_sysvec_apic_timer_interrupt",
+            "sysvec_apic_timer_interrupt",
+            "__irq_exit_rcu",
+            "handle_softirqs",
+        ];
+        let older_kernel = ["__sys_sendto", "irq_exit_rcu", "__do_softirq.part.0"];
+        let mut stacks = vec![
+            StackCount::of(SampleContext::SockRecv, &top_of_loop, 5),
+            StackCount::of(SampleContext::SockRecv, &top_of_loop[..5], 7),
+            StackCount::of(SampleContext::SockSend, &older_kernel, 2),
+            // Softirq and timer samples are in the loop by nature.
+            StackCount::of(SampleContext::NetRx, VETH_SOFTIRQ, 3),
+            StackCount::of(SampleContext::NetTimers, PACING, 4),
+        ];
+        assert_eq!(leave_out_softirq_loop(&mut stacks), 7);
+        let kept: Vec<(SampleContext, u64)> = stacks.iter().map(|s| (s.context, s.count)).collect();
+        assert_eq!(
+            kept,
+            [
+                (SampleContext::SockRecv, 7),
+                (SampleContext::NetRx, 3),
+                (SampleContext::NetTimers, 4)
+            ]
+        );
+    }
+
     #[test]
     fn nothing_known_is_other() {
         assert_eq!(categorize(&[]), Other);
@@ -986,13 +1247,16 @@ mod tests {
             StackCount::of(SampleContext::NetRx, &["[unknown]"], 2),
             StackCount::of(SampleContext::SockRecv, &["tcp_recvmsg"], 5),
         ];
+        // 1 MHz: a sample stands for 1000 ns.
         let got = breakdowns(
             &stacks,
             &events(&[(EventKey::NetRxSoftirq, 1_000), (EventKey::SockRecv, 7)]),
+            1_000_000,
         );
         assert_eq!(got.len(), 2);
         let rx = &got[0];
         assert_eq!((rx.context, rx.samples), (SampleContext::NetRx, 6));
+        assert_eq!(rx.agreement, Some(6.0));
         let names: Vec<&str> = rx.categories.iter().map(|c| c.category.as_str()).collect();
         // Most samples first; ties by name.
         assert_eq!(names, ["local_tcp", "other", "gro"]);
@@ -1016,10 +1280,11 @@ mod tests {
     #[test]
     fn breakdown_without_event_time_or_samples() {
         let stacks = [StackCount::of(SampleContext::NetTx, &["net_tx_action"], 3)];
-        let got = breakdowns(&stacks, &BTreeMap::new());
+        let got = breakdowns(&stacks, &BTreeMap::new(), 99);
         assert_eq!(got.len(), 1);
         assert_eq!(got[0].categories[0].cpu_ns, 0);
-        assert!(breakdowns(&[], &events(&[(EventKey::NetRxSoftirq, 5)])).is_empty());
+        assert_eq!(got[0].agreement, None, "no time to agree with");
+        assert!(breakdowns(&[], &events(&[(EventKey::NetRxSoftirq, 5)]), 99).is_empty());
     }
 
     #[test]

@@ -29,6 +29,7 @@ use std::collections::HashMap;
 use std::sync::OnceLock;
 
 use super::Category::{self, *};
+use crate::model::SampleContext;
 use crate::symbols::kallsyms::normalize_name;
 use crate::symbols::symbolizer::FastState;
 
@@ -338,6 +339,43 @@ pub static RULES: &[(Pattern, Action)] = &[
     (Exact("start_xmit"), Is(DevXmit)),
     (Exact("free_old_xmit"), Is(DevXmit)),
     (Exact("veth_forward_skb"), Is(DevXmit)),
+    // Network timer callbacks (src/kernel/callbacks.rs) and the handlers
+    // they run, which TCP also runs at release_sock() when the timer found
+    // the socket owned: the work is the timer's either way.
+    (Exact("tcp_pace_kick"), Is(TcpPacing)),
+    (Exact("tcp_tsq_workfn"), Is(TcpSmallQueues)),
+    (Exact("tcp_tasklet_func"), Is(TcpSmallQueues)),
+    (Exact("tcp_write_timer"), Is(TcpRetransmitTimer)),
+    (Exact("tcp_write_timer_handler"), Is(TcpRetransmitTimer)),
+    (Exact("tcp_retransmit_timer"), Is(TcpRetransmitTimer)),
+    (Exact("tcp_probe_timer"), Is(TcpRetransmitTimer)),
+    (Exact("tcp_delack_timer"), Is(TcpAckTimer)),
+    (Exact("tcp_delack_timer_handler"), Is(TcpAckTimer)),
+    (Exact("tcp_compressed_ack_kick"), Is(TcpAckTimer)),
+    (Exact("tcp_keepalive_timer"), Is(TcpConnectionTimer)),
+    (Exact("reqsk_timer_handler"), Is(TcpConnectionTimer)),
+    (Exact("tw_timer_handler"), Is(TcpConnectionTimer)),
+    (Exact("tcp_orphan_update"), Is(TcpConnectionTimer)),
+    (Exact("qdisc_watchdog"), Is(QdiscWatchdog)),
+    (Exact("napi_watchdog"), Is(DriverNapi)),
+    (Exact("ip_expire"), Is(IpReceive)),
+    (Exact("ip6_frag_expire"), Is(IpReceive)),
+    (Exact("neigh_timer_handler"), Is(IpOutput)),
+    // The timer softirqs' own loops, around the callbacks.
+    (Exact("hrtimer_run_softirq"), Is(TimerSoftirq)),
+    (Exact("__hrtimer_run_queues"), Is(TimerSoftirq)),
+    (Exact("__run_hrtimer"), Is(TimerSoftirq)),
+    (Exact("hrtimer_update_softirq_timer"), Is(TimerSoftirq)),
+    (Exact("run_timer_softirq"), Is(TimerSoftirq)),
+    (Exact("run_timer_base"), Is(TimerSoftirq)),
+    (Exact("__run_timers"), Is(TimerSoftirq)),
+    (Exact("expire_timers"), Is(TimerSoftirq)),
+    (Exact("call_timer_fn"), Is(TimerSoftirq)),
+    (Exact("tasklet_action"), Is(TimerSoftirq)),
+    (Exact("tasklet_hi_action"), Is(TimerSoftirq)),
+    (Exact("tasklet_action_common"), Is(TimerSoftirq)),
+    (Exact("workqueue_softirq_action"), Is(TimerSoftirq)),
+    (Exact("bh_worker"), Is(TimerSoftirq)),
     // Softirq machinery: its own time is no stage's, and it separates a
     // sender's stack from the softirq run inline on top of it.
     (Exact("handle_softirqs"), Is(Other)),
@@ -349,6 +387,9 @@ pub static RULES: &[(Pattern, Action)] = &[
     (Exact("__irq_exit_rcu"), Is(Other)),
 
     // Patterns, narrow before broad.
+    // netto's own accounting programs, named as the symbolizer names BPF
+    // programs (`netto_softirq_exit`, ...); the sketch's row is above.
+    (Prefix("netto_"), Is(Netto)),
     (Prefix("__x64_sys_send"), Is(SocketSend)),
     (Prefix("__arm64_sys_send"), Is(SocketSend)),
     (Prefix("__x64_sys_write"), Is(SocketSend)),
@@ -442,6 +483,21 @@ pub static HOOKS: &[(&str, Category)] = &[
     ("br_forward_finish", NetfilterPostrouting),
     ("br_nf_post_routing", NetfilterPostrouting),
 ];
+
+/// Contexts whose every sample is known to be one stage when no frame says
+/// more: a `net_timers` sample is taken in a recognised network callback
+/// (whose frame, or a frame it calls, names its stage) or in the timer
+/// softirq around one, whose frames a tail call may leave out of the
+/// stack (`handle_softirqs;_raw_spin_unlock_irqrestore` is the end of
+/// `hrtimer_run_softirq`).
+pub static CONTEXT_DEFAULTS: &[(SampleContext, Category)] =
+    &[(SampleContext::NetTimers, TimerSoftirq)];
+
+/// The softirq loop itself (older kernels: `__do_softirq`; since 6.8
+/// `handle_softirqs`, with `__do_softirq` around it). A sample in it that
+/// netto took in a task's socket call was taken outside any softirq netto
+/// saw begin: see [`super::leave_out_softirq_loop`].
+pub static SOFTIRQ_LOOP: &[&str] = &["handle_softirqs", "__do_softirq"];
 
 /// [`RULES`] and [`HOOKS`] indexed for lookup. An unmatched frame (most
 /// leaf helpers) is tested against every pattern, so prefixes are

@@ -72,7 +72,13 @@ pub fn run(args: &RecordArgs) -> Result<ExitCode> {
         },
         snapshots,
     };
-    write_recording(&recording, format, &args.output, args.force)?;
+    write_recording(
+        &recording,
+        format,
+        args.weight.into(),
+        &args.output,
+        args.force,
+    )?;
     eprintln!("netto: wrote {} ({samples} samples)", args.output.display());
     Ok(ExitCode::SUCCESS)
 }

@@ -17,11 +17,24 @@ pub fn run(args: &ReportArgs) -> Result<ExitCode> {
         (Some(pair), _) => {
             let before = load(&pair[0])?;
             let after = load(&pair[1])?;
-            write_diff(&before, &after, format, &args.output, args.force)?;
+            write_diff(
+                &before,
+                &after,
+                format,
+                args.weight.into(),
+                &args.output,
+                args.force,
+            )?;
         }
         (None, Some(path)) => {
             let recording = load(path)?;
-            write_recording(&recording, format, &args.output, args.force)?;
+            write_recording(
+                &recording,
+                format,
+                args.weight.into(),
+                &args.output,
+                args.force,
+            )?;
         }
         (None, None) => bail!("give a recording, or --diff BEFORE AFTER"),
     }

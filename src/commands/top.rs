@@ -52,6 +52,7 @@ pub fn run(args: &TopArgs) -> Result<ExitCode> {
     let settings = TopSettings {
         history_s: args.history,
         flame_s: args.flame_seconds,
+        flame_weight: args.weight.into(),
         speed: if args.source.replay.is_some() {
             args.source.speed
         } else {
@@ -175,7 +176,7 @@ fn wait_for_end(messages: &Receiver<Message>) -> Result<()> {
 /// was started; returns what to tell the user.
 fn flame_graph(app: &App) -> String {
     let seconds = app.settings.flame_s;
-    let stacks = app.stacks(seconds);
+    let stacks = app.flame_stacks(seconds);
     if stacks.is_empty() {
         return format!("no stack samples in the last {seconds:.0} s: no flame graph written");
     }
@@ -198,7 +199,7 @@ fn flame_graph(app: &App) -> String {
             info.kernel, info.backend
         ),
     };
-    match write_flame_graph(&stacks, &labels, &path, false) {
+    match write_flame_graph(&stacks, &labels, app.settings.flame_weight, &path, false) {
         Ok(()) => format!(
             "flame graph of the last {seconds:.0} s written to {}",
             path.display()

@@ -6,39 +6,51 @@ use std::path::Path;
 use anyhow::{bail, Context, Result};
 use netto::cli::Format;
 use netto::frontends::flame::svg;
-use netto::frontends::flame::{diff, folded, pprof, Labels};
-use netto::model::{Recording, StackCount};
+use netto::frontends::flame::{diff, flame_stacks, folded, pprof, FlameStack, Labels, Weight};
+use netto::model::Recording;
 use netto::output::write_atomically;
 
 pub fn write_recording(
     recording: &Recording,
     format: Format,
+    weight: Weight,
     path: &Path,
     force: bool,
 ) -> Result<()> {
     let labels = Labels::for_recording(&recording.header);
-    let stacks = recording.stacks();
     write_atomically(path, force, |out| match format {
         Format::Json => {
             serde_json::to_writer(&mut *out, recording)?;
             out.write_all(b"\n")
         }
-        Format::Folded => folded::write_folded(&stacks, out),
-        Format::Svg => Ok(svg::write_categorized_svg(&stacks, &labels, out)?),
-        Format::Pprof => Ok(pprof::write_pprof(&recording.snapshots, &labels, out)?),
+        Format::Folded => folded::write_folded(&flame_stacks(&recording.snapshots, weight), out),
+        Format::Svg => Ok(svg::write_categorized_svg(
+            &flame_stacks(&recording.snapshots, weight),
+            &labels,
+            weight,
+            out,
+        )?),
+        Format::Pprof => Ok(pprof::write_pprof(
+            &recording.snapshots,
+            &labels,
+            weight,
+            out,
+        )?),
     })
     .with_context(|| format!("writing {}", path.display()))
 }
 
-/// A flame graph of `stacks` at `path`, as `record` draws one.
+/// A flame graph of `stacks` at `path` (`top`'s `s`), coloured as every
+/// netto flame graph is.
 pub fn write_flame_graph(
-    stacks: &[StackCount],
+    stacks: &[FlameStack],
     labels: &Labels,
+    weight: Weight,
     path: &Path,
     force: bool,
 ) -> Result<()> {
     write_atomically(path, force, |out| {
-        Ok(svg::write_categorized_svg(stacks, labels, out)?)
+        Ok(svg::write_categorized_svg(stacks, labels, weight, out)?)
     })
     .with_context(|| format!("writing {}", path.display()))
 }
@@ -47,6 +59,7 @@ pub fn write_diff(
     before: &Recording,
     after: &Recording,
     format: Format,
+    weight: Weight,
     path: &Path,
     force: bool,
 ) -> Result<()> {
@@ -55,21 +68,21 @@ pub fn write_diff(
             "Differential: {} -> {}",
             before.header.host, after.header.host
         ),
-        subtitle: "red: more samples after, blue: fewer (counts normalised to the after run)"
-            .to_owned(),
+        subtitle: "red: more after, blue: less (normalised to the after run)".to_owned(),
     };
-    let (b, a): (&[StackCount], &[StackCount]) = (&before.stacks(), &after.stacks());
     if matches!(format, Format::Json | Format::Pprof) {
         bail!(
             "a differential report is written as svg or folded, not {}",
             format.name()
         );
     }
+    let b = flame_stacks(&before.snapshots, weight);
+    let a = flame_stacks(&after.snapshots, weight);
     write_atomically(path, force, |out| {
         if format == Format::Folded {
-            diff::write_diff_folded(b, a, true, out)
+            diff::write_diff_folded(&b, &a, true, out)
         } else {
-            Ok(diff::write_diff_svg(b, a, true, &labels, out)?)
+            Ok(diff::write_diff_svg(&b, &a, true, &labels, weight, out)?)
         }
     })
     .with_context(|| format!("writing {}", path.display()))

@@ -35,6 +35,16 @@ pub fn recursion_miss_is_loss(program: &str) -> bool {
     !NESTED_RUNS_DO_NOTHING.contains(&program)
 }
 
+/// Whether the program of `section` ends a state (a softirq, a hardirq, a
+/// callback, a socket window) rather than beginning one. These attach
+/// first: a state that begins while the programs are attached one by one
+/// is then always ended, whereas an entry attached before its exit would
+/// leave, say, NET_RX set by a softirq that ended in between, charging the
+/// CPU's idle and task time to NET_RX until the next softirq ends there.
+fn ends_a_state(section: &str) -> bool {
+    section.starts_with("fexit/") || section.ends_with("_exit") || section.ends_with("_end")
+}
+
 /// Loaded and attached accounting programs.
 pub struct Accounting<'obj> {
     skel: AccountSkel<'obj>,
@@ -117,10 +127,8 @@ impl<'obj> Accounting<'obj> {
         let (callbacks, callbacks_resolved) = resolve_callbacks(&skel)?;
         let cpus = libbpf_rs::num_possible_cpus().map_err(load_error)?;
 
-        // Function returns before entries, so no window can open that
-        // nothing would close (see bpf/window_functions.h).
         let mut progs: Vec<_> = skel.object().progs_mut().filter(|p| p.autoload()).collect();
-        progs.sort_by_key(|p| !p.section().to_string_lossy().starts_with("fexit/"));
+        progs.sort_by_key(|p| !ends_a_state(&p.section().to_string_lossy()));
         let mut links = Vec::new();
         for prog in progs {
             let name = prog.name().to_string_lossy().into_owned();
@@ -243,7 +251,7 @@ impl<'obj> Accounting<'obj> {
         self.skel.maps.cpus.as_fd()
     }
 
-    /// Names of the attached programs.
+    /// Names of the attached programs, in the order they were attached.
     pub fn attached(&self) -> impl Iterator<Item = &str> {
         self.links.iter().map(|(name, _)| name.as_str())
     }
@@ -278,4 +286,48 @@ fn resolve_callbacks(skel: &AccountSkel<'_>) -> Result<(Vec<&'static str>, bool)
             })?;
     }
     Ok((names, !kallsyms.addresses_hidden()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The program that ends what the program of `section` begins.
+    fn end_of(section: &str) -> Option<String> {
+        if let Some(function) = section.strip_prefix("fentry/") {
+            return Some(format!("fexit/{function}"));
+        }
+        [
+            ("_entry", "_exit"),
+            ("_start", "_end"),
+            ("sys_enter", "sys_exit"),
+        ]
+        .iter()
+        .find_map(|(begin, end)| Some(format!("{}{end}", section.strip_suffix(begin)?)))
+    }
+
+    #[test]
+    fn every_state_that_begins_is_ended_by_a_program_attached_before() {
+        let mut storage = MaybeUninit::uninit();
+        let open = AccountSkelBuilder::default().open(&mut storage).unwrap();
+        let sections: Vec<String> = open
+            .open_object()
+            .progs()
+            .map(|p| p.section().to_string_lossy().into_owned())
+            .collect();
+        let mut begins = 0;
+        for section in &sections {
+            let Some(end) = end_of(section) else {
+                continue;
+            };
+            begins += 1;
+            assert!(sections.contains(&end), "{section}: no {end}");
+            assert!(!ends_a_state(section), "{section} attaches with the ends");
+            assert!(ends_a_state(&end), "{end} attaches after {section}");
+        }
+        // softirq, device irq, 5 x86 vectors, 4 callback kinds, the
+        // syscall window, and at least one socket function.
+        assert!(begins >= 13, "{begins} programs begin a state");
+        assert!(!ends_a_state("tp_btf/sched_switch"));
+    }
 }

@@ -352,7 +352,7 @@ fn map(map: &impl AsFd, name: &'static str, bytes: usize) -> Result<Mapping, Ker
 }
 
 fn context_of(raw: u32) -> Option<SampleContext> {
-    const CONTEXTS: [(netto_sample_context, SampleContext); 4] = [
+    const CONTEXTS: [(netto_sample_context, SampleContext); 5] = [
         (netto_sample_context::NETTO_CTX_NET_RX, SampleContext::NetRx),
         (netto_sample_context::NETTO_CTX_NET_TX, SampleContext::NetTx),
         (
@@ -362,6 +362,10 @@ fn context_of(raw: u32) -> Option<SampleContext> {
         (
             netto_sample_context::NETTO_CTX_SOCK_RECV,
             SampleContext::SockRecv,
+        ),
+        (
+            netto_sample_context::NETTO_CTX_NET_TIMERS,
+            SampleContext::NetTimers,
         ),
     ];
     CONTEXTS

@@ -19,8 +19,8 @@ use libbpf_rs::OpenObject;
 
 use super::intervals::Intervals;
 use super::{Control, Origin, Source, SourceInfo};
-use crate::breakdown::breakdowns;
 use crate::breakdown::fold::Folder;
+use crate::breakdown::{breakdowns, leave_out_softirq_loop};
 use crate::collect::Collector;
 use crate::kernel::accounting::Accounting;
 use crate::kernel::backend::BackendChoice;
@@ -392,6 +392,9 @@ impl<'c, 'a, 'obj> Measure<'c, 'a, 'obj> {
         first: Option<Sampler<'_>>,
     ) -> Result<()> {
         let mut first = first;
+        if let Some(sampler) = first.as_mut() {
+            self.sample_from_now(sampler)?;
+        }
         let mut frequency = None;
         loop {
             let mut storage = MaybeUninit::uninit();
@@ -404,6 +407,16 @@ impl<'c, 'a, 'obj> Measure<'c, 'a, 'obj> {
                 Next::Frequency(hz) => frequency = Some(hz),
             }
         }
+    }
+
+    /// Leaves out what the sampler took before the first interval began
+    /// (while kernel symbols, the demo and the sketch were loading): those
+    /// samples and drops fall in no interval, and counted in the first one
+    /// they had it read up to 1.5 times its exact time.
+    fn sample_from_now(&mut self, sampler: &mut Sampler<'_>) -> Result<()> {
+        sampler.drain(|_| {})?;
+        self.base = sampler.counters();
+        Ok(())
     }
 
     /// Delivers snapshots until the run ends or the frequency changes.
@@ -467,10 +480,11 @@ impl<'c, 'a, 'obj> Measure<'c, 'a, 'obj> {
         snapshot.sketch = self.sketch.as_mut().map(Host::snapshot);
         if let (Some(sampler), Some(symbolizer)) = (sampler, self.symbolizer.as_mut()) {
             symbolizer.refresh().context("re-reading kernel symbols")?;
-            let stacks = self.folder.take(symbolizer);
+            let mut stacks = self.folder.take(symbolizer);
+            let softirq_loop = leave_out_softirq_loop(&mut stacks);
             let counters = sampler.counters();
             let counted = self.retired + (counters - self.base);
-            snapshot.breakdown = breakdowns(&stacks, &snapshot.events);
+            snapshot.breakdown = breakdowns(&stacks, &snapshot.events, sampler.frequency_hz());
             snapshot.modules = stacks
                 .iter()
                 .flat_map(|stack| &stack.frames)
@@ -483,6 +497,7 @@ impl<'c, 'a, 'obj> Measure<'c, 'a, 'obj> {
                 samples: counted.samples,
                 dropped: counted.dropped,
                 failed_stacks: counted.failed,
+                softirq_loop,
                 buffer_bytes: sampler.buffer_bytes(),
             });
             snapshot.losses.dropped_halves = counted.dropped_halves;

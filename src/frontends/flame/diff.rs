@@ -11,7 +11,7 @@ use inferno::differential;
 
 use super::folded::fold;
 use super::{draw, inferno_options, FlameError, Labels};
-use crate::model::StackCount;
+use super::{FlameStack, Weight};
 
 /// Writes `stack before after` lines, sorted, for every stack in either
 /// run: the input of any differential flame graph tool.
@@ -20,8 +20,8 @@ use crate::model::StackCount;
 /// different lengths or sampling rates compare by share rather than by raw
 /// count (otherwise a longer second run turns everything red).
 pub fn write_diff_folded(
-    before: &[StackCount],
-    after: &[StackCount],
+    before: &[FlameStack],
+    after: &[FlameStack],
     normalize: bool,
     out: &mut dyn Write,
 ) -> io::Result<()> {
@@ -31,26 +31,28 @@ pub fn write_diff_folded(
     Ok(())
 }
 
-/// Draws the differential flame graph of `before` -> `after`. Fails with
-/// [`FlameError::NoSamples`] before writing anything when the after run
-/// has no samples, since it gives the graph its widths.
+/// Draws the differential flame graph of `before` -> `after`, both
+/// weighted by `weight`. Fails with [`FlameError::NoSamples`] before
+/// writing anything when the after run has nothing to draw, since it gives
+/// the graph its widths.
 pub fn write_diff_svg(
-    before: &[StackCount],
-    after: &[StackCount],
+    before: &[FlameStack],
+    after: &[FlameStack],
     normalize: bool,
     labels: &Labels,
+    weight: Weight,
     out: &mut dyn Write,
 ) -> Result<(), FlameError> {
-    if after.iter().all(|stack| stack.count == 0) {
+    if after.iter().all(|stack| stack.width == 0) {
         return Err(FlameError::NoSamples);
     }
     let lines = diff_lines(before, after, normalize)?;
-    draw(&mut inferno_options(labels), &lines, out)
+    draw(&mut inferno_options(labels, weight), &lines, out)
 }
 
 fn diff_lines(
-    before: &[StackCount],
-    after: &[StackCount],
+    before: &[FlameStack],
+    after: &[FlameStack],
     normalize: bool,
 ) -> io::Result<Vec<String>> {
     let options = differential::Options {
@@ -73,7 +75,7 @@ fn diff_lines(
     Ok(lines)
 }
 
-fn folded_bytes(stacks: &[StackCount]) -> Vec<u8> {
+fn folded_bytes(stacks: &[FlameStack]) -> Vec<u8> {
     fold(stacks)
         .into_iter()
         .flat_map(|(stack, count)| format!("{stack} {count}\n").into_bytes())
@@ -87,13 +89,13 @@ mod tests {
     use super::*;
     use crate::model::SampleContext;
 
-    fn run() -> Vec<StackCount> {
+    fn run() -> Vec<FlameStack> {
         vec![
-            StackCount::of(SampleContext::NetRx, &["__do_softirq", "net_rx_action"], 50),
-            StackCount::of(SampleContext::NetTx, &["__do_softirq", "net_tx_action"], 7),
-            StackCount::of(SampleContext::SockSend, &["tcp_sendmsg", "tcp_push"], 31),
-            StackCount::of(SampleContext::SockRecv, &["tcp_recvmsg"], 12),
-            StackCount::of(SampleContext::NetRx, &["__do_softirq", "net_rx_action"], 5),
+            FlameStack::of(SampleContext::NetRx, &["__do_softirq", "net_rx_action"], 50),
+            FlameStack::of(SampleContext::NetTx, &["__do_softirq", "net_tx_action"], 7),
+            FlameStack::of(SampleContext::SockSend, &["tcp_sendmsg", "tcp_push"], 31),
+            FlameStack::of(SampleContext::SockRecv, &["tcp_recvmsg"], 12),
+            FlameStack::of(SampleContext::NetRx, &["__do_softirq", "net_rx_action"], 5),
         ]
     }
 
@@ -110,7 +112,7 @@ mod tests {
             .collect()
     }
 
-    fn diff_text(before: &[StackCount], after: &[StackCount], normalize: bool) -> String {
+    fn diff_text(before: &[FlameStack], after: &[FlameStack], normalize: bool) -> String {
         let mut out = Vec::new();
         write_diff_folded(before, after, normalize, &mut out).unwrap();
         String::from_utf8(out).unwrap()
@@ -131,9 +133,9 @@ mod tests {
     #[test]
     fn changes_and_one_sided_stacks_are_kept() {
         let after = vec![
-            StackCount::of(SampleContext::NetRx, &["__do_softirq", "net_rx_action"], 80),
-            StackCount::of(SampleContext::SockSend, &["tcp_sendmsg", "tcp_push"], 31),
-            StackCount::of(SampleContext::SockSend, &["udp_sendmsg"], 9),
+            FlameStack::of(SampleContext::NetRx, &["__do_softirq", "net_rx_action"], 80),
+            FlameStack::of(SampleContext::SockSend, &["tcp_sendmsg", "tcp_push"], 31),
+            FlameStack::of(SampleContext::SockSend, &["udp_sendmsg"], 9),
         ];
         let diff = parse_diff(&diff_text(&run(), &after, false));
         assert_eq!(diff["net_rx;__do_softirq;net_rx_action"], (55, 80));
@@ -153,10 +155,10 @@ mod tests {
 
     #[test]
     fn normalizing_scales_before_to_the_after_total() {
-        let doubled: Vec<StackCount> = run()
+        let doubled: Vec<FlameStack> = run()
             .into_iter()
-            .map(|s| StackCount {
-                count: s.count * 2,
+            .map(|s| FlameStack {
+                width: s.width * 2,
                 ..s
             })
             .collect();
@@ -173,7 +175,7 @@ mod tests {
             subtitle: "box1".into(),
         };
         let mut out = Vec::new();
-        write_diff_svg(&run(), &run(), false, &labels, &mut out).unwrap();
+        write_diff_svg(&run(), &run(), false, &labels, Weight::Samples, &mut out).unwrap();
         let svg = String::from_utf8(out).unwrap();
         let doc = super::super::parse_svg(&svg);
         let titles: Vec<&str> = doc
@@ -199,7 +201,8 @@ mod tests {
             subtitle: "s".into(),
         };
         let mut out = Vec::new();
-        let err = write_diff_svg(&run(), &[], false, &labels, &mut out).unwrap_err();
+        let err =
+            write_diff_svg(&run(), &[], false, &labels, Weight::Samples, &mut out).unwrap_err();
         assert!(matches!(err, FlameError::NoSamples));
         assert!(out.is_empty());
     }

@@ -1,15 +1,16 @@
 //! Folded stacks, the plain-text exchange format of flame graph tools
 //! (flamegraph.pl, inferno, speedscope): one line per distinct stack,
-//! frames outermost first joined by `;`, then a space and the sample count.
-//! The sample context is the root frame (`net_rx;__do_softirq;... 12`), so
-//! the same kernel path under two contexts stays two towers instead of
-//! silently merging.
+//! frames outermost first joined by `;`, then a space and the width
+//! (nanoseconds of exact time, or samples: [`super::Weight`]). The sample
+//! context is the root frame (`net_rx;__do_softirq;... 12`), so the same
+//! kernel path under two contexts stays two towers instead of silently
+//! merging.
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::io::{self, Write};
 
-use crate::model::StackCount;
+use super::FlameStack;
 
 /// What the symbolizer writes for a frame it could not name; reused here
 /// so an address that slipped through reads the same as any other
@@ -23,7 +24,7 @@ const MIN_ADDRESS_DIGITS: usize = 8;
 /// Writes one line per distinct stack, sorted, with duplicates (the same
 /// stack reported in several intervals) added up. Stacks with no samples
 /// are left out: they would draw nothing and only lengthen the file.
-pub fn write_folded(stacks: &[StackCount], out: &mut dyn Write) -> io::Result<()> {
+pub fn write_folded(stacks: &[FlameStack], out: &mut dyn Write) -> io::Result<()> {
     for (stack, count) in fold(stacks) {
         writeln!(out, "{stack} {count}")?;
     }
@@ -32,16 +33,16 @@ pub fn write_folded(stacks: &[StackCount], out: &mut dyn Write) -> io::Result<()
 
 /// The folded lines without their counts, keyed by stack text, which is
 /// what inferno and the differential step consume.
-pub(super) fn fold(stacks: &[StackCount]) -> BTreeMap<String, u64> {
+pub(super) fn fold(stacks: &[FlameStack]) -> BTreeMap<String, u64> {
     let mut folded = BTreeMap::new();
-    for stack in stacks.iter().filter(|s| s.count > 0) {
+    for stack in stacks.iter().filter(|s| s.width > 0) {
         let mut line = String::from(stack.context.name());
         for frame in &stack.frames {
             line.push(';');
             line.push_str(&frame_label(frame));
         }
         let total: &mut u64 = folded.entry(line).or_default();
-        *total = total.saturating_add(stack.count);
+        *total = total.saturating_add(stack.width);
     }
     folded
 }
@@ -89,7 +90,7 @@ mod tests {
     use super::*;
     use crate::model::SampleContext;
 
-    fn folded_text(stacks: &[StackCount]) -> String {
+    fn folded_text(stacks: &[FlameStack]) -> String {
         let mut out = Vec::new();
         write_folded(stacks, &mut out).unwrap();
         String::from_utf8(out).unwrap()
@@ -97,7 +98,7 @@ mod tests {
 
     #[test]
     fn context_is_the_root_frame_outermost_first() {
-        let text = folded_text(&[StackCount::of(
+        let text = folded_text(&[FlameStack::of(
             SampleContext::NetRx,
             &["__do_softirq", "net_rx_action", "napi_poll"],
             7,
@@ -108,7 +109,7 @@ mod tests {
     #[test]
     fn separators_and_addresses_never_reach_the_output() {
         let text = folded_text(&[
-            StackCount::of(
+            FlameStack::of(
                 SampleContext::NetRx,
                 &[
                     "ffffffff81a2b3c4",
@@ -119,7 +120,7 @@ mod tests {
                 ],
                 1,
             ),
-            StackCount::of(SampleContext::NetRx, &["unused"], 0),
+            FlameStack::of(SampleContext::NetRx, &["unused"], 0),
         ]);
         assert_eq!(
             text,

@@ -5,6 +5,14 @@
 //! ([`pprof`]). Every renderer names frames through the folded form's
 //! [`folded::frame_label`], so a frame is cleaned of addresses and
 //! separators in exactly one place.
+//!
+//! A graph's widths are exact time by default ([`Weight`]): samples say
+//! where inside a context the time goes, the exact accounting how much
+//! time the context took, so each interval's samples of a context are
+//! scaled to the context's exact time ([`exact_shares`], which pprof's
+//! nanoseconds share too). Counted as samples, contexts would be misstated
+//! against each other by how differently they are sampled (README,
+//! "Agreement").
 
 pub mod diff;
 pub mod folded;
@@ -13,12 +21,153 @@ pub mod pprof;
 pub mod readback;
 pub mod svg;
 
+use std::collections::HashMap;
 use std::io::{self, Write};
 
 use inferno::flamegraph::Options;
 use thiserror::Error;
 
-use crate::model::RecordingHeader;
+use crate::breakdown::split_ns;
+use crate::model::{merge_stacks, RecordingHeader, SampleContext, Snapshot, StackCount};
+
+/// What a flame graph's widths stand for. The names are public (the
+/// `--weight` option, serve's `weight` query parameter).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum Weight {
+    /// Nanoseconds of exact event time.
+    #[default]
+    Time,
+    /// Stack samples.
+    Samples,
+}
+
+impl Weight {
+    pub const ALL: [Weight; 2] = [Weight::Time, Weight::Samples];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Weight::Time => "time",
+            Weight::Samples => "samples",
+        }
+    }
+
+    /// What a width counts, as the graph says it.
+    fn unit(self) -> &'static str {
+        match self {
+            Weight::Time => "ns",
+            Weight::Samples => "samples",
+        }
+    }
+}
+
+/// One tower of a flame graph: a stack of a context and its width.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FlameStack {
+    pub context: SampleContext,
+    /// Outermost first.
+    pub frames: Vec<String>,
+    /// Nanoseconds or samples, as the [`Weight`] says.
+    pub width: u64,
+}
+
+#[cfg(test)]
+impl FlameStack {
+    /// Test shorthand.
+    pub(crate) fn of(context: SampleContext, frames: &[&str], width: u64) -> FlameStack {
+        FlameStack {
+            context,
+            frames: frames.iter().map(|&f| f.to_owned()).collect(),
+            width,
+        }
+    }
+}
+
+/// The frame that carries a context's exact time in an interval where none
+/// of its time was sampled, so that a graph in exact time adds up to every
+/// nanosecond measured.
+pub const NOT_SAMPLED: &str = "[not sampled]";
+
+/// The stacks of `snapshots` as flame graph towers, merged across
+/// snapshots, ordered by context, then widest first.
+pub fn flame_stacks<'a>(
+    snapshots: impl IntoIterator<Item = &'a Snapshot>,
+    weight: Weight,
+) -> Vec<FlameStack> {
+    let towers: Vec<FlameStack> = match weight {
+        Weight::Samples => merge_stacks(snapshots)
+            .into_iter()
+            .map(|stack| FlameStack {
+                context: stack.context,
+                frames: stack.frames,
+                width: stack.count,
+            })
+            .collect(),
+        Weight::Time => {
+            let mut widths: HashMap<(SampleContext, &[String]), u64> = HashMap::new();
+            let not_sampled = [NOT_SAMPLED.to_owned()];
+            for snapshot in snapshots {
+                let shares = exact_shares(snapshot);
+                for (stack, ns) in &shares {
+                    *widths.entry((stack.context, &stack.frames)).or_default() += ns;
+                }
+                for context in SampleContext::ALL {
+                    if !shares.iter().any(|(stack, _)| stack.context == context) {
+                        let ns = snapshot
+                            .events
+                            .get(&context.event())
+                            .map_or(0, |t| t.total_ns);
+                        *widths.entry((context, &not_sampled[..])).or_default() += ns;
+                    }
+                }
+            }
+            // The borrowed keys end with the loop: own them.
+            widths
+                .into_iter()
+                .filter(|&(_, width)| width > 0)
+                .map(|((context, frames), width)| FlameStack {
+                    context,
+                    frames: frames.to_vec(),
+                    width,
+                })
+                .collect()
+        }
+    };
+    let mut towers = towers;
+    towers.sort_by(|a, b| {
+        (a.context, std::cmp::Reverse(a.width), &a.frames).cmp(&(
+            b.context,
+            std::cmp::Reverse(b.width),
+            &b.frames,
+        ))
+    });
+    towers
+}
+
+/// Each stack of `snapshot` that has samples, with its part of its
+/// context's exact time in the snapshot: the time shared out in proportion
+/// to samples, by largest remainder as the breakdown shares it
+/// ([`split_ns`]), so a context's stacks add up to its exact time. A
+/// context without samples in the snapshot has no stack here.
+pub fn exact_shares(snapshot: &Snapshot) -> Vec<(&StackCount, u64)> {
+    let mut shares = Vec::new();
+    for context in SampleContext::ALL {
+        let of_context: Vec<&StackCount> = snapshot
+            .stacks
+            .iter()
+            .filter(|s| s.context == context && s.count > 0)
+            .collect();
+        if of_context.is_empty() {
+            continue;
+        }
+        let counts: Vec<u64> = of_context.iter().map(|s| s.count).collect();
+        let total_ns = snapshot
+            .events
+            .get(&context.event())
+            .map_or(0, |t| t.total_ns);
+        shares.extend(of_context.into_iter().zip(split_ns(total_ns, &counts)));
+    }
+    shares
+}
 
 #[derive(Debug, Error)]
 pub enum FlameError {
@@ -64,11 +213,18 @@ impl Labels {
 
 /// inferno's settings common to every graph netto draws; the caller adds
 /// how frames are coloured.
-fn inferno_options(labels: &Labels) -> Options<'static> {
+fn inferno_options(labels: &Labels, weight: Weight) -> Options<'static> {
     let mut options = Options::default();
     options.title = labels.title.clone();
-    options.subtitle = Some(labels.subtitle.clone());
-    options.count_name = "samples".into();
+    options.subtitle = Some(format!(
+        "{}; widths: {}",
+        labels.subtitle,
+        match weight {
+            Weight::Time => "exact time",
+            Weight::Samples => "samples",
+        }
+    ));
+    options.count_name = weight.unit().into();
     options
 }
 
@@ -119,6 +275,72 @@ mod tests {
         assert_eq!(
             labels.subtitle,
             "kernel 6.8.0-31-generic, 12.0 s sampled at 99 Hz, tracepoint backend"
+        );
+    }
+
+    fn interval(net_rx_ns: u64, timers_ns: u64, stacks: Vec<StackCount>) -> Snapshot {
+        let mut s = Snapshot::empty("tracepoint", 1);
+        for (key, ns) in [
+            (crate::model::EventKey::NetRxSoftirq, net_rx_ns),
+            (crate::model::EventKey::NetTimers, timers_ns),
+        ] {
+            let time = s.events.get_mut(&key).unwrap();
+            time.total_ns = ns;
+            time.per_cpu_ns = vec![ns];
+        }
+        s.stacks = stacks;
+        s
+    }
+
+    #[test]
+    fn exact_time_scales_each_interval_to_its_context_time() {
+        let tcp = ["net_rx_action", "tcp_v4_rcv"];
+        let gro = ["net_rx_action", "napi_gro_receive"];
+        let pace = ["hrtimer_run_softirq", "tcp_pace_kick"];
+        // Interval 1: 3 samples stand for 900 ns of NET_RX; interval 2: 1
+        // sample for 1000 ns; the timers were sampled in interval 2 only.
+        let snapshots = [
+            interval(
+                900,
+                50,
+                vec![
+                    StackCount::of(SampleContext::NetRx, &tcp, 2),
+                    StackCount::of(SampleContext::NetRx, &gro, 1),
+                ],
+            ),
+            interval(
+                1_000,
+                70,
+                vec![
+                    StackCount::of(SampleContext::NetRx, &gro, 1),
+                    StackCount::of(SampleContext::NetTimers, &pace, 4),
+                ],
+            ),
+        ];
+        let towers = |weight| -> Vec<(SampleContext, String, u64)> {
+            flame_stacks(&snapshots, weight)
+                .into_iter()
+                .map(|t| (t.context, t.frames.join(";"), t.width))
+                .collect()
+        };
+        assert_eq!(
+            towers(Weight::Time),
+            [
+                (SampleContext::NetRx, gro.join(";"), 300 + 1_000),
+                (SampleContext::NetRx, tcp.join(";"), 600),
+                (SampleContext::NetTimers, pace.join(";"), 70),
+                (SampleContext::NetTimers, NOT_SAMPLED.to_owned(), 50),
+            ]
+        );
+        let total: u64 = towers(Weight::Time).iter().map(|t| t.2).sum();
+        assert_eq!(total, 900 + 50 + 1_000 + 70, "every nanosecond measured");
+        assert_eq!(
+            towers(Weight::Samples),
+            [
+                (SampleContext::NetRx, gro.join(";"), 2),
+                (SampleContext::NetRx, tcp.join(";"), 2),
+                (SampleContext::NetTimers, pace.join(";"), 4),
+            ]
         );
     }
 

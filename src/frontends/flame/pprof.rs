@@ -3,10 +3,12 @@
 //! so netto's flame graphs reach the tools fleets already keep profiles in.
 //!
 //! Every sample carries two values: `samples/count` and `cpu/nanoseconds`.
-//! The second is the exact event time, shared out as the breakdown shares
-//! it (src/breakdown): within each snapshot, a context's exact time goes to
-//! its stacks in proportion to their samples, so the nanoseconds of a
-//! context add up to its measured time, not to samples x period.
+//! The second is the exact event time, shared out as flame graphs in exact
+//! time share it ([`super::exact_shares`]): within each snapshot, a
+//! context's exact time goes to its stacks in proportion to their samples,
+//! so the nanoseconds of a context add up to its measured time, not to
+//! samples x period. The [`Weight`] says which of the two viewers show
+//! first.
 //!
 //! Frames are kernel functions by name only: one function and one location
 //! per name, every location address left at 0, so no kernel address can
@@ -23,7 +25,7 @@ use flate2::Compression;
 use prost::Message;
 
 use super::folded::frame_label;
-use super::{FlameError, Labels};
+use super::{exact_shares, FlameError, Labels, Weight};
 use crate::breakdown::{split_ns, Categorizer};
 use crate::model::{SampleContext, Snapshot};
 
@@ -169,9 +171,10 @@ pub const KERNEL_MAPPING: &str = "[kernel.kallsyms]";
 pub fn write_pprof<'a>(
     snapshots: impl IntoIterator<Item = &'a Snapshot>,
     labels: &Labels,
+    weight: Weight,
     out: &mut dyn Write,
 ) -> Result<(), FlameError> {
-    let profile = profile(snapshots, labels);
+    let profile = profile(snapshots, labels, weight);
     let mut gzip = GzEncoder::new(out, Compression::default());
     gzip.write_all(&profile.encode_to_vec())?;
     gzip.finish()?;
@@ -189,6 +192,7 @@ struct Totals {
 pub fn profile<'a>(
     snapshots: impl IntoIterator<Item = &'a Snapshot>,
     labels: &Labels,
+    weight: Weight,
 ) -> proto::Profile {
     let mut stacks: HashMap<StackKey<'_>, Totals> = HashMap::new();
     let mut modules: HashMap<&str, &str> = HashMap::new();
@@ -237,7 +241,7 @@ pub fn profile<'a>(
             ],
             label: [
                 Some(builder.label(context_key, context.name())),
-                Some(builder.label(category_key, categorizer.categorize(frames).name())),
+                Some(builder.label(category_key, categorizer.categorize(context, frames).name())),
                 cpu.map(|cpu| builder.label(cpu_key, &cpu.to_string())),
             ]
             .into_iter()
@@ -255,12 +259,16 @@ pub fn profile<'a>(
         value_type(&mut builder, "cpu", "nanoseconds"),
     ];
     let period_type = value_type(&mut builder, "cpu", "nanoseconds");
+    let default_sample_type = match weight {
+        Weight::Time => period_type.r#type,
+        Weight::Samples => sample_type[0].r#type,
+    };
     let comment = [&labels.title, &labels.subtitle]
         .map(|text| builder.string(text))
         .to_vec();
     let (start, end) = span.unwrap_or_default();
     proto::Profile {
-        default_sample_type: period_type.r#type,
+        default_sample_type,
         sample_type,
         sample,
         mapping: builder.mappings,
@@ -282,38 +290,24 @@ pub fn profile<'a>(
 type StackKey<'a> = (SampleContext, &'a [String], Option<u32>);
 
 /// Adds one snapshot's stacks, each with its part of its context's exact
-/// time in this snapshot (largest remainder, as the breakdown splits it),
-/// and that part split again among the CPUs the stack was sampled on.
+/// time in this snapshot ([`exact_shares`]), and that part split again
+/// among the CPUs the stack was sampled on.
 fn add_snapshot<'a>(snapshot: &'a Snapshot, stacks: &mut HashMap<StackKey<'a>, Totals>) {
-    for context in SampleContext::ALL {
-        let of_context: Vec<_> = snapshot
-            .stacks
-            .iter()
-            .filter(|s| s.context == context && s.count > 0)
-            .collect();
-        if of_context.is_empty() {
+    for (stack, cpu_ns) in exact_shares(snapshot) {
+        let context = stack.context;
+        if stack.cpus.is_empty() {
+            let totals = stacks.entry((context, &stack.frames, None)).or_default();
+            totals.samples += stack.count;
+            totals.cpu_ns += cpu_ns;
             continue;
         }
-        let counts: Vec<u64> = of_context.iter().map(|s| s.count).collect();
-        let total_ns = snapshot
-            .events
-            .get(&context.event())
-            .map_or(0, |t| t.total_ns);
-        for (stack, cpu_ns) in of_context.iter().zip(split_ns(total_ns, &counts)) {
-            if stack.cpus.is_empty() {
-                let totals = stacks.entry((context, &stack.frames, None)).or_default();
-                totals.samples += stack.count;
-                totals.cpu_ns += cpu_ns;
-                continue;
-            }
-            let per_cpu: Vec<u64> = stack.cpus.values().copied().collect();
-            for ((&cpu, &samples), cpu_ns) in stack.cpus.iter().zip(split_ns(cpu_ns, &per_cpu)) {
-                let totals = stacks
-                    .entry((context, &stack.frames, Some(cpu)))
-                    .or_default();
-                totals.samples += samples;
-                totals.cpu_ns += cpu_ns;
-            }
+        let per_cpu: Vec<u64> = stack.cpus.values().copied().collect();
+        for ((&cpu, &samples), cpu_ns) in stack.cpus.iter().zip(split_ns(cpu_ns, &per_cpu)) {
+            let totals = stacks
+                .entry((context, &stack.frames, Some(cpu)))
+                .or_default();
+            totals.samples += samples;
+            totals.cpu_ns += cpu_ns;
         }
     }
 }
@@ -485,7 +479,7 @@ mod tests {
 
     fn written(snapshots: &[Snapshot]) -> proto::Profile {
         let mut out = Vec::new();
-        write_pprof(snapshots, &labels(), &mut out).unwrap();
+        write_pprof(snapshots, &labels(), Weight::Time, &mut out).unwrap();
         decode(&out)
     }
 
@@ -535,6 +529,12 @@ mod tests {
             .collect();
         assert_eq!(types, [("samples", "count"), ("cpu", "nanoseconds")]);
         assert_eq!(s(p.default_sample_type), "cpu");
+        let by_samples = profile(&snapshots(), &labels(), Weight::Samples);
+        assert_eq!(
+            by_samples.string_table[usize::try_from(by_samples.default_sample_type).unwrap()],
+            "samples",
+            "--weight samples: viewers show samples first"
+        );
         let period_type = p.period_type.as_ref().unwrap();
         assert_eq!(
             (s(period_type.r#type), s(period_type.unit)),
@@ -621,7 +621,7 @@ mod tests {
         }
         let mut exact: BTreeMap<String, i64> = BTreeMap::new();
         for snapshot in &snapshots {
-            for b in crate::breakdown::breakdowns(&snapshot.stacks, &snapshot.events) {
+            for b in crate::breakdown::breakdowns(&snapshot.stacks, &snapshot.events, 99) {
                 let ns: u64 = b.categories.iter().map(|c| c.cpu_ns).sum();
                 *exact.entry(b.context.name().to_owned()).or_default() += ns as i64;
             }

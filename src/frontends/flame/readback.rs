@@ -81,25 +81,26 @@ fn malformed(line: usize, reason: impl Into<String>) -> FoldedError {
 mod tests {
     use super::*;
     use crate::frontends::flame::folded::write_folded;
-    use crate::model::{SampleContext, StackCount};
+    use crate::frontends::flame::FlameStack;
+    use crate::model::SampleContext;
 
     #[test]
     fn round_trip_keeps_every_count_and_merges_duplicates() {
         let stacks = vec![
-            StackCount::of(SampleContext::NetRx, &["__do_softirq", "net_rx_action"], 5),
-            StackCount::of(SampleContext::NetTx, &["__do_softirq", "net_tx_action"], 3),
-            StackCount::of(SampleContext::SockSend, &["tcp_sendmsg", "tcp_push"], 11),
-            StackCount::of(SampleContext::SockRecv, &["tcp_recvmsg", "[unknown]"], 2),
+            FlameStack::of(SampleContext::NetRx, &["__do_softirq", "net_rx_action"], 5),
+            FlameStack::of(SampleContext::NetTx, &["__do_softirq", "net_tx_action"], 3),
+            FlameStack::of(SampleContext::SockSend, &["tcp_sendmsg", "tcp_push"], 11),
+            FlameStack::of(SampleContext::SockRecv, &["tcp_recvmsg", "[unknown]"], 2),
             // Same path as the first, from a later interval.
-            StackCount::of(SampleContext::NetRx, &["__do_softirq", "net_rx_action"], 4),
+            FlameStack::of(SampleContext::NetRx, &["__do_softirq", "net_rx_action"], 4),
             // Same frames, other context: must stay apart.
-            StackCount::of(SampleContext::NetTx, &["__do_softirq", "net_rx_action"], 1),
+            FlameStack::of(SampleContext::NetTx, &["__do_softirq", "net_rx_action"], 1),
         ];
         let mut expected: BTreeMap<Vec<String>, u64> = BTreeMap::new();
         for s in &stacks {
             let mut frames = vec![s.context.name().to_string()];
             frames.extend(s.frames.iter().cloned());
-            *expected.entry(frames).or_default() += s.count;
+            *expected.entry(frames).or_default() += s.width;
         }
 
         let mut written = Vec::new();

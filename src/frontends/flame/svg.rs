@@ -8,9 +8,8 @@ use std::io::Write;
 use inferno::flamegraph::color::{BackgroundColor, Color, PaletteMap};
 
 use super::folded::fold;
-use super::{draw, inferno_options, FlameError, Labels};
+use super::{draw, inferno_options, FlameError, FlameStack, Labels, Weight};
 use crate::breakdown::{categorize, Category};
-use crate::model::StackCount;
 
 /// Light enough for inferno's black frame text, far enough apart in hue to
 /// tell apart at a glance. A category's colour is its position in
@@ -62,11 +61,13 @@ impl Categories<'_> {
 }
 
 /// Draws the stacks as one flame graph, contexts side by side under the
-/// root. Fails with [`FlameError::NoSamples`] before writing anything when
-/// there is nothing to draw.
+/// root, widths counted as `weight` says. Fails with
+/// [`FlameError::NoSamples`] before writing anything when there is nothing
+/// to draw.
 pub fn write_svg(
-    stacks: &[StackCount],
+    stacks: &[FlameStack],
     labels: &Labels,
+    weight: Weight,
     categories: &Categories<'_>,
     out: &mut dyn Write,
 ) -> Result<(), FlameError> {
@@ -84,7 +85,7 @@ pub fn write_svg(
         .iter()
         .map(|(stack, count)| format!("{stack} {count}"))
         .collect();
-    let mut options = inferno_options(labels);
+    let mut options = inferno_options(labels, weight);
     options.palette_map = Some(&mut palette);
     options.bgcolors = Some(BackgroundColor::Flat(BACKGROUND));
     draw(&mut options, &lines, out)
@@ -94,8 +95,9 @@ pub fn write_svg(
 /// colouring every netto flame graph uses: a file from `record` and the
 /// web view's graph show a category in the same colour.
 pub fn write_categorized_svg(
-    stacks: &[StackCount],
+    stacks: &[FlameStack],
     labels: &Labels,
+    weight: Weight,
     out: &mut dyn Write,
 ) -> Result<(), FlameError> {
     let names = Category::ALL.map(Category::name);
@@ -103,7 +105,7 @@ pub fn write_categorized_svg(
         names: &names,
         of_frame: &frame_category,
     };
-    write_svg(stacks, labels, &categories, out)
+    write_svg(stacks, labels, weight, &categories, out)
 }
 
 /// The category a single frame stands for, if it names one on its own.
@@ -133,13 +135,8 @@ mod tests {
         }
     }
 
-    fn stacks() -> Vec<StackCount> {
-        let stack = |context, frames: &[&str], count| StackCount {
-            context,
-            frames: frames.iter().map(|f| f.to_string()).collect(),
-            count,
-            cpus: Default::default(),
-        };
+    fn stacks() -> Vec<FlameStack> {
+        let stack = FlameStack::of;
         vec![
             stack(
                 SampleContext::SockSend,
@@ -168,7 +165,7 @@ mod tests {
             of_frame: &category_of,
         };
         let mut out = Vec::new();
-        write_svg(&stacks(), &labels(), &categories, &mut out).unwrap();
+        write_svg(&stacks(), &labels(), Weight::Samples, &categories, &mut out).unwrap();
         String::from_utf8(out).unwrap()
     }
 
@@ -213,7 +210,10 @@ mod tests {
                 .map(str::to_string)
         };
         assert_eq!(text_of("title"), Some(labels().title));
-        assert_eq!(text_of("subtitle"), Some(labels().subtitle));
+        assert_eq!(
+            text_of("subtitle"),
+            Some(format!("{}; widths: samples", labels().subtitle))
+        );
 
         let fills = frame_fills(&doc);
         for name in [
@@ -277,7 +277,7 @@ mod tests {
             of_frame: &category_of,
         };
         let mut out = Vec::new();
-        let err = write_svg(&[], &labels(), &categories, &mut out).unwrap_err();
+        let err = write_svg(&[], &labels(), Weight::Samples, &categories, &mut out).unwrap_err();
         assert!(matches!(err, FlameError::NoSamples));
         assert!(out.is_empty());
     }

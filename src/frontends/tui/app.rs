@@ -8,8 +8,9 @@
 use super::table::{self, Grid};
 use super::tree::{Expansion, NodeId, Row, Tree};
 use crate::breakdown::Categorizer;
+use crate::frontends::flame::{flame_stacks, FlameStack, Weight};
 use crate::history::History;
-use crate::model::{EventKey, Snapshot, StackCount};
+use crate::model::{EventKey, Snapshot};
 use crate::source::{Origin, SourceInfo};
 
 /// Options fixed for the run.
@@ -19,6 +20,8 @@ pub struct TopSettings {
     pub history_s: f64,
     /// What `s` draws a flame graph of.
     pub flame_s: f64,
+    /// What its widths count.
+    pub flame_weight: Weight,
     /// How much faster than measured the snapshots arrive (1 when live).
     pub speed: f64,
 }
@@ -158,10 +161,10 @@ impl App {
         self.held
     }
 
-    /// The stacks sampled in the last `seconds` (at most the flame graph
-    /// span), merged.
-    pub fn stacks(&self, seconds: f64) -> Vec<StackCount> {
-        self.recent.stacks(seconds)
+    /// The flame graph of the last `seconds` (at most the flame graph
+    /// span), weighted as the settings say.
+    pub fn flame_stacks(&self, seconds: f64) -> Vec<FlameStack> {
+        flame_stacks(self.recent.last(seconds), self.settings.flame_weight)
     }
 
     /// The snapshot on screen.
@@ -352,10 +355,23 @@ mod tests {
             snapshot.ts += f64::from(i);
             app.push(snapshot);
         }
+        // In exact time (the default): every event's time.
+        let per_snapshot: u64 = fixture::snapshot()
+            .events
+            .values()
+            .map(|t| t.total_ns)
+            .sum();
+        let counted = |app: &App, seconds| {
+            app.flame_stacks(seconds)
+                .iter()
+                .map(|s| s.width)
+                .sum::<u64>()
+        };
+        assert_eq!(counted(&app, 5.0), 5 * per_snapshot);
+        assert_eq!(counted(&app, 1000.0), 30 * per_snapshot, "flame_s is 30");
+        app.settings.flame_weight = Weight::Samples;
         let per_snapshot: u64 = fixture::snapshot().stacks.iter().map(|s| s.count).sum();
-        let counted = |seconds| app.stacks(seconds).iter().map(|s| s.count).sum::<u64>();
-        assert_eq!(counted(5.0), 5 * per_snapshot);
-        assert_eq!(counted(1000.0), 30 * per_snapshot, "flame_s is 30");
+        assert_eq!(counted(&app, 5.0), 5 * per_snapshot);
         // The chart still spans all 40, and the tree has the newest stacks.
         assert_eq!(app.series[0].points.len(), 40);
         assert_eq!(app.series[0].points[0].0, -39.0);

@@ -4,6 +4,7 @@
 use super::app::{App, TopSettings};
 use crate::breakdown::breakdowns;
 use crate::breakdown::hot::tcp_receive;
+use crate::frontends::flame::Weight;
 use crate::model::{
     EventKey, Flow, FlowEstimate, ProgramCost, SampleContext, SamplingStats, SketchCost,
     SketchSnapshot, Snapshot, StackCount, XdpMode,
@@ -45,6 +46,7 @@ pub fn snapshot() -> Snapshot {
         samples: 75,
         dropped: 3,
         failed_stacks: 0,
+        softirq_loop: 0,
         buffer_bytes: 65536,
     });
     s.stacks = vec![
@@ -61,7 +63,7 @@ pub fn snapshot() -> Snapshot {
             15,
         ),
     ];
-    s.breakdown = breakdowns(&s.stacks, &s.events);
+    s.breakdown = breakdowns(&s.stacks, &s.events, 499);
     s
 }
 
@@ -132,6 +134,7 @@ pub fn settings() -> TopSettings {
     TopSettings {
         history_s: 300.0,
         flame_s: 30.0,
+        flame_weight: Weight::default(),
         speed: 1.0,
     }
 }

@@ -1,5 +1,5 @@
 //! The breakdown panel's tree: sampled contexts (NET_RX, NET_TX, socket
-//! calls), their categories, and the hottest kernel functions of each
+//! calls, network timers), their categories, and the hottest kernel functions of each
 //! category. Built once per snapshot and when a node opens; what is open
 //! and selected is kept by name, so it survives the next snapshot
 //! reshuffling the order. Finding a category's functions means
@@ -21,6 +21,8 @@ pub struct ContextNode {
     pub samples: u64,
     /// The exact time of the context's event over the interval.
     pub event_ns: u64,
+    /// Samples x period / `event_ns` ([`crate::model::Breakdown`]).
+    pub agreement: Option<f64>,
     pub categories: Vec<CategoryNode>,
 }
 
@@ -67,7 +69,7 @@ impl NodeId {
     }
 }
 
-/// Which nodes are open. Contexts start open (there are at most four),
+/// Which nodes are open. Contexts start open (there are at most five),
 /// categories closed (each opens onto a list of functions).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Expansion {
@@ -182,6 +184,7 @@ impl Tree {
                     .events
                     .get(&breakdown.context.event())
                     .map_or(0, |t| t.total_ns),
+                agreement: breakdown.agreement,
                 categories: breakdown
                     .categories
                     .iter()
@@ -240,7 +243,7 @@ mod tests {
             tcp_receive(&["g"], 1),
             StackCount::of(SampleContext::SockSend, &["tcp_sendmsg", "h"], 2),
         ];
-        s.breakdown = breakdowns(&s.stacks, &s.events);
+        s.breakdown = breakdowns(&s.stacks, &s.events, 99);
         s
     }
 

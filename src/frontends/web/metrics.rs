@@ -35,6 +35,7 @@ pub struct Metrics {
     category_seconds: CounterVec,
     samples_dropped: Counter,
     stack_failures: Counter,
+    samples_softirq_loop: Counter,
     losses: CounterVec,
     process_seconds: Counter,
     bpf_run_seconds: CounterVec,
@@ -129,6 +130,11 @@ impl Metrics {
             stack_failures: counter(
                 "netto_stack_failures_total",
                 "Stack samples whose kernel stack could not be read.",
+            )?,
+            samples_softirq_loop: counter(
+                "netto_samples_softirq_loop_total",
+                "Stack samples taken in the softirq loop while a socket call was open: interrupt time, \
+                 left out of every context.",
             )?,
             losses: counters(
                 "netto_losses_total",
@@ -231,6 +237,8 @@ impl Metrics {
         let sampling = snapshot.sampling.clone().unwrap_or_default();
         self.samples_dropped.inc_by(sampling.dropped as f64);
         self.stack_failures.inc_by(sampling.failed_stacks as f64);
+        self.samples_softirq_loop
+            .inc_by(sampling.softirq_loop as f64);
         self.sampling_frequency.set(sampling.frequency_hz as f64);
         // Every kind from the first snapshot on, at zero until one happens.
         for kind in &Losses::KINDS {
@@ -315,6 +323,7 @@ mod tests {
         s.breakdown = vec![Breakdown {
             context: SampleContext::NetRx,
             samples: 10,
+            agreement: Some(1.0),
             categories: vec![CategoryShare {
                 category: "local_tcp".into(),
                 samples: 10,

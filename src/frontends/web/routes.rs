@@ -23,6 +23,7 @@ use super::assets::{Asset, ASSETS};
 use super::host::{HostCheck, HostError};
 use super::metrics;
 use super::state::{FlameFailure, FlameWindow, ProfileWindow, State, FLAME_WINDOWS_S};
+use crate::frontends::flame::Weight;
 
 /// The page may load only its own files: no inline script, nothing from
 /// another origin, and no framing by another site.
@@ -173,6 +174,29 @@ impl Window {
     }
 }
 
+/// `?weight=time|samples`: what a flame graph's widths count.
+#[derive(Debug, Deserialize)]
+struct Widths {
+    weight: Option<String>,
+}
+
+impl Widths {
+    /// The weight asked for ([`Weight::default`] when absent), or the 400
+    /// response naming the choices.
+    fn weight(&self) -> Result<Weight, Box<HttpResponse>> {
+        match self.weight.as_deref() {
+            None => Ok(Weight::default()),
+            Some(name) => Weight::ALL
+                .into_iter()
+                .find(|w| w.name() == name)
+                .ok_or_else(|| {
+                    let names: Vec<&str> = Weight::ALL.iter().map(|w| w.name()).collect();
+                    bad_request(&format!("weight must be one of {}", names.join(", ")))
+                }),
+        }
+    }
+}
+
 /// The kept snapshots as one JSON array, sent from the bytes every reader
 /// shares rather than serialized again.
 async fn history(state: web::Data<State>, window: web::Query<Window>) -> HttpResponse {
@@ -195,24 +219,32 @@ async fn history(state: web::Data<State>, window: web::Query<Window>) -> HttpRes
     ok("application/json").body(SizedStream::new(length as u64, body))
 }
 
-async fn folded(state: web::Data<State>, window: web::Query<Window>) -> HttpResponse {
-    let window = match window.flame() {
-        Ok(window) => window,
+async fn folded(
+    state: web::Data<State>,
+    window: web::Query<Window>,
+    widths: web::Query<Widths>,
+) -> HttpResponse {
+    let (window, weight) = match window.flame().and_then(|w| Ok((w, widths.weight()?))) {
+        Ok(asked) => asked,
         Err(response) => return *response,
     };
-    match web::block(move || state.folded(window)).await {
+    match web::block(move || state.folded(window, weight)).await {
         Ok(text) => ok("text/plain; charset=utf-8").body(text),
         Err(_) => error(StatusCode::SERVICE_UNAVAILABLE, "server shutting down"),
     }
 }
 
-async fn flame_svg(state: web::Data<State>, window: web::Query<Window>) -> HttpResponse {
-    let window = match window.flame() {
-        Ok(window) => window,
+async fn flame_svg(
+    state: web::Data<State>,
+    window: web::Query<Window>,
+    widths: web::Query<Widths>,
+) -> HttpResponse {
+    let (window, weight) = match window.flame().and_then(|w| Ok((w, widths.weight()?))) {
+        Ok(asked) => asked,
         Err(response) => return *response,
     };
     // Drawing takes milliseconds to tens of them: off the async workers.
-    match web::block(move || state.flame_svg(window)).await {
+    match web::block(move || state.flame_svg(window, weight)).await {
         Ok(Ok(svg)) => ok("image/svg+xml").body(svg),
         Ok(Err(FlameFailure::NoSamples)) => error(
             StatusCode::NOT_FOUND,
@@ -227,13 +259,17 @@ async fn flame_svg(state: web::Data<State>, window: web::Query<Window>) -> HttpR
 
 /// A pprof profile of the last N seconds, already there: unlike Go's
 /// handler of the same path, nothing waits N seconds to collect it.
-async fn flame_pprof(state: web::Data<State>, window: web::Query<Window>) -> HttpResponse {
-    let window = match window.profile() {
-        Ok(window) => window,
+async fn flame_pprof(
+    state: web::Data<State>,
+    window: web::Query<Window>,
+    widths: web::Query<Widths>,
+) -> HttpResponse {
+    let (window, weight) = match window.profile().and_then(|w| Ok((w, widths.weight()?))) {
+        Ok(asked) => asked,
         Err(response) => return *response,
     };
     // Encoding and compressing take milliseconds: off the async workers.
-    match web::block(move || state.pprof(window)).await {
+    match web::block(move || state.pprof(window, weight)).await {
         Ok(profile) => ok("application/octet-stream")
             .insert_header((
                 header::CONTENT_DISPOSITION,

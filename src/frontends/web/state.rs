@@ -20,9 +20,11 @@ use serde::{Deserialize, Serialize};
 
 use super::metrics::{Metrics, MetricsError};
 use super::stream::{self, StreamError, Streams};
-use crate::frontends::flame::{folded, pprof, svg, FlameError, Labels};
+use crate::frontends::flame::{
+    flame_stacks, folded, pprof, svg, FlameError, FlameStack, Labels, Weight,
+};
 use crate::history::{stack_bytes, Entry, History};
-use crate::model::{merge_stack_lists, Snapshot, StackCount};
+use crate::model::{Snapshot, StackCount};
 use crate::source::SourceInfo;
 
 /// How the server was started, shown by the page and the source endpoint.
@@ -197,7 +199,7 @@ impl<T: Clone> Drawn<T> {
     }
 }
 
-/// The drawings of one flame window.
+/// The drawings of one flame window in one [`Weight`].
 struct Flame {
     folded: Drawn<Bytes>,
     svg: Drawn<Result<Bytes, FlameFailure>>,
@@ -209,11 +211,15 @@ pub struct State {
     pub metrics: Metrics,
     pub streams: Streams,
     recent: RwLock<Recent>,
-    flames: [Flame; FLAME_WINDOWS_S.len()],
-    /// Profiles encoded for the current generation, by window.
-    profiles: Mutex<(u64, HashMap<ProfileWindow, Bytes>)>,
+    /// By window, then by weight (`Weight as usize`).
+    flames: [[Flame; Weight::ALL.len()]; FLAME_WINDOWS_S.len()],
+    /// Profiles encoded for the current generation.
+    profiles: Mutex<(u64, Profiles)>,
     snapshot: Drawn<Option<Bytes>>,
 }
+
+/// Encoded profiles by window and weight.
+type Profiles = HashMap<(ProfileWindow, Weight), Bytes>;
 
 /// A flame graph that could not be drawn, for the response.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -239,9 +245,11 @@ impl State {
                 generation: 0,
                 ended: false,
             }),
-            flames: std::array::from_fn(|_| Flame {
-                folded: Drawn::new(),
-                svg: Drawn::new(),
+            flames: std::array::from_fn(|_| {
+                std::array::from_fn(|_| Flame {
+                    folded: Drawn::new(),
+                    svg: Drawn::new(),
+                })
             }),
             profiles: Mutex::default(),
             snapshot: Drawn::new(),
@@ -374,14 +382,14 @@ impl State {
         self.read().summaries.len()
     }
 
-    /// Folded stacks of `window`.
-    pub fn folded(&self, window: FlameWindow) -> Bytes {
-        self.flames[window.0].folded.get(
+    /// Folded stacks of `window`, widths in `weight`.
+    pub fn folded(&self, window: FlameWindow, weight: Weight) -> Bytes {
+        self.flames[window.0][weight as usize].folded.get(
             self,
             |r| take_window(r, window),
             |part| {
                 let mut out = Vec::new();
-                folded::write_folded(&part.merged(), &mut out)
+                folded::write_folded(&part.towers(weight), &mut out)
                     .expect("writing to memory cannot fail");
                 Bytes::from(out)
             },
@@ -389,14 +397,15 @@ impl State {
     }
 
     /// The pprof profile (gzip-compressed) of `window`: the same stacks as
-    /// the flame graphs, each context's exact time shared out over them.
-    /// Encoded once per window and snapshot.
-    pub fn pprof(&self, window: ProfileWindow) -> Bytes {
+    /// the flame graphs, each context's exact time shared out over them,
+    /// `weight` the value shown first. Encoded once per window, weight and
+    /// snapshot.
+    pub fn pprof(&self, window: ProfileWindow, weight: Weight) -> Bytes {
         let mut profiles = lock(&self.profiles);
         let (generation, part) = {
             let recent = self.read();
             if profiles.0 == recent.generation {
-                if let Some(profile) = profiles.1.get(&window) {
+                if let Some(profile) = profiles.1.get(&(window, weight)) {
                     return profile.clone();
                 }
             }
@@ -404,13 +413,18 @@ impl State {
         };
         let labels = self.window_labels(&part);
         let mut out = Vec::new();
-        pprof::write_pprof(part.sampled.iter().map(Arc::as_ref), &labels, &mut out)
-            .expect("writing to memory cannot fail");
+        pprof::write_pprof(
+            part.sampled.iter().map(Arc::as_ref),
+            &labels,
+            weight,
+            &mut out,
+        )
+        .expect("writing to memory cannot fail");
         let profile = Bytes::from(out);
         if profiles.0 != generation {
             *profiles = (generation, HashMap::new());
         }
-        profiles.1.insert(window, profile.clone());
+        profiles.1.insert((window, weight), profile.clone());
         profile
     }
 
@@ -428,15 +442,15 @@ impl State {
         }
     }
 
-    /// The flame graph of `window`.
-    pub fn flame_svg(&self, window: FlameWindow) -> Result<Bytes, FlameFailure> {
-        self.flames[window.0].svg.get(
+    /// The flame graph of `window`, widths in `weight`.
+    pub fn flame_svg(&self, window: FlameWindow, weight: Weight) -> Result<Bytes, FlameFailure> {
+        self.flames[window.0][weight as usize].svg.get(
             self,
             |r| take_window(r, window),
             |part| {
                 let labels = self.window_labels(&part);
                 let mut out = Vec::new();
-                match svg::write_categorized_svg(&part.merged(), &labels, &mut out) {
+                match svg::write_categorized_svg(&part.towers(weight), &labels, weight, &mut out) {
                     Ok(()) => Ok(Bytes::from(out)),
                     Err(FlameError::NoSamples) => Err(FlameFailure::NoSamples),
                     Err(e) => Err(FlameFailure::Render(e.to_string())),
@@ -491,8 +505,8 @@ fn sampled(
 }
 
 impl WindowStacks {
-    fn merged(&self) -> Vec<StackCount> {
-        merge_stack_lists(self.sampled.iter().map(|s| s.stacks.as_slice()))
+    fn towers(&self, weight: Weight) -> Vec<FlameStack> {
+        flame_stacks(self.sampled.iter().map(Arc::as_ref), weight)
     }
 }
 
@@ -586,7 +600,32 @@ mod tests {
         assert_eq!(latest.stacks.len(), 1);
         assert_eq!(latest, snapshot(1.0, 3));
         assert_eq!(
-            &state.folded(window(10.0))[..],
+            &state.folded(window(10.0), Weight::Samples)[..],
+            b"net_rx;net_rx_action;tcp_v4_rcv 3\n"
+        );
+    }
+
+    #[test]
+    fn folded_stacks_in_exact_time_or_samples() {
+        let state = state();
+        let mut sampled = snapshot(1.0, 3);
+        let rx = sampled
+            .events
+            .get_mut(&crate::model::EventKey::NetRxSoftirq)
+            .unwrap();
+        rx.total_ns = 9_000;
+        sampled
+            .events
+            .get_mut(&crate::model::EventKey::NetTimers)
+            .unwrap()
+            .total_ns = 500;
+        state.publish(sampled);
+        assert_eq!(
+            &state.folded(window(10.0), Weight::Time)[..],
+            &b"net_rx;net_rx_action;tcp_v4_rcv 9000\nnet_timers;[not sampled] 500\n"[..]
+        );
+        assert_eq!(
+            &state.folded(window(10.0), Weight::Samples)[..],
             b"net_rx;net_rx_action;tcp_v4_rcv 3\n"
         );
     }
@@ -657,19 +696,22 @@ mod tests {
     fn flame_graph_drawn_once_per_snapshot_and_window() {
         let state = state();
         assert_eq!(
-            state.flame_svg(window(10.0)).unwrap_err(),
+            state.flame_svg(window(10.0), Weight::Samples).unwrap_err(),
             FlameFailure::NoSamples
         );
         state.publish(snapshot(1.0, 5));
-        let first = state.flame_svg(window(10.0)).unwrap();
+        let first = state.flame_svg(window(10.0), Weight::Samples).unwrap();
         assert_eq!(
             first.as_ptr(),
-            state.flame_svg(window(10.0)).unwrap().as_ptr()
+            state
+                .flame_svg(window(10.0), Weight::Samples)
+                .unwrap()
+                .as_ptr()
         );
-        let other = state.flame_svg(window(30.0)).unwrap();
+        let other = state.flame_svg(window(30.0), Weight::Samples).unwrap();
         assert_ne!(first.as_ptr(), other.as_ptr());
         state.publish(snapshot(2.0, 5));
-        let second = state.flame_svg(window(10.0)).unwrap();
+        let second = state.flame_svg(window(10.0), Weight::Samples).unwrap();
         assert_ne!(first.as_ptr(), second.as_ptr());
         let text = String::from_utf8(second.to_vec()).unwrap();
         assert!(text.contains("tcp_v4_rcv"));
@@ -699,9 +741,9 @@ mod tests {
             .total_ns = 8_000;
         state.publish(first);
         let window = ProfileWindow::of(10.0).unwrap();
-        let profile = state.pprof(window);
-        assert_eq!(profile.as_ptr(), state.pprof(window).as_ptr());
-        let other = state.pprof(ProfileWindow::of(15.0).unwrap());
+        let profile = state.pprof(window, Weight::Time);
+        assert_eq!(profile.as_ptr(), state.pprof(window, Weight::Time).as_ptr());
+        let other = state.pprof(ProfileWindow::of(15.0).unwrap(), Weight::Time);
         assert_ne!(profile.as_ptr(), other.as_ptr());
         // The kept stacks still know the exact time they stand for.
         let mut gz = flate2::read::GzDecoder::new(&profile[..]);
@@ -711,7 +753,7 @@ mod tests {
         let values: Vec<Vec<i64>> = decoded.sample.iter().map(|s| s.value.clone()).collect();
         assert_eq!(values, [vec![4, 8_000]]);
         state.publish(snapshot(2.0, 1));
-        assert_ne!(profile.as_ptr(), state.pprof(window).as_ptr());
+        assert_ne!(profile.as_ptr(), state.pprof(window, Weight::Time).as_ptr());
     }
 
     #[test]
@@ -720,18 +762,23 @@ mod tests {
         state.publish(snapshot(1.0, 5));
         // While a window is being drawn, snapshots still arrive and the
         // history is read.
-        let drawing = state.flames[0].svg.get(
+        let drawing = state.flames[0][Weight::Samples as usize].svg.get(
             &state,
             |r| take_window(r, window(10.0)),
             |part| {
                 state.publish(snapshot(2.0, 5));
                 assert_eq!(state.history(10.0).len(), 2);
-                Ok(Bytes::from(part.merged()[0].count.to_string()))
+                Ok(Bytes::from(
+                    part.towers(Weight::Samples)[0].width.to_string(),
+                ))
             },
         );
         // The drawing is of what was taken, and stale now.
         assert_eq!(drawing.unwrap(), "5");
-        assert!(state.flame_svg(window(10.0)).unwrap().starts_with(b"<?xml"));
+        assert!(state
+            .flame_svg(window(10.0), Weight::Samples)
+            .unwrap()
+            .starts_with(b"<?xml"));
     }
 
     #[test]
@@ -745,7 +792,7 @@ mod tests {
         assert_eq!(recent.stacks.len(), 300);
         drop(recent);
         assert_eq!(
-            &state.folded(window(300.0))[..],
+            &state.folded(window(300.0), Weight::Samples)[..],
             b"net_rx;net_rx_action;tcp_v4_rcv 300\n"
         );
         assert_eq!(state.history(3600.0).len(), 400);

@@ -41,7 +41,13 @@ pub fn draw(app: &App, frame: &mut Frame<'_>, area: Rect) {
         let (depth, name, share, ns, count) = match *row {
             Row::Context(c) => (
                 0,
-                c.context.name().to_uppercase(),
+                match c.agreement {
+                    Some(agreement) => format!(
+                        "{}  agreement {agreement:.2}",
+                        c.context.name().to_uppercase()
+                    ),
+                    None => c.context.name().to_uppercase(),
+                },
                 1.0,
                 c.event_ns as f64,
                 c.samples,

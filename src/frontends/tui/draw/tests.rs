@@ -138,8 +138,12 @@ fn events_per_cpu_view_and_sorting() {
 fn breakdown_tree_shows_shares_cpu_time_and_opened_functions() {
     let mut app = fixture::app();
     let closed = screen(&app, 80, 24);
-    // NET_RX: 25% of one CPU, 60 samples; local_tcp 2/3 of it.
-    has_row(&closed, &["NET_RX", "100.0%", "25.0%", "60"]);
+    // NET_RX: 25% of one CPU, 60 samples; local_tcp 2/3 of it. 60
+    // samples at 499 Hz stand for 120 ms of its 250: agreement 0.48.
+    has_row(
+        &closed,
+        &["NET_RX", "agreement", "0.48", "100.0%", "25.0%", "60"],
+    );
     has_row(&closed, &["local_tcp", "66.7%", "16.7%", "40"]);
     has_row(&closed, &["driver_napi", "33.3%", "8.3%", "20"]);
     assert!(!closed.iter().any(|l| l.contains("_raw_spin_lock")));
@@ -243,7 +247,7 @@ fn sketch_panel_shows_the_sketch_its_cost_and_its_heaviest_flows() {
         );
         line(&screen, "tcp 198.18.0.1:40000");
         // The breakdown keeps its band's other part.
-        has_row(&screen, &["NET_RX", "100.0%", "25.0%", "60"]);
+        has_row(&screen, &["NET_RX", "0.48", "100.0%", "25.0%", "60"]);
     }
     let wide = screen(&with_sketch(), 200, 60);
     has_row(&wide, &["heaviest", "flows", "packets", "bytes", "share"]);
