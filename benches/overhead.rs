@@ -15,8 +15,16 @@
 //! same hooks, so netto's per-run cost is compared with the floor of running
 //! any BPF program there, measured in the same run.
 //!
+//! Per call: system call loops on CPU 1 (a call that is no socket call, a
+//! read that is checked and found not to be a socket, a socket write and
+//! read) with and without `netto stat`, interleaved: what netto adds to one
+//! system call, hook dispatch included (which run-time statistics cannot
+//! see).
+//!
 //! Run as root: `cargo bench --bench overhead` (NETTO_BENCH_ROUNDS and
-//! NETTO_BENCH_SECONDS override the defaults of 3 rounds of 5 s per mode).
+//! NETTO_BENCH_SECONDS override the defaults of 3 rounds of 5 s per mode;
+//! NETTO_BENCH_MODES=accounting runs only the throughput modes whose name
+//! contains that text, `none` none of them).
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
@@ -41,11 +49,14 @@ const PORT: &str = "5399";
 const FLOORS: &[(&str, &str, f64)] = &[
     ("netto_softirq_entry", "floor_softirq_entry", 2.0),
     ("netto_softirq_exit", "floor_softirq_exit", 2.0),
-    ("netto_sched_switch", "floor_sched_switch", 3.0),
-    ("netto_sys_enter", "floor_sys_enter", f64::NAN),
-    ("netto_sys_exit", "floor_sys_exit", f64::NAN),
-    ("netto_hrtimer_entry", "floor_hrtimer_entry", f64::NAN),
-    ("netto_irq_entry", "floor_irq_entry", f64::NAN),
+    ("netto_sched_switch", "floor_sched_switch", 2.0),
+    ("netto_sys_enter", "floor_sys_enter", 2.0),
+    ("netto_sys_exit", "floor_sys_exit", 2.0),
+    ("netto_hrtimer_entry", "floor_hrtimer_entry", 2.0),
+    ("netto_hrtimer_exit", "floor_hrtimer_exit", 2.0),
+    ("netto_timer_irq_entry", "floor_timer_irq_entry", 2.0),
+    ("netto_timer_irq_exit", "floor_timer_irq_exit", 2.0),
+    ("netto_irq_entry", "floor_irq_entry", 2.0),
 ];
 
 /// What runs beside the traffic in one throughput comparison.
@@ -60,13 +71,16 @@ struct Mode {
 const RECORD_OUT: &str = "/tmp/netto-bench-record.json";
 const PERF_OUT: &str = "/tmp/netto-bench-perf.data";
 
+/// netto's exact accounting with default options, nothing else.
+const ACCOUNTING: Mode = Mode {
+    name: "netto accounting",
+    program: NETTO,
+    args: &["stat", "--json", "--no-bpf-stats"],
+    ready: Some("netto: measuring"),
+};
+
 const MODES: &[Mode] = &[
-    Mode {
-        name: "netto accounting",
-        program: NETTO,
-        args: &["stat", "--json", "--no-bpf-stats"],
-        ready: Some("netto: measuring"),
-    },
+    ACCOUNTING,
     Mode {
         name: "netto record 1 kHz mmap",
         program: NETTO,
@@ -274,7 +288,8 @@ fn throughput(pair: &VethPair, rounds: u32, seconds: u32) -> Result<()> {
         "\n{:<29} {:>14} {:>12} {:>6} {:>15}",
         "mode", "without Gbit/s", "with Gbit/s", "ratio", "mode CPU ms/s"
     );
-    for mode in MODES {
+    let only = std::env::var("NETTO_BENCH_MODES").unwrap_or_default();
+    for mode in MODES.iter().filter(|m| m.name.contains(only.as_str())) {
         let (mut without, mut with, mut cpu) = (Vec::new(), Vec::new(), Vec::new());
         for round in 0..rounds {
             for mode_first in [round % 2 == 0, round % 2 != 0] {
@@ -293,6 +308,123 @@ fn throughput(pair: &VethPair, rounds: u32, seconds: u32) -> Result<()> {
             mode.name,
             measured / base,
             median(&mut cpu)
+        );
+    }
+    Ok(())
+}
+
+/// A system call loop: what one iteration does, and how many calls it makes.
+struct CallLoop {
+    name: &'static str,
+    calls_per_iteration: u32,
+    iteration: fn(&CallFds),
+}
+
+/// The descriptors the loops use: /dev/zero, and a unix datagram pair.
+struct CallFds {
+    zero: std::fs::File,
+    pair: (
+        std::os::unix::net::UnixDatagram,
+        std::os::unix::net::UnixDatagram,
+    ),
+}
+
+const CALL_LOOPS: &[CallLoop] = &[
+    CallLoop {
+        name: "getppid (no socket call)",
+        calls_per_iteration: 1,
+        iteration: |_| {
+            // SAFETY: getppid has no preconditions.
+            unsafe { libc::getppid() };
+        },
+    },
+    CallLoop {
+        name: "read /dev/zero (not a socket)",
+        calls_per_iteration: 1,
+        iteration: |fds| {
+            use std::io::Read;
+            let _ = (&fds.zero).read(&mut [0u8; 1]);
+        },
+    },
+    CallLoop {
+        name: "unix socket write + read",
+        calls_per_iteration: 2,
+        iteration: |fds| {
+            let _ = fds.pair.0.send(&[0u8; 8]);
+            let _ = fds.pair.1.recv(&mut [0u8; 8]);
+        },
+    },
+];
+
+/// Runs `f` on CPU 1 (where the traffic runs in the other sections), then
+/// lets the thread run anywhere again.
+fn on_cpu1<T>(f: impl FnOnce() -> T) -> T {
+    // SAFETY: cpu_set_t is plain data; the calls only read/write it.
+    unsafe {
+        let mut old: libc::cpu_set_t = std::mem::zeroed();
+        libc::sched_getaffinity(0, std::mem::size_of_val(&old), &mut old);
+        let mut one: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(1, &mut one);
+        libc::sched_setaffinity(0, std::mem::size_of_val(&one), &one);
+        let out = f();
+        libc::sched_setaffinity(0, std::mem::size_of_val(&old), &old);
+        out
+    }
+}
+
+/// ns per system call of each loop, the best of three passes of 300k
+/// iterations (the least disturbed).
+fn call_costs(fds: &CallFds) -> Vec<f64> {
+    const ITERATIONS: u32 = 300_000;
+    on_cpu1(|| {
+        CALL_LOOPS
+            .iter()
+            .map(|l| {
+                (0..3)
+                    .map(|_| {
+                        let start = Instant::now();
+                        for _ in 0..ITERATIONS {
+                            (l.iteration)(fds);
+                        }
+                        start.elapsed().as_nanos() as f64
+                            / f64::from(ITERATIONS * l.calls_per_iteration)
+                    })
+                    .fold(f64::INFINITY, f64::min)
+            })
+            .collect()
+    })
+}
+
+/// What netto's accounting adds to one system call, hook dispatch included.
+fn per_call(rounds: u32) -> Result<()> {
+    let pair = std::os::unix::net::UnixDatagram::pair()?;
+    let fds = CallFds {
+        zero: std::fs::File::open("/dev/zero")?,
+        pair,
+    };
+    let (mut without, mut with) = (Vec::new(), Vec::new());
+    for round in 0..rounds {
+        for mode_first in [round % 2 == 0, round % 2 != 0] {
+            if mode_first {
+                let running = start_mode(&ACCOUNTING)?;
+                with.push(call_costs(&fds));
+                running.stop()?;
+            } else {
+                without.push(call_costs(&fds));
+            }
+        }
+    }
+    println!(
+        "\n{:<32} {:>12} {:>12} {:>12}",
+        "system call (per call)", "without ns", "netto ns", "added ns"
+    );
+    for (i, l) in CALL_LOOPS.iter().enumerate() {
+        let base = median(&mut without.iter().map(|c| c[i]).collect::<Vec<_>>());
+        let measured = median(&mut with.iter().map(|c| c[i]).collect::<Vec<_>>());
+        println!(
+            "{:<32} {base:>12.0} {measured:>12.0} {:>12.0}",
+            l.name,
+            measured - base
         );
     }
     Ok(())
@@ -438,6 +570,7 @@ fn main() -> Result<()> {
     thread::sleep(Duration::from_millis(500));
     println!("netto overhead: iperf3 TCP through veth, {rounds} interleaved rounds of {seconds} s per mode");
     throughput(&pair, rounds, seconds)?;
+    per_call(rounds)?;
     report_costs(&cost_run(&pair, seconds)?);
     let _ = std::fs::remove_file(RECORD_OUT);
     let _ = std::fs::remove_file(PERF_OUT);

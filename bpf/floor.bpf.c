@@ -28,5 +28,14 @@ int BPF_PROG(floor_sys_exit) { return 0; }
 SEC("tp_btf/hrtimer_expire_entry")
 int BPF_PROG(floor_hrtimer_entry) { return 0; }
 
+SEC("tp_btf/hrtimer_expire_exit")
+int BPF_PROG(floor_hrtimer_exit) { return 0; }
+
+SEC("tp_btf/local_timer_entry")
+int BPF_PROG(floor_timer_irq_entry) { return 0; }
+
+SEC("tp_btf/local_timer_exit")
+int BPF_PROG(floor_timer_irq_exit) { return 0; }
+
 SEC("tp_btf/irq_handler_entry")
 int BPF_PROG(floor_irq_entry) { return 0; }
