@@ -17,6 +17,29 @@ struct {
 	__type(value, struct netto_syscall);
 } syscalls SEC(".maps");
 
+/* The kernel's socket_file_ops, which every socket's file has and no other
+ * file: learnt from the first socket seen (kallsyms lists no data symbols
+ * on most kernels), then one load tells a socket where the inode's mode
+ * takes two, through a line of memory more. */
+__u64 socket_fops;
+
+/* A socket's file as sock_alloc_file() makes it: an S_IFSOCK inode, and the
+ * socket in private_data pointing back at the file. (An O_PATH descriptor
+ * of a socket's inode has the mode but other file operations: it must not
+ * teach socket_fops.) */
+static __always_inline bool learn_socket_fops(struct file *file)
+{
+	struct socket *sock;
+
+	if ((BPF_CORE_READ(file, f_inode, i_mode) & S_IFMT) != S_IFSOCK)
+		return false;
+	sock = BPF_CORE_READ(file, private_data);
+	if (!sock || BPF_CORE_READ(sock, file) != file)
+		return false;
+	socket_fops = (__u64)BPF_CORE_READ(file, f_op);
+	return true;
+}
+
 /* Whether descriptor `fd` of `task` is a socket. Read through the fd table
  * rather than trusting the syscall: write(2) on a pipe or read(2) of a file
  * must not count. Direct loads through the BTF task pointer where the
@@ -26,12 +49,15 @@ static __always_inline bool fd_is_socket(struct task_struct *task, long fd)
 {
 	struct fdtable *fdt = task->files->fdt;
 	struct file *file = NULL;
+	__u64 fops = socket_fops;
 
 	if (fd < 0 || !fdt || fd >= fdt->max_fds)
 		return false;
 	if (bpf_probe_read_kernel(&file, sizeof(file), &fdt->fd[fd]) || !file)
 		return false;
-	return (BPF_CORE_READ(file, f_inode, i_mode) & S_IFMT) == S_IFSOCK;
+	if (!fops)
+		return learn_socket_fops(file);
+	return (__u64)BPF_CORE_READ(file, f_op) == fops;
 }
 
 /* x86's TS_COMPAT: the task is in a 32-bit system call (in_ia32_syscall()),
@@ -130,7 +156,6 @@ int BPF_PROG(netto_sys_enter, struct pt_regs *regs, long id)
 	__u32 nr = id;
 	__u32 window;
 	bool compat;
-	__u64 now;
 
 	if (id < 0 || nr >= NETTO_MAX_SYSCALLS)
 		return 0;
@@ -141,22 +166,28 @@ int BPF_PROG(netto_sys_enter, struct pt_regs *regs, long id)
 	sc = bpf_map_lookup_elem(&syscalls, &nr);
 	if (!sc || sc->kind == NETTO_SYS_OTHER)
 		return 0;
-	/* Before the fd check, so the check is inside the window it opens. */
-	now = bpf_ktime_get_ns();
+	/* The clock after the fd check: a read or write of a file or a pipe
+	 * reads no clock, and netto's own check is not charged to the
+	 * socket call. */
 	window = socket_window(task, regs, compat, sc);
 	c = this_cpu();
 	if (window == NETTO_WIN_NONE || !c)
 		return 0;
-	open_window(c, now, window);
+	open_window(c, bpf_ktime_get_ns(), window);
 	return 0;
 }
 
+/* Counts the system call for both programs (NETTO_HOOK_WINDOW): every
+ * system call runs both, and this one touches the CPU's record anyway. */
 SEC("tp_btf/sys_exit")
 int BPF_PROG(netto_sys_exit)
 {
 	struct netto_cpu *c = this_cpu();
 
-	if (!c || c->task_window == NETTO_WIN_NONE)
+	if (!c)
+		return 0;
+	c->hook_runs[NETTO_HOOK_WINDOW]++;
+	if (c->task_window == NETTO_WIN_NONE)
 		return 0;
 	close_window(c);
 	return 0;

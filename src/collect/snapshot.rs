@@ -71,7 +71,11 @@ pub fn build(prev: &Reading, cur: &Reading, ctx: &Context) -> Snapshot {
         .iter()
         .enumerate()
         .map(|(i, &vector)| {
-            let t = time(|c, i| c.softirq_ns[i], |c, i| c.softirq_count[i], i);
+            let t = time(
+                |c, i| c.softirq_time[i].ns,
+                |c, i| c.softirq_time[i].count,
+                i,
+            );
             (vector, t)
         })
         .collect();
@@ -194,7 +198,7 @@ mod tests {
             wall: UNIX_EPOCH + Duration::from_secs(100),
             cpus: vec![
                 cpu(|c| c.event_ns[3] = 100),
-                cpu(|c| c.softirq_ns[3] = 1000),
+                cpu(|c| c.softirq_time[3].ns = 1000),
             ],
             programs: vec![(
                 "netto_softirq_entry".into(),
@@ -216,8 +220,8 @@ mod tests {
                     c.callback_ns[1] = 70;
                 }),
                 cpu(|c| {
-                    c.softirq_ns[3] = 1600;
-                    c.softirq_count[3] = 4;
+                    c.softirq_time[3].ns = 1600;
+                    c.softirq_time[3].count = 4;
                     c.event_ns[0] = 600;
                 }),
             ],

@@ -10,14 +10,16 @@ use libbpf_rs::skel::{OpenSkel, Skel, SkelBuilder};
 use libbpf_rs::{Btf, Link, MapCore, MapFlags, OpenObject};
 
 use super::backend::Backend;
-use super::callbacks::NETWORK_CALLBACKS;
+use super::callbacks::{lookup_table, NETWORK_CALLBACKS};
 use super::functions::{function_exists, FunctionHook, SocketFunctions};
 use super::skel::account::{AccountSkel, AccountSkelBuilder};
 use super::stats::{self, RunStats};
 use super::syscalls::socket_syscalls;
 use super::tracepoints::{self, OptionalGroup};
 use super::{privileges, KernelError};
-use crate::abi::{bytes_of, netto_cpu, netto_syscall, netto_task_window, read_from};
+use crate::abi::{
+    bytes_of, netto_callback_table, netto_cpu, netto_syscall, netto_task_window, read_from,
+};
 use crate::symbols::kallsyms::Kallsyms;
 
 /// The tracepoints the accounting programs attach to, from the object's
@@ -114,6 +116,13 @@ impl<'obj> Accounting<'obj> {
         if backend == Backend::Fentry {
             functions.check_complete()?;
         }
+        let (callbacks, callbacks_resolved, table) = resolve_callbacks()?;
+        let rodata = open
+            .maps
+            .rodata_data
+            .as_deref_mut()
+            .ok_or_else(|| KernelError::Load("no read-only data".into()))?;
+        rodata.callback_table = read_from(bytes_of(&table)).expect("the same C struct");
         let skel = open.load().map_err(|e| KernelError::Load(e.to_string()))?;
 
         for (nr, kind, fd_arg) in socket_syscalls().filter(|_| backend == Backend::Tracepoint) {
@@ -130,7 +139,6 @@ impl<'obj> Accounting<'obj> {
                 })?;
         }
 
-        let (callbacks, callbacks_resolved) = resolve_callbacks(&skel)?;
         let cpus = libbpf_rs::num_possible_cpus().map_err(|e| KernelError::Load(e.to_string()))?;
 
         // Function returns before entries, so no window can open that
@@ -253,25 +261,21 @@ impl<'obj> Accounting<'obj> {
     }
 }
 
-/// Fills the callback map from kallsyms; returns the index -> name table and
-/// whether addresses were readable at all.
-fn resolve_callbacks(skel: &AccountSkel<'_>) -> Result<(Vec<&'static str>, bool), KernelError> {
+/// Resolves the network callbacks through kallsyms: the index -> name
+/// table, whether addresses were readable at all, and the programs' lookup
+/// table of those found.
+fn resolve_callbacks() -> Result<(Vec<&'static str>, bool, netto_callback_table), KernelError> {
     let names: Vec<&'static str> = NETWORK_CALLBACKS.iter().map(|(name, _)| *name).collect();
     let Ok(kallsyms) = Kallsyms::load() else {
-        return Ok((names, false));
+        return Ok((names, false, netto_callback_table::default()));
     };
-    for (index, name) in names.iter().enumerate() {
-        let Some(addr) = kallsyms.address_of(name) else {
-            continue;
-        };
-        let index = u32::try_from(index).expect("callback table is small");
-        skel.maps
-            .callbacks
-            .update(&addr.to_ne_bytes(), &index.to_ne_bytes(), MapFlags::ANY)
-            .map_err(|source| KernelError::Map {
-                map: "callbacks",
-                source,
-            })?;
-    }
-    Ok((names, !kallsyms.addresses_hidden()))
+    let found: Vec<(u64, u32)> = names
+        .iter()
+        .zip(0..)
+        .filter_map(|(name, index)| Some((kallsyms.address_of(name)?, index)))
+        .collect();
+    let table = lookup_table(&found).ok_or_else(|| {
+        KernelError::Load("no lookup table separates the network callbacks' addresses".into())
+    })?;
+    Ok((names, !kallsyms.addresses_hidden(), table))
 }
