@@ -12,8 +12,9 @@ use libbpf_rs::{Btf, Link, MapCore, MapFlags, OpenObject};
 use super::backend::Backend;
 use super::callbacks::{lookup_table, NETWORK_CALLBACKS};
 use super::functions::{function_exists, FunctionHook, SocketFunctions};
+use super::hooks;
 use super::skel::account::{AccountSkel, AccountSkelBuilder};
-use super::stats::{self, RunStats};
+use super::stats::{self, ProgramRun};
 use super::syscalls::socket_syscalls;
 use super::tracepoints::{self, OptionalGroup};
 use super::{privileges, KernelError};
@@ -238,14 +239,17 @@ impl<'obj> Accounting<'obj> {
 
     /// Cumulative run-time statistics and recursion misses of each attached
     /// program.
-    pub fn program_stats(&self) -> Vec<(String, RunStats)> {
+    pub fn program_stats(&self) -> Vec<ProgramRun> {
         self.skel
             .object()
             .progs()
             .filter(|p| p.autoload())
             .filter_map(|prog| {
-                let stats = stats::run_stats(prog.as_fd()).ok()?;
-                Some((prog.name().to_string_lossy().into_owned(), stats))
+                Some(ProgramRun {
+                    name: prog.name().to_string_lossy().into_owned(),
+                    hook: hooks::of_section(&prog.section().to_string_lossy())?.name,
+                    stats: stats::run_stats(prog.as_fd()).ok()?,
+                })
             })
             .collect()
     }

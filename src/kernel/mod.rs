@@ -7,6 +7,7 @@ pub mod backend;
 pub mod callbacks;
 pub mod features;
 pub mod functions;
+pub mod hooks;
 pub mod perf;
 pub mod privileges;
 pub mod sampler;

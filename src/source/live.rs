@@ -13,10 +13,12 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 
+use super::duty::DutyCycle;
 use super::{Control, Source, SourceInfo};
 use crate::breakdown::breakdowns;
 use crate::breakdown::fold::Folder;
-use crate::collect::Collector;
+use crate::collect::cost::HookRuns;
+use crate::collect::{Beside, Collector};
 use crate::kernel::accounting::Accounting;
 use crate::kernel::backend::{self, BackendChoice};
 use crate::kernel::features::Features;
@@ -24,9 +26,9 @@ use crate::kernel::sampler::{
     Sampler, SamplerConfig, SamplerCounters, Transport, MAX_FREQUENCY_HZ, MIN_FREQUENCY_HZ,
     WRITER_WAIT,
 };
-use crate::kernel::stats::StatsGuard;
+use crate::kernel::stats::RunStats;
 use crate::kernel::{privileges, KernelError};
-use crate::model::{percent, EventKey, SamplingStats, Snapshot};
+use crate::model::{percent, EventKey, ProgramCost, SamplingStats, SketchSnapshot, Snapshot};
 use crate::sketch::{Host, SketchConfig};
 use crate::symbols::symbolizer::Symbolizer;
 use crate::workload::demo::DemoProcess;
@@ -58,7 +60,8 @@ const IDLE_PERCENT: f64 = 1.0;
 #[derive(Debug, Clone)]
 pub struct LiveConfig {
     pub backend: BackendChoice,
-    /// Turn on BPF run-time statistics, which netto's cost figures need.
+    /// Turn on BPF run-time statistics for a slice of every interval,
+    /// which the BPF part of netto's cost figures needs.
     pub bpf_stats: bool,
     pub interval: Duration,
     /// End by itself after this long, with a last, shorter snapshot.
@@ -130,9 +133,9 @@ fn run(
         }
         Err(e) => return refuse(e.into()),
     };
-    let stats = if config.bpf_stats {
-        match StatsGuard::enable() {
-            Ok(guard) => Some(guard),
+    let duty = if config.bpf_stats {
+        match DutyCycle::new(config.interval) {
+            Ok(duty) => Some(duty),
             Err(e) => {
                 notes.push(format!(
                     "note: BPF run-time statistics unavailable ({e}); program costs not reported"
@@ -143,6 +146,7 @@ fn run(
     } else {
         None
     };
+    let mut duty = Some(duty);
     let mut storage = MaybeUninit::uninit();
     let accounting = match Accounting::load(&mut storage, backend) {
         Ok(accounting) => accounting,
@@ -211,7 +215,8 @@ fn run(
                         Err(e) => return refuse(e.into()),
                     }
                 }
-                let collector = match Collector::start(&accounting, stats.is_some()) {
+                let duty = duty.take().flatten();
+                let collector = match Collector::start(&accounting, duty.is_some()) {
                     Ok(collector) => collector,
                     Err(e) => return refuse(e.into()),
                 };
@@ -232,6 +237,10 @@ fn run(
                 }
                 let mut measure = Measure::new(config, collector, symbolizer, control, out);
                 measure.sketch = sketch.take();
+                measure.duty = duty;
+                if let Some(duty) = measure.duty.as_mut() {
+                    duty.begin_interval();
+                }
                 measure_slot.insert(measure)
             }
         };
@@ -281,7 +290,7 @@ fn start_demo(demo: Demo, accounting: &Accounting<'_>) -> Result<Option<DemoProc
 fn network_idle(accounting: &Accounting<'_>) -> Result<bool> {
     let mut probe = Collector::start(accounting, false)?;
     thread::sleep(IDLE_PROBE);
-    let snapshot = probe.collect()?;
+    let snapshot = probe.collect(Beside::default())?;
     let busy_ns = [
         EventKey::NetRxSoftirq,
         EventKey::NetTxSoftirq,
@@ -331,6 +340,9 @@ struct Measure<'c, 'a, 'obj> {
     /// What samplers replaced during this interval counted in it.
     retired: SamplerCounters,
     sketch: Option<Host>,
+    /// BPF run-time statistics for a slice of each interval; `None`
+    /// without them (`--no-bpf-stats`, or not allowed).
+    duty: Option<DutyCycle>,
 }
 
 impl<'c, 'a, 'obj> Measure<'c, 'a, 'obj> {
@@ -356,6 +368,7 @@ impl<'c, 'a, 'obj> Measure<'c, 'a, 'obj> {
             base: SamplerCounters::default(),
             retired: SamplerCounters::default(),
             sketch: None,
+            duty: None,
         }
     }
 
@@ -368,7 +381,11 @@ impl<'c, 'a, 'obj> Measure<'c, 'a, 'obj> {
                 Some(_) => due.min(Instant::now() + DRAIN_PERIOD),
                 None => due,
             };
-            let wake = self.wait(wake_at);
+            let slice_end = self.duty.as_ref().and_then(DutyCycle::slice_end);
+            let wake = self.wait(slice_end.map_or(wake_at, |end| wake_at.min(end)));
+            if let Some(duty) = self.duty.as_mut() {
+                duty.poll(Instant::now());
+            }
             if let Some(sampler) = sampler.as_deref_mut() {
                 let folder = &mut self.folder;
                 sampler.follow_cpus()?;
@@ -410,26 +427,48 @@ impl<'c, 'a, 'obj> Measure<'c, 'a, 'obj> {
     /// Sleeps until `deadline` unless told something first. Blocks on the
     /// control channel rather than polling: one wake-up per wait keeps
     /// netto's own CPU time down.
-    fn wait(&self, deadline: Instant) -> Wake {
-        let timeout = deadline.saturating_duration_since(Instant::now());
-        match self.control.recv_timeout(timeout) {
-            Err(RecvTimeoutError::Timeout) => Wake::Due,
-            Err(RecvTimeoutError::Disconnected) | Ok(Control::Stop) => Wake::Stop,
-            Ok(Control::SetFrequency(hz)) => {
-                Wake::Frequency(hz.clamp(MIN_FREQUENCY_HZ, MAX_FREQUENCY_HZ))
-            }
+    fn wait(&mut self, deadline: Instant) -> Wake {
+        loop {
+            let timeout = deadline.saturating_duration_since(Instant::now());
+            return match self.control.recv_timeout(timeout) {
+                Err(RecvTimeoutError::Timeout) => Wake::Due,
+                Err(RecvTimeoutError::Disconnected) | Ok(Control::Stop) => Wake::Stop,
+                Ok(Control::SetFrequency(hz)) => {
+                    Wake::Frequency(hz.clamp(MIN_FREQUENCY_HZ, MAX_FREQUENCY_HZ))
+                }
+                Ok(Control::OwnProcess(pid)) => {
+                    self.collector.own_process(pid);
+                    continue;
+                }
+            };
         }
     }
 
     /// Ends the interval and sends its snapshot; false once nobody listens.
     fn deliver(&mut self, sampler: Option<&Sampler<'_>>) -> Result<bool> {
-        let mut snapshot = self.collector.collect()?;
-        snapshot.sketch = self.sketch.as_mut().map(Host::snapshot);
-        if let (Some(sampler), Some(symbolizer)) = (sampler, self.symbolizer.as_mut()) {
+        let mut sketch = self.sketch.as_mut().map(Host::snapshot);
+        let counters = sampler.map(Sampler::counters);
+        let counted = counters.map(|c| self.retired + (c - self.base));
+        let stats_held = self
+            .duty
+            .as_mut()
+            .map_or(Duration::ZERO, |d| d.end_interval(Instant::now()));
+        let mut snapshot = self.collector.collect(Beside {
+            hooks: beside(counted.as_ref(), sketch.as_ref()),
+            stats_held,
+        })?;
+        if let Some(duty) = self.duty.as_mut() {
+            duty.begin_interval();
+        }
+        if let Some(sketch) = sketch.as_mut() {
+            price_sketch(sketch, &snapshot.overhead.programs);
+        }
+        snapshot.sketch = sketch;
+        if let (Some(sampler), Some(symbolizer), Some(counters), Some(counted)) =
+            (sampler, self.symbolizer.as_mut(), counters, counted)
+        {
             symbolizer.refresh().context("re-reading kernel symbols")?;
             let stacks = self.folder.take(symbolizer);
-            let counters = sampler.counters();
-            let counted = self.retired + (counters - self.base);
             snapshot.breakdown = breakdowns(&stacks, &snapshot.events);
             snapshot.modules = stacks
                 .iter()
@@ -451,5 +490,49 @@ impl<'c, 'a, 'obj> Measure<'c, 'a, 'obj> {
             self.retired = SamplerCounters::default();
         }
         Ok(self.out.send(snapshot).is_ok())
+    }
+}
+
+/// The sketch program's name in netto's own cost.
+const SKETCH_PROGRAM: &str = "netto_sketch";
+
+/// The runs netto's own cost takes from outside the accounting: the
+/// sampler's measured runs (its count is in the per-CPU records) and the
+/// sketch's (one run per packet).
+fn beside(sampler: Option<&SamplerCounters>, sketch: Option<&SketchSnapshot>) -> Vec<HookRuns> {
+    let sampler = sampler.map(|counted| HookRuns {
+        hook: "sample",
+        runs: 0,
+        programs: vec![(
+            "netto_sample".to_owned(),
+            RunStats {
+                run_count: counted.measured_runs,
+                run_time_ns: counted.measured_ns,
+                recursion_misses: 0,
+            },
+        )],
+    });
+    let sketch = sketch.map(|sketch| HookRuns {
+        hook: "xdp_sketch",
+        runs: sketch.packets,
+        programs: vec![(
+            SKETCH_PROGRAM.to_owned(),
+            RunStats {
+                run_count: sketch.cost.run_count,
+                run_time_ns: sketch.cost.run_time_ns,
+                recursion_misses: 0,
+            },
+        )],
+    });
+    sampler.into_iter().chain(sketch).collect()
+}
+
+/// The sketch's cost as netto's own cost priced it: its statistics cover
+/// only the slices they were on.
+fn price_sketch(sketch: &mut SketchSnapshot, programs: &[ProgramCost]) {
+    if let Some(priced) = programs.iter().find(|p| p.name == SKETCH_PROGRAM) {
+        sketch.cost.run_count = priced.run_count;
+        sketch.cost.run_time_ns = priced.run_time_ns;
+        sketch.cost.cpu_percent = percent(priced.run_time_ns, sketch.interval_s);
     }
 }
