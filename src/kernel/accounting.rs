@@ -81,6 +81,14 @@ impl<'obj> Accounting<'obj> {
 
         let mut missing = Vec::new();
         let mut functions = SocketFunctions::default();
+        let variants = tracepoints::Variants {
+            direct: function_exists(&btf, tracepoints::DIRECT_KFUNC),
+            names: open
+                .open_object()
+                .progs()
+                .map(|p| p.name().to_string_lossy().into_owned())
+                .collect(),
+        };
         for mut prog in open.open_object_mut().progs_mut() {
             let section = prog.section().to_string_lossy().into_owned();
             if let Some(hook) = FunctionHook::from_program(&prog.name().to_string_lossy(), &section)
@@ -96,7 +104,8 @@ impl<'obj> Accounting<'obj> {
                 continue;
             };
             if tracepoints::SYSCALL_WINDOWS.contains(&tp) {
-                prog.set_autoload(backend == Backend::Tracepoint);
+                let name = prog.name().to_string_lossy().into_owned();
+                prog.set_autoload(backend == Backend::Tracepoint && variants.wanted(&name));
             } else if tracepoints::optional_group(tp).is_some_and(|group| {
                 !group
                     .tracepoints
