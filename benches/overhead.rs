@@ -8,15 +8,28 @@
 //! at 1 and 10 kHz through either transport; `perf record -a -g` at the same
 //! frequencies, the tool a user would otherwise run), runs with the mode and
 //! without anything are interleaved and medians compared; the mode's own
-//! process CPU per second is reported too. BPF run-time statistics stay off
-//! there, as they tax every program.
+//! process CPU per second is reported too. netto runs with default options
+//! (BPF run-time statistics on for a tenth of each interval), and `netto
+//! stat` says what it cost itself (`overhead.cost_percent`, its median and
+//! the median error), to set beside what the traffic lost.
 //!
 //! Cost: one more run with statistics on and empty programs attached on the
 //! same hooks, so netto's per-run cost is compared with the floor of running
 //! any BPF program there, measured in the same run.
 //!
+//! Per call: system call loops on CPU 1 (a call that is no socket call, a
+//! read that is checked and found not to be a socket, a socket write and
+//! read) without anything, with `netto stat`, with empty programs on the
+//! raw sys_enter/sys_exit tracepoints netto uses, and with empty programs
+//! on the per-call trace events of read and write instead (what hooking only
+//! the calls a socket window can be would cost), interleaved: what each adds
+//! to one system call, hook dispatch included (which run-time statistics
+//! cannot see).
+//!
 //! Run as root: `cargo bench --bench overhead` (NETTO_BENCH_ROUNDS and
-//! NETTO_BENCH_SECONDS override the defaults of 3 rounds of 5 s per mode).
+//! NETTO_BENCH_SECONDS override the defaults of 3 rounds of 5 s per mode;
+//! NETTO_BENCH_MODES=accounting runs only the throughput modes whose name
+//! contains that text, `none` none of them).
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
@@ -41,11 +54,15 @@ const PORT: &str = "5399";
 const FLOORS: &[(&str, &str, f64)] = &[
     ("netto_softirq_entry", "floor_softirq_entry", 2.0),
     ("netto_softirq_exit", "floor_softirq_exit", 2.0),
-    ("netto_sched_switch", "floor_sched_switch", 3.0),
-    ("netto_sys_enter", "floor_sys_enter", f64::NAN),
-    ("netto_sys_exit", "floor_sys_exit", f64::NAN),
-    ("netto_hrtimer_entry", "floor_hrtimer_entry", f64::NAN),
-    ("netto_irq_entry", "floor_irq_entry", f64::NAN),
+    ("netto_sched_switch", "floor_sched_switch", 2.0),
+    ("netto_sys_enter_direct", "floor_sys_enter", 2.0),
+    ("netto_sys_enter", "floor_sys_enter", 2.0),
+    ("netto_sys_exit", "floor_sys_exit", 2.0),
+    ("netto_hrtimer_entry", "floor_hrtimer_entry", 2.0),
+    ("netto_hrtimer_exit", "floor_hrtimer_exit", 2.0),
+    ("netto_timer_irq_entry", "floor_timer_irq_entry", 2.0),
+    ("netto_timer_irq_exit", "floor_timer_irq_exit", 2.0),
+    ("netto_irq_entry", "floor_irq_entry", 2.0),
 ];
 
 /// What runs beside the traffic in one throughput comparison.
@@ -55,18 +72,24 @@ struct Mode {
     args: &'static [&'static str],
     /// A stderr line saying the mode is measuring; None: give it a second.
     ready: Option<&'static str>,
+    /// Whether it prints snapshots (JSON lines) whose own cost to report.
+    reports_cost: bool,
 }
 
 const RECORD_OUT: &str = "/tmp/netto-bench-record.json";
 const PERF_OUT: &str = "/tmp/netto-bench-perf.data";
 
+/// netto's exact accounting with default options, nothing else.
+const ACCOUNTING: Mode = Mode {
+    name: "netto accounting",
+    program: NETTO,
+    args: &["stat", "--json"],
+    ready: Some("netto: measuring"),
+    reports_cost: true,
+};
+
 const MODES: &[Mode] = &[
-    Mode {
-        name: "netto accounting",
-        program: NETTO,
-        args: &["stat", "--json", "--no-bpf-stats"],
-        ready: Some("netto: measuring"),
-    },
+    ACCOUNTING,
     Mode {
         name: "netto record 1 kHz mmap",
         program: NETTO,
@@ -76,12 +99,12 @@ const MODES: &[Mode] = &[
             "3600",
             "--frequency",
             "1000",
-            "--no-bpf-stats",
             "--force",
             "-o",
             RECORD_OUT,
         ],
         ready: Some("netto: recording"),
+        reports_cost: false,
     },
     Mode {
         name: "netto record 1 kHz ringbuf",
@@ -94,12 +117,12 @@ const MODES: &[Mode] = &[
             "1000",
             "--transport",
             "ringbuf",
-            "--no-bpf-stats",
             "--force",
             "-o",
             RECORD_OUT,
         ],
         ready: Some("netto: recording"),
+        reports_cost: false,
     },
     Mode {
         name: "netto record 10 kHz mmap",
@@ -110,12 +133,12 @@ const MODES: &[Mode] = &[
             "3600",
             "--frequency",
             "10000",
-            "--no-bpf-stats",
             "--force",
             "-o",
             RECORD_OUT,
         ],
         ready: Some("netto: recording"),
+        reports_cost: false,
     },
     Mode {
         name: "netto record 10 kHz ringbuf",
@@ -128,12 +151,12 @@ const MODES: &[Mode] = &[
             "10000",
             "--transport",
             "ringbuf",
-            "--no-bpf-stats",
             "--force",
             "-o",
             RECORD_OUT,
         ],
         ready: Some("netto: recording"),
+        reports_cost: false,
     },
     Mode {
         name: "perf record -a -g 1 kHz",
@@ -142,6 +165,7 @@ const MODES: &[Mode] = &[
             "record", "-q", "-a", "-g", "-F", "1000", "-o", PERF_OUT, "--", "sleep", "3600",
         ],
         ready: None,
+        reports_cost: false,
     },
     Mode {
         name: "perf record -a -g 10 kHz",
@@ -150,6 +174,7 @@ const MODES: &[Mode] = &[
             "record", "-q", "-a", "-g", "-F", "10000", "-o", PERF_OUT, "--", "sleep", "3600",
         ],
         ready: None,
+        reports_cost: false,
     },
 ];
 
@@ -210,6 +235,9 @@ struct Running {
     child: Child,
     started: Instant,
     cpu_at_start: Duration,
+    /// What it said it cost itself: (cost_percent, error_percent) per
+    /// snapshot, once it has stopped.
+    costs: Option<thread::JoinHandle<Vec<(f64, f64)>>>,
 }
 
 /// CPU time of every thread of `pid` so far, exact (schedstat), so a
@@ -230,10 +258,24 @@ fn start_mode(mode: &Mode) -> Result<Running> {
     let mut child = Command::new("taskset")
         .args(["-c", "0", mode.program])
         .args(mode.args)
-        .stdout(Stdio::null())
+        .stdout(if mode.reports_cost {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
         .stderr(Stdio::piped())
         .spawn()
         .with_context(|| format!("starting {}", mode.name))?;
+    let costs = child.stdout.take().map(|stdout| {
+        thread::spawn(move || {
+            BufReader::new(stdout)
+                .lines()
+                .map_while(Result::ok)
+                .filter_map(|l| serde_json::from_str::<Snapshot>(&l).ok())
+                .filter_map(|s| Some((s.overhead.cost_percent?, s.overhead.error_percent)))
+                .collect()
+        })
+    });
     let mut lines = BufReader::new(child.stderr.take().context("stderr")?).lines();
     if let Some(ready) = mode.ready {
         loop {
@@ -253,47 +295,236 @@ fn start_mode(mode: &Mode) -> Result<Running> {
         child,
         started: Instant::now(),
         cpu_at_start,
+        costs,
     })
 }
 
 impl Running {
-    /// The process's CPU time per second while measuring, in ms; then
-    /// SIGINT, and wait for it to finish (a recording is written then).
-    fn stop(mut self) -> Result<f64> {
+    /// The process's CPU time per second while measuring, in ms, and the
+    /// costs it reported; then SIGINT, and wait for it to finish (a
+    /// recording is written then).
+    fn stop(mut self) -> Result<(f64, Vec<(f64, f64)>)> {
         let cpu = process_cpu(self.child.id()).saturating_sub(self.cpu_at_start);
         let elapsed = self.started.elapsed();
         // SAFETY: signalling our own child.
         unsafe { libc::kill(i32::try_from(self.child.id())?, libc::SIGINT) };
         self.child.wait()?;
-        Ok(cpu.as_secs_f64() * 1e3 / elapsed.as_secs_f64())
+        let costs = match self.costs.take() {
+            Some(reader) => reader.join().expect("cost reader"),
+            None => Vec::new(),
+        };
+        Ok((cpu.as_secs_f64() * 1e3 / elapsed.as_secs_f64(), costs))
     }
 }
 
 fn throughput(pair: &VethPair, rounds: u32, seconds: u32) -> Result<()> {
     println!(
-        "\n{:<29} {:>14} {:>12} {:>6} {:>15}",
-        "mode", "without Gbit/s", "with Gbit/s", "ratio", "mode CPU ms/s"
+        "\n{:<29} {:>14} {:>12} {:>6} {:>15} {:>20}",
+        "mode", "without Gbit/s", "with Gbit/s", "ratio", "mode CPU ms/s", "own cost % (error)"
     );
-    for mode in MODES {
+    let only = std::env::var("NETTO_BENCH_MODES").unwrap_or_default();
+    for mode in MODES.iter().filter(|m| m.name.contains(only.as_str())) {
         let (mut without, mut with, mut cpu) = (Vec::new(), Vec::new(), Vec::new());
+        let mut costs = Vec::new();
         for round in 0..rounds {
             for mode_first in [round % 2 == 0, round % 2 != 0] {
                 if mode_first {
                     let running = start_mode(mode)?;
                     with.push(iperf3(pair, seconds)?);
-                    cpu.push(running.stop()?);
+                    let (ms, reported) = running.stop()?;
+                    cpu.push(ms);
+                    // The first interval is priced by one slice alone, the
+                    // last is cut short by the stop.
+                    let n = reported.len();
+                    costs.extend(reported.into_iter().take(n.saturating_sub(1)).skip(1));
                 } else {
                     without.push(iperf3(pair, seconds)?);
                 }
             }
         }
         let (base, measured) = (median(&mut without), median(&mut with));
+        let own = if costs.is_empty() {
+            "-".to_owned()
+        } else {
+            let mut cost: Vec<f64> = costs.iter().map(|c| c.0).collect();
+            let mut error: Vec<f64> = costs.iter().map(|c| c.1).collect();
+            format!("{:.2} ({:.2})", median(&mut cost), median(&mut error))
+        };
         println!(
-            "{:<29} {base:>14.2} {measured:>12.2} {:>6.3} {:>15.3}",
+            "{:<29} {base:>14.2} {measured:>12.2} {:>6.3} {:>15.3} {own:>20}",
             mode.name,
             measured / base,
             median(&mut cpu)
         );
+    }
+    Ok(())
+}
+
+/// A system call loop: what one iteration does, and how many calls it makes.
+struct CallLoop {
+    name: &'static str,
+    calls_per_iteration: u32,
+    iteration: fn(&CallFds),
+}
+
+/// The descriptors the loops use: /dev/zero, and a unix datagram pair.
+struct CallFds {
+    zero: std::fs::File,
+    pair: (
+        std::os::unix::net::UnixDatagram,
+        std::os::unix::net::UnixDatagram,
+    ),
+}
+
+const CALL_LOOPS: &[CallLoop] = &[
+    CallLoop {
+        name: "getppid (no socket call)",
+        calls_per_iteration: 1,
+        iteration: |_| {
+            // SAFETY: getppid has no preconditions.
+            unsafe { libc::getppid() };
+        },
+    },
+    CallLoop {
+        name: "read /dev/zero (not a socket)",
+        calls_per_iteration: 1,
+        iteration: |fds| {
+            use std::io::Read;
+            let _ = (&fds.zero).read(&mut [0u8; 1]);
+        },
+    },
+    CallLoop {
+        name: "unix socket write + read",
+        calls_per_iteration: 2,
+        iteration: |fds| {
+            let _ = fds.pair.0.send(&[0u8; 8]);
+            let _ = fds.pair.1.recv(&mut [0u8; 8]);
+        },
+    },
+];
+
+/// Runs `f` on CPU 1 (where the traffic runs in the other sections), then
+/// lets the thread run anywhere again.
+fn on_cpu1<T>(f: impl FnOnce() -> T) -> T {
+    // SAFETY: cpu_set_t is plain data; the calls only read/write it.
+    unsafe {
+        let mut old: libc::cpu_set_t = std::mem::zeroed();
+        libc::sched_getaffinity(0, std::mem::size_of_val(&old), &mut old);
+        let mut one: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(1, &mut one);
+        libc::sched_setaffinity(0, std::mem::size_of_val(&one), &one);
+        let out = f();
+        libc::sched_setaffinity(0, std::mem::size_of_val(&old), &old);
+        out
+    }
+}
+
+/// ns per system call of each loop, the best of three passes of 300k
+/// iterations (the least disturbed).
+fn call_costs(fds: &CallFds) -> Vec<f64> {
+    const ITERATIONS: u32 = 300_000;
+    on_cpu1(|| {
+        CALL_LOOPS
+            .iter()
+            .map(|l| {
+                (0..3)
+                    .map(|_| {
+                        let start = Instant::now();
+                        for _ in 0..ITERATIONS {
+                            (l.iteration)(fds);
+                        }
+                        start.elapsed().as_nanos() as f64
+                            / f64::from(ITERATIONS * l.calls_per_iteration)
+                    })
+                    .fold(f64::INFINITY, f64::min)
+            })
+            .collect()
+    })
+}
+
+/// What runs beside the system call loops in one column of the per-call
+/// table.
+#[derive(Clone, Copy)]
+enum Column {
+    Nothing,
+    Netto,
+    /// Empty programs on the raw tracepoints every system call runs.
+    RawTracepoints,
+    /// Empty programs on the trace events of read and write only.
+    CallEvents,
+}
+
+/// Runs the loops with `beside` attached or running; ns per call of each.
+fn call_costs_beside(beside: Column, fds: &CallFds) -> Result<Vec<f64>> {
+    let mut storage = MaybeUninit::uninit();
+    let floor = FloorSkelBuilder::default().open(&mut storage)?.load()?;
+    let progs = &floor.progs;
+    let attach = |progs: &[&libbpf_rs::ProgramMut<'_>]| -> Result<Vec<libbpf_rs::Link>> {
+        progs.iter().map(|p| Ok(p.attach()?)).collect()
+    };
+    Ok(match beside {
+        Column::Nothing => call_costs(fds),
+        Column::Netto => {
+            let running = start_mode(&ACCOUNTING)?;
+            let costs = call_costs(fds);
+            running.stop()?;
+            costs
+        }
+        Column::RawTracepoints => {
+            let _links = attach(&[&progs.floor_sys_enter, &progs.floor_sys_exit])?;
+            call_costs(fds)
+        }
+        Column::CallEvents => {
+            let _links = attach(&[
+                &progs.floor_read_enter,
+                &progs.floor_read_exit,
+                &progs.floor_write_enter,
+                &progs.floor_write_exit,
+            ])?;
+            call_costs(fds)
+        }
+    })
+}
+
+/// What netto's accounting adds to one system call, hook dispatch
+/// included, beside what empty programs on either kind of syscall hook add.
+fn per_call(rounds: u32) -> Result<()> {
+    const COLUMNS: [(Column, &str); 4] = [
+        (Column::Nothing, "without ns"),
+        (Column::Netto, "+netto ns"),
+        (Column::RawTracepoints, "+empty raw tp"),
+        (Column::CallEvents, "+empty events"),
+    ];
+    let pair = std::os::unix::net::UnixDatagram::pair()?;
+    let fds = CallFds {
+        zero: std::fs::File::open("/dev/zero")?,
+        pair,
+    };
+    let mut measured: Vec<Vec<Vec<f64>>> = vec![Vec::new(); COLUMNS.len()];
+    for round in 0..rounds {
+        // Interleaved, in a rotating order.
+        for k in 0..COLUMNS.len() {
+            let column = (k + round as usize) % COLUMNS.len();
+            measured[column].push(call_costs_beside(COLUMNS[column].0, &fds)?);
+        }
+    }
+    print!("\n{:<32}", "system call (per call)");
+    for (_, title) in COLUMNS {
+        print!(" {title:>14}");
+    }
+    println!();
+    for (i, l) in CALL_LOOPS.iter().enumerate() {
+        print!("{:<32}", l.name);
+        let base = median(&mut measured[0].iter().map(|c| c[i]).collect::<Vec<_>>());
+        for (column, runs) in measured.iter().enumerate() {
+            let ns = median(&mut runs.iter().map(|c| c[i]).collect::<Vec<_>>());
+            if column == 0 {
+                print!(" {ns:>14.0}");
+            } else {
+                print!(" {:>14.0}", ns - base);
+            }
+        }
+        println!();
     }
     Ok(())
 }
@@ -331,7 +562,12 @@ fn cost_run(pair: &VethPair, seconds: u32) -> Result<CostRun> {
     let mut storage = MaybeUninit::uninit();
     let floor = FloorSkelBuilder::default().open(&mut storage)?.load()?;
     let mut links = Vec::new();
-    for prog in floor.object().progs_mut() {
+    // The empty programs on netto's own hooks (not the per-call events).
+    for prog in floor
+        .object()
+        .progs_mut()
+        .filter(|p| p.section().to_string_lossy().starts_with("tp_btf/"))
+    {
         links.push(prog.attach()?);
     }
     let before = floor_stats(&floor);
@@ -438,6 +674,7 @@ fn main() -> Result<()> {
     thread::sleep(Duration::from_millis(500));
     println!("netto overhead: iperf3 TCP through veth, {rounds} interleaved rounds of {seconds} s per mode");
     throughput(&pair, rounds, seconds)?;
+    per_call(rounds)?;
     report_costs(&cost_run(&pair, seconds)?);
     let _ = std::fs::remove_file(RECORD_OUT);
     let _ = std::fs::remove_file(PERF_OUT);

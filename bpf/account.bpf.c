@@ -33,13 +33,9 @@ struct {
 	__type(value, struct netto_task_state);
 } task_windows SEC(".maps");
 
-/* callback function address -> index into netto_cpu.callback_ns */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, NETTO_MAX_CALLBACKS);
-	__type(key, __u64);
-	__type(value, __u32);
-} callbacks SEC(".maps");
+/* callback function address -> index into netto_cpu.callback_ns (see
+ * struct netto_callback_table), filled by user space before load */
+const volatile struct netto_callback_table callback_table = {};
 
 /*
  * A hook reads the clock before it charges, and interrupts are on in most
@@ -65,7 +61,7 @@ static __always_inline void charge(struct netto_cpu *c, __u64 now)
 		return;
 	}
 	if (vec < NETTO_NR_SOFTIRQS) {
-		c->softirq_ns[vec] += delta;
+		c->softirq_time[vec].ns += delta;
 		if (vec == NETTO_SOFTIRQ_NET_RX) {
 			c->event_ns[NETTO_EV_NET_RX_SOFTIRQ] += delta;
 		} else if (vec == NETTO_SOFTIRQ_NET_TX) {
@@ -98,6 +94,7 @@ int BPF_PROG(netto_softirq_entry, unsigned int vec)
 
 	if (!c || vec >= NETTO_NR_SOFTIRQS)
 		return 0;
+	c->hook_runs[NETTO_HOOK_SOFTIRQ]++;
 	charge(c, bpf_ktime_get_ns());
 	c->in_hardirq = 0;
 	c->softirq = vec + 1;
@@ -105,7 +102,7 @@ int BPF_PROG(netto_softirq_entry, unsigned int vec)
 	c->run_net_ns = 0;
 	c->run_other_ns = 0;
 	c->run_idle_ns = 0;
-	c->softirq_count[vec]++;
+	c->softirq_time[vec].count++;
 	if (vec == NETTO_SOFTIRQ_NET_RX)
 		c->event_count[NETTO_EV_NET_RX_SOFTIRQ]++;
 	else if (vec == NETTO_SOFTIRQ_NET_TX)
@@ -142,6 +139,7 @@ static __always_inline int hardirq_enter(void)
 
 	if (!c)
 		return 0;
+	c->hook_runs[NETTO_HOOK_HARDIRQ]++;
 	charge(c, bpf_ktime_get_ns());
 	c->in_hardirq = 1;
 	c->hardirq_count++;
@@ -199,7 +197,10 @@ static __always_inline struct netto_cpu *in_timer_softirq(void)
 	struct netto_cpu *c = this_cpu();
 	__u32 vec;
 
-	if (!c || c->in_hardirq || !c->softirq)
+	if (!c)
+		return NULL;
+	c->hook_runs[NETTO_HOOK_CALLBACK]++;
+	if (c->in_hardirq || !c->softirq)
 		return NULL;
 	/* NET_RX / NET_TX time is already an event of its own. */
 	vec = c->softirq - 1;
@@ -210,11 +211,14 @@ static __always_inline struct netto_cpu *in_timer_softirq(void)
 
 static __always_inline int callback_enter(struct netto_cpu *c, __u64 fn)
 {
-	__u32 *idx = bpf_map_lookup_elem(&callbacks, &fn);
+	__u32 slot = (fn * callback_table.multiplier) >> (64 - NETTO_CALLBACK_SLOT_BITS);
+	const volatile struct netto_callback_slot *s =
+		&callback_table.slots[slot & (NETTO_CALLBACK_SLOTS - 1)];
+	__u32 idx = s->index;
 
 	charge(c, bpf_ktime_get_ns());
-	if (idx && *idx < NETTO_MAX_CALLBACKS) {
-		c->callback = *idx + 1;
+	if (fn && s->address == fn && idx < NETTO_MAX_CALLBACKS) {
+		c->callback = idx + 1;
 		c->event_count[NETTO_EV_NET_TIMERS]++;
 	} else {
 		c->callback = NETTO_CALLBACK_OTHER;
@@ -333,6 +337,7 @@ int BPF_PROG(netto_sched_switch, bool preempt, struct task_struct *prev, struct 
 
 	if (!c)
 		return 0;
+	c->hook_runs[NETTO_HOOK_SCHED_SWITCH]++;
 	charge(c, bpf_ktime_get_ns());
 	c->in_hardirq = 0;
 	/* A NAPI thread's window is known from the thread itself: not saved. */
@@ -346,7 +351,10 @@ int BPF_PROG(netto_sched_switch, bool preempt, struct task_struct *prev, struct 
 			c->task_storage_failures++;
 		}
 	}
-	saved = bpf_task_storage_get(&task_windows, next, 0, 0);
+	/* A task that no BPF program ever gave task storage (most tasks:
+	 * netto creates it only for a task switched out mid-call) has no
+	 * saved window; one load tells, where the lookup is a helper call. */
+	saved = next->bpf_storage ? bpf_task_storage_get(&task_windows, next, 0, 0) : NULL;
 	if (saved && saved->window != NETTO_WIN_NONE) {
 		c->task_window = saved->window;
 		c->window_depth = saved->depth;

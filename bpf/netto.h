@@ -8,6 +8,8 @@
 #ifndef NETTO_H
 #define NETTO_H
 
+typedef unsigned char netto_u8;
+typedef unsigned short netto_u16;
 typedef unsigned int netto_u32;
 typedef unsigned long long netto_u64;
 
@@ -70,15 +72,73 @@ struct netto_syscall {
 };
 
 /* Network timer / tasklet / BH-work callbacks are recognised by address;
- * user space resolves the names (a table on the Rust side) through kallsyms
- * and fills a hash map address -> index. Time is kept per index. */
+ * user space resolves the names (a table on the Rust side) through kallsyms.
+ * Time is kept per index. */
 #define NETTO_MAX_CALLBACKS 32
 /* `callback` value while a callback that is not network work runs. */
 #define NETTO_CALLBACK_OTHER 0xffffu
 
 /*
+ * Address -> callback index, read-only data user space fills before load.
+ * Every resolved callback has a slot of its own: user space picks the
+ * multiplier so that no two addresses share one (a perfect hash), so the
+ * hot path finds a callback with one multiplication and one load, where a
+ * hash map lookup costs a helper call and a hash. An address whose slot
+ * holds another address is no network callback.
+ */
+#define NETTO_CALLBACK_SLOT_BITS 6
+#define NETTO_CALLBACK_SLOTS (1u << NETTO_CALLBACK_SLOT_BITS)
+
+struct netto_callback_slot {
+	netto_u64 address; /* 0: empty */
+	netto_u32 index;
+	netto_u32 pad;
+};
+
+struct netto_callback_table {
+	/* slot of address A: (A * multiplier) >> (64 - NETTO_CALLBACK_SLOT_BITS) */
+	netto_u64 multiplier;
+	struct netto_callback_slot slots[NETTO_CALLBACK_SLOTS];
+};
+
+/*
+ * What netto's programs run for, one counter per CPU each, so that the cost
+ * of every program is known from exact run counts: BPF run-time statistics,
+ * which tax every BPF program on the host, are held only for a slice of
+ * each interval to measure the cost of one run (src/collect/cost.rs). A
+ * hook's programs run a fixed number of times per count: a softirq run is
+ * one softirq_entry and one softirq_exit, a system call one sys_enter and
+ * one sys_exit, and so on.
+ */
+enum netto_hook {
+	/* softirq_entry + softirq_exit, per softirq run */
+	NETTO_HOOK_SOFTIRQ = 0,
+	/* an interrupt's entry + exit (device, local timer, IPIs, irq_work) */
+	NETTO_HOOK_HARDIRQ = 1,
+	/* a timer, hrtimer, tasklet or work item's entry + exit */
+	NETTO_HOOK_CALLBACK = 2,
+	NETTO_HOOK_SCHED_SWITCH = 3,
+	/* the socket window programs: sys_enter + sys_exit per system call
+	 * (tracepoint backend), or fentry + fexit per socket function call */
+	NETTO_HOOK_WINDOW = 4,
+	/* the stack sampler, per cpu-clock event */
+	NETTO_HOOK_SAMPLE = 5,
+	NETTO_NR_HOOKS = 6,
+};
+
+/* Time and count of one softirq vector, side by side: a softirq hook that
+ * adds to both touches one cache line, not two. */
+struct netto_vector {
+	netto_u64 ns;
+	netto_u64 count;
+};
+
+/*
  * Everything one CPU needs, in one per-CPU array slot: the hot path does a
- * single map lookup and never writes a line another CPU writes.
+ * single map lookup and never writes a line another CPU writes. Fields are
+ * ordered by how often hooks touch them: every hook reads and writes the
+ * first 64 bytes (state and run counters); every charge lands in the
+ * second (event time), so a typical hook touches two or three lines.
  *
  * Accounting is a state machine: `since_ns` is the last transition; at every
  * hook the time since then is charged according to the state (hardirq: to
@@ -87,23 +147,35 @@ struct netto_syscall {
  * state changes.
  */
 struct netto_cpu {
-	/* state */
+	/* ---- state ---- */
 	netto_u64 since_ns;
 	/* Both hold index + 1 so that the all-zero value a fresh map starts
 	 * with means "none", with no initialisation step to get wrong. */
-	netto_u32 softirq;     /* running vector + 1, or 0 */
-	netto_u32 callback;    /* running network callback index + 1,
-				  NETTO_CALLBACK_OTHER, or 0 */
-	netto_u32 task_window; /* enum netto_task_window of the running task */
+	netto_u8 softirq;     /* running vector + 1, or 0 */
+	netto_u8 task_window; /* enum netto_task_window of the running task */
 	/* Set between hardirq entry and exit. Hardirqs do not nest, and a
 	 * hook that never runs inside one (softirq, syscall, sched_switch)
 	 * clears it, so an exit missed while the programs were being
 	 * attached one by one cannot leave it stuck. */
-	netto_u32 in_hardirq;
+	netto_u8 in_hardirq;
+	netto_u8 pad;
+	netto_u16 callback;   /* running network callback index + 1,
+				 NETTO_CALLBACK_OTHER, or 0 */
 	/* How many hooked socket functions of the running task are open
 	 * (fentry backend: they nest, e.g. sock_sendmsg -> __sock_sendmsg);
 	 * the window closes when the outermost returns. */
-	netto_u32 window_depth;
+	netto_u16 window_depth;
+	/* Runs of netto's programs, by enum netto_hook, cumulative. */
+	netto_u64 hook_runs[NETTO_NR_HOOKS];
+	/* ---- counters, cumulative since load ---- */
+	netto_u64 event_ns[NETTO_NR_EVENTS];
+	/* Hardirq handler time, charged to no event; reported so the user
+	 * sees what was left out. */
+	netto_u64 hardirq_ns;
+	netto_u64 hardirq_count;
+	/* The share of run_idle_ns given to net_timers (see below). */
+	netto_u64 callback_overhead_ns;
+	netto_u64 event_count[NETTO_NR_EVENTS];
 	/* Within the current TIMER/HRTIMER/TASKLET softirq run: time in
 	 * network callbacks, in other callbacks, and in neither (the expiry
 	 * loop, reprogramming the timer hardware). The last is shared out at
@@ -112,18 +184,8 @@ struct netto_cpu {
 	netto_u64 run_net_ns;
 	netto_u64 run_other_ns;
 	netto_u64 run_idle_ns;
-	/* counters, cumulative since load */
-	netto_u64 event_ns[NETTO_NR_EVENTS];
-	netto_u64 event_count[NETTO_NR_EVENTS];
-	netto_u64 softirq_ns[NETTO_NR_SOFTIRQS];
-	netto_u64 softirq_count[NETTO_NR_SOFTIRQS];
-	/* Hardirq handler time, charged to no event; reported so the user
-	 * sees what was left out. */
-	netto_u64 hardirq_ns;
-	netto_u64 hardirq_count;
+	struct netto_vector softirq_time[NETTO_NR_SOFTIRQS];
 	netto_u64 callback_ns[NETTO_MAX_CALLBACKS];
-	/* The share of run_idle_ns given to net_timers (see above). */
-	netto_u64 callback_overhead_ns;
 	/* Tasks switched out mid-call whose window was lost because no task
 	 * storage could be had (out of memory, or the task is exiting): the
 	 * rest of that call is charged to nothing. */

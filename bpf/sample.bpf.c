@@ -194,6 +194,7 @@ int netto_sample(struct bpf_perf_event_data *ctx)
 
 	if (!c)
 		return 0;
+	c->hook_runs[NETTO_HOOK_SAMPLE]++;
 	context = sample_context(c);
 	if (context < 0)
 		return 0;

@@ -25,9 +25,12 @@ static __always_inline int function_enter(__u32 window)
 {
 	struct netto_cpu *c = this_cpu();
 
+	if (!c)
+		return 0;
+	c->hook_runs[NETTO_HOOK_WINDOW]++;
 	/* Socket functions called from softirq context are part of the
 	 * softirq's time, not a task's window. */
-	if (!c || c->softirq || c->in_hardirq || c->task_window == NETTO_WIN_NAPI)
+	if (c->softirq || c->in_hardirq || c->task_window == NETTO_WIN_NAPI)
 		return 0;
 	if (c->task_window != NETTO_WIN_NONE) {
 		c->window_depth++;

@@ -118,7 +118,8 @@ pub fn percent(ns: u64, interval_s: f64) -> f64 {
     }
 }
 
-/// Run-time statistics of one of netto's BPF programs over the interval.
+/// Runs and run time of one of netto's BPF programs over the interval
+/// (estimated from a slice of it when [`Overhead::estimated`]).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ProgramCost {
     pub name: String,
@@ -126,17 +127,39 @@ pub struct ProgramCost {
     pub run_time_ns: u64,
 }
 
-/// What netto itself cost over the interval.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+/// What netto itself cost over the interval: its processes' CPU time and
+/// its BPF programs' run time, and the sum of both as a share of one CPU.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Overhead {
-    /// CPU time of the netto process (user + system), which is the
-    /// user-space side of the measurement.
+    /// CPU time (user + system) of netto's own processes: the netto
+    /// process (every thread) and the HTTP server process of `serve`; not
+    /// the demo load. Exact.
     pub process_cpu_ns: u64,
-    /// Whether BPF run-time statistics were on; without them the program
-    /// figures below are absent.
+    /// Whether netto measured its BPF programs' cost (BPF run-time
+    /// statistics, held for a slice of each interval); false with
+    /// `--no-bpf-stats`, and then the program figures below are absent.
     pub bpf_stats: bool,
-    /// Sum of `programs[].run_time_ns`.
+    /// How long netto held BPF run-time statistics on in the interval.
+    #[serde(default)]
+    pub bpf_stats_held_s: f64,
+    /// Sum of `programs[].run_time_ns`: every BPF program netto runs
+    /// (accounting, stack sampler, XDP sketch).
     pub bpf_run_time_ns: u64,
+    /// One standard error of `bpf_run_time_ns` (0 when not `estimated`).
+    #[serde(default)]
+    pub bpf_error_ns: u64,
+    /// netto's whole cost, `process_cpu_ns + bpf_run_time_ns`, in percent
+    /// of one CPU over the interval (the BPF part counted only when
+    /// `bpf_stats`). Absent from recordings made before it existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_percent: Option<f64>,
+    /// Whether the BPF part is an estimate: runs counted exactly, each
+    /// priced at the cost per run measured while statistics were on.
+    #[serde(default)]
+    pub estimated: bool,
+    /// `bpf_error_ns` in percent of one CPU: the error of `cost_percent`.
+    #[serde(default)]
+    pub error_percent: f64,
     pub programs: Vec<ProgramCost>,
 }
 

@@ -226,6 +226,30 @@ fn check_snapshot(at: &str, s: &Snapshot) -> Result<(), Invalid> {
         s.overhead.bpf_run_time_ns as f64,
         host_ns,
     )?;
+    check_at_most(
+        &format!("{at}.overhead.bpf_error_ns"),
+        s.overhead.bpf_error_ns as f64,
+        host_ns,
+    )?;
+    check_seconds(
+        &format!("{at}.overhead.bpf_stats_held_s"),
+        s.overhead.bpf_stats_held_s,
+        with_overrun(s.interval_s),
+    )?;
+    // In percent of one CPU over the interval.
+    let host_percent = if s.interval_s > 0.0 {
+        host_ns / (s.interval_s * 1e9) * 100.0
+    } else {
+        0.0
+    };
+    if let Some(cost) = s.overhead.cost_percent {
+        check_percent(&format!("{at}.overhead.cost_percent"), cost, host_percent)?;
+    }
+    check_percent(
+        &format!("{at}.overhead.error_percent"),
+        s.overhead.error_percent,
+        host_percent,
+    )?;
     if let Some(sampling) = &s.sampling {
         check_frequency(
             &format!("{at}.sampling.frequency_hz"),
@@ -443,6 +467,16 @@ fn check_seconds(at: &str, value: f64, most: f64) -> Result<(), Invalid> {
         return Err(invalid(at, format!("{value} is not a finite number >= 0")));
     }
     check_at_most(at, value, most)
+}
+
+fn check_percent(at: &str, value: f64, most: f64) -> Result<(), Invalid> {
+    if !(value.is_finite() && (0.0..=most).contains(&value)) {
+        return Err(invalid(
+            at,
+            format!("{value} is not a percentage in [0, {most:.0}]"),
+        ));
+    }
+    Ok(())
 }
 
 fn check_at_most(at: &str, value: f64, most: f64) -> Result<(), Invalid> {

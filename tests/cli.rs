@@ -151,6 +151,9 @@ fn stat_runs_for_its_duration_and_exits_zero() {
         serde_json::from_slice(off.stdout.split(|&b| b == b'\n').next().unwrap()).unwrap();
     assert_eq!(line["overhead"]["bpf_stats"], false);
     assert!(line["overhead"]["programs"].as_array().unwrap().is_empty());
+    // The cost is then the processes' alone, and no estimate.
+    assert!(line["overhead"]["cost_percent"].as_f64().unwrap() > 0.0);
+    assert_eq!(line["overhead"]["estimated"], false);
 }
 
 #[test]

@@ -132,6 +132,11 @@ const CASES: &[Case] = &[
         "snapshots[0].stacks[0].context: unknown variant `bogus`",
     ),
     (
+        "netto's own cost that is no percentage",
+        |r| r["snapshots"][2]["overhead"]["cost_percent"] = json!(-3.5),
+        "snapshots[2].overhead.cost_percent: -3.5 is not a percentage in [0, 270]",
+    ),
+    (
         "a snapshot from another backend than the header's",
         |r| r["snapshots"][5]["backend"] = json!("fentry"),
         "snapshots[5].backend: \"fentry\" differs from the header's \"tracepoint\"",

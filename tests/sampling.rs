@@ -17,7 +17,7 @@ use netto::collect::Collector;
 use netto::kernel::accounting::recursion_miss_is_loss;
 use netto::kernel::sampler::{Sampler, SamplerConfig, SamplerCounters, Transport, WRITER_WAIT};
 use netto::kernel::selection::Storage;
-use netto::kernel::stats::RunStats;
+use netto::kernel::stats::ProgramRun;
 use netto::model::{SampleContext, Snapshot};
 use netto::symbols::symbolizer::Symbolizer;
 use netto::workload::netns::VethPair;
@@ -52,7 +52,7 @@ struct Run {
     tally: Tally,
     snapshot: Snapshot,
     counters: SamplerCounters,
-    programs: Vec<(String, RunStats)>,
+    programs: Vec<ProgramRun>,
 }
 
 fn run(
@@ -112,7 +112,7 @@ fn run(
             })
             .unwrap();
     }
-    let snapshot = collector.collect().unwrap();
+    let snapshot = collector.collect(Default::default()).unwrap();
     load.join().unwrap();
     let mut stacks = folder.take(&mut symbolizer);
     let mut tally = Tally {
@@ -262,8 +262,8 @@ fn recursion_misses_are_read_and_only_losses_count() {
     assert!(programs.len() > 10, "{} programs read", programs.len());
     let (harmless, losing): (Vec<_>, Vec<_>) = programs
         .iter()
-        .filter(|(_, stats)| stats.recursion_misses > 0)
-        .partition(|(name, _)| !recursion_miss_is_loss(name));
+        .filter(|p| p.stats.recursion_misses > 0)
+        .partition(|p| !recursion_miss_is_loss(&p.name));
     eprintln!("recursion misses: harmless {harmless:?}, losing {losing:?}");
     assert!(
         !harmless.is_empty(),

@@ -110,6 +110,28 @@ fn the_page_shows_the_recorded_numbers_and_a_flame_graph() {
     );
     let recorded: usize = last.breakdown.iter().map(|b| b.categories.len()).sum();
     assert_eq!(categories, recorded);
+    // netto's own cost: recorded before the whole cost was a figure of
+    // its own, so the page adds up its processes and BPF programs.
+    let cost = wait_for(
+        &tab,
+        "document.querySelector('#overhead tr td:nth-child(2)')?.textContent",
+    );
+    let recorded = netto::model::percent(
+        last.overhead.process_cpu_ns + last.overhead.bpf_run_time_ns,
+        last.interval_s,
+    );
+    let shown: f64 = cost
+        .as_str()
+        .unwrap()
+        .split(' ')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(
+        (shown - recorded).abs() <= 0.005 + 1e-9,
+        "the page shows netto's cost {cost}, the recording {recorded}"
+    );
     let status = wait_for(&tab, "document.getElementById('status').textContent");
     assert_eq!(status, "source ended");
 

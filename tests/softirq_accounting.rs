@@ -261,7 +261,7 @@ fn attaching_while_net_rx_runs_leaves_no_idle_time_in_net_rx() {
             .status()
             .unwrap();
         assert!(status.success());
-        let snapshot = collector.collect().unwrap();
+        let snapshot = collector.collect(Default::default()).unwrap();
         let idle_net_rx = snapshot.event(EventKey::NetRxSoftirq).per_cpu_ns[1];
         eprintln!("trial {trial}: {sent} datagrams; NET_RX on idle CPU 1: {idle_net_rx} ns");
         assert!(

@@ -205,9 +205,16 @@ function renderBreakdown(s) {
 
 function renderOverhead(s) {
   const o = s.overhead;
+  // Recordings made before the whole cost was reported add it up here.
+  const cost = o.cost_percent ?? pct(o.process_cpu_ns + o.bpf_run_time_ns, s.interval_s);
+  const how = !o.bpf_stats ? " (BPF programs not measured)"
+    : o.estimated ? ` ± ${fmtPct(o.error_percent)} % (estimated)` : "";
   const rows = [
-    ["netto process CPU", fmtPct(pct(o.process_cpu_ns, s.interval_s)) + " %"],
-    ["netto BPF programs", o.bpf_stats ? fmtPct(pct(o.bpf_run_time_ns, s.interval_s)) + " %" : "not measured (--no-bpf-stats)"],
+    ["netto's whole cost, % of one CPU", fmtPct(cost) + " %" + how],
+    ["netto processes", fmtPct(pct(o.process_cpu_ns, s.interval_s)) + " %"],
+    ["netto BPF programs", o.bpf_stats
+      ? `${fmtPct(pct(o.bpf_run_time_ns, s.interval_s))} % (statistics on ${(o.bpf_stats_held_s ?? 0).toFixed(2)} s)`
+      : "not measured (--no-bpf-stats)"],
   ];
   if (s.sampling) {
     const sm = s.sampling;

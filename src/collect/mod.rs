@@ -1,49 +1,95 @@
 //! The interval loop's producer: reads the kernel's cumulative counters and
 //! turns each interval into a [`Snapshot`]. It never formats anything.
 
+pub mod cost;
 pub mod process;
 pub mod snapshot;
 
-use std::time::{Instant, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 use crate::kernel::accounting::Accounting;
 use crate::kernel::KernelError;
 use crate::model::Snapshot;
+use cost::{CostHistory, HookRuns};
+use process::OwnProcesses;
 use snapshot::{Context, Reading};
 
 pub struct Collector<'a, 'obj> {
     accounting: &'a Accounting<'obj>,
     context: Context,
     previous: Reading,
+    history: CostHistory,
+    processes: OwnProcesses,
+}
+
+/// What netto's own cost needs from outside the accounting programs.
+#[derive(Debug, Default)]
+pub struct Beside {
+    /// Other programs' runs over the interval: the stack sampler's
+    /// statistics (its runs are counted in the accounting's per-CPU
+    /// records, hook `sample`), the XDP sketch's runs (one per packet) and
+    /// statistics. Added to the hook of the same name.
+    pub hooks: Vec<HookRuns>,
+    /// How long BPF run-time statistics were on during the interval.
+    pub stats_held: Duration,
 }
 
 impl<'a, 'obj> Collector<'a, 'obj> {
     /// Starts the first interval now. `bpf_stats` says whether run-time
-    /// statistics are on, which decides whether program costs are reported.
+    /// statistics are on for a part of every interval, which decides
+    /// whether program costs are reported.
     pub fn start(accounting: &'a Accounting<'obj>, bpf_stats: bool) -> Result<Self, KernelError> {
         let context = Context {
             backend: accounting.backend().name().to_owned(),
             callback_names: accounting.callback_names().to_vec(),
             bpf_stats,
         };
-        let previous = read(accounting)?;
+        let mut processes = OwnProcesses::default();
+        let previous = read(accounting, &mut processes)?;
         Ok(Collector {
             accounting,
             context,
             previous,
+            history: CostHistory::default(),
+            processes,
         })
     }
 
+    /// Counts process `pid` as netto's own from now on (its CPU time so
+    /// far falls into the current interval).
+    pub fn own_process(&mut self, pid: u32) {
+        self.processes.add(pid);
+    }
+
     /// Ends the current interval now and returns it.
-    pub fn collect(&mut self) -> Result<Snapshot, KernelError> {
-        let current = read(self.accounting)?;
-        let snapshot = snapshot::build(&self.previous, &current, &self.context);
+    pub fn collect(&mut self, beside: Beside) -> Result<Snapshot, KernelError> {
+        let current = read(self.accounting, &mut self.processes)?;
+        let bpf = self.context.bpf_stats.then(|| {
+            let mut hooks = snapshot::hook_runs(&self.previous, &current);
+            for other in beside.hooks {
+                match hooks.iter_mut().find(|h| h.hook == other.hook) {
+                    Some(hook) => {
+                        hook.runs += other.runs;
+                        hook.programs.extend(other.programs);
+                    }
+                    None => hooks.push(other),
+                }
+            }
+            cost::estimate(&hooks, &mut self.history)
+        });
+        let snapshot = snapshot::build(
+            &self.previous,
+            &current,
+            &self.context,
+            bpf,
+            beside.stats_held.as_secs_f64(),
+        );
         self.previous = current;
         Ok(snapshot)
     }
 }
 
-fn read(accounting: &Accounting<'_>) -> Result<Reading, KernelError> {
+fn read(accounting: &Accounting<'_>, processes: &mut OwnProcesses) -> Result<Reading, KernelError> {
     let cpus = accounting.read_cpus()?;
     Ok(Reading {
         at: Instant::now(),
@@ -52,6 +98,6 @@ fn read(accounting: &Accounting<'_>) -> Result<Reading, KernelError> {
         // Read whether or not statistics are on: recursion misses are
         // counted always.
         programs: accounting.program_stats(),
-        process_cpu_ns: u64::try_from(process::cpu_time().as_nanos()).unwrap_or(u64::MAX),
+        process_cpu_ns: processes.cpu_ns(),
     })
 }

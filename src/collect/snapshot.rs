@@ -4,10 +4,12 @@
 use std::collections::BTreeMap;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
+use super::cost::{BpfCost, HookRuns};
 use crate::abi::{netto_cpu, netto_event};
 use crate::kernel::accounting::recursion_miss_is_loss;
-use crate::kernel::stats::RunStats;
-use crate::model::{CpuTime, EventKey, Losses, Overhead, ProgramCost, Snapshot, SoftirqVector};
+use crate::kernel::hooks::HOOKS;
+use crate::kernel::stats::{ProgramRun, RunStats};
+use crate::model::{percent, CpuTime, EventKey, Losses, Overhead, Snapshot, SoftirqVector};
 
 /// Cumulative counters at one instant.
 #[derive(Debug, Clone)]
@@ -17,7 +19,8 @@ pub struct Reading {
     /// Index = CPU.
     pub cpus: Vec<netto_cpu>,
     /// Every attached program, whether or not run-time statistics are on.
-    pub programs: Vec<(String, RunStats)>,
+    pub programs: Vec<ProgramRun>,
+    /// CPU time of netto's own processes so far.
     pub process_cpu_ns: u64,
 }
 
@@ -43,7 +46,43 @@ const EVENT_IDS: [(EventKey, netto_event); 5] = [
     (EventKey::NetTimers, netto_event::NETTO_EV_NET_TIMERS),
 ];
 
-pub fn build(prev: &Reading, cur: &Reading, ctx: &Context) -> Snapshot {
+/// What netto's own programs ran between the readings, by hook: exact run
+/// counts from the per-CPU records, and what run-time statistics measured.
+pub fn hook_runs(prev: &Reading, cur: &Reading) -> Vec<HookRuns> {
+    let deltas: Vec<(&ProgramRun, RunStats)> = program_deltas(prev, cur).collect();
+    HOOKS
+        .iter()
+        .map(|hook| {
+            let i = hook.id as usize;
+            let counted: u64 = prev
+                .cpus
+                .iter()
+                .zip(&cur.cpus)
+                .map(|(p, c)| c.hook_runs[i].saturating_sub(p.hook_runs[i]))
+                .sum();
+            HookRuns {
+                hook: hook.name,
+                runs: counted * u64::from(hook.runs_per_count),
+                programs: deltas
+                    .iter()
+                    .filter(|(program, _)| program.hook == hook.name)
+                    .map(|(program, delta)| (program.name.clone(), *delta))
+                    .collect(),
+            }
+        })
+        .collect()
+}
+
+/// The interval's snapshot; `bpf` is what netto's BPF programs cost in it
+/// when measured (`collect::cost`), `stats_held_s` how long statistics
+/// were on for it.
+pub fn build(
+    prev: &Reading,
+    cur: &Reading,
+    ctx: &Context,
+    bpf: Option<BpfCost>,
+    stats_held_s: f64,
+) -> Snapshot {
     let pairs: Vec<(&netto_cpu, &netto_cpu)> = prev.cpus.iter().zip(&cur.cpus).collect();
     let time = |ns: fn(&netto_cpu, usize) -> u64, count: fn(&netto_cpu, usize) -> u64, i: usize| {
         let per_cpu_ns: Vec<u64> = pairs
@@ -71,7 +110,11 @@ pub fn build(prev: &Reading, cur: &Reading, ctx: &Context) -> Snapshot {
         .iter()
         .enumerate()
         .map(|(i, &vector)| {
-            let t = time(|c, i| c.softirq_ns[i], |c, i| c.softirq_count[i], i);
+            let t = time(
+                |c, i| c.softirq_time[i].ns,
+                |c, i| c.softirq_time[i].count,
+                i,
+            );
             (vector, t)
         })
         .collect();
@@ -110,7 +153,7 @@ pub fn build(prev: &Reading, cur: &Reading, ctx: &Context) -> Snapshot {
         softirq,
         hardirq,
         net_timer_callbacks,
-        overhead: overhead(prev, cur, ctx.bpf_stats),
+        overhead: overhead(prev, cur, bpf, stats_held_s),
         sampling: None,
         breakdown: Vec::new(),
         stacks: Vec::new(),
@@ -125,7 +168,7 @@ pub fn build(prev: &Reading, cur: &Reading, ctx: &Context) -> Snapshot {
                 })
                 .sum(),
             recursion_misses: program_deltas(prev, cur)
-                .filter(|(name, _)| recursion_miss_is_loss(name))
+                .filter(|(program, _)| recursion_miss_is_loss(&program.name))
                 .map(|(_, delta)| delta.recursion_misses)
                 .sum(),
             dropped_halves: 0,
@@ -134,44 +177,44 @@ pub fn build(prev: &Reading, cur: &Reading, ctx: &Context) -> Snapshot {
 }
 
 /// Each program of `cur` with what it counted since `prev` (everything,
-/// for a program `prev` did not have).
+/// for a program `prev` did not have; nothing, for one replaced by a new
+/// program of the same name since, whose counts started again).
 fn program_deltas<'a>(
     prev: &'a Reading,
     cur: &'a Reading,
-) -> impl Iterator<Item = (&'a str, RunStats)> + 'a {
-    cur.programs.iter().map(|(name, now)| {
+) -> impl Iterator<Item = (&'a ProgramRun, RunStats)> + 'a {
+    cur.programs.iter().map(|program| {
+        let now = program.stats;
         let before = prev
             .programs
             .iter()
-            .find(|(n, _)| n == name)
-            .map(|(_, s)| *s)
+            .find(|p| p.name == program.name)
+            .map(|p| p.stats)
             .unwrap_or_default();
         let delta = RunStats {
             run_count: now.run_count.saturating_sub(before.run_count),
             run_time_ns: now.run_time_ns.saturating_sub(before.run_time_ns),
             recursion_misses: now.recursion_misses.saturating_sub(before.recursion_misses),
         };
-        (name.as_str(), delta)
+        (program, delta)
     })
 }
 
-fn overhead(prev: &Reading, cur: &Reading, bpf_stats: bool) -> Overhead {
-    let programs: Vec<ProgramCost> = if bpf_stats {
-        program_deltas(prev, cur)
-            .map(|(name, delta)| ProgramCost {
-                name: name.to_owned(),
-                run_count: delta.run_count,
-                run_time_ns: delta.run_time_ns,
-            })
-            .collect()
-    } else {
-        Vec::new()
-    };
+fn overhead(prev: &Reading, cur: &Reading, bpf: Option<BpfCost>, stats_held_s: f64) -> Overhead {
+    let process_cpu_ns = cur.process_cpu_ns.saturating_sub(prev.process_cpu_ns);
+    let interval_s = cur.at.duration_since(prev.at).as_secs_f64();
+    let bpf_stats = bpf.is_some();
+    let bpf = bpf.unwrap_or_default();
     Overhead {
-        process_cpu_ns: cur.process_cpu_ns.saturating_sub(prev.process_cpu_ns),
+        process_cpu_ns,
         bpf_stats,
-        bpf_run_time_ns: programs.iter().map(|p| p.run_time_ns).sum(),
-        programs,
+        bpf_stats_held_s: stats_held_s,
+        bpf_run_time_ns: bpf.run_time_ns,
+        bpf_error_ns: bpf.error_ns,
+        cost_percent: Some(percent(process_cpu_ns + bpf.run_time_ns, interval_s)),
+        estimated: bpf.estimated,
+        error_percent: percent(bpf.error_ns, interval_s),
+        programs: bpf.programs,
     }
 }
 
@@ -179,6 +222,20 @@ fn overhead(prev: &Reading, cur: &Reading, bpf_stats: bool) -> Overhead {
 mod tests {
     use super::*;
     use std::time::Duration;
+
+    use crate::collect::cost;
+
+    fn softirq_entry(run_count: u64, run_time_ns: u64) -> ProgramRun {
+        ProgramRun {
+            name: "netto_softirq_entry".into(),
+            hook: "softirq",
+            stats: RunStats {
+                run_count,
+                run_time_ns,
+                recursion_misses: 0,
+            },
+        }
+    }
 
     fn cpu(f: impl FnOnce(&mut netto_cpu)) -> netto_cpu {
         let mut c = netto_cpu::default();
@@ -194,16 +251,9 @@ mod tests {
             wall: UNIX_EPOCH + Duration::from_secs(100),
             cpus: vec![
                 cpu(|c| c.event_ns[3] = 100),
-                cpu(|c| c.softirq_ns[3] = 1000),
+                cpu(|c| c.softirq_time[3].ns = 1000),
             ],
-            programs: vec![(
-                "netto_softirq_entry".into(),
-                RunStats {
-                    run_count: 10,
-                    run_time_ns: 1000,
-                    recursion_misses: 0,
-                },
-            )],
+            programs: vec![softirq_entry(10, 1000)],
             process_cpu_ns: 5_000,
         };
         let cur = Reading {
@@ -214,21 +264,15 @@ mod tests {
                     c.event_ns[3] = 400;
                     c.event_count[3] = 2;
                     c.callback_ns[1] = 70;
+                    c.hook_runs[0] = 10;
                 }),
                 cpu(|c| {
-                    c.softirq_ns[3] = 1600;
-                    c.softirq_count[3] = 4;
+                    c.softirq_time[3].ns = 1600;
+                    c.softirq_time[3].count = 4;
                     c.event_ns[0] = 600;
                 }),
             ],
-            programs: vec![(
-                "netto_softirq_entry".into(),
-                RunStats {
-                    run_count: 30,
-                    run_time_ns: 5000,
-                    recursion_misses: 0,
-                },
-            )],
+            programs: vec![softirq_entry(30, 5000)],
             process_cpu_ns: 8_000,
         };
         let ctx = Context {
@@ -236,7 +280,12 @@ mod tests {
             callback_names: vec!["tcp_pace_kick", "tcp_write_timer"],
             bpf_stats: true,
         };
-        let snap = build(&prev, &cur, &ctx);
+        let hooks = hook_runs(&prev, &cur);
+        // 10 softirq runs: 20 program runs, entry's 20 all measured.
+        assert_eq!(hooks[0].hook, "softirq");
+        assert_eq!(hooks[0].runs, 20);
+        let bpf = cost::estimate(&hooks, &mut cost::CostHistory::default());
+        let snap = build(&prev, &cur, &ctx, Some(bpf), 0.5);
 
         assert_eq!(snap.ts, 101.0);
         assert!((snap.interval_s - 0.5).abs() < 1e-9);
@@ -255,6 +304,9 @@ mod tests {
         );
         assert_eq!(snap.overhead.process_cpu_ns, 3_000);
         assert_eq!(snap.overhead.bpf_run_time_ns, 4000);
+        assert!(!snap.overhead.estimated);
+        let cost = snap.overhead.cost_percent.unwrap();
+        assert!((cost - 7000.0 / 5e8 * 100.0).abs() < 1e-9, "{cost}");
         assert_eq!(snap.overhead.programs[0].run_count, 20);
         assert!(!snap.losses.any());
     }
@@ -271,7 +323,11 @@ mod tests {
                         recursion_misses: misses,
                         ..RunStats::default()
                     };
-                    (name.to_owned(), stats)
+                    ProgramRun {
+                        name: name.to_owned(),
+                        hook: "",
+                        stats,
+                    }
                 })
                 .collect(),
             process_cpu_ns: 0,
@@ -312,7 +368,7 @@ mod tests {
             callback_names: vec![],
             bpf_stats: false,
         };
-        let snap = build(&prev, &cur, &ctx);
+        let snap = build(&prev, &cur, &ctx, None, 0.0);
         assert_eq!(
             snap.losses,
             Losses {
@@ -322,7 +378,8 @@ mod tests {
             }
         );
         assert!(snap.overhead.programs.is_empty());
+        assert!(!snap.overhead.bpf_stats);
         // Nothing new: nothing lost.
-        assert!(!build(&cur, &cur, &ctx).losses.any());
+        assert!(!build(&cur, &cur, &ctx, None, 0.0).losses.any());
     }
 }

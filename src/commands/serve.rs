@@ -91,6 +91,8 @@ fn supervise(source: Source, server: ServerProcess, signalled: Receiver<()>) -> 
         feed: mut pipe,
     } = server;
     let pid = child.id();
+    // The HTTP server is part of what netto costs.
+    let _ = source.controller().send(Control::OwnProcess(pid));
     let (events, next) = mpsc::channel();
     {
         let (events, control) = (events.clone(), source.controller());

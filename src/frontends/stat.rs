@@ -85,9 +85,17 @@ pub fn render_table(s: &Snapshot) -> String {
         let _ = writeln!(text, "net_timers by callback: {}", callbacks.join(", "));
     }
     let o = &s.overhead;
+    let _ = write!(text, "netto cost: ");
+    if let Some(cost) = o.cost_percent {
+        let _ = write!(text, "{cost:.3}% of a CPU");
+        if o.estimated {
+            let _ = write!(text, " (estimated, +-{:.3}%)", o.error_percent);
+        }
+        text.push_str(": ");
+    }
     let _ = write!(
         text,
-        "netto overhead: process {} ms ({:.3}% CPU)",
+        "process {} ms ({:.3}%)",
         ms(o.process_cpu_ns),
         percent(o.process_cpu_ns, s.interval_s)
     );
@@ -95,7 +103,7 @@ pub fn render_table(s: &Snapshot) -> String {
         let runs: u64 = o.programs.iter().map(|p| p.run_count).sum();
         let _ = write!(
             text,
-            ", BPF programs {} ms ({:.3}% CPU, {} runs, {:.0} ns/run)",
+            ", BPF programs {} ms ({:.3}%, {} runs, {:.0} ns/run, statistics on {:.2} s)",
             ms(o.bpf_run_time_ns),
             percent(o.bpf_run_time_ns, s.interval_s),
             runs,
@@ -103,10 +111,11 @@ pub fn render_table(s: &Snapshot) -> String {
                 o.bpf_run_time_ns as f64 / runs as f64
             } else {
                 0.0
-            }
+            },
+            o.bpf_stats_held_s
         );
     } else {
-        text.push_str(", BPF program statistics off");
+        text.push_str(", BPF program statistics off (not in the cost)");
     }
     text.push('\n');
     if s.losses.any() {
@@ -148,7 +157,12 @@ mod tests {
             overhead: Overhead {
                 process_cpu_ns: 400_000,
                 bpf_stats: true,
-                bpf_run_time_ns: 0,
+                bpf_stats_held_s: 0.1,
+                bpf_run_time_ns: 3_600_000,
+                bpf_error_ns: 200_000,
+                cost_percent: Some(0.4),
+                estimated: true,
+                error_percent: 0.02,
                 programs: vec![],
             },
             ..Snapshot::empty("tracepoint", 2)
@@ -170,7 +184,11 @@ mod tests {
             "3 ms is 0.3% of a CPU-second:\n{text}"
         );
         assert!(text.contains("tcp_pace_kick 0.250 ms"));
-        assert!(text.contains("process 0.400 ms"));
+        assert!(
+            text.contains("netto cost: 0.400% of a CPU (estimated, +-0.020%): process 0.400 ms"),
+            "{text}"
+        );
+        assert!(text.contains("BPF programs 3.600 ms (0.360%"), "{text}");
         assert!(!text.contains("lost"), "nothing lost, no line:\n{text}");
     }
 

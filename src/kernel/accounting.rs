@@ -10,14 +10,17 @@ use libbpf_rs::skel::{OpenSkel, Skel, SkelBuilder};
 use libbpf_rs::{Btf, Link, MapCore, MapFlags, OpenObject};
 
 use super::backend::Backend;
-use super::callbacks::NETWORK_CALLBACKS;
+use super::callbacks::{lookup_table, NETWORK_CALLBACKS};
 use super::functions::{function_exists, FunctionHook, SocketFunctions};
+use super::hooks;
 use super::skel::account::{AccountSkel, AccountSkelBuilder};
-use super::stats::{self, RunStats};
+use super::stats::{self, ProgramRun};
 use super::syscalls::socket_syscalls;
 use super::tracepoints::{self, OptionalGroup};
 use super::{privileges, KernelError};
-use crate::abi::{bytes_of, netto_cpu, netto_syscall, netto_task_window, read_from};
+use crate::abi::{
+    bytes_of, netto_callback_table, netto_cpu, netto_syscall, netto_task_window, read_from,
+};
 use crate::symbols::kallsyms::Kallsyms;
 
 /// Programs whose runs the kernel may skip for recursion without losing
@@ -72,6 +75,14 @@ impl<'obj> Accounting<'obj> {
 
         let mut missing = Vec::new();
         let mut functions = SocketFunctions::default();
+        let variants = tracepoints::Variants {
+            direct: function_exists(&btf, tracepoints::DIRECT_KFUNC),
+            names: open
+                .open_object()
+                .progs()
+                .map(|p| p.name().to_string_lossy().into_owned())
+                .collect(),
+        };
         for mut prog in open.open_object_mut().progs_mut() {
             let section = prog.section().to_string_lossy().into_owned();
             if let Some(hook) = FunctionHook::from_program(&prog.name().to_string_lossy(), &section)
@@ -87,7 +98,8 @@ impl<'obj> Accounting<'obj> {
                 continue;
             };
             if tracepoints::SYSCALL_WINDOWS.contains(&tp) {
-                prog.set_autoload(backend == Backend::Tracepoint);
+                let name = prog.name().to_string_lossy().into_owned();
+                prog.set_autoload(backend == Backend::Tracepoint && variants.wanted(&name));
             } else if tracepoints::optional_group(tp).is_some_and(|group| {
                 !group
                     .tracepoints
@@ -108,6 +120,20 @@ impl<'obj> Accounting<'obj> {
         if backend == Backend::Fentry {
             functions.check_complete()?;
         }
+        let (callbacks, callbacks_resolved, table) = resolve_callbacks()?;
+        let rodata = open
+            .maps
+            .rodata_data
+            .as_deref_mut()
+            .ok_or(KernelError::Object(
+                "the accounting object has no read-only data",
+            ))?;
+        // The skeleton has its own copy of the C type: copied field by field.
+        rodata.callback_table.multiplier = table.multiplier;
+        for (to, from) in rodata.callback_table.slots.iter_mut().zip(&table.slots) {
+            to.address = from.address;
+            to.index = from.index;
+        }
         let skel = open.load().map_err(load_error)?;
 
         for (nr, kind, fd_arg) in socket_syscalls().filter(|_| backend == Backend::Tracepoint) {
@@ -124,7 +150,6 @@ impl<'obj> Accounting<'obj> {
                 })?;
         }
 
-        let (callbacks, callbacks_resolved) = resolve_callbacks(&skel)?;
         let cpus = libbpf_rs::num_possible_cpus().map_err(load_error)?;
 
         let mut progs: Vec<_> = skel.object().progs_mut().filter(|p| p.autoload()).collect();
@@ -234,14 +259,17 @@ impl<'obj> Accounting<'obj> {
 
     /// Cumulative run-time statistics and recursion misses of each attached
     /// program.
-    pub fn program_stats(&self) -> Vec<(String, RunStats)> {
+    pub fn program_stats(&self) -> Vec<ProgramRun> {
         self.skel
             .object()
             .progs()
             .filter(|p| p.autoload())
             .filter_map(|prog| {
-                let stats = stats::run_stats(prog.as_fd()).ok()?;
-                Some((prog.name().to_string_lossy().into_owned(), stats))
+                Some(ProgramRun {
+                    name: prog.name().to_string_lossy().into_owned(),
+                    hook: hooks::of_section(&prog.section().to_string_lossy())?.name,
+                    stats: stats::run_stats(prog.as_fd()).ok()?,
+                })
             })
             .collect()
     }
@@ -265,27 +293,23 @@ fn load_error(source: libbpf_rs::Error) -> KernelError {
     }
 }
 
-/// Fills the callback map from kallsyms; returns the index -> name table and
-/// whether addresses were readable at all.
-fn resolve_callbacks(skel: &AccountSkel<'_>) -> Result<(Vec<&'static str>, bool), KernelError> {
+/// Resolves the network callbacks through kallsyms: the index -> name
+/// table, whether addresses were readable at all, and the programs' lookup
+/// table of those found.
+fn resolve_callbacks() -> Result<(Vec<&'static str>, bool, netto_callback_table), KernelError> {
     let names: Vec<&'static str> = NETWORK_CALLBACKS.iter().map(|(name, _)| *name).collect();
     let Ok(kallsyms) = Kallsyms::load() else {
-        return Ok((names, false));
+        return Ok((names, false, netto_callback_table::default()));
     };
-    for (index, name) in names.iter().enumerate() {
-        let Some(addr) = kallsyms.address_of(name) else {
-            continue;
-        };
-        let index = u32::try_from(index).expect("callback table is small");
-        skel.maps
-            .callbacks
-            .update(&addr.to_ne_bytes(), &index.to_ne_bytes(), MapFlags::ANY)
-            .map_err(|source| KernelError::Map {
-                map: "callbacks",
-                source,
-            })?;
-    }
-    Ok((names, !kallsyms.addresses_hidden()))
+    let found: Vec<(u64, u32)> = names
+        .iter()
+        .zip(0..)
+        .filter_map(|(name, index)| Some((kallsyms.address_of(name)?, index)))
+        .collect();
+    let table = lookup_table(&found).ok_or(KernelError::Object(
+        "no lookup table separates the network callbacks' addresses",
+    ))?;
+    Ok((names, !kallsyms.addresses_hidden(), table))
 }
 
 #[cfg(test)]

@@ -7,6 +7,7 @@ pub mod backend;
 pub mod callbacks;
 pub mod features;
 pub mod functions;
+pub mod hooks;
 pub mod mmap;
 pub mod perf;
 pub mod privileges;
@@ -48,6 +49,9 @@ pub enum KernelError {
         what: &'static str,
         source: libbpf_rs::Error,
     },
+    /// A BPF object that does not hold what netto built into it.
+    #[error("{0}")]
+    Object(&'static str),
     #[error("mapping BPF map {map} into memory")]
     Mmap {
         map: &'static str,

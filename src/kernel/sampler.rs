@@ -93,6 +93,10 @@ pub struct SamplerCounters {
     /// like every program's; kernels up to 6.18 count none for perf_event
     /// programs (their overflow handler skips without counting).
     pub recursion_misses: u64,
+    /// The program's runs and run time while BPF run-time statistics were
+    /// on, for netto's own cost.
+    pub measured_runs: u64,
+    pub measured_ns: u64,
 }
 
 impl SamplerCounters {
@@ -104,6 +108,8 @@ impl SamplerCounters {
             failed: op(self.failed, other.failed),
             dropped_halves: op(self.dropped_halves, other.dropped_halves),
             recursion_misses: op(self.recursion_misses, other.recursion_misses),
+            measured_runs: op(self.measured_runs, other.measured_runs),
+            measured_ns: op(self.measured_ns, other.measured_ns),
         }
     }
 }
@@ -326,14 +332,15 @@ impl<'obj> Sampler<'obj> {
     pub fn counters(&self) -> SamplerCounters {
         let ctl = CtlView::new(&self.ctl);
         let late = self.mmap.as_ref().map(|b| b.late).unwrap_or_default();
+        let run = stats::run_stats(self.skel.progs.netto_sample.as_fd()).unwrap_or_default();
         SamplerCounters {
             samples: self.samples,
             dropped: ctl.dropped.load(Ordering::Relaxed) + late.dropped,
             failed: ctl.failed.load(Ordering::Relaxed),
             dropped_halves: late.dropped_halves,
-            recursion_misses: stats::run_stats(self.skel.progs.netto_sample.as_fd())
-                .map(|s| s.recursion_misses)
-                .unwrap_or_default(),
+            recursion_misses: run.recursion_misses,
+            measured_runs: run.run_count,
+            measured_ns: run.run_time_ns,
         }
     }
 }

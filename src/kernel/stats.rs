@@ -2,7 +2,8 @@
 //! how long. Enabled through the fd-held `BPF_ENABLE_STATS`, which lasts
 //! exactly as long as netto holds the fd (unlike the global sysctl, which
 //! outlives a killed process). While on, every BPF program on the host pays
-//! two clock reads per run, which is why it can be switched off.
+//! two clock reads per run, which is why netto holds them only for a slice
+//! of each interval (`source::duty`), and not at all with `--no-bpf-stats`.
 
 use std::io;
 use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
@@ -75,6 +76,15 @@ pub struct RunStats {
     pub run_count: u64,
     pub run_time_ns: u64,
     pub recursion_misses: u64,
+}
+
+/// One of netto's programs: the hook whose counter counts its runs
+/// ([`super::hooks`]) and its cumulative statistics.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProgramRun {
+    pub name: String,
+    pub hook: &'static str,
+    pub stats: RunStats,
 }
 
 pub fn run_stats(prog: BorrowedFd<'_>) -> io::Result<RunStats> {

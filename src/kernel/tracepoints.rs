@@ -68,6 +68,32 @@ pub fn accounting_tracepoints() -> Result<Vec<String>, KernelError> {
         .collect())
 }
 
+/// A program named with this suffix reads kernel memory with direct loads
+/// through the kfunc below (Linux 6.2+), where its twin without the suffix
+/// calls probe-read helpers; one of the two is loaded.
+const DIRECT_SUFFIX: &str = "_direct";
+pub const DIRECT_KFUNC: &str = "bpf_rdonly_cast";
+
+/// Which of twin programs to load.
+pub struct Variants {
+    /// Whether the kernel has [`DIRECT_KFUNC`].
+    pub direct: bool,
+    /// Every program of the object.
+    pub names: Vec<String>,
+}
+
+impl Variants {
+    /// Whether to load program `name`: a direct one where the kernel can
+    /// run it, its twin where not, a program without a twin always.
+    pub fn wanted(&self, name: &str) -> bool {
+        if name.ends_with(DIRECT_SUFFIX) {
+            return self.direct;
+        }
+        let twin = format!("{name}{DIRECT_SUFFIX}");
+        !(self.direct && self.names.contains(&twin))
+    }
+}
+
 /// The tracepoint a `tp_btf/NAME` program section attaches to.
 pub fn from_section(section: &str) -> Option<&str> {
     section.strip_prefix("tp_btf/")
@@ -100,6 +126,25 @@ pub fn missing_groups(btf: &Btf<'_>) -> Vec<&'static OptionalGroup> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_direct_program_or_its_twin_and_every_other_program() {
+        let names = [
+            "netto_sys_enter",
+            "netto_sys_enter_direct",
+            "netto_sys_exit",
+        ];
+        let variants = |direct| Variants {
+            direct,
+            names: names.map(str::to_owned).into(),
+        };
+        let loaded = |direct| -> Vec<&str> {
+            let v = variants(direct);
+            names.into_iter().filter(|n| v.wanted(n)).collect()
+        };
+        assert_eq!(loaded(true), ["netto_sys_enter_direct", "netto_sys_exit"]);
+        assert_eq!(loaded(false), ["netto_sys_enter", "netto_sys_exit"]);
+    }
 
     #[test]
     fn sections_and_groups() {

@@ -17,11 +17,13 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 use libbpf_rs::OpenObject;
 
+use super::duty::DutyCycle;
 use super::intervals::Intervals;
 use super::{Control, Origin, Source, SourceInfo};
 use crate::breakdown::fold::Folder;
 use crate::breakdown::{breakdowns, leave_out_softirq_loop};
-use crate::collect::Collector;
+use crate::collect::cost::HookRuns;
+use crate::collect::{Beside, Collector};
 use crate::kernel::accounting::Accounting;
 use crate::kernel::backend::BackendChoice;
 use crate::kernel::features::Features;
@@ -30,8 +32,8 @@ use crate::kernel::sampler::{
     WRITER_WAIT,
 };
 use crate::kernel::selection;
-use crate::kernel::stats::Statistics;
-use crate::model::{percent, EventKey, SamplingStats, Snapshot};
+use crate::kernel::stats::RunStats;
+use crate::model::{percent, EventKey, ProgramCost, SamplingStats, SketchSnapshot, Snapshot};
 use crate::sketch::{Host, SketchConfig};
 use crate::symbols::symbolizer::Symbolizer;
 use crate::workload::demo::DemoProcess;
@@ -63,7 +65,8 @@ const IDLE_PERCENT: f64 = 1.0;
 #[derive(Debug, Clone)]
 pub struct LiveConfig {
     pub backend: BackendChoice,
-    /// Turn on BPF run-time statistics, which netto's cost figures need.
+    /// Turn on BPF run-time statistics for a slice of every interval,
+    /// which the BPF part of netto's cost figures needs.
     pub bpf_stats: bool,
     pub interval: Duration,
     /// End by itself after this long, with a last, shorter snapshot.
@@ -123,7 +126,7 @@ fn run(
     let mut accounting_storage = selection::Storage::default();
     let mut sampler_storage = MaybeUninit::uninit();
     let mut sketch_storage = MaybeUninit::uninit();
-    let Some(opened) = started(ready, Opened::open(config, &mut accounting_storage)) else {
+    let Some(mut opened) = started(ready, Opened::open(config, &mut accounting_storage)) else {
         return Ok(());
     };
     let extras = Extras::start(
@@ -145,7 +148,7 @@ fn run(
     let measure = Measure::start(
         config,
         &opened.accounting,
-        opened.stats.is_on(),
+        opened.duty.take(),
         symbolizer,
         sketch,
         control,
@@ -170,23 +173,31 @@ fn started<T>(ready: &SyncSender<Result<SourceInfo>>, step: Result<T>) -> Option
 
 /// Start-up step 1: the accounting, loaded, self-checked and attached
 /// (privileges and backend, see [`selection::select`]), and BPF run-time
-/// statistics as asked.
+/// statistics as asked, held a slice of each interval ([`DutyCycle`]).
 struct Opened<'obj> {
     accounting: Accounting<'obj>,
-    stats: Statistics,
+    duty: Option<DutyCycle>,
     notes: Vec<String>,
 }
 
 impl<'obj> Opened<'obj> {
     fn open(config: &LiveConfig, storage: &'obj mut selection::Storage) -> Result<Self> {
         let selection = selection::select(config.backend, &Features::detect(), storage)?;
-        let stats = Statistics::turn_on(config.bpf_stats);
         let mut notes = selection.notes;
-        notes.extend(stats.note());
+        let duty = match config.bpf_stats.then(|| DutyCycle::new(config.interval)) {
+            Some(Ok(duty)) => Some(duty),
+            Some(Err(e)) => {
+                notes.push(format!(
+                    "note: BPF run-time statistics unavailable ({e}); program costs not reported"
+                ));
+                None
+            }
+            None => None,
+        };
         notes.extend(selection.accounting.limits());
         Ok(Opened {
             accounting: selection.accounting,
-            stats,
+            duty,
             notes,
         })
     }
@@ -306,7 +317,7 @@ fn start_demo(demo: DemoWhen, accounting: &Accounting<'_>) -> Result<Option<Demo
 fn network_idle(accounting: &Accounting<'_>) -> Result<bool> {
     let mut probe = Collector::start(accounting, false)?;
     thread::sleep(IDLE_PROBE);
-    let snapshot = probe.collect()?;
+    let snapshot = probe.collect(Beside::default())?;
     let busy_ns = [
         EventKey::NetRxSoftirq,
         EventKey::NetTxSoftirq,
@@ -354,6 +365,9 @@ struct Measure<'c, 'a, 'obj> {
     /// What samplers replaced during this interval counted in it.
     retired: SamplerCounters,
     sketch: Option<Host<'obj>>,
+    /// BPF run-time statistics for a slice of each interval; `None`
+    /// without them (`--no-bpf-stats`, or not allowed).
+    duty: Option<DutyCycle>,
 }
 
 impl<'c, 'a, 'obj> Measure<'c, 'a, 'obj> {
@@ -361,13 +375,16 @@ impl<'c, 'a, 'obj> Measure<'c, 'a, 'obj> {
     fn start(
         config: &LiveConfig,
         accounting: &'a Accounting<'obj>,
-        bpf_stats: bool,
+        mut duty: Option<DutyCycle>,
         symbolizer: Option<Symbolizer>,
         sketch: Option<Host<'obj>>,
         control: &'c Receiver<Control>,
         out: &'c Sender<Snapshot>,
     ) -> Result<Self> {
-        let collector = Collector::start(accounting, bpf_stats)?;
+        let collector = Collector::start(accounting, duty.is_some())?;
+        if let Some(duty) = duty.as_mut() {
+            duty.begin_interval();
+        }
         Ok(Measure {
             collector,
             symbolizer,
@@ -379,6 +396,7 @@ impl<'c, 'a, 'obj> Measure<'c, 'a, 'obj> {
             base: SamplerCounters::default(),
             retired: SamplerCounters::default(),
             sketch,
+            duty,
         })
     }
 
@@ -427,7 +445,11 @@ impl<'c, 'a, 'obj> Measure<'c, 'a, 'obj> {
                 Some(_) => due.min(Instant::now() + DRAIN_PERIOD),
                 None => due,
             };
-            let wake = self.wait(wake_at);
+            let slice_end = self.duty.as_ref().and_then(DutyCycle::slice_end);
+            let wake = self.wait(slice_end.map_or(wake_at, |end| wake_at.min(end)));
+            if let Some(duty) = self.duty.as_mut() {
+                duty.poll(Instant::now());
+            }
             if let Some(sampler) = sampler.as_deref_mut() {
                 let folder = &mut self.folder;
                 sampler.follow_cpus()?;
@@ -463,27 +485,49 @@ impl<'c, 'a, 'obj> Measure<'c, 'a, 'obj> {
     /// Sleeps until `deadline` unless told something first. Blocks on the
     /// control channel rather than polling: one wake-up per wait keeps
     /// netto's own CPU time down.
-    fn wait(&self, deadline: Instant) -> Wake {
-        let timeout = deadline.saturating_duration_since(Instant::now());
-        match self.control.recv_timeout(timeout) {
-            Err(RecvTimeoutError::Timeout) => Wake::Due,
-            Err(RecvTimeoutError::Disconnected) | Ok(Control::Stop) => Wake::Stop,
-            Ok(Control::SetFrequency(hz)) => {
-                Wake::Frequency(hz.clamp(MIN_FREQUENCY_HZ, MAX_FREQUENCY_HZ))
-            }
+    fn wait(&mut self, deadline: Instant) -> Wake {
+        loop {
+            let timeout = deadline.saturating_duration_since(Instant::now());
+            return match self.control.recv_timeout(timeout) {
+                Err(RecvTimeoutError::Timeout) => Wake::Due,
+                Err(RecvTimeoutError::Disconnected) | Ok(Control::Stop) => Wake::Stop,
+                Ok(Control::SetFrequency(hz)) => {
+                    Wake::Frequency(hz.clamp(MIN_FREQUENCY_HZ, MAX_FREQUENCY_HZ))
+                }
+                Ok(Control::OwnProcess(pid)) => {
+                    self.collector.own_process(pid);
+                    continue;
+                }
+            };
         }
     }
 
     /// Ends the interval and sends its snapshot; false once nobody listens.
     fn deliver(&mut self, sampler: Option<&Sampler<'_>>) -> Result<bool> {
-        let mut snapshot = self.collector.collect()?;
-        snapshot.sketch = self.sketch.as_mut().map(Host::snapshot);
-        if let (Some(sampler), Some(symbolizer)) = (sampler, self.symbolizer.as_mut()) {
+        let mut sketch = self.sketch.as_mut().map(Host::snapshot);
+        let counters = sampler.map(Sampler::counters);
+        let counted = counters.map(|c| self.retired + (c - self.base));
+        let stats_held = self
+            .duty
+            .as_mut()
+            .map_or(Duration::ZERO, |d| d.end_interval(Instant::now()));
+        let mut snapshot = self.collector.collect(Beside {
+            hooks: beside(counted.as_ref(), sketch.as_ref()),
+            stats_held,
+        })?;
+        if let Some(duty) = self.duty.as_mut() {
+            duty.begin_interval();
+        }
+        if let Some(sketch) = sketch.as_mut() {
+            price_sketch(sketch, &snapshot.overhead.programs);
+        }
+        snapshot.sketch = sketch;
+        if let (Some(sampler), Some(symbolizer), Some(counters), Some(counted)) =
+            (sampler, self.symbolizer.as_mut(), counters, counted)
+        {
             symbolizer.refresh().context("re-reading kernel symbols")?;
             let mut stacks = self.folder.take(symbolizer);
             let softirq_loop = leave_out_softirq_loop(&mut stacks);
-            let counters = sampler.counters();
-            let counted = self.retired + (counters - self.base);
             snapshot.breakdown = breakdowns(&stacks, &snapshot.events, sampler.frequency_hz());
             snapshot.modules = stacks
                 .iter()
@@ -506,5 +550,49 @@ impl<'c, 'a, 'obj> Measure<'c, 'a, 'obj> {
             self.retired = SamplerCounters::default();
         }
         Ok(self.out.send(snapshot).is_ok())
+    }
+}
+
+/// The sketch program's name in netto's own cost.
+const SKETCH_PROGRAM: &str = "netto_sketch";
+
+/// The runs netto's own cost takes from outside the accounting: the
+/// sampler's measured runs (its count is in the per-CPU records) and the
+/// sketch's (one run per packet).
+fn beside(sampler: Option<&SamplerCounters>, sketch: Option<&SketchSnapshot>) -> Vec<HookRuns> {
+    let sampler = sampler.map(|counted| HookRuns {
+        hook: "sample",
+        runs: 0,
+        programs: vec![(
+            "netto_sample".to_owned(),
+            RunStats {
+                run_count: counted.measured_runs,
+                run_time_ns: counted.measured_ns,
+                recursion_misses: 0,
+            },
+        )],
+    });
+    let sketch = sketch.map(|sketch| HookRuns {
+        hook: "xdp_sketch",
+        runs: sketch.packets,
+        programs: vec![(
+            SKETCH_PROGRAM.to_owned(),
+            RunStats {
+                run_count: sketch.cost.run_count,
+                run_time_ns: sketch.cost.run_time_ns,
+                recursion_misses: 0,
+            },
+        )],
+    });
+    sampler.into_iter().chain(sketch).collect()
+}
+
+/// The sketch's cost as netto's own cost priced it: its statistics cover
+/// only the slices they were on.
+fn price_sketch(sketch: &mut SketchSnapshot, programs: &[ProgramCost]) {
+    if let Some(priced) = programs.iter().find(|p| p.name == SKETCH_PROGRAM) {
+        sketch.cost.run_count = priced.run_count;
+        sketch.cost.run_time_ns = priced.run_time_ns;
+        sketch.cost.cpu_percent = percent(priced.run_time_ns, sketch.interval_s);
     }
 }

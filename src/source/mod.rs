@@ -4,6 +4,7 @@
 //! recording ([`replay`]). Front ends therefore never touch BPF, and a
 //! recording exercises exactly the code a live run does.
 
+pub mod duty;
 pub mod intervals;
 pub mod live;
 pub mod replay;
@@ -58,6 +59,9 @@ pub enum Control {
     Stop,
     /// Change the sampling frequency; takes effect within one drain period.
     SetFrequency(u64),
+    /// Count process PID's CPU time as netto's own cost from now on (the
+    /// HTTP server process of `serve`); replays ignore it.
+    OwnProcess(u32),
 }
 
 /// A running source: its snapshots arrive on [`Source::snapshots`], which

@@ -57,7 +57,7 @@ fn play(snapshots: Vec<Snapshot>, speed: f64, control: &Receiver<Control>, out: 
             let timeout = due.saturating_duration_since(Instant::now());
             match control.recv_timeout(timeout) {
                 Err(RecvTimeoutError::Timeout) => break,
-                Ok(Control::SetFrequency(_)) => {}
+                Ok(Control::SetFrequency(_) | Control::OwnProcess(_)) => {}
                 Ok(Control::Stop) | Err(RecvTimeoutError::Disconnected) => return,
             }
         }

@@ -35,6 +35,9 @@ pub fn snapshot() -> Snapshot {
     s.overhead.process_cpu_ns = 4_000_000;
     s.overhead.bpf_stats = true;
     s.overhead.bpf_run_time_ns = 2_000_000;
+    s.overhead.cost_percent = Some(0.6);
+    s.overhead.estimated = true;
+    s.overhead.error_percent = 0.03;
     s.overhead.programs = vec![ProgramCost {
         name: "netto_softirq_entry".into(),
         run_count: 10_000,

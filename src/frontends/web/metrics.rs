@@ -38,6 +38,9 @@ pub struct Metrics {
     samples_softirq_loop: Counter,
     losses: CounterVec,
     process_seconds: Counter,
+    own_seconds: Counter,
+    own_error_seconds: Counter,
+    stats_held_seconds: Counter,
     bpf_run_seconds: CounterVec,
     bpf_runs: CounterVec,
     intervals: Counter,
@@ -145,16 +148,31 @@ impl Metrics {
             )?,
             process_seconds: counter(
                 "netto_process_cpu_seconds_total",
-                "CPU time of the measuring netto process itself (user + system).",
+                "CPU time of netto's own processes (user + system): netto, and serve's HTTP server.",
+            )?,
+            own_seconds: counter(
+                "netto_own_cpu_seconds_total",
+                "netto's whole cost: its processes' CPU time plus its BPF programs' run time \
+                 (estimated while BPF statistics are on a duty cycle, see netto_own_cpu_error_seconds_total).",
+            )?,
+            own_error_seconds: counter(
+                "netto_own_cpu_error_seconds_total",
+                "The errors of the intervals' estimates in netto_own_cpu_seconds_total, added up \
+                 (a bound: they are independent).",
+            )?,
+            stats_held_seconds: counter(
+                "netto_bpf_stats_held_seconds_total",
+                "Time netto held BPF run-time statistics on (every BPF program on the host runs \
+                 slower then).",
             )?,
             bpf_run_seconds: counters(
                 "netto_bpf_program_run_seconds_total",
-                "Run time of netto's BPF programs (needs BPF run-time statistics).",
+                "Run time of netto's BPF programs (estimated while BPF statistics are on a duty cycle).",
                 &["program"],
             )?,
             bpf_runs: counters(
                 "netto_bpf_program_runs_total",
-                "Runs of netto's BPF programs (needs BPF run-time statistics).",
+                "Runs of netto's BPF programs (estimated for a program of a hook with several).",
                 &["program"],
             )?,
             intervals: counter(
@@ -175,7 +193,8 @@ impl Metrics {
             )?,
             overhead_percent: gauge(
                 "netto_overhead_cpu_percent",
-                "netto's own cost (process and BPF programs) in the last interval, percent of one CPU.",
+                "netto's whole cost in the last interval, percent of one CPU \
+                 (rate(netto_own_cpu_seconds_total) * 100 over any window).",
             )?,
             stream_clients: register(
                 &registry,
@@ -259,10 +278,17 @@ impl Metrics {
                 .with_label_values(&labels)
                 .inc_by(program.run_count as f64);
         }
-        self.overhead_percent.set(percent(
-            overhead.process_cpu_ns + overhead.bpf_run_time_ns,
-            snapshot.interval_s,
-        ));
+        let own_ns = overhead.process_cpu_ns + overhead.bpf_run_time_ns;
+        self.own_seconds.inc_by(seconds(own_ns));
+        self.own_error_seconds
+            .inc_by(seconds(overhead.bpf_error_ns));
+        self.stats_held_seconds
+            .inc_by(overhead.bpf_stats_held_s.max(0.0));
+        self.overhead_percent.set(
+            overhead
+                .cost_percent
+                .unwrap_or_else(|| percent(own_ns, snapshot.interval_s)),
+        );
         self.intervals.inc();
         self.measured_seconds.inc_by(snapshot.interval_s.max(0.0));
         self.last_snapshot.set(snapshot.ts);
@@ -320,6 +346,13 @@ mod tests {
         rx.count = 3;
         s.softirq.get_mut(&SoftirqVector::NetRx).unwrap().total_ns = 750_000_000;
         s.losses.recursion_misses = 1;
+        s.overhead.process_cpu_ns = 2_000_000;
+        s.overhead.bpf_stats = true;
+        s.overhead.bpf_stats_held_s = 0.1;
+        s.overhead.bpf_run_time_ns = 3_000_000;
+        s.overhead.bpf_error_ns = 500_000;
+        s.overhead.cost_percent = Some(0.5);
+        s.overhead.estimated = true;
         s.breakdown = vec![Breakdown {
             context: SampleContext::NetRx,
             samples: 10,
@@ -367,6 +400,10 @@ mod tests {
             20.0
         );
         assert_eq!(value(&text, "netto_intervals_total"), 2.0);
+        assert!((value(&text, "netto_own_cpu_seconds_total") - 0.010).abs() < 1e-12);
+        assert!((value(&text, "netto_own_cpu_error_seconds_total") - 0.001).abs() < 1e-12);
+        assert!((value(&text, "netto_bpf_stats_held_seconds_total") - 0.2).abs() < 1e-12);
+        assert_eq!(value(&text, "netto_overhead_cpu_percent"), 0.5);
         assert_eq!(
             value(&text, r#"netto_losses_total{kind="recursion_misses"}"#),
             2.0

@@ -11,7 +11,7 @@ use ratatui::Frame;
 
 use crate::frontends::tui::app::App;
 use crate::frontends::tui::format;
-use crate::model::percent;
+use crate::model::{percent, Overhead};
 
 pub fn draw(app: &App, frame: &mut Frame<'_>, area: Rect) {
     let info = &app.info;
@@ -53,21 +53,25 @@ pub fn draw(app: &App, frame: &mut Frame<'_>, area: Rect) {
             "refresh",
             format!("{:.2} s", interval / app.settings.speed),
         ));
-        let overhead = &snapshot.overhead;
-        second.extend(field(
-            "netto user",
-            format::percent(percent(overhead.process_cpu_ns, interval)),
-        ));
-        second.extend(field(
-            "BPF",
-            if overhead.bpf_stats {
-                format::percent(percent(overhead.bpf_run_time_ns, interval))
-            } else {
-                "n/a".to_owned()
-            },
-        ));
+        second.extend(field("netto cost", cost(&snapshot.overhead, interval)));
     }
     frame.render_widget(Paragraph::new(vec![first, Line::from(second)]), area);
+}
+
+/// netto's whole cost, its error when estimated, and what it leaves out
+/// when BPF statistics are off. Recordings made before the figure existed
+/// show their process and program times added up.
+fn cost(overhead: &Overhead, interval: f64) -> String {
+    let whole = overhead
+        .cost_percent
+        .unwrap_or_else(|| percent(overhead.process_cpu_ns + overhead.bpf_run_time_ns, interval));
+    let mut text = format::percent(whole);
+    if !overhead.bpf_stats {
+        text.push_str(" (BPF n/a)");
+    } else if overhead.estimated {
+        text.push_str(&format!(" +-{}", format::percent(overhead.error_percent)));
+    }
+    text
 }
 
 /// `name value  `, the name dimmed.

@@ -69,8 +69,8 @@ fn header_names_the_source_and_netto_costs() {
     assert_eq!(
         words(&screen[1]),
         [
-            "sampling", "499", "Hz", "dropped", "3", "refresh", "1.00", "s", "netto", "user",
-            "0.40%", "BPF", "0.20%"
+            "sampling", "499", "Hz", "dropped", "3", "refresh", "1.00", "s", "netto", "cost",
+            "0.60%", "+-0.03%"
         ]
     );
 }
@@ -88,7 +88,11 @@ fn header_shows_losses_before_the_costs() {
         narrow[1]
     );
     let wide = screen(&app, 140, 30);
-    assert!(wide[1].trim_end().ends_with("BPF 0.20%"), "{}", wide[1]);
+    assert!(
+        wide[1].trim_end().ends_with("netto cost 0.60% +-0.03%"),
+        "{}",
+        wide[1]
+    );
 }
 
 #[test]

@@ -1,0 +1,179 @@
+//! netto's own cost in every snapshot: BPF run-time statistics held for a
+//! slice of each interval only, the BPF part priced from that slice and
+//! labelled an estimate with its error, and the estimate against intervals
+//! in which statistics were on throughout (held by the test, as another
+//! tool on the host would), under the same steady load. Needs root and
+//! BPF.
+
+mod common;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use common::*;
+use libbpf_rs::skel::{OpenSkel, SkelBuilder};
+use netto::kernel::skel::floor::FloorSkelBuilder;
+use netto::kernel::stats::{run_stats, StatsGuard};
+use netto::model::{percent, Snapshot};
+use std::mem::MaybeUninit;
+use std::os::fd::AsFd;
+
+/// A UDP send loop over loopback into a discard server, on CPU 1, for
+/// `seconds`: steady work for every accounting hook.
+fn steady_load(port: u16, seconds: f64) -> (Server, thread::JoinHandle<LoadReport>) {
+    let dest = format!("127.0.0.1:{port}");
+    let sink = Server::start(loadgen(&format!(
+        "discard --proto udp --listen {dest} --duration {}",
+        seconds + 2.0
+    )));
+    let sender = thread::spawn(move || {
+        run_client(loadgen(&format!(
+            "send --proto udp --syscall sendto --dest {dest} --duration {seconds} --cpu 1"
+        )))
+    });
+    (sink, sender)
+}
+
+/// netto's BPF cost per program run in the interval.
+fn ns_per_run(s: &Snapshot) -> f64 {
+    let runs: u64 = s.overhead.programs.iter().map(|p| p.run_count).sum();
+    s.overhead.bpf_run_time_ns as f64 / runs.max(1) as f64
+}
+
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values[values.len() / 2]
+}
+
+#[test]
+fn statistics_are_held_for_a_slice_and_the_bpf_part_is_an_estimate() {
+    let seconds = 6.0;
+    let (sink, sender) = steady_load(5601, seconds);
+    let netto = NettoStat::start(0, &["--interval", "1"]);
+    // How often the kernel's statistics are on while netto measures: an
+    // empty program on sys_enter, which this loop's own system calls run,
+    // counts runs only while they are (the sysctl does not show the
+    // fd-held switch).
+    let mut storage = MaybeUninit::uninit();
+    let floor = FloorSkelBuilder::default()
+        .open(&mut storage)
+        .unwrap()
+        .load()
+        .unwrap();
+    let _link = floor.progs.floor_sys_enter.attach().unwrap();
+    let runs = || {
+        run_stats(floor.progs.floor_sys_enter.as_fd())
+            .unwrap()
+            .run_count
+    };
+    let started = Instant::now();
+    let (mut on, mut polls, mut last) = (0u32, 0u32, runs());
+    while started.elapsed() < Duration::from_secs_f64(seconds - 1.0) {
+        thread::sleep(Duration::from_millis(7));
+        let now = runs();
+        on += u32::from(now > last);
+        polls += 1;
+        last = now;
+    }
+    sender.join().unwrap();
+    let snaps = netto.stop();
+    drop(sink);
+    let share = f64::from(on) / f64::from(polls);
+    assert!(
+        (0.02..0.3).contains(&share),
+        "statistics on in {on} of {polls} polls: not a tenth of the time"
+    );
+
+    assert!(snaps.len() >= 4, "only {} snapshots", snaps.len());
+    for s in &snaps[1..snaps.len() - 1] {
+        let o = &s.overhead;
+        let at = format!("interval at {}", s.ts);
+        assert!(o.bpf_stats && o.estimated, "{at}: {o:?}");
+        assert!(
+            (0.05..=0.15).contains(&o.bpf_stats_held_s),
+            "{at}: statistics held {} s of {} s",
+            o.bpf_stats_held_s,
+            s.interval_s
+        );
+        let cost = o.cost_percent.expect("every live snapshot has its cost");
+        let sum = percent(o.process_cpu_ns + o.bpf_run_time_ns, s.interval_s);
+        assert!((cost - sum).abs() < 1e-9, "{at}: {cost} vs {sum}");
+        // Under load every hook runs: the BPF part is the larger, and
+        // priced by the slices of the intervals before it, its error is
+        // a fraction of it.
+        assert!(o.bpf_run_time_ns > o.process_cpu_ns, "{at}: {o:?}");
+        assert!(
+            o.error_percent > 0.0 && o.bpf_error_ns < o.bpf_run_time_ns,
+            "{at}: error {} ns of {} ns",
+            o.bpf_error_ns,
+            o.bpf_run_time_ns
+        );
+        let runs: u64 = o.programs.iter().map(|p| p.run_count).sum();
+        let priced: u64 = o.programs.iter().map(|p| p.run_time_ns).sum();
+        assert!(runs > 10_000, "{at}: {runs} program runs");
+        assert!(priced.abs_diff(o.bpf_run_time_ns) <= o.programs.len() as u64);
+    }
+    // Past the first interval (priced by one slice alone) the error is a
+    // small part of the estimate.
+    let later: Vec<f64> = snaps[2..snaps.len() - 1]
+        .iter()
+        .map(|s| s.overhead.bpf_error_ns as f64 / s.overhead.bpf_run_time_ns as f64)
+        .collect();
+    assert!(median(later.clone()) < 0.25, "relative errors {later:?}");
+}
+
+/// Statistics held by the test for two seconds, released for two, over and
+/// over: intervals they covered are measured in full (`estimated` false,
+/// no error); the others are priced from netto's slices. Under the same
+/// load both must find the same cost per program run.
+#[test]
+fn estimated_intervals_price_runs_like_fully_measured_ones() {
+    let seconds = 14.0;
+    let (sink, sender) = steady_load(5602, seconds);
+    let netto = NettoStat::start(0, &["--interval", "0.5"]);
+    let done = Arc::new(AtomicBool::new(false));
+    let toggler = {
+        let done = done.clone();
+        thread::spawn(move || {
+            while !done.load(Ordering::Relaxed) {
+                let guard = StatsGuard::enable().expect("BPF statistics");
+                thread::sleep(Duration::from_secs(2));
+                drop(guard);
+                thread::sleep(Duration::from_secs(2));
+            }
+        })
+    };
+    sender.join().unwrap();
+    done.store(true, Ordering::Relaxed);
+    toggler.join().unwrap();
+    let snaps = netto.stop();
+    drop(sink);
+
+    let busy: Vec<&Snapshot> = snaps[1..snaps.len() - 1]
+        .iter()
+        .filter(|s| s.overhead.programs.iter().map(|p| p.run_count).sum::<u64>() > 10_000)
+        .collect();
+    let (exact, estimated): (Vec<&Snapshot>, Vec<&Snapshot>) =
+        busy.iter().partition(|s| !s.overhead.estimated);
+    assert!(
+        exact.len() >= 4 && estimated.len() >= 4,
+        "{} fully measured and {} estimated intervals",
+        exact.len(),
+        estimated.len()
+    );
+    for s in &exact {
+        assert_eq!(s.overhead.bpf_error_ns, 0, "measured in full, no error");
+    }
+    let exact_per_run = median(exact.iter().map(|s| ns_per_run(s)).collect());
+    let estimated_per_run = median(estimated.iter().map(|s| ns_per_run(s)).collect());
+    eprintln!(
+        "cost per run: {exact_per_run:.1} ns measured in full, {estimated_per_run:.1} ns estimated"
+    );
+    let ratio = estimated_per_run / exact_per_run;
+    assert!(
+        (0.8..1.25).contains(&ratio),
+        "estimated {estimated_per_run:.1} ns per run vs {exact_per_run:.1} ns measured in full"
+    );
+}
