@@ -32,11 +32,14 @@ impl Loaded {
     /// Loads the program and starts every CPU slot from `variates`.
     pub fn load(geometry: Geometry, variates: &mut Variates) -> Result<Loaded, SketchError> {
         let cpus = libbpf_rs::num_possible_cpus().map_err(SketchError::load)?;
+        // A power of two of hot lines: the program bounds the CPU number
+        // with a mask.
+        let hot_lines = cpus.next_power_of_two();
         let config = sketch_config {
             rows: geometry.rows(),
             columns: geometry.columns(),
             column_bits: geometry.column_bits(),
-            cpus: u32::try_from(cpus).expect("CPU count fits u32"),
+            cpu_mask: u32::try_from(hot_lines - 1).expect("CPU count fits u32"),
         };
         let mut open = ObjectBuilder::default()
             .open_memory(OBJECT)
@@ -44,7 +47,7 @@ impl Loaded {
         for mut map in open.maps_mut() {
             let name = map.name().to_string_lossy().into_owned();
             if name.ends_with(HOT_SECTION) {
-                let size = u32::try_from(cpus * size_of::<sketch_hot>())
+                let size = u32::try_from(hot_lines * size_of::<sketch_hot>())
                     .expect("hot lines are far below 4 GiB");
                 map.set_value_size(size).map_err(SketchError::load)?;
             } else if name == SLOTS_MAP {
@@ -73,7 +76,7 @@ impl Loaded {
             .ok_or_else(|| SketchError::Load(format!("no map {HOT_SECTION}")))?;
         let slots = Slots::map(hot.as_fd(), map.as_fd(), geometry, cpus)?;
         for cpu in 0..cpus {
-            slots.start(cpu, &variates.slot_start());
+            slots.start(cpu, &variates.slot_start(geometry.rows()));
         }
         Ok(Loaded {
             slots,
