@@ -37,8 +37,8 @@ use netto::sketch::variates::Variates;
 
 const FLOWS: usize = 32;
 const FRAME: usize = 64;
-/// Runs per test run. One test run of the sketch at p = 1 with 8 rows
-/// takes 8 x REPEAT ring entries: at most the ring, which is topped up
+/// Runs per test run. One test run of the sketch at p = 1 takes REPEAT
+/// ring entries (one per sampled packet): at most the ring, which is topped up
 /// after every test run as the live host does every interval, so the
 /// benchmark measures the sampling path, not a dry ring's reuse.
 const REPEAT: u32 = 2048;
@@ -93,7 +93,10 @@ fn pass(
         total_ns += out.duration.as_nanos() * u128::from(REPEAT);
         if let Some((loaded, variates)) = sketch.as_mut() {
             let (cursor, limit) = loaded.slots().ring_position(0);
-            loaded.slots().refill(0, &variates.top_up(cursor, limit));
+            let rows = loaded.geometry().rows();
+            loaded
+                .slots()
+                .refill(0, &variates.top_up(rows, cursor, limit));
         }
     }
     Ok(total_ns as f64 / (pool.len() as f64 * f64::from(REPEAT)))

@@ -6,12 +6,13 @@
  *
  * The cost model (see sketch.h for the layout): a skipped packet indexes
  * this CPU's hot line by CPU number (no map lookup, no stack), counts
- * itself and decrements the gap, before any header is read; it uses no
- * callee-saved register, so the JIT-ed skip path has no pushes and pops
- * beyond the frame. Everything else is in sample(), a separate function
- * that only sampled packets call: it looks the CPU's slot up, parses and
- * hashes the packet once, and each sampled row takes its column and sign
- * from its own lane of the 64-bit hash and adds the variate's weight.
+ * itself and compares its count with the number of the next sampled
+ * packet, before any header is read. Everything else is in sample(), a
+ * separate function that only sampled packets call: it looks the CPU's
+ * slot up, parses and hashes the packet once, and each sampled row takes
+ * its column and sign from its own lane of the 64-bit hash and adds the
+ * variate's weight; then the next variate says which packet is sampled
+ * next and in which rows.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -29,8 +30,10 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 #define NEXTHDR_ICMPV6 58
 /* Stacked VLAN tags looked through (802.1ad outer, 802.1Q inner). */
 #define MAX_VLAN_TAGS 2
-/* classify()'s answer for a TCP/UDP packet whose flow it filled in. */
+/* classify()'s answer for a TCP/UDP packet whose key it filled in. */
 #define CLASS_FLOW SKETCH_PROTO_COUNT
+/* The 64-bit words of a struct sketch_flow. */
+#define KEY_WORDS (sizeof(struct sketch_flow) / sizeof(__u64))
 
 /* Set by user space before loading: the verifier then sees constants,
  * which bound every cell index without a runtime mask. */
@@ -38,7 +41,8 @@ const volatile struct sketch_config geometry = {};
 
 /* One hot line per CPU, indexed by CPU number: a global array, so the
  * program has its address as a constant. User space resizes it to
- * geometry.cpus entries before loading (the last variable of its section). */
+ * geometry.cpu_mask + 1 entries before loading (the last variable of its
+ * section). */
 struct sketch_hot sketch_hot[1] SEC(".data.hot");
 
 /* One slot per CPU; user space sets the real value size (state plus
@@ -66,34 +70,35 @@ static __always_inline __u64 mix(__u64 h)
 }
 
 /* fasthash64 of the 40-byte flow key: five whole words, no tail. */
-static __always_inline __u64 flow_hash(const struct sketch_flow *flow)
+static __always_inline __u64 flow_hash(const __u64 key[KEY_WORDS])
 {
 	const __u64 m = 0x880355f21e6d1965ULL;
-	const __u64 *words = (const __u64 *)flow;
-	__u64 h = SKETCH_HASH_SEED ^ (sizeof(*flow) * m);
+	__u64 h = SKETCH_HASH_SEED ^ (sizeof(struct sketch_flow) * m);
 
 #pragma unroll
-	for (int i = 0; i < sizeof(*flow) / sizeof(__u64); i++) {
-		h ^= mix(words[i]);
+	for (int i = 0; i < KEY_WORDS; i++) {
+		h ^= mix(key[i]);
 		h *= m;
 	}
 	return mix(h);
 }
 
-static __always_inline __u32 ports(void *l4, void *data_end, __u8 proto,
-				   struct sketch_flow *flow)
+/* The key's last word (ports as on the wire, protocol, family) and the
+ * key's hash. Inlined into each family, so the hash of an IPv4 key folds
+ * its two zero words away. */
+static __always_inline __u32 ports(void *l4, void *data_end, __u8 proto, __u8 family,
+				   __u64 key[KEY_WORDS], __u64 *hash)
 {
-	__be16 *p = l4;
+	__u32 *p = l4;
 
-	if ((void *)(p + 2) > data_end)
+	if ((void *)(p + 1) > data_end)
 		return SKETCH_PROTO_OTHER;
-	flow->sport = p[0];
-	flow->dport = p[1];
-	flow->proto = proto;
+	key[4] = *p | (__u64)proto << 32 | (__u64)family << 40;
+	*hash = flow_hash(key);
 	return CLASS_FLOW;
 }
 
-static __always_inline __u32 ipv4(void *l3, void *data_end, struct sketch_flow *flow)
+static __always_inline __u32 ipv4(void *l3, void *data_end, __u64 key[KEY_WORDS], __u64 *hash)
 {
 	struct iphdr *ip = l3;
 	__u32 header;
@@ -111,28 +116,34 @@ static __always_inline __u32 ipv4(void *l3, void *data_end, struct sketch_flow *
 	 * after it; past the frame's end they are caught below. */
 	if (header + 4 > bpf_ntohs(ip->tot_len))
 		return SKETCH_PROTO_OTHER;
-	*(__u32 *)flow->src = ip->saddr;
-	*(__u32 *)flow->dst = ip->daddr;
-	flow->family = SKETCH_FAMILY_IPV4;
-	return ports(l3 + header, data_end, ip->protocol, flow);
+	key[0] = ip->saddr;
+	key[1] = 0;
+	key[2] = ip->daddr;
+	key[3] = 0;
+	return ports(l3 + header, data_end, ip->protocol, SKETCH_FAMILY_IPV4, key, hash);
 }
 
-static __always_inline __u32 ipv6(void *l3, void *data_end, struct sketch_flow *flow)
+static __always_inline __u32 ipv6(void *l3, void *data_end, __u64 key[KEY_WORDS], __u64 *hash)
 {
 	struct ipv6hdr *ip = l3;
+	__u64 *addrs = (__u64 *)&ip->saddr;
 
 	if ((void *)(ip + 1) > data_end)
 		return SKETCH_PROTO_OTHER;
 	if (ip->nexthdr != IPPROTO_TCP && ip->nexthdr != IPPROTO_UDP)
 		return ip->nexthdr == NEXTHDR_ICMPV6 ? SKETCH_PROTO_ICMPV6 : SKETCH_PROTO_IPV6_OTHER;
-	__builtin_memcpy(flow->src, &ip->saddr, sizeof(flow->src));
-	__builtin_memcpy(flow->dst, &ip->daddr, sizeof(flow->dst));
-	flow->family = SKETCH_FAMILY_IPV6;
-	return ports(ip + 1, data_end, ip->nexthdr, flow);
+	/* saddr and daddr are adjacent: the key's first four words. */
+	key[0] = addrs[0];
+	key[1] = addrs[1];
+	key[2] = addrs[2];
+	key[3] = addrs[3];
+	return ports(ip + 1, data_end, ip->nexthdr, SKETCH_FAMILY_IPV6, key, hash);
 }
 
-/* CLASS_FLOW with `flow` filled in, or the sketch_protocol of the packet. */
-static __always_inline __u32 classify(void *data, void *data_end, struct sketch_flow *flow)
+/* CLASS_FLOW with the words of the flow's struct sketch_flow in `key` and
+ * their hash, or the sketch_protocol of the packet. */
+static __always_inline __u32 classify(void *data, void *data_end, __u64 key[KEY_WORDS],
+				      __u64 *hash)
 {
 	struct ethhdr *eth = data;
 	void *l3 = eth + 1;
@@ -153,9 +164,9 @@ static __always_inline __u32 classify(void *data, void *data_end, struct sketch_
 		l3 = vlan + 1;
 	}
 	if (proto == bpf_htons(ETH_P_IP))
-		return ipv4(l3, data_end, flow);
+		return ipv4(l3, data_end, key, hash);
 	if (proto == bpf_htons(ETH_P_IPV6))
-		return ipv6(l3, data_end, flow);
+		return ipv6(l3, data_end, key, hash);
 	if (proto == bpf_htons(ETH_P_ARP))
 		return SKETCH_PROTO_ARP;
 	return SKETCH_PROTO_OTHER;
@@ -164,8 +175,7 @@ static __always_inline __u32 classify(void *data, void *data_end, struct sketch_
 /* The bucket vote of sketch.h's struct sketch_candidate. Holders are told
  * apart by their 64-bit hash: one compare instead of the 40-byte key's five;
  * the key is only written when a flow takes a bucket over. */
-static __always_inline void vote(struct sketch_state *s, const struct sketch_flow *flow,
-				 __u64 hash)
+static __always_inline void vote(struct sketch_state *s, const __u64 key[KEY_WORDS], __u64 hash)
 {
 	struct sketch_candidate *c = &s->candidates[(hash >> 32) & (SKETCH_CANDIDATES - 1)];
 	__u32 votes = c->votes;
@@ -176,107 +186,115 @@ static __always_inline void vote(struct sketch_state *s, const struct sketch_flo
 	} else if (votes > 0) {
 		c->votes = votes - 1;
 	} else {
-		c->flow = *flow;
+		__u64 *flow = (__u64 *)&c->flow;
+
+#pragma unroll
+		for (int i = 0; i < KEY_WORDS; i++)
+			flow[i] = key[i];
 		c->hash = hash;
 		c->votes = 1;
 	}
 }
 
-/*
- * A packet with at least one sampled row, the first being `row`. Each
- * sampled row adds the current weight, then the next variate says how many
- * (packet, row) slots to skip and with which weight the next update counts.
- * Not inlined: its registers and stack stay off the skip path.
- */
-static __noinline int sample(struct sketch_hot *hot, __u32 cpu, void *data, void *data_end,
-			     __u64 row)
+/* Adds a sampled packet's weight to the cells of its sampled rows, each
+ * row's column and sign from its lane of the hash. */
+static __always_inline void count_flow(struct sketch_state *s, __u64 hash, __u32 sampled,
+				       __s64 packets, __s64 bytes)
 {
 	const __u32 rows = geometry.rows;
 	const __u32 columns = geometry.columns;
 	const __u32 bits = geometry.column_bits;
-	struct sketch_flow flow = {};
+	struct sketch_cell *row_cells = s->cells;
+
+#pragma unroll
+	for (int row = 0; row < SKETCH_MAX_ROWS; row++) {
+		/* The verifier knows rows and columns as constants, so it
+		 * bounds the cell from the unrolled row number alone. (A
+		 * break at the last row would keep clang from unrolling.) */
+		if (row < rows && (sampled >> row) & 1) {
+			struct sketch_cell *cell = &row_cells[hash & (columns - 1)];
+			/* 0 or -1: the sign, applied without a branch. */
+			__s64 sign = -(__s64)((hash >> bits) & 1);
+
+			cell->packets += (packets ^ sign) - sign;
+			cell->bytes += (bytes ^ sign) - sign;
+		}
+		hash >>= bits + 1;
+		row_cells += columns;
+	}
+}
+
+/* The variate after the current one: from the ring while user space has
+ * written ahead of the cursor, else an entry picked by a hash of the
+ * reuse count, counted. */
+static __always_inline struct sketch_variate next_variate(struct sketch_state *s)
+{
+	__u32 cursor = s->cursor;
+	__u64 reused;
+
+	if (cursor != *(volatile __u32 *)&s->limit) {
+		s->cursor = cursor + 1;
+		return s->ring[cursor & (SKETCH_RING - 1)];
+	}
+	reused = s->reused;
+	s->reused = reused + 1;
+	return s->ring[mix(reused) & (SKETCH_RING - 1)];
+}
+
+/*
+ * The sampled packet number `n`: its sampled rows are counted, then the
+ * next variate sets the number of the next sampled packet and its rows.
+ * Inlined: a BPF function call and its return cost more than the
+ * callee-saved registers it would keep off the skip path.
+ */
+static __always_inline void sample(struct sketch_hot *hot, __u64 n, __u32 cpu, void *data,
+				   void *data_end)
+{
+	struct sketch_variate next;
 	struct sketch_state *s;
-	__u64 len = data_end - data;
-	__u32 weight, cursor, limit, class;
-	__u64 hash = 0, reused;
+	__u64 key[KEY_WORDS];
+	__u32 sampled;
 
 	s = bpf_map_lookup_elem(&sketch_slots, &cpu);
 	if (!s)
-		return XDP_PASS;
-	weight = s->weight;
-	cursor = s->cursor;
-	limit = *(volatile __u32 *)&s->limit;
-	reused = s->reused;
-	class = classify(data, data_end, &flow);
-	if (class == CLASS_FLOW) {
-		hash = flow_hash(&flow);
-		vote(s, &flow, hash);
-	}
+		return;
+	sampled = s->rows;
+	if (sampled) {
+		__s64 packets = s->weight;
+		__s64 bytes = packets * (data_end - data);
+		__u64 hash = 0;
+		__u32 class = classify(data, data_end, key, &hash);
 
-#pragma unroll
-	for (int i = 0; i < SKETCH_MAX_ROWS; i++) {
-		struct sketch_variate next;
-		__s64 packets = weight;
-		__s64 bytes = weight * len;
-
-		if (row >= rows)
-			break;
 		if (class == CLASS_FLOW) {
-			__u64 lane = hash >> (row * (bits + 1));
-			__u64 cell = (__u64)row * columns + (lane & (columns - 1));
-
-			if ((lane >> bits) & 1) {
-				packets = -packets;
-				bytes = -bytes;
-			}
-			/* Never taken, but older verifiers (6.1) do not keep
-			 * row < rows through the multiply and need it to bound
-			 * the cell. */
-			if (cell >= (__u64)rows * columns)
-				break;
-			s->cells[cell].packets += packets;
-			s->cells[cell].bytes += bytes;
+			vote(s, key, hash);
+			count_flow(s, hash, sampled, packets, bytes);
 		} else if (class < SKETCH_PROTO_COUNT) {
-			s->proto_packets[class] += packets;
-			s->proto_bytes[class] += bytes;
+			__u32 times = __builtin_popcount(sampled);
+
+			s->proto_packets[class] += packets * times;
+			s->proto_bytes[class] += bytes * times;
 		}
-		if (cursor != limit) {
-			next = s->ring[cursor & (SKETCH_RING - 1)];
-			cursor++;
-		} else {
-			next = s->ring[mix(reused) & (SKETCH_RING - 1)];
-			reused++;
-		}
-		row += 1 + next.skip;
-		weight = next.weight;
 	}
-	hot->skip = row - rows;
-	s->weight = weight;
-	s->cursor = cursor;
-	s->reused = reused;
-	return XDP_PASS;
+	next = next_variate(s);
+	hot->due = n + 1 + (next.gap_rows & SKETCH_GAP_MAX);
+	s->rows = next.gap_rows >> SKETCH_GAP_BITS;
+	s->weight = next.weight;
 }
 
 SEC("xdp")
 int netto_sketch(struct xdp_md *ctx)
 {
-	__u32 cpu = bpf_get_smp_processor_id();
-	const __u32 rows = geometry.rows;
-	struct sketch_hot *hot;
-	void *data, *data_end;
-	__u32 skip;
+	/* The helper returns the CPU number zero-extended; taken as 64 bits
+	 * it needs no extension before indexing. */
+	__u64 cpu = ((__u64(*)(void))BPF_FUNC_get_smp_processor_id)();
+	struct sketch_hot *hot = &sketch_hot[cpu & geometry.cpu_mask];
+	void *data = (void *)(long)ctx->data;
+	void *data_end = (void *)(long)ctx->data_end;
+	__u64 n = hot->packets + 1;
 
-	if (cpu >= geometry.cpus)
-		return XDP_PASS;
-	hot = &sketch_hot[cpu];
-	data = (void *)(long)ctx->data;
-	data_end = (void *)(long)ctx->data_end;
-	hot->packets++;
+	hot->packets = n;
 	hot->bytes += data_end - data;
-	skip = hot->skip;
-	if (skip >= rows) {
-		hot->skip = skip - rows;
-		return XDP_PASS;
-	}
-	return sample(hot, cpu, data, data_end, skip);
+	if (n >= hot->due)
+		sample(hot, n, cpu, data, data_end);
+	return XDP_PASS;
 }

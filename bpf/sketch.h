@@ -11,10 +11,12 @@
  * maps' values start page-aligned, so no cache line is shared between CPUs.
  *
  * NitroSketch samples (packet, row) slots: each row of each packet is
- * updated with probability p. The gaps between updated slots are geometric
- * variates user space draws and writes into the slot's ring; the program
- * only counts them down, so a skipped packet costs a decrement and no
- * header parsing.
+ * updated with probability p. User space draws that process ahead, as a
+ * sequence of sampled packets (struct sketch_variate: how many packets
+ * pass before the next one with a sampled row, and which of its rows are
+ * sampled), and writes it into the slot's ring; the program compares its
+ * packet count with the number of the next sampled packet, so a skipped
+ * packet costs an increment and a compare and no header parsing.
  */
 #ifndef NETTO_SKETCH_H
 #define NETTO_SKETCH_H
@@ -35,7 +37,7 @@ typedef long long sketch_s64;
 
 /* Variates per CPU slot; a power of two. User space tops the ring up
  * behind the program's cursor every interval, so it holds an interval's
- * sampled rows up to this many per CPU without reusing a gap. */
+ * sampled packets up to this many per CPU without reusing a gap. */
 #define SKETCH_RING 16384
 /* Top-K candidate buckets per CPU slot; a power of two. */
 #define SKETCH_CANDIDATES 256
@@ -75,8 +77,9 @@ struct sketch_config {
 	sketch_u32 columns;
 	/* log2(columns): the index bits of a row's hash lane. */
 	sketch_u32 column_bits;
-	/* Possible CPUs: entries of the hot array and of the slots map. */
-	sketch_u32 cpus;
+	/* Entries of the hot array minus one: they are a power of two at
+	 * least the possible CPUs, so a mask bounds the CPU number. */
+	sketch_u32 cpu_mask;
 };
 
 /*
@@ -94,11 +97,21 @@ struct sketch_flow {
 	sketch_u8 _pad[2];
 };
 
-/* A geometric gap and the weight of the update that ends it. */
+/* A variate's gap is its low SKETCH_GAP_BITS bits, its rows the rest. */
+#define SKETCH_GAP_BITS 24
+#define SKETCH_GAP_MAX ((1U << SKETCH_GAP_BITS) - 1)
+
+/*
+ * The next sampled packet. 8 bytes, so user space rewrites one with a
+ * single store and the program never sees half of each of two.
+ */
 struct sketch_variate {
-	/* Slots skipped before the next update. */
-	sketch_u32 skip;
-	/* SKETCH_WEIGHT_ONE / p of the p the gap was drawn with. */
+	/* The packets passed before it (up to SKETCH_GAP_MAX), and which of
+	 * its rows are updated: row r is bit SKETCH_GAP_BITS + r. A variate
+	 * with no row passes that packet too: a longer gap goes on in the
+	 * next variate. */
+	sketch_u32 gap_rows;
+	/* SKETCH_WEIGHT_ONE / p of the p the variate was drawn with. */
 	sketch_u32 weight;
 };
 
@@ -122,16 +135,17 @@ struct sketch_cell {
 
 /* One CPU's per-packet state: a skipped packet touches nothing else. */
 struct sketch_hot {
-	/* (packet, row) slots left before the next update. */
-	sketch_u32 skip;
-	sketch_u32 _pad;
 	/* Every packet and byte, exactly. */
 	sketch_u64 packets;
 	sketch_u64 bytes;
+	/* What `packets` is at the next sampled packet. */
+	sketch_u64 due;
 } __attribute__((aligned(64)));
 
 struct sketch_state {
-	/* The weight of the next update. */
+	/* The next sampled packet's rows (a variate's gap_rows without the
+	 * gap) and their weight. */
+	sketch_u32 rows;
 	sketch_u32 weight;
 	/* Ring entries taken, ever (wrapping): entry n is ring[n % SKETCH_RING]. */
 	sketch_u32 cursor;
@@ -141,7 +155,6 @@ struct sketch_state {
 	 * the ring's order, so the sampling does not turn periodic) and
 	 * counts it. */
 	sketch_u32 limit;
-	sketch_u32 _pad;
 	sketch_u64 reused;
 	/* Weighted counts of sampled rows of packets not counted by flow;
 	 * divided by rows they estimate packets and bytes. */

@@ -559,7 +559,7 @@ proptest! {
         let geometry = Geometry::new(5, 2048).unwrap();
         // p = 1: every packet reaches the parser, in every row.
         let mut variates = Variates::new(Sampling::new(1.0).unwrap(), 7);
-        let mut reference = Reference::new(geometry, variates.slot_start());
+        let mut reference = Reference::new(geometry, variates.slot_start(geometry.rows()));
         for frame in &frames {
             let _ = classify(frame);
             reference.process(frame);

@@ -210,14 +210,14 @@ fn exact_run(
     let mut storage = MaybeUninit::uninit();
     let loaded =
         Loaded::load(&mut storage, geometry, &mut kernel_variates).expect("loading netto_sketch");
-    let mut reference = Reference::new(geometry, Variates::new(first, seed).slot_start());
+    let mut reference = Reference::new(geometry, Variates::new(first, seed).slot_start(rows));
     let mut refills = Variates::new(first, seed ^ 0xabcdef);
     for (round, &p) in probabilities.iter().enumerate() {
         if round > 0 {
             // A run-time change of p: new variates, same program.
             refills.set_sampling(Sampling::new(p).unwrap());
             let (cursor, _) = loaded.slots().ring_position(0);
-            let refill = refills.rewrite(cursor);
+            let refill = refills.rewrite(rows, cursor);
             loaded.slots().refill(0, &refill);
             reference.refill(&refill);
         }
@@ -228,7 +228,7 @@ fn exact_run(
             if top_up_every.is_some_and(|every| i % every == 0) {
                 let position = loaded.slots().ring_position(0);
                 assert_eq!(position, reference.ring_position(), "ring cursor and limit");
-                let refill = refills.top_up(position.0, position.1);
+                let refill = refills.top_up(rows, position.0, position.1);
                 loaded.slots().refill(0, &refill);
                 reference.refill(&refill);
             }
@@ -362,7 +362,7 @@ fn sketch_trace(
     let geometry = Geometry::new(DEFAULT_ROWS, DEFAULT_COLUMNS).unwrap();
     let mut reference = Reference::new(
         geometry,
-        Variates::new(Sampling::new(p).unwrap(), 5).slot_start(),
+        Variates::new(Sampling::new(p).unwrap(), 5).slot_start(geometry.rows()),
     );
     let mut top = TopK::new(k);
     for chunk in trace.draws.chunks(INTERVAL) {

@@ -31,10 +31,9 @@ const KERNELS: &[Series] = &[
     },
 ];
 
-/// Modules the guest loads: the 9p share over virtio-pci, veth for the
-/// tests' namespaces and BBR for their paced TCP (Debian builds it as a
-/// module). Their dependencies come along.
-const MODULES: &[&str] = &["virtio_pci", "9pnet_virtio", "9p", "veth", "tcp_bbr"];
+/// Modules the guest loads: the 9p share over virtio-pci, and veth for the
+/// tests' namespaces. Their dependencies come along.
+const MODULES: &[&str] = &["virtio_pci", "9pnet_virtio", "9p", "veth"];
 
 /// TCG emulates every instruction: loads make fewer calls per second than
 /// on the host, so the tests' load durations and waits are stretched (see
@@ -70,16 +69,6 @@ const MATRIX: &[Row] = &[
         filter: &["tiny_buffer"],
         env: &[],
         needs: &["perf_events"],
-        timeout: Duration::from_secs(4 * MINUTES),
-    },
-    // Network timers as a sampling context: the sampler reads the state the
-    // accounting's timer and callback hooks keep on this kernel.
-    Row {
-        feature: "network timers sampled (BBR pacing)",
-        test: "breakdown_topologies",
-        filter: &["bbr_pacing"],
-        env: &[],
-        needs: &["perf_events", "tracepoints", "kallsyms"],
         timeout: Duration::from_secs(4 * MINUTES),
     },
     Row {

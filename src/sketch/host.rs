@@ -71,10 +71,10 @@ impl<'obj> Host<'obj> {
 
     /// Fresh variates for every entry taken since the last top-up.
     fn top_up(&mut self) {
-        let slots = self.loaded.slots();
+        let (slots, rows) = (self.loaded.slots(), self.geometry().rows());
         for cpu in 0..slots.cpus() {
             let (cursor, limit) = slots.ring_position(cpu);
-            slots.refill(cpu, &self.variates.top_up(cursor, limit));
+            slots.refill(cpu, &self.variates.top_up(rows, cursor, limit));
         }
     }
 

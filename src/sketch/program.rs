@@ -37,6 +37,9 @@ impl<'obj> Loaded<'obj> {
     ) -> Result<Loaded<'obj>, SketchError> {
         let cpus = libbpf_rs::num_possible_cpus().map_err(SketchError::Load)?;
         let cpus_u32 = u32::try_from(cpus).expect("CPU count fits u32");
+        // A power of two of hot lines: the program bounds the CPU number
+        // with a mask.
+        let hot_lines = cpus.next_power_of_two();
         let mut open = SketchSkelBuilder::default()
             .open(storage)
             .map_err(SketchError::Load)?;
@@ -47,10 +50,10 @@ impl<'obj> Loaded<'obj> {
             rows: geometry.rows(),
             columns: geometry.columns(),
             column_bits: geometry.column_bits(),
-            cpus: cpus_u32,
+            cpu_mask: u32::try_from(hot_lines - 1).expect("CPU count fits u32"),
         };
-        let hot_bytes =
-            u32::try_from(cpus * size_of::<sketch_hot>()).expect("hot lines are far below 4 GiB");
+        let hot_bytes = u32::try_from(hot_lines * size_of::<sketch_hot>())
+            .expect("hot lines are far below 4 GiB");
         open.maps
             .data_hot
             .set_value_size(hot_bytes)
@@ -71,7 +74,7 @@ impl<'obj> Loaded<'obj> {
             cpus,
         )?;
         for cpu in 0..cpus {
-            slots.start(cpu, &variates.slot_start());
+            slots.start(cpu, &variates.slot_start(geometry.rows()));
         }
         Ok(Loaded {
             slots,

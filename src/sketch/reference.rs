@@ -9,11 +9,14 @@ use super::config::Geometry;
 use super::counters::Counters;
 use super::flow::{classify, Class, FlowKey, KEY_BYTES};
 use super::hash::{flow_hash, lane, mix};
-use super::variates::{Refill, SlotStart, RING};
+use super::variates::{unpack, Refill, SlotStart, RING};
 
 pub struct Reference {
     geometry: Geometry,
-    skip: u32,
+    /// `struct sketch_hot`'s `due` and `struct sketch_state`'s `rows`
+    /// and `weight`: the next sampled packet.
+    due: u64,
+    sampled: u32,
     weight: u32,
     cursor: u32,
     limit: u32,
@@ -26,9 +29,11 @@ pub struct Reference {
 impl Reference {
     /// A CPU slot as the control plane starts it.
     pub fn new(geometry: Geometry, start: SlotStart) -> Reference {
+        let (gap, sampled) = unpack(start.first);
         Reference {
             geometry,
-            skip: start.first.skip,
+            due: u64::from(gap) + 1,
+            sampled,
             weight: start.first.weight,
             cursor: 0,
             limit: RING as u32,
@@ -81,18 +86,32 @@ impl Reference {
 
     pub fn process(&mut self, packet: &[u8]) {
         let len = packet.len() as u64;
-        let rows = self.geometry.rows();
         let c = &mut self.counters;
         c.packets = c.packets.wrapping_add(1);
         c.bytes = c.bytes.wrapping_add(len);
-        if self.skip >= rows {
-            self.skip -= rows;
+        if c.packets < self.due {
             return;
         }
-        self.sample(packet, len);
+        if self.sampled != 0 {
+            self.count(packet, len);
+        }
+        let next = if self.cursor != self.limit {
+            let next = self.ring[self.cursor as usize % RING];
+            self.cursor = self.cursor.wrapping_add(1);
+            next
+        } else {
+            let next = self.ring[mix(self.counters.gaps_reused) as usize % RING];
+            self.counters.gaps_reused = self.counters.gaps_reused.wrapping_add(1);
+            next
+        };
+        let (gap, sampled) = unpack(next);
+        self.due = self.counters.packets + 1 + u64::from(gap);
+        self.sampled = sampled;
+        self.weight = next.weight;
     }
 
-    fn sample(&mut self, packet: &[u8], len: u64) {
+    /// Adds the weight to every sampled row of the packet.
+    fn count(&mut self, packet: &[u8], len: u64) {
         let class = classify(packet);
         let hash = match class {
             Class::Flow(key) => {
@@ -102,11 +121,9 @@ impl Reference {
             }
             Class::Protocol(_) => 0,
         };
-        let rows = self.geometry.rows();
-        let mut row = self.skip;
-        while row < rows {
-            let packets = i64::from(self.weight);
-            let bytes = u64::from(self.weight).wrapping_mul(len) as i64;
+        let packets = i64::from(self.weight);
+        let bytes = u64::from(self.weight).wrapping_mul(len) as i64;
+        for row in (0..self.geometry.rows()).filter(|row| self.sampled >> row & 1 == 1) {
             let c = &mut self.counters;
             match class {
                 Class::Flow(_) => {
@@ -122,18 +139,6 @@ impl Reference {
                     c.proto_bytes[i] = c.proto_bytes[i].wrapping_add(bytes);
                 }
             }
-            let next = if self.cursor != self.limit {
-                let next = self.ring[self.cursor as usize % RING];
-                self.cursor = self.cursor.wrapping_add(1);
-                next
-            } else {
-                let next = self.ring[mix(self.counters.gaps_reused) as usize % RING];
-                self.counters.gaps_reused = self.counters.gaps_reused.wrapping_add(1);
-                next
-            };
-            row += 1 + next.skip;
-            self.weight = next.weight;
         }
-        self.skip = row - rows;
     }
 }

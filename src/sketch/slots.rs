@@ -15,7 +15,7 @@ use super::config::Geometry;
 use super::counters::{Counters, PROTOCOL_COUNT};
 use super::error::SketchError;
 use super::flow::FlowKey;
-use super::variates::{Refill, SlotStart, RING};
+use super::variates::{unpack, Refill, SlotStart, RING};
 
 /// Whole cache lines per slot, so CPUs never share one.
 const CACHE_LINE: usize = 64;
@@ -72,14 +72,16 @@ impl Slots {
         unsafe { self.hot.as_ptr::<sketch_hot>().add(cpu) }
     }
 
-    /// Sets a slot's first gap and ring. Only before the program can run
-    /// on it: the gap and weight are the program's own fields.
+    /// Sets a slot's first sampled packet and its ring. Only before the
+    /// program can run on it: these are the program's own fields.
     pub fn start(&self, cpu: usize, start: &SlotStart) {
         let state = self.state(cpu);
+        let (gap, sampled) = unpack(start.first);
         // SAFETY: `state` and `hot` point at this CPU's slot and line
         // inside the mappings.
         unsafe {
-            ptr::addr_of_mut!((*self.hot(cpu)).skip).write_volatile(start.first.skip);
+            ptr::addr_of_mut!((*self.hot(cpu)).due).write_volatile(u64::from(gap) + 1);
+            ptr::addr_of_mut!((*state).rows).write_volatile(sampled);
             ptr::addr_of_mut!((*state).weight).write_volatile(start.first.weight);
         }
         self.refill(
