@@ -407,9 +407,8 @@ impl<'c, 'a, 'obj> Measure<'c, 'a, 'obj> {
         &mut self,
         accounting: &Accounting<'_>,
         config: &LiveConfig,
-        first: Option<Sampler<'_>>,
+        mut first: Option<Sampler<'_>>,
     ) -> Result<()> {
-        let mut first = first;
         if let Some(sampler) = first.as_mut() {
             self.sample_from_now(sampler)?;
         }
