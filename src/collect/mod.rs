@@ -1,20 +1,32 @@
 //! The interval loop's producer: reads the kernel's cumulative counters and
 //! turns each interval into a [`Snapshot`]. It never formats anything.
 
+pub mod attribution;
 pub mod process;
 pub mod snapshot;
 
 use std::time::{Instant, SystemTime};
 
+use crate::groups::resolve::Resolver;
 use crate::kernel::accounting::Accounting;
 use crate::kernel::KernelError;
 use crate::model::Snapshot;
+use attribution::Ledger;
 use snapshot::{Context, Reading};
 
 pub struct Collector<'a, 'obj> {
     accounting: &'a Accounting<'obj>,
     context: Context,
     previous: Reading,
+    attribution: Option<Attributing>,
+}
+
+/// Attribution's state between intervals.
+struct Attributing {
+    ledger: Ledger,
+    names: Resolver,
+    /// Whether the kernel side runs (see [`Collector::attribution_on`]).
+    on: bool,
 }
 
 impl<'a, 'obj> Collector<'a, 'obj> {
@@ -31,15 +43,60 @@ impl<'a, 'obj> Collector<'a, 'obj> {
             accounting,
             context,
             previous,
+            attribution: None,
         })
     }
 
     /// Ends the current interval now and returns it.
     pub fn collect(&mut self) -> Result<Snapshot, KernelError> {
+        // The group map before the totals: time reaches a group only after
+        // its event was charged, so the groups never run ahead of the totals
+        // (see collect::attribution).
+        let groups = match self.attribution {
+            Some(_) => Some(self.accounting.read_groups()?),
+            None => None,
+        };
         let current = read(self.accounting)?;
-        let snapshot = snapshot::build(&self.previous, &current, &self.context);
+        let mut snapshot = snapshot::build(&self.previous, &current, &self.context);
         self.previous = current;
+        if let (Some(state), Some(groups)) = (self.attribution.as_mut(), groups) {
+            snapshot.attribution = Some(state.ledger.interval(
+                &groups,
+                &snapshot.events,
+                snapshot.interval_s,
+                state.on,
+                &mut state.names,
+            ));
+            let idle: Vec<_> = state
+                .ledger
+                .idle_keys()
+                .into_iter()
+                .map(Into::into)
+                .collect();
+            self.accounting.forget_groups(&idle);
+        }
         Ok(snapshot)
+    }
+
+    /// Attributes every interval's time from now on, as `config` says; what
+    /// the user should know about naming comes back.
+    pub fn attribute(&mut self, config: attribution::Config) -> Result<Vec<String>, KernelError> {
+        let start = self.accounting.read_groups()?;
+        let names = Resolver::new();
+        let notes = names.notes();
+        self.attribution = Some(Attributing {
+            ledger: Ledger::new(config, &start),
+            names,
+            on: true,
+        });
+        Ok(notes)
+    }
+
+    /// Whether the kernel side of attribution runs: snapshots say so.
+    pub fn attribution_on(&mut self, on: bool) {
+        if let Some(state) = self.attribution.as_mut() {
+            state.on = on;
+        }
     }
 }
 

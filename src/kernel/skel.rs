@@ -8,6 +8,11 @@ pub mod sample {
     include!(concat!(env!("OUT_DIR"), "/sample.skel.rs"));
 }
 
+/// Attribution's delivery points (whom softirq time was for).
+pub mod attribute {
+    include!(concat!(env!("OUT_DIR"), "/attribute.skel.rs"));
+}
+
 pub mod probe {
     include!(concat!(env!("OUT_DIR"), "/probe.skel.rs"));
 }

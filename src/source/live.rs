@@ -20,8 +20,9 @@ use libbpf_rs::OpenObject;
 use super::{Control, Source, SourceInfo};
 use crate::breakdown::breakdowns;
 use crate::breakdown::fold::Folder;
-use crate::collect::Collector;
+use crate::collect::{attribution, Collector};
 use crate::kernel::accounting::Accounting;
+use crate::kernel::attribution::Points;
 use crate::kernel::backend::BackendChoice;
 use crate::kernel::features::Features;
 use crate::kernel::sampler::{
@@ -77,6 +78,8 @@ pub struct LiveConfig {
     /// Co-host the XDP sketch on this interface: its flows and its cost go
     /// into every snapshot, its frames into the breakdown.
     pub xdp_sketch: Option<(String, SketchConfig)>,
+    /// Attribute every event's time to groups (`--by`); `None`: not loaded.
+    pub attribution: Option<attribution::Config>,
 }
 
 /// Loads and attaches everything, then returns once the first interval has
@@ -122,10 +125,16 @@ fn run(
 ) -> Result<()> {
     let mut accounting_storage = selection::Storage::default();
     let mut sampler_storage = MaybeUninit::uninit();
+    let mut points_storage = MaybeUninit::uninit();
     let Some(opened) = started(ready, Opened::open(config, &mut accounting_storage)) else {
         return Ok(());
     };
-    let extras = Extras::start(config, &opened.accounting, &mut sampler_storage);
+    let extras = Extras::start(
+        config,
+        &opened.accounting,
+        &mut sampler_storage,
+        &mut points_storage,
+    );
     let Some(extras) = started(ready, extras) else {
         return Ok(());
     };
@@ -133,8 +142,9 @@ fn run(
         sampler,
         symbolizer,
         sketch,
+        points,
         demo: _demo,
-        notes,
+        mut notes,
     } = extras;
     let measure = Measure::start(
         config,
@@ -148,6 +158,11 @@ fn run(
     let Some(mut measure) = started(ready, measure) else {
         return Ok(());
     };
+    let attributing = measure.attribute(config, points);
+    let Some(attribution_notes) = started(ready, attributing) else {
+        return Ok(());
+    };
+    notes.extend(attribution_notes);
     if ready.send(Ok(opened.info(config, notes))).is_err() {
         return Ok(());
     }
@@ -213,6 +228,8 @@ struct Extras<'obj> {
     symbolizer: Option<Symbolizer>,
     demo: Option<DemoProcess>,
     sketch: Option<Host>,
+    /// Attribution's delivery points, loaded with `--by` (not attached yet).
+    points: Option<Points<'obj>>,
     notes: Vec<String>,
 }
 
@@ -221,6 +238,7 @@ impl<'obj> Extras<'obj> {
         config: &LiveConfig,
         accounting: &Accounting<'_>,
         sampler_storage: &'obj mut MaybeUninit<OpenObject>,
+        points_storage: &'obj mut MaybeUninit<OpenObject>,
     ) -> Result<Self> {
         let sampler = config
             .sampling
@@ -250,11 +268,17 @@ impl<'obj> Extras<'obj> {
             }
             None => None,
         };
+        let points = config
+            .attribution
+            .map(|_| Points::load(points_storage, accounting))
+            .transpose()?;
+        notes.extend(points.iter().flat_map(Points::limits));
         Ok(Extras {
             sampler,
             symbolizer,
             demo,
             sketch,
+            points,
             notes,
         })
     }
@@ -329,12 +353,16 @@ enum Wake {
     Due,
     Stop,
     Frequency(u64),
+    Attribution(bool),
 }
 
 /// Start-up step 3 and the run: the interval loop, kept across sampler
 /// replacements.
 struct Measure<'c, 'a, 'obj> {
     collector: Collector<'a, 'obj>,
+    accounting: &'a Accounting<'obj>,
+    /// Attribution's delivery points (with `--by`).
+    points: Option<Points<'a>>,
     symbolizer: Option<Symbolizer>,
     folder: Folder,
     control: &'c Receiver<Control>,
@@ -367,6 +395,8 @@ impl<'c, 'a, 'obj> Measure<'c, 'a, 'obj> {
         let start = Instant::now();
         Ok(Measure {
             collector,
+            accounting,
+            points: None,
             symbolizer,
             folder: Folder::new(),
             control,
@@ -432,6 +462,7 @@ impl<'c, 'a, 'obj> Measure<'c, 'a, 'obj> {
                         return Ok(Next::Frequency(hz));
                     }
                 }
+                Wake::Attribution(on) => self.switch_attribution(on)?,
                 Wake::Stop => {
                     if self.flush_on_stop {
                         self.deliver(sampler.as_deref())?;
@@ -465,7 +496,35 @@ impl<'c, 'a, 'obj> Measure<'c, 'a, 'obj> {
             Ok(Control::SetFrequency(hz)) => {
                 Wake::Frequency(hz.clamp(MIN_FREQUENCY_HZ, MAX_FREQUENCY_HZ))
             }
+            Ok(Control::SetAttribution(on)) => Wake::Attribution(on),
         }
+    }
+
+    /// Attribution as `config` asks (nothing without `--by`): the points
+    /// attached, the collector keeping the groups. Returns what the user
+    /// should know.
+    fn attribute(
+        &mut self,
+        config: &LiveConfig,
+        points: Option<Points<'a>>,
+    ) -> Result<Vec<String>> {
+        let (Some(attribution), Some(points)) = (config.attribution, points) else {
+            return Ok(Vec::new());
+        };
+        let notes = self.collector.attribute(attribution)?;
+        self.points = Some(points);
+        self.switch_attribution(true)?;
+        Ok(notes)
+    }
+
+    /// Attaches or detaches attribution's programs (a request without
+    /// `--by` changes nothing); the snapshots say which.
+    fn switch_attribution(&mut self, on: bool) -> Result<()> {
+        if let Some(points) = self.points.as_mut() {
+            points.switch(self.accounting, on)?;
+            self.collector.attribution_on(on);
+        }
+        Ok(())
     }
 
     /// Ends the interval and sends its snapshot; false once nobody listens.

@@ -37,6 +37,9 @@ pub enum Control {
     Stop,
     /// Change the sampling frequency; takes effect within one drain period.
     SetFrequency(u64),
+    /// Turn attribution (`--by`) on or off: its programs are attached or
+    /// detached, and snapshots say which. Nothing without `--by`.
+    SetAttribution(bool),
 }
 
 /// A running source: its snapshots arrive on [`Source::snapshots`], which
