@@ -131,13 +131,17 @@ struct CgroupTree {
     paths: HashMap<u64, String>,
 }
 
+/// Where this host mounts the cgroup v2 hierarchy, if it does.
+pub fn v2_hierarchy() -> Option<PathBuf> {
+    fs::read_to_string("/proc/self/mountinfo")
+        .ok()
+        .and_then(|text| v2_mount(&text))
+}
+
 impl CgroupTree {
     fn find() -> CgroupTree {
-        let root = fs::read_to_string("/proc/self/mountinfo")
-            .ok()
-            .and_then(|text| v2_mount(&text));
         CgroupTree {
-            root,
+            root: v2_hierarchy(),
             paths: HashMap::new(),
         }
     }
