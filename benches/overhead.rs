@@ -26,6 +26,9 @@
 //! to one system call, hook dispatch included (which run-time statistics
 //! cannot see).
 //!
+//! Attribution: cost runs with and without `--by cgroup`, interleaved, and
+//! netto's BPF time per event in each.
+//!
 //! Run as root: `cargo bench --bench overhead` (NETTO_BENCH_ROUNDS and
 //! NETTO_BENCH_SECONDS override the defaults of 3 rounds of 5 s per mode;
 //! NETTO_BENCH_MODES=accounting runs only the throughput modes whose name
@@ -533,13 +536,16 @@ fn per_call(rounds: u32) -> Result<()> {
 struct CostRun {
     snapshots: Vec<Snapshot>,
     floor: BTreeMap<String, RunStats>,
+    gbit: f64,
 }
 
-/// netto stat with BPF statistics on and the floor programs attached.
-fn cost_run(pair: &VethPair, seconds: u32) -> Result<CostRun> {
+/// netto stat (with `extra` arguments) with BPF statistics on and the floor
+/// programs attached.
+fn cost_run(pair: &VethPair, seconds: u32, extra: &[&str]) -> Result<CostRun> {
     let _stats = StatsGuard::enable().context("enabling BPF run-time statistics")?;
     let mut child = Command::new("taskset")
         .args(["-c", "0", NETTO, "stat", "--json", "--interval", "1"])
+        .args(extra)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()?;
@@ -571,7 +577,7 @@ fn cost_run(pair: &VethPair, seconds: u32) -> Result<CostRun> {
         links.push(prog.attach()?);
     }
     let before = floor_stats(&floor);
-    iperf3(pair, seconds)?;
+    let gbit = iperf3(pair, seconds)?;
     let after = floor_stats(&floor);
     drop(links);
 
@@ -591,7 +597,11 @@ fn cost_run(pair: &VethPair, seconds: u32) -> Result<CostRun> {
             (name, delta)
         })
         .collect();
-    Ok(CostRun { snapshots, floor })
+    Ok(CostRun {
+        snapshots,
+        floor,
+        gbit,
+    })
 }
 
 fn floor_stats<'obj>(skel: &impl Skel<'obj>) -> BTreeMap<String, RunStats> {
@@ -656,6 +666,64 @@ fn report_costs(cost: &CostRun) {
     }
 }
 
+/// Who pays (`--by cgroup`) against the accounting alone: netto's BPF time
+/// per event (all its programs' run time over the events they timed), in
+/// interleaved cost runs of one benchmark run. Target: at most 1.5x.
+fn attribution_cost(pair: &VethPair, rounds: u32, seconds: u32) -> Result<()> {
+    let per_event = |cost: &CostRun| {
+        let bpf: u64 = cost
+            .snapshots
+            .iter()
+            .map(|s| s.overhead.bpf_run_time_ns)
+            .sum();
+        let events: u64 = cost
+            .snapshots
+            .iter()
+            .flat_map(|s| s.events.values())
+            .map(|e| e.count)
+            .sum();
+        bpf as f64 / events.max(1) as f64
+    };
+    let (mut off, mut on, mut off_gbit, mut on_gbit) = (vec![], vec![], vec![], vec![]);
+    for round in 0..rounds {
+        for attributing in [round % 2 != 0, round % 2 == 0] {
+            let extra: &[&str] = if attributing {
+                &["--by", "cgroup"]
+            } else {
+                &[]
+            };
+            let cost = cost_run(pair, seconds, extra)?;
+            let (ns, gbit) = if attributing {
+                (&mut on, &mut on_gbit)
+            } else {
+                (&mut off, &mut off_gbit)
+            };
+            ns.push(per_event(&cost));
+            gbit.push(cost.gbit);
+        }
+    }
+    let (off, on) = (median(&mut off), median(&mut on));
+    println!(
+        "\n{:<24} {:>8} {:>14} {:>6} {:>7}",
+        "attribution (cost runs)", "Gbit/s", "BPF ns/event", "ratio", "target"
+    );
+    println!(
+        "{:<24} {:>8.2} {off:>14.0} {:>6.2} {:>7}",
+        "off",
+        median(&mut off_gbit),
+        1.0,
+        "-"
+    );
+    println!(
+        "{:<24} {:>8.2} {on:>14.0} {:>6.2} {:>7}",
+        "--by cgroup",
+        median(&mut on_gbit),
+        on / off,
+        "1.5x"
+    );
+    Ok(())
+}
+
 fn main() -> Result<()> {
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
@@ -675,7 +743,8 @@ fn main() -> Result<()> {
     println!("netto overhead: iperf3 TCP through veth, {rounds} interleaved rounds of {seconds} s per mode");
     throughput(&pair, rounds, seconds)?;
     per_call(rounds)?;
-    report_costs(&cost_run(&pair, seconds)?);
+    report_costs(&cost_run(&pair, seconds, &[])?);
+    attribution_cost(&pair, rounds, seconds)?;
     let _ = std::fs::remove_file(RECORD_OUT);
     let _ = std::fs::remove_file(PERF_OUT);
     Ok(())

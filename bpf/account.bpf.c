@@ -21,6 +21,7 @@
 #include <bpf/bpf_core_read.h>
 #include "netto.h"
 #include "cpus_map.h"
+#include "attribution.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -103,6 +104,7 @@ int BPF_PROG(netto_softirq_entry, unsigned int vec)
 	c->run_other_ns = 0;
 	c->run_idle_ns = 0;
 	c->softirq_time[vec].count++;
+	attr_softirq_entry(c, vec);
 	if (vec == NETTO_SOFTIRQ_NET_RX)
 		c->event_count[NETTO_EV_NET_RX_SOFTIRQ]++;
 	else if (vec == NETTO_SOFTIRQ_NET_TX)
@@ -125,6 +127,7 @@ int BPF_PROG(netto_softirq_exit, unsigned int vec)
 		c->event_ns[NETTO_EV_NET_TIMERS] += share;
 		c->callback_overhead_ns += share;
 	}
+	attr_softirq_exit(c);
 	c->in_hardirq = 0;
 	c->softirq = 0;
 	c->callback = 0;
@@ -220,6 +223,7 @@ static __always_inline int callback_enter(struct netto_cpu *c, __u64 fn)
 	if (fn && s->address == fn && idx < NETTO_MAX_CALLBACKS) {
 		c->callback = idx + 1;
 		c->event_count[NETTO_EV_NET_TIMERS]++;
+		attr_restart(c, NETTO_EV_NET_TIMERS);
 	} else {
 		c->callback = NETTO_CALLBACK_OTHER;
 	}
@@ -233,6 +237,7 @@ static __always_inline int callback_exit(void)
 	if (!c || !c->callback || c->in_hardirq)
 		return 0;
 	charge(c, bpf_ktime_get_ns());
+	attr_callback_exit(c);
 	c->callback = 0;
 	return 0;
 }
@@ -304,6 +309,7 @@ static __always_inline void open_window(struct netto_cpu *c, __u64 now, __u32 wi
 	c->in_hardirq = 0;
 	c->task_window = window;
 	c->window_depth = 1;
+	attr_window_start(c);
 	c->event_count[window == NETTO_WIN_SEND ? NETTO_EV_SOCK_SEND : NETTO_EV_SOCK_RECV]++;
 	if (check_tid && (__u32)bpf_get_current_pid_tgid() == check_tid && window <= NETTO_WIN_RECV)
 		check_windows[window]++;
@@ -312,6 +318,7 @@ static __always_inline void open_window(struct netto_cpu *c, __u64 now, __u32 wi
 static __always_inline void close_window(struct netto_cpu *c)
 {
 	charge(c, bpf_ktime_get_ns());
+	attr_window_end(c);
 	c->in_hardirq = 0;
 	c->task_window = NETTO_WIN_NONE;
 	c->window_depth = 0;
@@ -339,6 +346,7 @@ int BPF_PROG(netto_sched_switch, bool preempt, struct task_struct *prev, struct 
 		return 0;
 	c->hook_runs[NETTO_HOOK_SCHED_SWITCH]++;
 	charge(c, bpf_ktime_get_ns());
+	attr_window_end(c);
 	c->in_hardirq = 0;
 	/* A NAPI thread's window is known from the thread itself: not saved. */
 	if (c->task_window != NETTO_WIN_NONE && c->task_window != NETTO_WIN_NAPI) {
@@ -367,6 +375,7 @@ int BPF_PROG(netto_sched_switch, bool preempt, struct task_struct *prev, struct 
 		c->task_window = NETTO_WIN_NONE;
 		c->window_depth = 0;
 	}
+	attr_window_start(c);
 	return 0;
 }
 

@@ -78,6 +78,62 @@ struct netto_syscall {
 /* `callback` value while a callback that is not network work runs. */
 #define NETTO_CALLBACK_OTHER 0xffffu
 
+/* ---- attribution: whom each event's time was for ------------------------ */
+
+/*
+ * Whom a part of an event's time is charged to. A field that is not known
+ * is 0: the process of a socket no task was seen using, the cgroup of
+ * forwarded traffic. User space groups by one field (--by), and what a
+ * group leaves out of an event's total is the event's unattributed part.
+ */
+struct netto_group_key {
+	netto_u64 cgroup; /* cgroup v2 id: the inode of the group's directory */
+	netto_u32 tgid;   /* process (thread group) id, as the host sees it */
+	netto_u32 netns;  /* inode of the network namespace */
+};
+
+/* One group's time per event (a per-CPU hash value; user space sums). */
+struct netto_group_time {
+	netto_u64 ns[NETTO_NR_EVENTS];
+};
+
+/* Distinct keys the group map holds; user space removes idle ones. */
+#define NETTO_MAX_GROUPS 16384
+
+/* The process and cgroup that last made a socket call on a socket (socket
+ * local storage): softirq work for the socket is charged to them. */
+struct netto_sock_owner {
+	netto_u64 cgroup;
+	netto_u32 tgid;
+	netto_u32 pad;
+};
+
+/*
+ * A CPU's attribution state. Time is charged to events as before; for each
+ * event, `mark_ns` says how much of `event_ns` is settled: given to a group,
+ * or left unattributed because a softirq run, callback or socket window
+ * ended with nobody to claim it. The rest is the open segment, which the
+ * next delivery point (a packet reaching its socket, a transmit for a
+ * socket) or the window's end gives to its owner; what follows the last
+ * point of a run goes to that point's owner when the run ends.
+ */
+struct netto_attr_cpu {
+	netto_u64 mark_ns[NETTO_NR_EVENTS];
+	/* The owner of the last delivery point of the running softirq run or
+	 * callback, per event; netns 0: no point yet. */
+	struct netto_group_key last[NETTO_NR_EVENTS];
+	/* The owner of every network callback of the running timer softirq
+	 * run so far (netns 0: none yet); `timer_mixed`: callbacks of several
+	 * owners ran. The run's share of the softirq's own time
+	 * (callback_overhead_ns) goes to a sole owner. */
+	struct netto_group_key timer_run;
+	netto_u32 timer_mixed;
+	netto_u32 pad;
+	/* Segments the group map had no room for (full, or busy on this CPU):
+	 * their time stays unattributed. */
+	netto_u64 misses;
+};
+
 /*
  * Address -> callback index, read-only data user space fills before load.
  * Every resolved callback has a slot of its own: user space picks the
@@ -190,6 +246,8 @@ struct netto_cpu {
 	 * storage could be had (out of memory, or the task is exiting): the
 	 * rest of that call is charged to nothing. */
 	netto_u64 task_storage_failures;
+	/* Who the time was for (see "attribution" below). */
+	struct netto_attr_cpu attr;
 };
 
 /* ---- stack sampling ---------------------------------------------------- */

@@ -31,6 +31,10 @@ plain!(
     netto_cpu,
     netto_sample,
     netto_sample_ctl,
+    netto_group_key,
+    netto_group_time,
+    netto_sock_owner,
+    netto_attr_cpu,
 );
 
 /// The bytes of an ABI struct, as BPF map calls take them.

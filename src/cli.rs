@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+use crate::collect::attribution::{Config as AttributionConfig, DEFAULT_MAX_GROUPS};
 use crate::frontends::flame::Weight;
 use crate::kernel::backend::BackendChoice;
 use crate::kernel::sampler::Transport;
@@ -12,7 +13,7 @@ use crate::sketch::config as sketch_config;
 use crate::sketch::SketchConfig;
 use crate::source::live::{DemoWhen, LiveConfig, StackSampling};
 
-use crate::model::{MAX_DURATION_S, MAX_INTERVAL_S, MIN_INTERVAL_S};
+use crate::model::{GroupBy, MAX_DURATION_S, MAX_INTERVAL_S, MIN_INTERVAL_S};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -131,6 +132,14 @@ pub struct MeasureArgs {
     /// `netto sketch`): its heaviest flows and its own cost in every snapshot.
     #[arg(long, value_name = "IFACE")]
     pub xdp_sketch: Option<String>,
+    /// Attribute every event's time to the process, cgroup or network
+    /// namespace it was for (socket calls: the caller; softirq work: the
+    /// socket's owner, or the device's namespace for forwarded traffic).
+    #[arg(long, value_enum, value_name = "WHAT")]
+    pub by: Option<GroupByArg>,
+    /// Groups shown with --by; the lighter ones are folded into `other`.
+    #[arg(long, value_name = "N", requires = "by", default_value_t = DEFAULT_MAX_GROUPS, value_parser = parse_max_groups)]
+    pub max_groups: usize,
 }
 
 impl MeasureArgs {
@@ -159,7 +168,46 @@ impl MeasureArgs {
                 .xdp_sketch
                 .as_ref()
                 .map(|iface| (iface.clone(), SketchConfig::default())),
+            attribution: self.attribution(),
         }
+    }
+}
+
+/// Who pays: attribution of every event's time to groups (`--by`).
+impl MeasureArgs {
+    pub fn attribution(&self) -> Option<AttributionConfig> {
+        self.by.map(|by| AttributionConfig {
+            by: by.into(),
+            max_groups: self.max_groups,
+        })
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum GroupByArg {
+    Process,
+    Cgroup,
+    Netns,
+}
+
+impl From<GroupByArg> for GroupBy {
+    fn from(arg: GroupByArg) -> Self {
+        match arg {
+            GroupByArg::Process => GroupBy::Process,
+            GroupByArg::Cgroup => GroupBy::Cgroup,
+            GroupByArg::Netns => GroupBy::Netns,
+        }
+    }
+}
+
+/// More groups than fit a screen, or than Prometheus wants as label values,
+/// is a typo.
+const MAX_GROUPS: usize = 1000;
+
+fn parse_max_groups(text: &str) -> Result<usize, String> {
+    match text.parse::<usize>() {
+        Ok(n) if (1..=MAX_GROUPS).contains(&n) => Ok(n),
+        _ => Err(format!("must be a whole number from 1 to {MAX_GROUPS}")),
     }
 }
 
@@ -766,6 +814,11 @@ mod tests {
             &["serve", "--replay", "r.json", "--xdp-sketch", "lo"],
             &["top", "--replay", "r.json", "--no-bpf-stats"],
             &["top", "--replay", "r.json", "--transport", "ringbuf"],
+            &["stat", "--by", "container"],
+            &["stat", "--max-groups", "5"],
+            &["stat", "--by", "cgroup", "--max-groups", "0"],
+            &["stat", "--by", "cgroup", "--max-groups", "1001"],
+            &["top", "--replay", "r.json", "--by", "cgroup"],
             &["serve", "--allow-host", "evil.example/x"],
             &["serve", "--allow-host", ""],
             &["serve-http", "--uid", "65534"],

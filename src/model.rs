@@ -207,6 +207,9 @@ pub struct Snapshot {
     /// was lost; absent from recordings made before it existed).
     #[serde(default)]
     pub losses: Losses,
+    /// Whom each event's time was for (`--by`); absent when not asked for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attribution: Option<Attribution>,
 }
 
 impl Snapshot {
@@ -234,6 +237,7 @@ impl Snapshot {
             modules: BTreeMap::new(),
             sketch: None,
             losses: Losses::default(),
+            attribution: None,
         }
     }
 
@@ -243,6 +247,84 @@ impl Snapshot {
 
     pub fn softirq_total_ns(&self) -> u64 {
         self.softirq.values().map(|t| t.total_ns).sum()
+    }
+}
+
+/// What `--by` groups network time by. The serialized names are what
+/// `--by` takes and what JSON says (`"by": "cgroup"`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GroupBy {
+    /// The process (thread group): for the time of its socket calls, and
+    /// for softirq work on the sockets it last used.
+    Process,
+    /// The cgroup v2 group (systemd unit, container, pod).
+    Cgroup,
+    /// The network namespace: of the calling task, of the socket, or of
+    /// the device forwarded traffic leaves by.
+    Netns,
+}
+
+impl GroupBy {
+    pub const ALL: [GroupBy; 3] = [GroupBy::Process, GroupBy::Cgroup, GroupBy::Netns];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            GroupBy::Process => "process",
+            GroupBy::Cgroup => "cgroup",
+            GroupBy::Netns => "netns",
+        }
+    }
+}
+
+/// The name of the group holding the groups beyond `--max-groups`.
+pub const OTHER_GROUP: &str = "other";
+
+/// Whom each event's time was for over one interval: the heaviest groups,
+/// the rest folded into one group named [`OTHER_GROUP`], and what no group
+/// claimed. For every event, the groups and `unattributed` add up to the
+/// event's total exactly.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Attribution {
+    pub by: GroupBy,
+    /// Whether attribution ran during the interval; turned off at run time
+    /// (to save its cost) there are no groups and all time is unattributed.
+    pub on: bool,
+    /// Heaviest first (over the last seconds, not just this interval), the
+    /// folded rest last.
+    pub groups: Vec<Group>,
+    /// Each event's time no group claimed (every event present).
+    pub unattributed: BTreeMap<EventKey, u64>,
+}
+
+/// One group's network time over the interval.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Group {
+    /// What identifies it: the cgroup's path under the v2 root, the process
+    /// id, or the network namespace's inode number; [`OTHER_GROUP`] for the
+    /// folded rest.
+    pub name: String,
+    /// A short name people recognise: the container, pod or systemd unit,
+    /// the command, the `ip netns` name.
+    pub label: String,
+    /// Time per event (every event present).
+    pub events: BTreeMap<EventKey, u64>,
+}
+
+impl Group {
+    pub fn total_ns(&self) -> u64 {
+        self.events.values().sum()
+    }
+}
+
+impl Attribution {
+    /// Every event at zero: what an attribution starts from.
+    pub fn zero_events() -> BTreeMap<EventKey, u64> {
+        EventKey::ALL.map(|key| (key, 0)).into()
+    }
+
+    pub fn unattributed_total_ns(&self) -> u64 {
+        self.unattributed.values().sum()
     }
 }
 
@@ -499,6 +581,11 @@ pub struct Losses {
     /// still inside at the reader's deadline; their samples count in
     /// `sampling.dropped`.
     pub dropped_halves: u64,
+    /// Parts of an event's time attribution could not give to their group
+    /// because its map was full (or busy on that CPU): they stay in
+    /// `attribution.unattributed`. Absent from recordings before it existed.
+    #[serde(default)]
+    pub attribution_misses: u64,
 }
 
 /// The losses of several intervals together.
@@ -508,6 +595,7 @@ impl std::iter::Sum for Losses {
             task_storage_failures: a.task_storage_failures + b.task_storage_failures,
             recursion_misses: a.recursion_misses + b.recursion_misses,
             dropped_halves: a.dropped_halves + b.dropped_halves,
+            attribution_misses: a.attribution_misses + b.attribution_misses,
         })
     }
 }
@@ -523,7 +611,7 @@ pub struct LossKind {
 
 impl Losses {
     /// Every kind of loss: the table stat, top and serve show.
-    pub const KINDS: [LossKind; 3] = [
+    pub const KINDS: [LossKind; 4] = [
         LossKind {
             name: "task_storage_failures",
             short: "task windows",
@@ -538,6 +626,11 @@ impl Losses {
             name: "dropped_halves",
             short: "sample halves",
             count: |l| l.dropped_halves,
+        },
+        LossKind {
+            name: "attribution_misses",
+            short: "attributions",
+            count: |l| l.attribution_misses,
         },
     ];
 
@@ -660,6 +753,7 @@ mod tests {
             task_storage_failures: 1,
             recursion_misses: 2,
             dropped_halves: 3,
+            attribution_misses: 4,
         };
         let json = serde_json::to_value(losses).unwrap();
         let fields = json.as_object().unwrap();
@@ -677,9 +771,10 @@ mod tests {
             (
                 total.task_storage_failures,
                 total.recursion_misses,
-                total.dropped_halves
+                total.dropped_halves,
+                total.attribution_misses
             ),
-            (1, 9, 3)
+            (1, 9, 3, 4)
         );
     }
 

@@ -7,6 +7,7 @@
 //! where (`snapshots[3].events: lacks net_timers`), and the replay source
 //! only takes a [`ValidRecording`].
 
+use std::collections::BTreeMap;
 use std::fs;
 use std::ops::Deref;
 use std::path::Path;
@@ -15,7 +16,7 @@ use thiserror::Error;
 
 use crate::kernel::sampler::MAX_FREQUENCY_HZ;
 use crate::model::{
-    CpuTime, EventKey, Recording, Snapshot, SoftirqVector, StackCount, MAX_DURATION_S,
+    Attribution, CpuTime, EventKey, Recording, Snapshot, SoftirqVector, StackCount, MAX_DURATION_S,
     MAX_INTERVAL_S,
 };
 
@@ -263,6 +264,9 @@ fn check_snapshot(at: &str, s: &Snapshot) -> Result<(), Invalid> {
     }
     check_breakdown(at, s)?;
     check_stacks(at, s, host_ns)?;
+    if let Some(attribution) = &s.attribution {
+        check_attribution(&format!("{at}.attribution"), attribution, s)?;
+    }
     if let Some(sketch) = &s.sketch {
         let at = format!("{at}.sketch");
         check_seconds(
@@ -289,6 +293,67 @@ fn check_snapshot(at: &str, s: &Snapshot) -> Result<(), Invalid> {
             sketch.cost.cpu_percent,
             f64::MAX,
         )?;
+    }
+    Ok(())
+}
+
+/// Most groups an attribution can show: `--max-groups`' bound and `other`.
+const MAX_SHOWN_GROUPS: usize = 1001;
+/// Longest group name or label: a cgroup path is at most PATH_MAX.
+const MAX_GROUP_NAME: usize = 4096;
+
+/// Groups with every event, named in text a terminal shows as it is, and
+/// with `unattributed` adding up to each event's total.
+fn check_attribution(at: &str, a: &Attribution, s: &Snapshot) -> Result<(), Invalid> {
+    if a.groups.len() > MAX_SHOWN_GROUPS {
+        return Err(invalid(
+            format!("{at}.groups"),
+            format!("{} groups, more than {MAX_SHOWN_GROUPS}", a.groups.len()),
+        ));
+    }
+    if !a.on && !a.groups.is_empty() {
+        return Err(invalid(
+            format!("{at}.groups"),
+            "groups while attribution was off",
+        ));
+    }
+    let mut names = std::collections::BTreeSet::new();
+    for (j, group) in a.groups.iter().enumerate() {
+        let at = format!("{at}.groups[{j}]");
+        for (field, text) in [("name", &group.name), ("label", &group.label)] {
+            if text.is_empty() || text.len() > MAX_GROUP_NAME || text.chars().any(char::is_control)
+            {
+                return Err(invalid(
+                    format!("{at}.{field}"),
+                    "is empty, longer than 4096 bytes or has control characters",
+                ));
+            }
+        }
+        if !names.insert(group.name.as_str()) {
+            return Err(invalid(
+                format!("{at}.name"),
+                format!("{} appears twice", group.name),
+            ));
+        }
+    }
+    for key in EventKey::ALL {
+        let part = |events: &BTreeMap<EventKey, u64>, at: String| {
+            events
+                .get(&key)
+                .map(|&ns| u128::from(ns))
+                .ok_or_else(|| invalid(at, format!("lacks {}", key.name())))
+        };
+        let mut sum = part(&a.unattributed, format!("{at}.unattributed"))?;
+        for (j, group) in a.groups.iter().enumerate() {
+            sum += part(&group.events, format!("{at}.groups[{j}].events"))?;
+        }
+        let total = s.event(key).total_ns;
+        if sum != u128::from(total) {
+            return Err(invalid(
+                format!("{at}.unattributed.{}", key.name()),
+                format!("groups and unattributed add up to {sum} ns, not the event's {total} ns"),
+            ));
+        }
     }
     Ok(())
 }
@@ -621,6 +686,68 @@ mod tests {
         validate(&recording(1, 0.0)).unwrap();
         let err = validate(&recording(1, longest * 1.01)).unwrap_err();
         assert_eq!(err.at, "snapshots[0].interval_s");
+    }
+
+    #[test]
+    fn attribution_adds_up_to_every_event() {
+        use crate::model::{Group, GroupBy};
+        let with = |edit: fn(&mut Attribution)| {
+            let mut r = recording(1, 1.0);
+            let rx = r.snapshots[0]
+                .events
+                .get_mut(&EventKey::NetRxSoftirq)
+                .unwrap();
+            rx.per_cpu_ns = vec![100];
+            rx.total_ns = 100;
+            let mut events = Attribution::zero_events();
+            events.insert(EventKey::NetRxSoftirq, 60);
+            let mut unattributed = Attribution::zero_events();
+            unattributed.insert(EventKey::NetRxSoftirq, 40);
+            let mut a = Attribution {
+                by: GroupBy::Cgroup,
+                on: true,
+                groups: vec![Group {
+                    name: "/a".into(),
+                    label: "a".into(),
+                    events,
+                }],
+                unattributed,
+            };
+            edit(&mut a);
+            r.snapshots[0].attribution = Some(a);
+            validate(&r)
+        };
+        assert_eq!(with(|_| {}), Ok(()));
+        let err = with(|a| {
+            a.unattributed.insert(EventKey::NetRxSoftirq, 41);
+        })
+        .unwrap_err();
+        assert_eq!(
+            err.at,
+            "snapshots[0].attribution.unattributed.net_rx_softirq"
+        );
+        assert!(
+            err.problem.contains("101 ns, not the event's 100 ns"),
+            "{err}"
+        );
+        let err = with(|a| {
+            a.groups[0].events.remove(&EventKey::SockSend);
+        })
+        .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "snapshots[0].attribution.groups[0].events: lacks sock_send"
+        );
+        let err = with(|a| a.groups[0].label = "\u{1b}[2J".into()).unwrap_err();
+        assert_eq!(err.at, "snapshots[0].attribution.groups[0].label");
+        let err = with(|a| {
+            let twin = a.groups[0].clone();
+            a.groups.push(twin);
+        })
+        .unwrap_err();
+        assert!(err.problem.contains("twice"), "{err}");
+        let err = with(|a| a.on = false).unwrap_err();
+        assert!(err.problem.contains("off"), "{err}");
     }
 
     #[test]

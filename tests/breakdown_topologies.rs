@@ -12,7 +12,7 @@ use std::process::{Command, Stdio};
 use std::thread;
 use std::time::Duration;
 
-use common::topology::{run, Topology};
+use common::topology::Topology;
 use common::*;
 use netto::model::{Recording, SampleContext};
 
@@ -220,21 +220,7 @@ fn bridge_between_two_namespaces() {
 #[test]
 fn router_forwarding_between_two_namespaces() {
     let mut topology = Topology::new("r");
-    let a = topology.namespace("a");
-    let b = topology.namespace("b");
-    let r = topology.namespace("r");
-    let (ia, ra) = topology.link(&a, &r);
-    let (ib, rb) = topology.link(&b, &r);
-    topology.addr(&a, &ia, "198.18.212.1/24");
-    topology.addr(&r, &ra, "198.18.212.254/24");
-    topology.addr(&b, &ib, "198.18.213.1/24");
-    topology.addr(&r, &rb, "198.18.213.254/24");
-    topology::ip(&format!("-n {a} route add default via 198.18.212.254"));
-    topology::ip(&format!("-n {b} route add default via 198.18.213.254"));
-    run(
-        "ip",
-        &format!("netns exec {r} sysctl -qw net.ipv4.ip_forward=1"),
-    );
+    let (a, b, _) = topology.routed(212);
     let shares = net_rx_shares(&topology, &a, &b, "198.18.213.1:5703");
     assert_present(&shares, &["ipv4_forward", "local_tcp"]);
     assert_absent(&shares, &["bridge", "conntrack"]);

@@ -55,6 +55,7 @@ fn check_reports_this_kernel_and_picks_the_tracepoint_backend() {
         "xdp",
         "bpf_stats",
         "kallsyms",
+        "attribution",
     ] {
         assert_eq!(
             features[present]["ok"], true,
@@ -62,6 +63,14 @@ fn check_reports_this_kernel_and_picks_the_tracepoint_backend() {
             features[present]
         );
     }
+
+    // Every delivery point is here, so nothing is left out for lack of one.
+    let attribution = features["attribution"]["detail"].as_str().unwrap();
+    assert!(
+        attribution.contains("cgroup v2 at /sys/fs/cgroup")
+            && attribution.contains("all 6 delivery points present"),
+        "{attribution}"
+    );
 
     let text = netto(&["check"]);
     assert!(text.status.success());

@@ -1,13 +1,15 @@
 //! The live source as the TUI and the web server drive it: snapshots per
-//! interval, a sampling frequency changed while running, and nothing left
-//! loaded once it is dropped.
+//! interval, a sampling frequency changed while running, attribution
+//! turned off and on, and nothing left loaded once it is dropped.
 
 mod common;
 
 use std::time::Duration;
 
+use netto::collect::attribution;
 use netto::kernel::backend::BackendChoice;
 use netto::kernel::sampler::Transport;
+use netto::model::{EventKey, GroupBy, Snapshot};
 use netto::source::live::{self, DemoWhen, LiveConfig, StackSampling};
 use netto::source::Control;
 
@@ -34,6 +36,7 @@ fn frequency_changes_while_running_and_everything_unloads() {
         demo: DemoWhen::Off,
         flush_on_stop: false,
         xdp_sketch: None,
+        attribution: None,
     })
     .expect("starting the live source");
     assert!(source.is_live());
@@ -80,4 +83,70 @@ fn frequency_changes_while_running_and_everything_unloads() {
         "{} netto programs still loaded",
         common::netto_programs_loaded()
     );
+}
+
+/// Attribution is a knob: `Control::SetAttribution` detaches its delivery
+/// points (their links go) and snapshots say it is off, with every event's
+/// time unattributed; turned on again, the links and the groups are back.
+#[test]
+fn attribution_turns_off_and_on_while_running() {
+    let source = live::start(LiveConfig {
+        backend: BackendChoice::Auto,
+        bpf_stats: false,
+        interval: Duration::from_millis(300),
+        duration: None,
+        sampling: None,
+        demo: DemoWhen::Off,
+        flush_on_stop: false,
+        xdp_sketch: None,
+        attribution: Some(attribution::Config {
+            by: GroupBy::Process,
+            max_groups: 5,
+        }),
+    })
+    .expect("starting the live source");
+    let next = || {
+        source
+            .snapshots
+            .recv_timeout(Duration::from_secs(5))
+            .expect("a snapshot per interval")
+    };
+    let attribution = |s: &Snapshot| {
+        s.attribution
+            .clone()
+            .expect("attribution in every snapshot")
+    };
+    let first = attribution(&next());
+    assert!(first.on, "{first:?}");
+    assert_eq!(first.by, GroupBy::Process);
+    assert!(
+        common::attribution_links() > 0,
+        "no delivery point attached"
+    );
+
+    source
+        .controller()
+        .send(Control::SetAttribution(false))
+        .unwrap();
+    let _ = next();
+    let off = next();
+    let a = attribution(&off);
+    assert!(!a.on && a.groups.is_empty(), "{a:?}");
+    for key in EventKey::ALL {
+        assert_eq!(a.unattributed[&key], off.event(key).total_ns, "{key:?}");
+    }
+    assert_eq!(
+        common::attribution_links(),
+        0,
+        "delivery points still attached"
+    );
+
+    source
+        .controller()
+        .send(Control::SetAttribution(true))
+        .unwrap();
+    let _ = next();
+    assert!(attribution(&next()).on);
+    assert!(common::attribution_links() > 0);
+    source.finish().expect("the source ends cleanly");
 }

@@ -20,6 +20,15 @@ const CONTEXT_EVENTS = {
   net_timers: "net_timers",
 };
 const SVG_NS = "http://www.w3.org/2000/svg";
+// Who pays: every event a group's time is split into, and their titles.
+const GROUP_COLUMNS = [
+  ["total", "total"],
+  ["net_rx_softirq", "NET_RX"],
+  ["net_tx_softirq", "NET_TX"],
+  ["sock_send", "send"],
+  ["sock_recv", "receive"],
+  ["net_timers", "timers"],
+];
 
 const view = {
   history: [],
@@ -28,6 +37,7 @@ const view = {
   flameLoading: false,
   flamePaused: false,
   flameWanted: false,
+  groupSort: "total",
 };
 
 const $ = (id) => document.getElementById(id);
@@ -115,6 +125,7 @@ function render() {
   renderChart();
   renderCpus(latest);
   renderBreakdown(latest);
+  renderGroups(latest);
   renderOverhead(latest);
   renderSketch(latest);
   refreshFlame();
@@ -203,6 +214,41 @@ function renderBreakdown(s) {
   table.replaceChildren(el("thead", {}, head), el("tbody", {}, ...body));
 }
 
+// Who pays (--by): each group's time per event, sorted by the column
+// clicked last, what no group claimed below the groups.
+function renderGroups(s) {
+  const a = s.attribution;
+  $("groups-panel").hidden = !a;
+  if (!a) {
+    return;
+  }
+  $("groups-by").textContent = a.on
+    ? `by ${a.by}, % of one CPU, last interval; click a column to sort`
+    : `by ${a.by}: attribution is off in this interval, all time unattributed`;
+  const value = (events, key) =>
+    key === "total" ? Object.values(events).reduce((x, y) => x + y, 0) : events[key] || 0;
+  const head = el("tr", {}, el("th", {}, "group"), ...GROUP_COLUMNS.map(([key, title]) => {
+    const th = el("th", { class: key === view.groupSort ? "sortable sorted" : "sortable" }, title);
+    th.addEventListener("click", () => {
+      view.groupSort = key;
+      renderGroups(s);
+    });
+    return th;
+  }), el("th"));
+  const host = s.interval_s * s.cpus;
+  const row = (label, name, events, kind) => el(
+    "tr",
+    { class: kind },
+    el("td", {}, label, el("small", {}, name ? " " + name : "")),
+    ...GROUP_COLUMNS.map(([key]) => el("td", {}, fmtPct(pct(value(events, key), s.interval_s)))),
+    bar(host > 0 ? value(events, "total") / (host * 1e9) : 0),
+  );
+  const groups = [...a.groups].sort((x, y) => value(y.events, view.groupSort) - value(x.events, view.groupSort));
+  const rows = groups.map((g) => row(g.label, g.name, g.events, "group"));
+  rows.push(row("unattributed", "", a.unattributed, "unattributed"));
+  $("groups").replaceChildren(el("thead", {}, head), el("tbody", {}, ...rows));
+}
+
 function renderOverhead(s) {
   const o = s.overhead;
   // Recordings made before the whole cost was reported add it up here.
@@ -234,6 +280,9 @@ function renderOverhead(s) {
   );
   if (s.sampling && s.sampling.transport === "mmap") {
     rows.push(["sample buffer halves given up", fmtInt(losses.dropped_halves || 0)]);
+  }
+  if (s.attribution) {
+    rows.push(["attributions missed (group map full)", fmtInt(losses.attribution_misses || 0)]);
   }
   const costly = [...o.programs].sort((a, b) => b.run_time_ns - a.run_time_ns).slice(0, 6);
   for (const p of costly) {

@@ -1,15 +1,18 @@
 //! The interval loop's producer: reads the kernel's cumulative counters and
 //! turns each interval into a [`Snapshot`]. It never formats anything.
 
+pub mod attribution;
 pub mod cost;
 pub mod process;
 pub mod snapshot;
 
 use std::time::{Duration, Instant, SystemTime};
 
+use crate::groups::resolve::Resolver;
 use crate::kernel::accounting::Accounting;
 use crate::kernel::KernelError;
 use crate::model::Snapshot;
+use attribution::Ledger;
 use cost::{CostHistory, HookRuns};
 use process::OwnProcesses;
 use snapshot::{Context, Reading};
@@ -20,6 +23,15 @@ pub struct Collector<'a, 'obj> {
     previous: Reading,
     history: CostHistory,
     processes: OwnProcesses,
+    attribution: Option<Attributing>,
+}
+
+/// Attribution's state between intervals.
+struct Attributing {
+    ledger: Ledger,
+    names: Resolver,
+    /// Whether the kernel side runs (see [`Collector::attribution_on`]).
+    on: bool,
 }
 
 /// What netto's own cost needs from outside the accounting programs.
@@ -52,6 +64,7 @@ impl<'a, 'obj> Collector<'a, 'obj> {
             previous,
             history: CostHistory::default(),
             processes,
+            attribution: None,
         })
     }
 
@@ -63,6 +76,13 @@ impl<'a, 'obj> Collector<'a, 'obj> {
 
     /// Ends the current interval now and returns it.
     pub fn collect(&mut self, beside: Beside) -> Result<Snapshot, KernelError> {
+        // The group map before the totals: time reaches a group only after
+        // its event was charged, so the groups never run ahead of the totals
+        // (see collect::attribution).
+        let groups = match self.attribution {
+            Some(_) => Some(self.accounting.read_groups()?),
+            None => None,
+        };
         let current = read(self.accounting, &mut self.processes)?;
         let bpf = self.context.bpf_stats.then(|| {
             let mut hooks = snapshot::hook_runs(&self.previous, &current);
@@ -77,7 +97,7 @@ impl<'a, 'obj> Collector<'a, 'obj> {
             }
             cost::estimate(&hooks, &mut self.history)
         });
-        let snapshot = snapshot::build(
+        let mut snapshot = snapshot::build(
             &self.previous,
             &current,
             &self.context,
@@ -85,7 +105,44 @@ impl<'a, 'obj> Collector<'a, 'obj> {
             beside.stats_held.as_secs_f64(),
         );
         self.previous = current;
+        if let (Some(state), Some(groups)) = (self.attribution.as_mut(), groups) {
+            snapshot.attribution = Some(state.ledger.interval(
+                &groups,
+                &snapshot.events,
+                snapshot.interval_s,
+                state.on,
+                &mut state.names,
+            ));
+            let idle: Vec<_> = state
+                .ledger
+                .idle_keys()
+                .into_iter()
+                .map(Into::into)
+                .collect();
+            self.accounting.forget_groups(&idle);
+        }
         Ok(snapshot)
+    }
+
+    /// Attributes every interval's time from now on, as `config` says; what
+    /// the user should know about naming comes back.
+    pub fn attribute(&mut self, config: attribution::Config) -> Result<Vec<String>, KernelError> {
+        let start = self.accounting.read_groups()?;
+        let names = Resolver::new();
+        let notes = names.notes();
+        self.attribution = Some(Attributing {
+            ledger: Ledger::new(config, &start),
+            names,
+            on: true,
+        });
+        Ok(notes)
+    }
+
+    /// Whether the kernel side of attribution runs: snapshots say so.
+    pub fn attribution_on(&mut self, on: bool) {
+        if let Some(state) = self.attribution.as_mut() {
+            state.on = on;
+        }
     }
 }
 

@@ -38,7 +38,7 @@ pub struct Context {
 pub const TIMER_SOFTIRQ_OVERHEAD: &str = "timer_softirq_overhead";
 
 /// ABI event id of each model event: the one place the two meet.
-const EVENT_IDS: [(EventKey, netto_event); 5] = [
+pub const EVENT_IDS: [(EventKey, netto_event); 5] = [
     (EventKey::NetRxSoftirq, netto_event::NETTO_EV_NET_RX_SOFTIRQ),
     (EventKey::NetTxSoftirq, netto_event::NETTO_EV_NET_TX_SOFTIRQ),
     (EventKey::SockSend, netto_event::NETTO_EV_SOCK_SEND),
@@ -172,7 +172,12 @@ pub fn build(
                 .map(|(_, delta)| delta.recursion_misses)
                 .sum(),
             dropped_halves: 0,
+            attribution_misses: pairs
+                .iter()
+                .map(|(p, c)| c.attr.misses.saturating_sub(p.attr.misses))
+                .sum(),
         },
+        attribution: None,
     }
 }
 
@@ -375,6 +380,7 @@ mod tests {
                 task_storage_failures: 2 + 3,
                 recursion_misses: 1 + 4,
                 dropped_halves: 0,
+                attribution_misses: 0,
             }
         );
         assert!(snap.overhead.programs.is_empty());

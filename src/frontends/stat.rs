@@ -4,7 +4,9 @@
 use std::fmt::Write as _;
 use std::io::{self, Write};
 
-use crate::model::{percent, CpuTime, EventKey, Snapshot, SoftirqVector};
+use std::collections::BTreeMap;
+
+use crate::model::{percent, Attribution, CpuTime, EventKey, Snapshot, SoftirqVector};
 
 /// Per-CPU columns are shown up to this many CPUs; beyond, the table would
 /// not fit a terminal and the JSON carries them anyway.
@@ -84,6 +86,9 @@ pub fn render_table(s: &Snapshot) -> String {
             .collect();
         let _ = writeln!(text, "net_timers by callback: {}", callbacks.join(", "));
     }
+    if let Some(attribution) = &s.attribution {
+        who_pays(&mut text, attribution, s.interval_s);
+    }
     let o = &s.overhead;
     let _ = write!(text, "netto cost: ");
     if let Some(cost) = o.cost_percent {
@@ -127,6 +132,62 @@ pub fn render_table(s: &Snapshot) -> String {
     }
     text.push('\n');
     text
+}
+
+/// Room for a group's label in the table; the full name follows last.
+const LABEL_WIDTH: usize = 24;
+
+/// The attribution table: each group's time per event, then what no group
+/// claimed.
+fn who_pays(text: &mut String, a: &Attribution, interval_s: f64) {
+    if !a.on {
+        let _ = writeln!(
+            text,
+            "by {}: attribution off in this interval, all time unattributed",
+            a.by.name()
+        );
+        return;
+    }
+    let _ = write!(
+        text,
+        "{:<LABEL_WIDTH$} {:>11} {:>7}",
+        format!("BY {}", a.by.name().to_uppercase()),
+        "TOTAL ms",
+        "%CPU"
+    );
+    for key in EventKey::ALL {
+        let _ = write!(text, " {:>10}", short_event(key));
+    }
+    let _ = writeln!(text, "  NAME");
+    let mut row = |label: &str, events: &BTreeMap<EventKey, u64>, name: &str| {
+        let total: u64 = events.values().sum();
+        let label: String = label.chars().take(LABEL_WIDTH).collect();
+        let _ = write!(
+            text,
+            "{label:<LABEL_WIDTH$} {:>11} {:>7.2}",
+            ms(total),
+            percent(total, interval_s)
+        );
+        for key in EventKey::ALL {
+            let _ = write!(text, " {:>10}", ms(events.get(&key).copied().unwrap_or(0)));
+        }
+        let _ = writeln!(text, "  {name}");
+    };
+    for group in &a.groups {
+        row(&group.label, &group.events, &group.name);
+    }
+    row("unattributed", &a.unattributed, "");
+}
+
+/// An event's column title in ms, short enough for five columns.
+fn short_event(key: EventKey) -> &'static str {
+    match key {
+        EventKey::NetRxSoftirq => "net_rx ms",
+        EventKey::NetTxSoftirq => "net_tx ms",
+        EventKey::SockSend => "send ms",
+        EventKey::SockRecv => "recv ms",
+        EventKey::NetTimers => "timers ms",
+    }
 }
 
 #[cfg(test)]
@@ -202,6 +263,46 @@ mod tests {
             text.contains("\nnetto lost: 2 task_storage_failures, 1 dropped_halves\n"),
             "{text}"
         );
+    }
+
+    #[test]
+    fn who_pays_lists_groups_then_unattributed() {
+        let mut s = snapshot();
+        let ms = |n: u64| n * 1_000_000;
+        let events = |rx: u64, send: u64| {
+            let mut e = Attribution::zero_events();
+            e.insert(EventKey::NetRxSoftirq, rx);
+            e.insert(EventKey::SockSend, send);
+            e
+        };
+        s.attribution = Some(Attribution {
+            by: crate::model::GroupBy::Cgroup,
+            on: true,
+            groups: vec![crate::model::Group {
+                name: "/system.slice/docker-3f2a1b4c5d6e.scope".into(),
+                label: "docker 3f2a1b4c5d6e".into(),
+                events: events(ms(2), ms(1)),
+            }],
+            unattributed: events(ms(1), ms(2)),
+        });
+        let text = render_table(&s);
+        let lines: Vec<&str> = text.lines().collect();
+        let header = lines
+            .iter()
+            .position(|l| l.starts_with("BY CGROUP"))
+            .unwrap();
+        assert!(lines[header].contains("net_rx ms") && lines[header].ends_with("NAME"));
+        let docker = lines[header + 1];
+        assert!(docker.starts_with("docker 3f2a1b4c5d6e"), "{text}");
+        assert!(
+            docker.contains("     3.000 "),
+            "total of 2 + 1 ms: {docker}"
+        );
+        assert!(docker.ends_with("/system.slice/docker-3f2a1b4c5d6e.scope"));
+        assert!(lines[header + 2].starts_with("unattributed"), "{text}");
+
+        s.attribution.as_mut().unwrap().on = false;
+        assert!(render_table(&s).contains("by cgroup: attribution off in this interval"));
     }
 
     #[test]

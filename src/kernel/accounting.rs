@@ -19,7 +19,8 @@ use super::syscalls::socket_syscalls;
 use super::tracepoints::{self, OptionalGroup};
 use super::{privileges, KernelError};
 use crate::abi::{
-    bytes_of, netto_callback_table, netto_cpu, netto_syscall, netto_task_window, read_from,
+    bytes_of, netto_callback_table, netto_cpu, netto_group_key, netto_group_time, netto_syscall,
+    netto_task_window, read_from,
 };
 use crate::symbols::kallsyms::Kallsyms;
 
@@ -310,6 +311,72 @@ fn resolve_callbacks() -> Result<(Vec<&'static str>, bool, netto_callback_table)
         "no lookup table separates the network callbacks' addresses",
     ))?;
     Ok((names, !kallsyms.addresses_hidden(), table))
+}
+
+/// Attribution's side of the accounting object: the switch its hooks obey
+/// and the group map they and the delivery points fill (bpf/attribution.h).
+impl Accounting<'_> {
+    /// Whether settled time goes to groups. The delivery points
+    /// ([`super::attribution::Points`]) are attached apart.
+    pub fn set_attribution(&self, on: bool) -> Result<(), KernelError> {
+        self.skel
+            .maps
+            .data_attr
+            .update(
+                &0u32.to_ne_bytes(),
+                &u32::from(on).to_ne_bytes(),
+                MapFlags::ANY,
+            )
+            .map_err(|source| KernelError::Map {
+                map: "attribution switch",
+                source,
+            })
+    }
+
+    /// The group map, which the delivery points share.
+    pub fn groups_map(&self) -> std::os::fd::BorrowedFd<'_> {
+        self.skel.maps.groups.as_fd()
+    }
+
+    /// Every group's cumulative time per event, summed over CPUs.
+    pub fn read_groups(&self) -> Result<Vec<(netto_group_key, netto_group_time)>, KernelError> {
+        let map = &self.skel.maps.groups;
+        let mut groups = Vec::new();
+        for key in map.keys() {
+            // A key removed since the iteration listed it is skipped.
+            let Some(per_cpu) =
+                map.lookup_percpu(&key, MapFlags::ANY)
+                    .map_err(|source| KernelError::Map {
+                        map: "groups",
+                        source,
+                    })?
+            else {
+                continue;
+            };
+            let Some(key) = read_from::<netto_group_key>(&key) else {
+                continue;
+            };
+            let mut sum = netto_group_time::default();
+            for time in per_cpu
+                .iter()
+                .filter_map(|b| read_from::<netto_group_time>(b))
+            {
+                for (total, ns) in sum.ns.iter_mut().zip(time.ns) {
+                    *total = total.wrapping_add(ns);
+                }
+            }
+            groups.push((key, sum));
+        }
+        Ok(groups)
+    }
+
+    /// Removes groups from the map (idle ones, to make room).
+    pub fn forget_groups(&self, keys: &[netto_group_key]) {
+        for key in keys {
+            // Gone already is as good as removed.
+            let _ = self.skel.maps.groups.delete(bytes_of(key));
+        }
+    }
 }
 
 #[cfg(test)]

@@ -12,7 +12,7 @@ use serde::Serialize;
 
 use super::skel::probe::ProbeSkelBuilder;
 use super::tracepoints::{self, OptionalGroup};
-use super::{perf, privileges};
+use super::{attribution, perf, privileges};
 use crate::symbols::kallsyms::Kallsyms;
 
 /// The outcome of one probe.
@@ -58,6 +58,8 @@ pub struct Features {
     pub xdp: Probe,
     pub bpf_stats: Probe,
     pub kallsyms: Probe,
+    /// What attribution (`--by`) can see here.
+    pub attribution: Probe,
     /// Required tracepoints this kernel lacks.
     missing_tracepoints: Vec<String>,
 }
@@ -120,6 +122,10 @@ impl Features {
                 Probe::no(NOT_TRIED)
             },
             kallsyms: kallsyms_probe(),
+            attribution: match &btf {
+                Ok(btf) => attribution_probe(btf, privileged),
+                Err(_) => Probe::no("unknown without BTF"),
+            },
             missing_tracepoints: missing_required,
         }
     }
@@ -172,6 +178,7 @@ impl Features {
             ("xdp", &self.xdp),
             ("bpf_stats", &self.bpf_stats),
             ("kallsyms", &self.kallsyms),
+            ("attribution", &self.attribution),
         ]
     }
 }
@@ -236,6 +243,31 @@ fn try_fentry() -> Result<String, String> {
         .attach()
         .map_err(|e| format!("attach refused: {e}"))?;
     Ok("fentry/fexit attach to sock_recvmsg".to_owned())
+}
+
+/// Attribution needs socket storage (the owner of each socket); each
+/// delivery point this kernel lacks leaves some time unattributed, and
+/// without a cgroup v2 hierarchy every task is in its root.
+fn attribution_probe(btf: &Btf<'_>, privileged: bool) -> Probe {
+    let storage = probe_map_type(libbpf_sys::BPF_MAP_TYPE_SK_STORAGE, privileged);
+    if !storage.ok {
+        return Probe::no(format!("socket storage: {}", storage.detail));
+    }
+    let mut detail = match crate::groups::resolve::v2_hierarchy() {
+        Some(root) => format!("cgroup v2 at {}", root.display()),
+        None => "no cgroup v2 hierarchy mounted: --by cgroup shows only /".to_owned(),
+    };
+    let missing = attribution::missing_points(btf);
+    if missing.is_empty() {
+        detail.push_str(&format!(
+            "; all {} delivery points present",
+            attribution::POINTS.len()
+        ));
+    }
+    for point in missing {
+        detail.push_str(&format!("; no {}: {}", point.tracepoint, point.without));
+    }
+    Probe::yes(detail)
 }
 
 fn kallsyms_probe() -> Probe {

@@ -3,6 +3,7 @@
 //! Kernel-version differences live here, behind one choice made at start-up.
 
 pub mod accounting;
+pub mod attribution;
 pub mod backend;
 pub mod callbacks;
 pub mod features;

@@ -13,6 +13,11 @@ pub mod sketch {
     include!(concat!(env!("OUT_DIR"), "/sketch.skel.rs"));
 }
 
+/// Attribution's delivery points (whom softirq time was for).
+pub mod attribute {
+    include!(concat!(env!("OUT_DIR"), "/attribute.skel.rs"));
+}
+
 pub mod probe {
     include!(concat!(env!("OUT_DIR"), "/probe.skel.rs"));
 }

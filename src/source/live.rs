@@ -23,8 +23,9 @@ use super::{Control, Origin, Source, SourceInfo};
 use crate::breakdown::fold::Folder;
 use crate::breakdown::{breakdowns, leave_out_softirq_loop};
 use crate::collect::cost::HookRuns;
-use crate::collect::{Beside, Collector};
+use crate::collect::{attribution, Beside, Collector};
 use crate::kernel::accounting::Accounting;
+use crate::kernel::attribution::Points;
 use crate::kernel::backend::BackendChoice;
 use crate::kernel::features::Features;
 use crate::kernel::sampler::{
@@ -81,6 +82,8 @@ pub struct LiveConfig {
     /// Co-host the XDP sketch on this interface: its flows and its cost go
     /// into every snapshot, its frames into the breakdown.
     pub xdp_sketch: Option<(String, SketchConfig)>,
+    /// Attribute every event's time to groups (`--by`); `None`: not loaded.
+    pub attribution: Option<attribution::Config>,
 }
 
 /// Loads and attaches everything, then returns once the first interval has
@@ -126,6 +129,7 @@ fn run(
     let mut accounting_storage = selection::Storage::default();
     let mut sampler_storage = MaybeUninit::uninit();
     let mut sketch_storage = MaybeUninit::uninit();
+    let mut points_storage = MaybeUninit::uninit();
     let Some(mut opened) = started(ready, Opened::open(config, &mut accounting_storage)) else {
         return Ok(());
     };
@@ -134,6 +138,7 @@ fn run(
         &opened.accounting,
         &mut sampler_storage,
         &mut sketch_storage,
+        &mut points_storage,
     );
     let Some(extras) = started(ready, extras) else {
         return Ok(());
@@ -142,8 +147,9 @@ fn run(
         sampler,
         symbolizer,
         sketch,
+        points,
         demo: _demo,
-        notes,
+        mut notes,
     } = extras;
     let measure = Measure::start(
         config,
@@ -157,6 +163,11 @@ fn run(
     let Some(mut measure) = started(ready, measure) else {
         return Ok(());
     };
+    let attributing = measure.attribute(config, points);
+    let Some(attribution_notes) = started(ready, attributing) else {
+        return Ok(());
+    };
+    notes.extend(attribution_notes);
     if ready.send(Ok(opened.info(config, notes))).is_err() {
         return Ok(());
     }
@@ -230,6 +241,8 @@ struct Extras<'obj> {
     symbolizer: Option<Symbolizer>,
     demo: Option<DemoProcess>,
     sketch: Option<Host<'obj>>,
+    /// Attribution's delivery points, loaded with `--by` (not attached yet).
+    points: Option<Points<'obj>>,
     notes: Vec<String>,
 }
 
@@ -239,6 +252,7 @@ impl<'obj> Extras<'obj> {
         accounting: &Accounting<'_>,
         sampler_storage: &'obj mut MaybeUninit<OpenObject>,
         sketch_storage: &'obj mut MaybeUninit<OpenObject>,
+        points_storage: &'obj mut MaybeUninit<OpenObject>,
     ) -> Result<Self> {
         let sampler = config
             .sampling
@@ -268,11 +282,17 @@ impl<'obj> Extras<'obj> {
             }
             None => None,
         };
+        let points = config
+            .attribution
+            .map(|_| Points::load(points_storage, accounting))
+            .transpose()?;
+        notes.extend(points.iter().flat_map(Points::limits));
         Ok(Extras {
             sampler,
             symbolizer,
             demo,
             sketch,
+            points,
             notes,
         })
     }
@@ -347,12 +367,16 @@ enum Wake {
     Due,
     Stop,
     Frequency(u64),
+    Attribution(bool),
 }
 
 /// Start-up step 3 and the run: the interval loop, kept across sampler
 /// replacements.
 struct Measure<'c, 'a, 'obj> {
     collector: Collector<'a, 'obj>,
+    accounting: &'a Accounting<'obj>,
+    /// Attribution's delivery points (with `--by`).
+    points: Option<Points<'a>>,
     symbolizer: Option<Symbolizer>,
     folder: Folder,
     control: &'c Receiver<Control>,
@@ -387,6 +411,8 @@ impl<'c, 'a, 'obj> Measure<'c, 'a, 'obj> {
         }
         Ok(Measure {
             collector,
+            accounting,
+            points: None,
             symbolizer,
             folder: Folder::new(),
             control,
@@ -464,6 +490,7 @@ impl<'c, 'a, 'obj> Measure<'c, 'a, 'obj> {
                         return Ok(Next::Frequency(hz));
                     }
                 }
+                Wake::Attribution(on) => self.switch_attribution(on)?,
                 Wake::Stop => {
                     if self.flush_on_stop {
                         self.deliver(sampler.as_deref())?;
@@ -493,12 +520,40 @@ impl<'c, 'a, 'obj> Measure<'c, 'a, 'obj> {
                 Ok(Control::SetFrequency(hz)) => {
                     Wake::Frequency(hz.clamp(MIN_FREQUENCY_HZ, MAX_FREQUENCY_HZ))
                 }
+                Ok(Control::SetAttribution(on)) => Wake::Attribution(on),
                 Ok(Control::OwnProcess(pid)) => {
                     self.collector.own_process(pid);
                     continue;
                 }
             };
         }
+    }
+
+    /// Attribution as `config` asks (nothing without `--by`): the points
+    /// attached, the collector keeping the groups. Returns what the user
+    /// should know.
+    fn attribute(
+        &mut self,
+        config: &LiveConfig,
+        points: Option<Points<'a>>,
+    ) -> Result<Vec<String>> {
+        let (Some(attribution), Some(points)) = (config.attribution, points) else {
+            return Ok(Vec::new());
+        };
+        let notes = self.collector.attribute(attribution)?;
+        self.points = Some(points);
+        self.switch_attribution(true)?;
+        Ok(notes)
+    }
+
+    /// Attaches or detaches attribution's programs (a request without
+    /// `--by` changes nothing); the snapshots say which.
+    fn switch_attribution(&mut self, on: bool) -> Result<()> {
+        if let Some(points) = self.points.as_mut() {
+            points.switch(self.accounting, on)?;
+            self.collector.attribution_on(on);
+        }
+        Ok(())
     }
 
     /// Ends the interval and sends its snapshot; false once nobody listens.

@@ -62,6 +62,9 @@ pub enum Control {
     /// Count process PID's CPU time as netto's own cost from now on (the
     /// HTTP server process of `serve`); replays ignore it.
     OwnProcess(u32),
+    /// Turn attribution (`--by`) on or off: its programs are attached or
+    /// detached, and snapshots say which. Nothing without `--by`.
+    SetAttribution(bool),
 }
 
 /// A running source: its snapshots arrive on [`Source::snapshots`], which

@@ -324,6 +324,23 @@ pub fn netto_links() -> usize {
         .count()
 }
 
+/// BPF links of attribution's delivery points (programs `netto_attr_*`).
+pub fn attribution_links() -> usize {
+    let ids: Vec<u64> = bpftool_json("prog")
+        .iter()
+        .filter(|p| {
+            p["name"]
+                .as_str()
+                .is_some_and(|n| n.starts_with("netto_attr_"))
+        })
+        .filter_map(|p| p["id"].as_u64())
+        .collect();
+    bpftool_json("link")
+        .iter()
+        .filter(|l| l["prog_id"].as_u64().is_some_and(|id| ids.contains(&id)))
+        .count()
+}
+
 /// netto run to completion with `args`.
 pub fn netto(args: &[&str]) -> std::process::Output {
     Command::new(NETTO)

@@ -69,6 +69,29 @@ impl Topology {
         ip(&format!("-n {ns} addr add {cidr} dev {ifname}"));
     }
 
+    /// Namespaces `a` and `b` on two /24s (`198.18.{net}.0` and
+    /// `198.18.{net + 1}.0`, hosts .1) joined by a forwarding router `r`
+    /// (.254 on both); returns (a, b, r).
+    pub fn routed(&mut self, net: u8) -> (String, String, String) {
+        let a = self.namespace("a");
+        let b = self.namespace("b");
+        let r = self.namespace("r");
+        let (ia, ra) = self.link(&a, &r);
+        let (ib, rb) = self.link(&b, &r);
+        let next = net + 1;
+        self.addr(&a, &ia, &format!("198.18.{net}.1/24"));
+        self.addr(&r, &ra, &format!("198.18.{net}.254/24"));
+        self.addr(&b, &ib, &format!("198.18.{next}.1/24"));
+        self.addr(&r, &rb, &format!("198.18.{next}.254/24"));
+        ip(&format!("-n {a} route add default via 198.18.{net}.254"));
+        ip(&format!("-n {b} route add default via 198.18.{next}.254"));
+        run(
+            "ip",
+            &format!("netns exec {r} sysctl -qw net.ipv4.ip_forward=1"),
+        );
+        (a, b, r)
+    }
+
     /// `ip netns exec NS program`.
     pub fn exec(&self, ns: &str, program: &str) -> Command {
         let mut command = Command::new("ip");

@@ -31,19 +31,28 @@ pub struct TopSettings {
 pub enum Panel {
     Events,
     Breakdown,
+    /// Who pays: the attribution's groups (only with `--by`).
+    Groups,
 }
 
 impl Panel {
-    const ORDER: [Panel; 2] = [Panel::Events, Panel::Breakdown];
+    const ORDER: [Panel; 3] = [Panel::Events, Panel::Breakdown, Panel::Groups];
 
-    fn step(self, forward: bool) -> Panel {
+    /// The next panel in `tab` order among those `shown`.
+    fn step(self, forward: bool, shown: impl Fn(Panel) -> bool) -> Panel {
         let n = Panel::ORDER.len();
-        let at = Panel::ORDER.iter().position(|&p| p == self).unwrap_or(0);
-        Panel::ORDER[if forward {
-            (at + 1) % n
-        } else {
-            (at + n - 1) % n
-        }]
+        let mut at = Panel::ORDER.iter().position(|&p| p == self).unwrap_or(0);
+        for _ in 0..n {
+            at = if forward {
+                (at + 1) % n
+            } else {
+                (at + n - 1) % n
+            };
+            if shown(Panel::ORDER[at]) {
+                return Panel::ORDER[at];
+            }
+        }
+        self
     }
 }
 
@@ -85,6 +94,9 @@ pub struct App {
     pub sort: usize,
     /// Selected row of the events panel.
     pub events_row: usize,
+    /// Sort key and selected row of the who-pays panel.
+    pub groups_sort: usize,
+    pub groups_row: usize,
     pub tree: Tree,
     pub expansion: Expansion,
     pub selected: Option<NodeId>,
@@ -115,6 +127,8 @@ impl App {
             focus: Panel::Events,
             sort: 0,
             events_row: 0,
+            groups_sort: 0,
+            groups_row: 0,
             tree: Tree::default(),
             expansion: Expansion::default(),
             selected: None,
@@ -203,13 +217,31 @@ impl App {
         self.events_row = 0;
     }
 
+    /// The who-pays panel's groups in the chosen order (without
+    /// `unattributed`), when the snapshot on screen has an attribution.
+    pub fn group_grid(&self) -> Option<Grid> {
+        let snapshot = self.latest()?;
+        let mut grid = table::groups(snapshot.attribution.as_ref()?, snapshot.interval_s);
+        table::sort(&mut grid, self.groups_sort);
+        Some(grid)
+    }
+
+    /// The focused table (events, or who pays) sorted by its next column.
     pub fn next_sort(&mut self) {
+        if self.focus == Panel::Groups {
+            let keys = self.group_grid().map_or(1, |g| g.sort_keys());
+            self.groups_sort = (self.groups_sort + 1) % keys;
+            return;
+        }
         let keys = self.grid().map_or(1, |g| g.sort_keys());
         self.sort = (self.sort + 1) % keys;
     }
 
     pub fn switch_panel(&mut self, forward: bool) {
-        self.focus = self.focus.step(forward);
+        let attributed = self.latest().is_some_and(|s| s.attribution.is_some());
+        self.focus = self
+            .focus
+            .step(forward, |panel| panel != Panel::Groups || attributed);
     }
 
     /// Moves the focused panel's selection by `delta` rows, within bounds.
@@ -218,6 +250,10 @@ impl App {
             Panel::Events => {
                 let rows = self.grid().map_or(0, |g| g.rows.len());
                 self.events_row = step(self.events_row, delta, rows);
+            }
+            Panel::Groups => {
+                let rows = self.group_grid().map_or(0, |g| g.rows.len());
+                self.groups_row = step(self.groups_row, delta, rows);
             }
             Panel::Breakdown => {
                 let rows = self.tree_rows();

@@ -6,8 +6,8 @@ use crate::breakdown::breakdowns;
 use crate::breakdown::hot::tcp_receive;
 use crate::frontends::flame::Weight;
 use crate::model::{
-    EventKey, Flow, FlowEstimate, ProgramCost, SampleContext, SamplingStats, SketchCost,
-    SketchSnapshot, Snapshot, StackCount, XdpMode,
+    Attribution, EventKey, Flow, FlowEstimate, Group, GroupBy, ProgramCost, SampleContext,
+    SamplingStats, SketchCost, SketchSnapshot, Snapshot, StackCount, XdpMode,
 };
 use crate::source::{Origin, SourceInfo};
 
@@ -67,6 +67,47 @@ pub fn snapshot() -> Snapshot {
         ),
     ];
     s.breakdown = breakdowns(&s.stacks, &s.events, 499);
+    s
+}
+
+/// [`snapshot`] attributed by cgroup: a docker container with 150 ms of
+/// NET_RX's 250 ms and all 100 ms of sock_send, a
+/// login session with 50 ms of NET_RX and the 46 ms of sock_recv; the other
+/// 50 ms of NET_RX, NET_TX's 30 ms and the timers' 5 ms unattributed.
+pub fn attributed() -> Snapshot {
+    let events = |pairs: &[(EventKey, u64)]| {
+        let mut events = Attribution::zero_events();
+        events.extend(pairs.iter().copied());
+        events
+    };
+    let mut s = snapshot();
+    s.attribution = Some(Attribution {
+        by: GroupBy::Cgroup,
+        on: true,
+        groups: vec![
+            Group {
+                name: "/system.slice/docker-3f2a1b4c5d6e7f80.scope".into(),
+                label: "docker 3f2a1b4c5d6e".into(),
+                events: events(&[
+                    (EventKey::NetRxSoftirq, 150_000_000),
+                    (EventKey::SockSend, 100_000_000),
+                ]),
+            },
+            Group {
+                name: "/user.slice/user-1000.slice/session-3.scope".into(),
+                label: "session-3.scope".into(),
+                events: events(&[
+                    (EventKey::NetRxSoftirq, 50_000_000),
+                    (EventKey::SockRecv, 46_000_000),
+                ]),
+            },
+        ],
+        unattributed: events(&[
+            (EventKey::NetRxSoftirq, 50_000_000),
+            (EventKey::NetTxSoftirq, 30_000_000),
+            (EventKey::NetTimers, 5_000_000),
+        ]),
+    });
     s
 }
 
@@ -154,6 +195,20 @@ pub fn app_showing(snapshot: Snapshot) -> App {
     app.push(snapshot);
     app.status = None;
     app
+}
+
+#[test]
+fn the_attributed_fixture_adds_up() {
+    let s = attributed();
+    let a = s.attribution.as_ref().unwrap();
+    for key in EventKey::ALL {
+        let groups: u64 = a.groups.iter().map(|g| g.events[&key]).sum();
+        assert_eq!(
+            groups + a.unattributed[&key],
+            s.event(key).total_ns,
+            "{key:?}"
+        );
+    }
 }
 
 #[test]

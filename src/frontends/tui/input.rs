@@ -75,13 +75,13 @@ pub const BINDINGS: &[Binding] = &[
         label: "o",
         keys: &[(KeyCode::Char('o'), NONE)],
         command: Command::Sort,
-        help: "events: sort by the next column",
+        help: "events, who pays: sort by the next column",
     },
     Binding {
         label: "Tab  Shift-Tab",
         keys: &[(KeyCode::Tab, NONE)],
         command: Command::NextPanel,
-        help: "switch between the events and breakdown panels",
+        help: "switch between the events, breakdown and who-pays panels",
     },
     Binding {
         label: "",
@@ -337,6 +337,25 @@ mod tests {
             Some(NodeId::Category(SampleContext::NetRx, "local_tcp".into()))
         );
         press(&mut app, KeyCode::BackTab);
+        assert_eq!(app.focus, Panel::Events);
+    }
+
+    #[test]
+    fn tab_reaches_who_pays_only_with_an_attribution_and_o_sorts_it() {
+        let mut app = fixture::app();
+        press(&mut app, KeyCode::Tab);
+        press(&mut app, KeyCode::Tab);
+        assert_eq!(app.focus, Panel::Events, "two panels without --by");
+        let mut app = fixture::app_showing(fixture::attributed());
+        press(&mut app, KeyCode::BackTab);
+        assert_eq!(app.focus, Panel::Groups);
+        chars(&mut app, "o");
+        assert_eq!((app.groups_sort, app.sort), (1, 0), "the focused table");
+        press(&mut app, KeyCode::Down);
+        assert_eq!(app.groups_row, 1);
+        press(&mut app, KeyCode::PageDown);
+        assert_eq!(app.groups_row, 1, "two groups");
+        press(&mut app, KeyCode::Tab);
         assert_eq!(app.focus, Panel::Events);
     }
 

@@ -3,7 +3,9 @@
 //! data, so sorting and drawing work the same for both views.
 
 use super::format;
-use crate::model::{percent, EventKey, Snapshot};
+use std::collections::BTreeMap;
+
+use crate::model::{percent, Attribution, EventKey, Snapshot};
 
 /// How a column's numbers read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -138,6 +140,54 @@ pub fn per_cpu(snapshot: &Snapshot) -> Grid {
     }
 }
 
+/// The who-pays panel's columns after the group, most telling first (a
+/// narrow panel shows the first ones that fit): the group's whole network
+/// time, then each event, all as % of one CPU.
+const GROUP_COLUMNS: [(&str, Option<EventKey>); 6] = [
+    ("total", None),
+    ("net_rx", Some(EventKey::NetRxSoftirq)),
+    ("send", Some(EventKey::SockSend)),
+    ("recv", Some(EventKey::SockRecv)),
+    ("timers", Some(EventKey::NetTimers)),
+    ("net_tx", Some(EventKey::NetTxSoftirq)),
+];
+
+/// One row per group of an attribution, as % of one CPU; `unattributed`
+/// is not a group and stays out (the panel shows it below the sorted rows).
+pub fn groups(attribution: &Attribution, interval_s: f64) -> Grid {
+    let rows = attribution
+        .groups
+        .iter()
+        .map(|group| group_row(group.label.clone(), &group.events, interval_s))
+        .collect();
+    Grid {
+        label_title: "group",
+        columns: GROUP_COLUMNS
+            .iter()
+            .map(|&(title, _)| Column {
+                title,
+                unit: Unit::Percent,
+            })
+            .collect(),
+        rows,
+    }
+}
+
+/// A row of the who-pays panel: `events` as its columns.
+pub fn group_row(label: String, events: &BTreeMap<EventKey, u64>, interval_s: f64) -> Row {
+    let values = GROUP_COLUMNS
+        .iter()
+        .map(|(_, event)| {
+            let ns = match event {
+                Some(key) => events.get(key).copied().unwrap_or(0),
+                None => events.values().sum(),
+            };
+            percent(ns, interval_s)
+        })
+        .collect();
+    Row { label, values }
+}
+
 /// Sorts rows by sort key `key`: 0 keeps the natural order (events as
 /// listed, CPUs by number), `k` sorts by column `k - 1`, largest first.
 pub fn sort(grid: &mut Grid, key: usize) {
@@ -185,6 +235,39 @@ mod tests {
         assert_eq!(grid.rows[0].label, "cpu0", "send: cpu0 first");
         sort(&mut grid, 1);
         assert_eq!(grid.rows[0].label, "cpu1", "net_rx: cpu1 first");
+    }
+
+    #[test]
+    fn groups_as_shares_of_one_cpu() {
+        let events = |rx: u64, send: u64| {
+            let mut e = Attribution::zero_events();
+            e.insert(EventKey::NetRxSoftirq, rx);
+            e.insert(EventKey::SockSend, send);
+            e
+        };
+        let group = |label: &str, rx, send| crate::model::Group {
+            name: label.to_owned(),
+            label: label.to_owned(),
+            events: events(rx, send),
+        };
+        let a = Attribution {
+            by: crate::model::GroupBy::Process,
+            on: true,
+            groups: vec![
+                group("a", 100_000_000, 0),
+                group("b", 20_000_000, 300_000_000),
+            ],
+            unattributed: events(1, 1),
+        };
+        let mut grid = groups(&a, 2.0);
+        assert_eq!(grid.rows.len(), 2, "unattributed is not a group");
+        // 100 ms of 2 s; total, net_rx, send, recv, timers, net_tx.
+        assert_eq!(grid.rows[0].values, [5.0, 5.0, 0.0, 0.0, 0.0, 0.0]);
+        assert_eq!(grid.rows[1].values[..3], [16.0, 1.0, 15.0]);
+        sort(&mut grid, 1);
+        assert_eq!(grid.rows[0].label, "b", "by total");
+        sort(&mut grid, 2);
+        assert_eq!(grid.rows[0].label, "a", "by net_rx");
     }
 
     #[test]

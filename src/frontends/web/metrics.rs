@@ -6,11 +6,14 @@
 //! The counters are kept by the `prometheus` crate, which also writes the
 //! exposition format; this module only decides names, labels and units.
 
+use std::collections::BTreeSet;
+use std::sync::{Mutex, PoisonError};
+
 use prometheus::core::Collector;
 use prometheus::{Counter, CounterVec, Encoder, Gauge, IntGauge, IntGaugeVec, Opts, Registry};
 use thiserror::Error;
 
-use crate::model::{percent, Losses, Snapshot};
+use crate::model::{percent, Attribution, EventKey, GroupBy, Losses, Snapshot};
 use crate::source::{Origin, SourceInfo};
 
 /// The content type of the text exposition format.
@@ -50,6 +53,8 @@ pub struct Metrics {
     overhead_percent: Gauge,
     stream_clients: IntGauge,
     stream_clients_dropped: Counter,
+    /// Who pays (`--by`), from the first snapshot with an attribution.
+    groups: Mutex<Option<GroupSeries>>,
 }
 
 impl Metrics {
@@ -143,7 +148,8 @@ impl Metrics {
                 "netto_losses_total",
                 "Measurements lost, by kind: task_storage_failures (socket windows of switched-out tasks), \
                  recursion_misses (BPF program runs the kernel skipped), dropped_halves (sample buffer halves \
-                 given up, their samples in netto_samples_dropped_total).",
+                 given up, their samples in netto_samples_dropped_total), attribution_misses (time the \
+                 attribution's group map had no room for, left unattributed).",
                 &["kind"],
             )?,
             process_seconds: counter(
@@ -207,6 +213,7 @@ impl Metrics {
                 "netto_stream_clients_dropped_total",
                 "Stream clients disconnected because they fell too far behind.",
             )?,
+            groups: Mutex::new(None),
             registry,
         })
     }
@@ -292,6 +299,21 @@ impl Metrics {
         self.intervals.inc();
         self.measured_seconds.inc_by(snapshot.interval_s.max(0.0));
         self.last_snapshot.set(snapshot.ts);
+        if let Some(attribution) = &snapshot.attribution {
+            // A failure to register leaves the rest of the metrics intact.
+            let _ = self.add_groups(attribution);
+        }
+    }
+
+    /// Each shown group's time per event, in the series of its `--by`.
+    fn add_groups(&self, attribution: &Attribution) -> Result<(), MetricsError> {
+        let mut guard = self.groups.lock().unwrap_or_else(PoisonError::into_inner);
+        let series = match guard.as_mut() {
+            Some(series) => series,
+            None => guard.insert(GroupSeries::register(&self.registry, attribution.by)?),
+        };
+        series.add(attribution);
+        Ok(())
     }
 
     pub fn set_stream_clients(&self, clients: usize, newly_dropped: usize) {
@@ -305,6 +327,106 @@ impl Metrics {
         let mut out = Vec::new();
         prometheus::TextEncoder::new().encode(&self.registry.gather(), &mut out)?;
         Ok(out)
+    }
+}
+
+/// The series of attribution's groups. Their number stays bounded: a
+/// group's series exist while it is among the groups shown (the heaviest
+/// `--max-groups`, chosen by a weight that changes slowly) and are removed
+/// when it leaves, so at most `--max-groups` groups, `other` and
+/// `unattributed` have series at a time. A group shown again starts at 0,
+/// which `rate()` takes as a counter reset.
+struct GroupSeries {
+    by: GroupBy,
+    seconds: CounterVec,
+    enabled: IntGauge,
+    /// (group, label) of the series that exist.
+    present: BTreeSet<(String, String)>,
+}
+
+/// The label values of the time no group claimed.
+const UNATTRIBUTED: &str = "unattributed";
+
+impl GroupSeries {
+    fn register(registry: &Registry, by: GroupBy) -> Result<GroupSeries, MetricsError> {
+        let (name, group_label, what) = match by {
+            GroupBy::Cgroup => (
+                "netto_cgroup_cpu_seconds_total",
+                "cgroup",
+                "cgroup (v2 path)",
+            ),
+            GroupBy::Process => ("netto_pid_cpu_seconds_total", "pid", "process"),
+            GroupBy::Netns => (
+                "netto_netns_cpu_seconds_total",
+                "netns",
+                "network namespace (inode)",
+            ),
+        };
+        let help = format!(
+            "Network CPU time attributed to each {what} (--by {}), per event: the heaviest \
+             --max-groups, `other` for the rest, `unattributed` for time no group claimed; \
+             they add up to netto_cpu_seconds_total.",
+            by.name()
+        );
+        let seconds = register(
+            registry,
+            CounterVec::new(Opts::new(name, help), &[group_label, "label", "event"])?,
+        )?;
+        let enabled = register(
+            registry,
+            IntGauge::new(
+                "netto_attribution_on",
+                "1 while attribution (--by) runs, 0 while it is turned off (all time unattributed).",
+            )?,
+        )?;
+        Ok(GroupSeries {
+            by,
+            seconds,
+            enabled,
+            present: BTreeSet::new(),
+        })
+    }
+
+    fn add(&mut self, attribution: &Attribution) {
+        // A recording made with another --by does not mix into these series.
+        if attribution.by != self.by {
+            return;
+        }
+        self.enabled.set(i64::from(attribution.on));
+        let shown: BTreeSet<(String, String)> = attribution
+            .groups
+            .iter()
+            .map(|g| (g.name.clone(), g.label.clone()))
+            .chain(std::iter::once((
+                UNATTRIBUTED.to_owned(),
+                UNATTRIBUTED.to_owned(),
+            )))
+            .collect();
+        for (name, label) in self.present.difference(&shown) {
+            for event in EventKey::ALL {
+                let _ = self
+                    .seconds
+                    .remove_label_values(&[name.as_str(), label, event.name()]);
+            }
+        }
+        let rows = attribution
+            .groups
+            .iter()
+            .map(|g| (g.name.as_str(), g.label.as_str(), &g.events))
+            .chain(std::iter::once((
+                UNATTRIBUTED,
+                UNATTRIBUTED,
+                &attribution.unattributed,
+            )));
+        for (name, label, events) in rows {
+            for event in EventKey::ALL {
+                let ns = events.get(&event).copied().unwrap_or(0);
+                self.seconds
+                    .with_label_values(&[name, label, event.name()])
+                    .inc_by(seconds(ns));
+            }
+        }
+        self.present = shown;
     }
 }
 
@@ -416,6 +538,60 @@ mod tests {
         assert!(text.contains("# HELP netto_cpu_seconds_total CPU time"));
         // Label values are escaped, not cut.
         assert!(text.contains(r#"host="box \"1\"""#), "{text}");
+    }
+
+    #[test]
+    fn groups_have_series_while_shown_and_add_up_to_the_events() {
+        use crate::model::Group;
+        let metrics = Metrics::new(&info()).unwrap();
+        let group = |name: &str, label: &str, rx: u64| {
+            let mut events = Attribution::zero_events();
+            events.insert(EventKey::NetRxSoftirq, rx);
+            Group {
+                name: name.into(),
+                label: label.into(),
+                events,
+            }
+        };
+        let attributed = |groups: Vec<Group>| {
+            let mut s = snapshot();
+            let claimed: u64 = groups
+                .iter()
+                .map(|g| g.events[&EventKey::NetRxSoftirq])
+                .sum();
+            let mut unattributed = Attribution::zero_events();
+            unattributed.insert(EventKey::NetRxSoftirq, 750_000_000 - claimed);
+            s.attribution = Some(Attribution {
+                by: GroupBy::Cgroup,
+                on: true,
+                groups,
+                unattributed,
+            });
+            s
+        };
+        metrics.add(&attributed(vec![
+            group("/a.service", "a.service", 500_000_000),
+            group("/b", "b", 100_000_000),
+        ]));
+        metrics.add(&attributed(vec![group(
+            "/a.service",
+            "a.service",
+            250_000_000,
+        )]));
+        let text = String::from_utf8(metrics.encode().unwrap()).unwrap();
+        let series = |cgroup: &str, label: &str| {
+            format!(
+                r#"netto_cgroup_cpu_seconds_total{{cgroup="{cgroup}",event="net_rx_softirq",label="{label}"}}"#
+            )
+        };
+        assert_eq!(value(&text, &series("/a.service", "a.service")), 0.75);
+        assert_eq!(value(&text, &series("unattributed", "unattributed")), 0.65);
+        assert!(
+            !text.contains(r#"cgroup="/b""#),
+            "a group no longer shown has no series:\n{text}"
+        );
+        assert_eq!(value(&text, "netto_attribution_on"), 1.0);
+        assert!(text.contains("# TYPE netto_cgroup_cpu_seconds_total counter"));
     }
 
     #[test]

@@ -4,6 +4,7 @@
 
 mod breakdown;
 mod events;
+mod groups;
 mod header;
 mod help;
 mod history;
@@ -36,15 +37,18 @@ struct Areas {
     breakdown: Rect,
     /// Only while the snapshot carries a sketch.
     sketch: Option<Rect>,
+    /// Only while the snapshot carries an attribution (`--by`).
+    groups: Option<Rect>,
     status: Rect,
 }
 
 impl Areas {
-    /// The XDP sketch panel, once there is one, takes the right part of the
-    /// breakdown's band: the breakdown is the only panel whose rows do not
-    /// need the full width. Below [`WIDE`] the two share the band's height
-    /// instead, so that a flow's 5-tuple still fits on one line.
-    fn of(area: Rect, with_sketch: bool) -> Areas {
+    /// The XDP sketch and who-pays panels, when there are any, take the
+    /// right part of the breakdown's band: the breakdown is the only panel
+    /// whose rows do not need the full width. Below [`WIDE`] they share the
+    /// band's height instead, so that a flow's 5-tuple still fits on one
+    /// line.
+    fn of(area: Rect, with_sketch: bool, with_groups: bool) -> Areas {
         let [header, body, status] = Layout::vertical([
             Constraint::Length(2),
             Constraint::Fill(1),
@@ -67,23 +71,23 @@ impl Areas {
             ])
             .areas(body)
         };
-        let (breakdown, sketch) = if with_sketch {
-            let halves = [Constraint::Fill(1), Constraint::Fill(1)];
-            let [breakdown, sketch] = if body.width >= WIDE {
-                Layout::horizontal(halves).areas(breakdown)
-            } else {
-                Layout::vertical(halves).areas(breakdown)
-            };
-            (breakdown, Some(sketch))
+        let parts = 1 + usize::from(with_sketch) + usize::from(with_groups);
+        let shares = vec![Constraint::Fill(1); parts];
+        let band = if body.width >= WIDE {
+            Layout::horizontal(shares).split(breakdown)
         } else {
-            (breakdown, None)
+            Layout::vertical(shares).split(breakdown)
         };
+        let mut beside = band.iter().copied().skip(1);
+        let sketch = with_sketch.then(|| beside.next()).flatten();
+        let groups = with_groups.then(|| beside.next()).flatten();
         Areas {
             header,
             events,
             history,
-            breakdown,
+            breakdown: band[0],
             sketch,
+            groups,
             status,
         }
     }
@@ -97,13 +101,19 @@ pub fn draw(app: &App, frame: &mut Frame<'_>) {
         return;
     }
     let sketch = app.latest().and_then(|s| s.sketch.as_ref());
-    let areas = Areas::of(area, sketch.is_some());
+    let attribution = app
+        .latest()
+        .and_then(|s| Some((s.attribution.as_ref()?, s.interval_s)));
+    let areas = Areas::of(area, sketch.is_some(), attribution.is_some());
     header::draw(app, frame, areas.header);
     events::draw(app, frame, areas.events);
     history::draw(app, frame, areas.history);
     breakdown::draw(app, frame, areas.breakdown);
     if let (Some(sketch), Some(rect)) = (sketch, areas.sketch) {
         sketch::draw(app, sketch, frame, rect);
+    }
+    if let (Some((attribution, interval_s)), Some(rect)) = (attribution, areas.groups) {
+        groups::draw(app, attribution, interval_s, frame, rect);
     }
     status(app, frame, areas.status);
     if app.help {

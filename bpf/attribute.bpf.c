@@ -1,0 +1,202 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/*
+ * Attribution's delivery points: the places inside a softirq where the
+ * kernel says whom its work is for. At each, the time of the running event
+ * since the last settled point (or since the run began) goes to that
+ * point's owner:
+ *
+ * - a socket: a packet handed to it (sock:sk_data_ready), a TCP segment
+ *   processed for it (tcp:tcp_probe, also pure ACKs on the sending side),
+ *   a packet transmitted or freed for it (net:net_dev_xmit, skb:consume_skb
+ *   with skb->sk). Its owner is the process and cgroup that last made a
+ *   socket call on it (sock:sock_send_length / sock_recv_length, kept in
+ *   socket local storage), else the cgroup the kernel keeps on the socket;
+ * - a device's network namespace: a packet transmitted for no socket
+ *   (forwarded, bridged).
+ *
+ * A separate object sharing the accounting's per-CPU record and group map,
+ * so attribution loads, attaches and detaches at run time without touching
+ * the accounting's programs. It only reads the accounting's state and
+ * writes the attribution part of it.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+#include "netto.h"
+#include "cpus_map.h"
+#include "attribution.h"
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+struct {
+	__uint(type, BPF_MAP_TYPE_SK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct netto_sock_owner);
+} owners SEC(".maps");
+
+/* Socket states of the kernel's mini sockets (sk_fullsock() is false):
+ * they end where struct sock_common ends. */
+#define NETTO_TCP_TIME_WAIT 6
+#define NETTO_TCP_NEW_SYN_RECV 12
+
+/* The event whose time a delivery point on this CPU settles: the network
+ * softirq running, a network timer callback, or a threaded NAPI poller;
+ * nothing inside a socket window (that time is the calling task's) or an
+ * interrupt. Follows charge() in account.bpf.c. */
+static __always_inline int point_event(const struct netto_cpu *c)
+{
+	__u32 cb = c->callback - 1;
+
+	if (c->in_hardirq)
+		return -1;
+	if (c->softirq == NETTO_SOFTIRQ_NET_RX + 1)
+		return NETTO_EV_NET_RX_SOFTIRQ;
+	if (c->softirq == NETTO_SOFTIRQ_NET_TX + 1)
+		return NETTO_EV_NET_TX_SOFTIRQ;
+	if (c->softirq)
+		return cb < NETTO_MAX_CALLBACKS ? NETTO_EV_NET_TIMERS : -1;
+	if (c->task_window == NETTO_WIN_NAPI)
+		return NETTO_EV_NET_RX_SOFTIRQ;
+	return -1;
+}
+
+/* Gives the event's open segment to `key`, the owner of the run's latest
+ * point. The accounting charges the time since its last transition only at
+ * its next hook, so that part is added here and the mark set past it; the
+ * charge catches up. */
+static __always_inline void settle(struct netto_cpu *c, int ev, const struct netto_group_key *key)
+{
+	__u64 now = bpf_ktime_get_ns();
+	__u64 total, mark;
+
+	if (ev < 0 || ev >= NETTO_NR_EVENTS)
+		return;
+	total = c->event_ns[ev];
+	if (c->since_ns && now > c->since_ns)
+		total += now - c->since_ns;
+	mark = c->attr.mark_ns[ev];
+	if (total <= mark)
+		return;
+	c->attr.mark_ns[ev] = total;
+	c->attr.last[ev] = *key;
+	attr_give(c, key, ev, total - mark);
+}
+
+static __always_inline void sock_key(const struct sock *sk, struct netto_group_key *key)
+{
+	struct netto_sock_owner *owner;
+	__u8 state = sk->__sk_common.skc_state;
+
+	key->netns = sk->__sk_common.skc_net.net->ns.inum;
+	key->tgid = 0;
+	key->cgroup = 0;
+	if (state == NETTO_TCP_TIME_WAIT || state == NETTO_TCP_NEW_SYN_RECV)
+		return;
+	owner = bpf_sk_storage_get(&owners, (struct sock *)sk, 0, 0);
+	if (owner) {
+		key->tgid = owner->tgid;
+		key->cgroup = owner->cgroup;
+	} else if (bpf_core_field_exists(sk->sk_cgrp_data.cgroup)) {
+		/* A helper read, not a load: clang would otherwise share the
+		 * load with owner->cgroup's, which the verifier refuses for
+		 * two kinds of pointer. */
+		key->cgroup = BPF_CORE_READ(sk, sk_cgrp_data.cgroup, kn, id);
+	}
+}
+
+static __always_inline void at_socket(const struct sock *sk)
+{
+	struct netto_cpu *c = this_cpu();
+	struct netto_group_key key;
+	int ev;
+
+	if (!c || !sk)
+		return;
+	ev = point_event(c);
+	if (ev < 0)
+		return;
+	sock_key(sk, &key);
+	settle(c, ev, &key);
+}
+
+static __always_inline void at_device(const struct net_device *dev)
+{
+	struct netto_cpu *c = this_cpu();
+	struct netto_group_key key = {};
+	int ev;
+
+	if (!c || !dev)
+		return;
+	ev = point_event(c);
+	if (ev < 0)
+		return;
+	key.netns = dev->nd_net.net->ns.inum;
+	settle(c, ev, &key);
+}
+
+SEC("tp_btf/sk_data_ready")
+int BPF_PROG(netto_attr_data_ready, const struct sock *sk)
+{
+	at_socket(sk);
+	return 0;
+}
+
+SEC("tp_btf/tcp_probe")
+int BPF_PROG(netto_attr_tcp_probe, struct sock *sk)
+{
+	at_socket(sk);
+	return 0;
+}
+
+SEC("tp_btf/net_dev_xmit")
+int BPF_PROG(netto_attr_dev_xmit, struct sk_buff *skb, int rc, struct net_device *dev)
+{
+	struct sock *sk = skb->sk;
+
+	if (sk)
+		at_socket(sk);
+	else
+		at_device(dev);
+	return 0;
+}
+
+SEC("tp_btf/consume_skb")
+int BPF_PROG(netto_attr_consume, struct sk_buff *skb)
+{
+	struct sock *sk = skb->sk;
+
+	if (sk)
+		at_socket(sk);
+	return 0;
+}
+
+/* ---- socket owners: the task of the last socket call on each socket ---- */
+
+static __always_inline void note_owner(struct sock *sk)
+{
+	struct netto_sock_owner *owner;
+
+	if (!sk)
+		return;
+	owner = bpf_sk_storage_get(&owners, sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
+	if (!owner)
+		return;
+	owner->tgid = bpf_get_current_pid_tgid() >> 32;
+	owner->cgroup = bpf_get_current_cgroup_id();
+}
+
+SEC("tp_btf/sock_send_length")
+int BPF_PROG(netto_attr_send_owner, struct sock *sk)
+{
+	note_owner(sk);
+	return 0;
+}
+
+SEC("tp_btf/sock_recv_length")
+int BPF_PROG(netto_attr_recv_owner, struct sock *sk)
+{
+	note_owner(sk);
+	return 0;
+}

@@ -1,0 +1,170 @@
+//! Attribution's delivery points (`bpf/attribute.bpf.c`): where the kernel
+//! says, inside a softirq, whom its work is for. Loaded beside the
+//! accounting, sharing its per-CPU record and group map, and attached or
+//! detached at run time with the accounting's switch, so attribution is a
+//! knob that costs nothing while off. Each point is optional: a kernel
+//! without one leaves what it would have claimed unattributed, and
+//! [`POINTS`] says what that is.
+
+use std::mem::MaybeUninit;
+
+use libbpf_rs::skel::{OpenSkel, Skel, SkelBuilder};
+use libbpf_rs::{Btf, Link, OpenObject};
+
+use super::accounting::Accounting;
+use super::skel::attribute::{AttributeSkel, AttributeSkelBuilder};
+use super::{tracepoints, KernelError};
+
+/// One delivery point: its program, the tracepoint it needs, and what a
+/// kernel without that tracepoint leaves unattributed.
+#[derive(Debug)]
+pub struct Point {
+    pub program: &'static str,
+    pub tracepoint: &'static str,
+    pub without: &'static str,
+}
+
+pub const POINTS: &[Point] = &[
+    Point {
+        program: "netto_attr_data_ready",
+        tracepoint: "sk_data_ready",
+        without: "receive time of packets for UDP and other non-TCP sockets stays unattributed",
+    },
+    Point {
+        program: "netto_attr_tcp_probe",
+        tracepoint: "tcp_probe",
+        without: "receive time of TCP segments without new data (ACKs to a sender) stays unattributed",
+    },
+    Point {
+        program: "netto_attr_dev_xmit",
+        tracepoint: "net_dev_xmit",
+        without: "softirq and timer time up to a transmit, and forwarded or bridged traffic, stay unattributed",
+    },
+    Point {
+        program: "netto_attr_consume",
+        tracepoint: "consume_skb",
+        without: "transmit completions stay unattributed",
+    },
+    Point {
+        program: "netto_attr_send_owner",
+        tracepoint: "sock_send_length",
+        without: "softirq time goes to the cgroup each socket was created in, and to no process, unless the socket also receives",
+    },
+    Point {
+        program: "netto_attr_recv_owner",
+        tracepoint: "sock_recv_length",
+        without: "softirq time goes to the cgroup each socket was created in, and to no process, unless the socket also sends",
+    },
+];
+
+/// The points this kernel lacks.
+pub fn missing_points(btf: &Btf<'_>) -> Vec<&'static Point> {
+    POINTS
+        .iter()
+        .filter(|point| !tracepoints::exists(btf, point.tracepoint))
+        .collect()
+}
+
+/// The loaded delivery points, attached while attribution is on.
+pub struct Points<'obj> {
+    skel: AttributeSkel<'obj>,
+    links: Vec<Link>,
+    missing: Vec<&'static Point>,
+}
+
+impl<'obj> Points<'obj> {
+    /// Loads the points this kernel has, sharing `accounting`'s maps;
+    /// attaches nothing.
+    pub fn load(
+        storage: &'obj mut MaybeUninit<OpenObject>,
+        accounting: &Accounting<'_>,
+    ) -> Result<Self, KernelError> {
+        let load_err = |source| KernelError::Load {
+            what: "the attribution programs",
+            source,
+        };
+        let btf = Btf::from_vmlinux().map_err(KernelError::NoBtf)?;
+        let missing = missing_points(&btf);
+        let mut open = AttributeSkelBuilder::default()
+            .open(storage)
+            .map_err(load_err)?;
+        open.maps
+            .cpus
+            .reuse_fd(accounting.cpus_map())
+            .map_err(load_err)?;
+        open.maps
+            .groups
+            .reuse_fd(accounting.groups_map())
+            .map_err(load_err)?;
+        for mut prog in open.open_object_mut().progs_mut() {
+            let name = prog.name().to_string_lossy().into_owned();
+            let absent = missing.iter().any(|point| point.program == name);
+            prog.set_autoload(!absent);
+        }
+        let skel = open.load().map_err(load_err)?;
+        Ok(Points {
+            skel,
+            links: Vec::new(),
+            missing,
+        })
+    }
+
+    /// Attaches (on) or detaches (off) every point and sets the
+    /// accounting's switch to match: off, nothing runs but the marks the
+    /// accounting's hooks keep.
+    pub fn switch(&mut self, accounting: &Accounting<'_>, on: bool) -> Result<(), KernelError> {
+        if !on {
+            accounting.set_attribution(false)?;
+            self.links.clear();
+            return Ok(());
+        }
+        if self.is_on() {
+            return Ok(());
+        }
+        for prog in self.skel.object().progs_mut().filter(|p| p.autoload()) {
+            let name = prog.name().to_string_lossy().into_owned();
+            let link = prog
+                .attach()
+                .map_err(|source| KernelError::Attach { prog: name, source })?;
+            self.links.push(link);
+        }
+        accounting.set_attribution(true)
+    }
+
+    pub fn is_on(&self) -> bool {
+        !self.links.is_empty()
+    }
+
+    /// What this kernel leaves unattributed, one sentence each.
+    pub fn limits(&self) -> Vec<String> {
+        self.missing
+            .iter()
+            .map(|point| {
+                format!(
+                    "note: no {} tracepoint here: {}",
+                    point.tracepoint, point.without
+                )
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_point_is_a_program_of_the_object() {
+        let mut storage = MaybeUninit::uninit();
+        let open = AttributeSkelBuilder::default().open(&mut storage).unwrap();
+        let programs: Vec<String> = open
+            .open_object()
+            .progs()
+            .map(|p| p.name().to_string_lossy().into_owned())
+            .collect();
+        for point in POINTS {
+            assert!(programs.iter().any(|p| p == point.program), "{point:?}");
+        }
+        assert_eq!(programs.len(), POINTS.len(), "a program without a row");
+    }
+}
