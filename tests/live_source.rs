@@ -34,6 +34,7 @@ fn frequency_changes_while_running_and_everything_unloads() {
         demo: DemoWhen::Off,
         flush_on_stop: false,
         xdp_sketch: None,
+        budget: None,
     })
     .expect("starting the live source");
     assert!(source.is_live());

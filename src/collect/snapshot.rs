@@ -173,6 +173,7 @@ pub fn build(
                 .sum(),
             dropped_halves: 0,
         },
+        budget: None,
     }
 }
 
