@@ -94,27 +94,39 @@ impl Budget {
     /// says about the budget, and the frequency to change to, if any.
     pub fn observe(&mut self, overhead: &Overhead) -> (BudgetStatus, Option<u64>) {
         let cost = overhead.cost_percent;
-        let over = cost.is_some_and(|c| c > self.percent);
         let room = cost.is_some_and(|c| c + 2.0 * overhead.error_percent < ROOM * self.percent);
         let change = if std::mem::take(&mut self.settling) {
             None
         } else {
-            self.judge(over, room)
-        };
-        let status = BudgetStatus {
-            percent: self.percent,
-            over,
-            at_floor: self.at_floor(),
-            asked_frequency_hz: self.asked_hz,
-            change,
-            steps_down: self.steps_down,
-            steps_up: self.steps_up,
+            self.judge(self.is_over(overhead), room)
         };
         let to = match change {
             Some(BudgetChange::Down { to_hz, .. } | BudgetChange::Up { to_hz, .. }) => Some(to_hz),
             _ => None,
         };
-        (status, to)
+        (self.status(overhead, change), to)
+    }
+
+    /// What the last interval of a run says about the budget: nothing
+    /// changes after it.
+    pub fn last(&self, overhead: &Overhead) -> BudgetStatus {
+        self.status(overhead, None)
+    }
+
+    fn is_over(&self, overhead: &Overhead) -> bool {
+        overhead.cost_percent.is_some_and(|c| c > self.percent)
+    }
+
+    fn status(&self, overhead: &Overhead, change: Option<BudgetChange>) -> BudgetStatus {
+        BudgetStatus {
+            percent: self.percent,
+            over: self.is_over(overhead),
+            at_floor: self.at_floor(),
+            asked_frequency_hz: self.asked_hz,
+            change,
+            steps_down: self.steps_down,
+            steps_up: self.steps_up,
+        }
     }
 
     fn judge(&mut self, over: bool, room: bool) -> Option<BudgetChange> {
@@ -306,6 +318,15 @@ mod tests {
         let changes = run(&mut budget, 2.0, 3);
         assert_eq!(changes, [None, None, down(999, 499)]);
         assert_eq!(budget.observe(&cost(2.0, 0.0)).0.steps_down, 2);
+    }
+
+    #[test]
+    fn the_last_interval_reports_and_changes_nothing() {
+        let mut budget = Budget::new(1.0, Some(99));
+        budget.observe(&cost(2.0, 0.0));
+        let status = budget.last(&cost(2.0, 0.0));
+        assert!(status.over && status.change.is_none());
+        assert_eq!((budget.frequency_hz(), status.steps_down), (Some(99), 0));
     }
 
     #[test]

@@ -493,12 +493,13 @@ impl<'c, 'a, 'obj> Measure<'c, 'a, 'obj> {
                 }
                 Wake::Stop => {
                     if self.flush_on_stop {
-                        self.deliver(sampler.as_deref())?;
+                        self.deliver(sampler.as_deref(), true)?;
                     }
                     return Ok(Next::Done);
                 }
                 Wake::Due if now >= due => {
-                    if !self.deliver(sampler.as_deref())? || self.intervals.ended(now) {
+                    let last = self.intervals.ended(now);
+                    if !self.deliver(sampler.as_deref(), last)? || last {
                         return Ok(Next::Done);
                     }
                     self.intervals.advance(now);
@@ -549,7 +550,9 @@ impl<'c, 'a, 'obj> Measure<'c, 'a, 'obj> {
     }
 
     /// Ends the interval and sends its snapshot; false once nobody listens.
-    fn deliver(&mut self, sampler: Option<&Sampler<'_>>) -> Result<bool> {
+    /// The budget reports on the `last` interval of a run without judging
+    /// it: nothing changes after it.
+    fn deliver(&mut self, sampler: Option<&Sampler<'_>>, last: bool) -> Result<bool> {
         let mut sketch = self.sketch.as_mut().map(Host::snapshot);
         let counters = sampler.map(Sampler::counters);
         let counted = counters.map(|c| self.retired + (c - self.base));
@@ -596,9 +599,13 @@ impl<'c, 'a, 'obj> Measure<'c, 'a, 'obj> {
             self.retired = SamplerCounters::default();
         }
         if let Some(budget) = self.budget.as_mut() {
-            let (status, frequency) = budget.observe(&snapshot.overhead);
-            snapshot.budget = Some(status);
-            self.budget_frequency = frequency;
+            snapshot.budget = Some(if last {
+                budget.last(&snapshot.overhead)
+            } else {
+                let (status, frequency) = budget.observe(&snapshot.overhead);
+                self.budget_frequency = frequency;
+                status
+            });
         }
         Ok(self.out.send(snapshot).is_ok())
     }
