@@ -9,8 +9,9 @@
 //! Hysteresis, counted in intervals: one step down after [`DOWN_AFTER`]
 //! intervals in a row over the budget; one step up after [`UP_AFTER`] in a
 //! row with room, that is with the cost plus twice its error under
-//! [`ROOM`] of the budget. The interval after a step is not judged: it pays
-//! for loading the new sampler. A step up that is over the budget again
+//! [`ROOM`] of the budget. The [`SETTLE`] intervals after a step are not
+//! judged: they pay for loading the new sampler and for re-reading the
+//! kernel's symbols, which its programs change. A step up that is over the budget again
 //! straight away doubles the wait before the next one (up to
 //! [`LONGEST_UP_WAIT`]), so a cost that sits between the two frequencies
 //! does not swing back and forth every few intervals.
@@ -26,6 +27,7 @@ pub const DOWN_AFTER: u32 = 2;
 pub const UP_AFTER: u32 = 5;
 pub const ROOM: f64 = 0.6;
 pub const LONGEST_UP_WAIT: u32 = 80;
+pub const SETTLE: u32 = 2;
 
 /// Lowest and highest budget, in percent of one CPU.
 pub const MIN_PERCENT: f64 = 0.01;
@@ -44,8 +46,8 @@ pub struct Budget {
     up_wait: u32,
     /// Intervals since the last step up, while it may still be undone.
     since_up: Option<u32>,
-    /// The interval after a step is not judged.
-    settling: bool,
+    /// Intervals still not judged after a step.
+    settling: u32,
     exceeded: bool,
     steps_down: u64,
     steps_up: u64,
@@ -61,7 +63,7 @@ impl Budget {
             room_for: 0,
             up_wait: UP_AFTER,
             since_up: None,
-            settling: false,
+            settling: 0,
             exceeded: false,
             steps_down: 0,
             steps_up: 0,
@@ -77,7 +79,7 @@ impl Budget {
                 steps_up: self.steps_up,
                 ..Budget::new(self.percent, Some(hz))
             };
-            self.settling = true;
+            self.settling = SETTLE;
         }
     }
 
@@ -95,7 +97,8 @@ impl Budget {
     pub fn observe(&mut self, overhead: &Overhead) -> (BudgetStatus, Option<u64>) {
         let cost = overhead.cost_percent;
         let room = cost.is_some_and(|c| c + 2.0 * overhead.error_percent < ROOM * self.percent);
-        let change = if std::mem::take(&mut self.settling) {
+        let change = if self.settling > 0 {
+            self.settling -= 1;
             None
         } else {
             self.judge(self.is_over(overhead), room)
@@ -161,7 +164,7 @@ impl Budget {
         let from_hz = self.frequency_hz().unwrap_or(0);
         self.level = self.level.saturating_add_signed(by);
         let to_hz = self.frequency_hz().unwrap_or(0);
-        self.settling = true;
+        self.settling = SETTLE;
         if by > 0 {
             self.steps_down += 1;
             BudgetChange::Down { from_hz, to_hz }
@@ -209,12 +212,12 @@ mod tests {
     #[test]
     fn steps_down_after_two_intervals_over_and_lets_each_step_settle() {
         let mut budget = Budget::new(1.0, Some(1000));
-        // Over, over: down; the next interval pays for the new sampler and
-        // is not judged; then two more over: down again.
+        // Over, over: down; the next two intervals pay for the new
+        // sampler and are not judged; then two more over: down again.
         let changes = run(&mut budget, 1.5, 6);
         assert_eq!(
             changes,
-            [None, down(1000, 500), None, None, down(500, 250), None]
+            [None, down(1000, 500), None, None, None, down(500, 250)]
         );
         assert_eq!(budget.frequency_hz(), Some(250));
         let (status, to) = budget.observe(&cost(1.5, 0.0));
@@ -258,16 +261,16 @@ mod tests {
         run(&mut budget, 2.0, 2);
         assert_eq!(budget.frequency_hz(), Some(200));
         // Room at 200 Hz, over at 400 Hz: up after 5 (and the settling
-        // interval), straight back down.
-        let mut changes = run(&mut budget, 0.3, 6);
-        changes.extend(run(&mut budget, 2.0, 3));
-        assert_eq!(changes[5], up(200, 400));
-        assert_eq!(changes[8], down(400, 200));
+        // intervals), straight back down.
+        let mut changes = run(&mut budget, 0.3, 7);
+        changes.extend(run(&mut budget, 2.0, 4));
+        assert_eq!(changes[6], up(200, 400));
+        assert_eq!(changes[10], down(400, 200));
         assert_eq!(budget.up_wait, 2 * UP_AFTER);
         // The next step up waits 10 intervals with room (after settling).
-        let changes = run(&mut budget, 0.3, 11);
-        assert_eq!(changes[..10], vec![None; 10]);
-        assert_eq!(changes[10], up(200, 400));
+        let changes = run(&mut budget, 0.3, 12);
+        assert_eq!(changes[..11], vec![None; 11]);
+        assert_eq!(changes[11], up(200, 400));
         // A step up that holds keeps the wait.
         run(&mut budget, 0.8, 10);
         assert_eq!(budget.up_wait, 2 * UP_AFTER);
@@ -315,8 +318,8 @@ mod tests {
         budget.asked(999);
         assert_eq!(budget.frequency_hz(), Some(999));
         // Settling first, then two over: down from the new ceiling.
-        let changes = run(&mut budget, 2.0, 3);
-        assert_eq!(changes, [None, None, down(999, 499)]);
+        let changes = run(&mut budget, 2.0, 4);
+        assert_eq!(changes, [None, None, None, down(999, 499)]);
         assert_eq!(budget.observe(&cost(2.0, 0.0)).0.steps_down, 2);
     }
 
