@@ -140,7 +140,17 @@ pub struct MeasureArgs {
     /// Groups shown with --by; the lighter ones are folded into `other`.
     #[arg(long, value_name = "N", requires = "by", default_value_t = DEFAULT_MAX_GROUPS, value_parser = parse_max_groups)]
     pub max_groups: usize,
+    /// Keep netto's whole cost (its processes and BPF programs) under this
+    /// percentage of one CPU by turning the sampling frequency down, and
+    /// back up when there is room; `off`: no budget. The exact accounting
+    /// is never turned down: when it alone costs more, netto says so.
+    #[arg(long, value_name = "PERCENT", default_value = "off", allow_negative_numbers = true, value_parser = parse_budget)]
+    pub budget: BudgetArg,
 }
+
+/// `--budget`: a percentage of one CPU, or `off`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct BudgetArg(pub Option<f64>);
 
 impl MeasureArgs {
     /// The live run these options ask for, sampling stacks as `sampling`
@@ -169,6 +179,7 @@ impl MeasureArgs {
                 .as_ref()
                 .map(|iface| (iface.clone(), SketchConfig::default())),
             attribution: self.attribution(),
+            budget: self.budget.0,
         }
     }
 }
@@ -394,10 +405,12 @@ pub struct TopArgs {
     pub weight: WeightArg,
 }
 
+/// `serve` is the agent left running: it keeps a budget unless told not to.
 #[derive(Debug, Args)]
 #[command(mut_arg("frequency", |a| a
     .default_value("99")
     .help("Stack samples per second per CPU, for the breakdown and flame graph")))]
+#[command(mut_arg("budget", |a| a.default_value("1")))]
 pub struct ServeArgs {
     /// Address and port to listen on.
     #[arg(long, default_value = "127.0.0.1:9464", value_name = "ADDR:PORT")]
@@ -553,6 +566,22 @@ fn parse_frequency(text: &str) -> Result<u64, String> {
         ));
     }
     Ok(value)
+}
+
+fn parse_budget(text: &str) -> Result<BudgetArg, String> {
+    use crate::source::budget::{MAX_PERCENT, MIN_PERCENT};
+    if text == "off" {
+        return Ok(BudgetArg(None));
+    }
+    match text.parse::<f64>() {
+        Ok(percent) if (MIN_PERCENT..=MAX_PERCENT).contains(&percent) => {
+            Ok(BudgetArg(Some(percent)))
+        }
+        Ok(_) => Err(format!(
+            "must be from {MIN_PERCENT} to {MAX_PERCENT} (percent of one CPU), or off"
+        )),
+        Err(_) => Err(format!("'{text}' is not a percentage (or off)")),
+    }
 }
 
 fn parse_host_name(text: &str) -> Result<String, String> {
@@ -735,6 +764,12 @@ mod tests {
             panic!("serve expected")
         };
         assert_eq!(serve.source.sampling.frequency, 99);
+        assert_eq!(serve.source.measure.budget, BudgetArg(Some(1.0)));
+        let Command::Serve(serve) = parse(&["serve", "--budget", "off"]).unwrap().into_command()
+        else {
+            panic!("serve expected")
+        };
+        assert_eq!(serve.source.measure.budget, BudgetArg(None));
         let Command::Record(record) = parse(&["record", "--duration", "1", "-o", "x.svg"])
             .unwrap()
             .into_command()
@@ -742,11 +777,21 @@ mod tests {
             panic!("record expected")
         };
         assert_eq!(record.sampling.frequency, 1000);
+        assert_eq!(record.measure.budget, BudgetArg(None));
         let config = record
             .measure
             .live_config(Some(&record.sampling), Some(1.0), true);
         assert_eq!(config.sampling.map(|s| s.frequency_hz), Some(1000));
         assert_eq!(config.duration, Some(std::time::Duration::from_secs(1)));
+        assert_eq!(config.budget, None);
+        let Command::Stat(stat) = parse(&["stat", "--budget", "0.05"]).unwrap().into_command()
+        else {
+            panic!("stat expected")
+        };
+        assert_eq!(
+            stat.measure.live_config(None, None, false).budget,
+            Some(0.05)
+        );
     }
 
     #[test]
@@ -761,6 +806,13 @@ mod tests {
             &["stat", "--duration", "inf"],
             &["stat", "--backend", "kprobe"],
             &["stat", "--backend", "bogus"],
+            &["stat", "--budget", "0"],
+            &["stat", "--budget", "101"],
+            &["stat", "--budget", "x"],
+            &["stat", "--budget", "nan"],
+            &["stat", "--budget", "-1"],
+            &["serve", "--budget", "inf"],
+            &["top", "--replay", "r.json", "--budget", "1"],
             &[
                 "record",
                 "--duration",

@@ -210,6 +210,70 @@ pub struct Snapshot {
     /// Whom each event's time was for (`--by`); absent when not asked for.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub attribution: Option<Attribution>,
+    /// What `--budget` saw and did in the interval; absent without a
+    /// budget (and from recordings made before it existed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget: Option<BudgetStatus>,
+}
+
+/// netto keeping its whole cost (`overhead.cost_percent`) under a share of
+/// one CPU by turning its sampling frequency down, and back up when there
+/// is room (`source::budget` says when).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BudgetStatus {
+    /// The budget, in percent of one CPU.
+    pub percent: f64,
+    /// Whether netto's cost was over the budget in this interval.
+    pub over: bool,
+    /// Whether every knob is at its floor (sampling at its lowest
+    /// frequency, or not sampling): nothing is left to turn down.
+    pub at_floor: bool,
+    /// The sampling frequency asked for (command line, `+`/`-`, the web
+    /// API): the ceiling the budget steps back up to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub asked_frequency_hz: Option<u64>,
+    /// What the budget changed at the end of this interval.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub change: Option<BudgetChange>,
+    /// Frequency steps taken down and up since the start.
+    pub steps_down: u64,
+    pub steps_up: u64,
+}
+
+/// One change the budget makes; each is one line on stderr (the TUI's
+/// status line), in the snapshot and in `/metrics`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum BudgetChange {
+    /// Sampling frequency stepped down: the cost was over the budget.
+    Down { from_hz: u64, to_hz: u64 },
+    /// Stepped back up toward the asked frequency: there was room.
+    Up { from_hz: u64, to_hz: u64 },
+    /// Over the budget with every knob at its floor: the budget is not kept
+    /// (netto does not give up exactness to keep it).
+    Exceeded,
+    /// Back under the budget after [`BudgetChange::Exceeded`].
+    Kept,
+}
+
+impl BudgetStatus {
+    /// The line that announces this interval's change, if there was one.
+    pub fn change_line(&self) -> Option<String> {
+        let budget = self.percent;
+        Some(match self.change? {
+            BudgetChange::Down { from_hz, to_hz } => {
+                format!("budget {budget} %: over it, sampling {from_hz} Hz -> {to_hz} Hz")
+            }
+            BudgetChange::Up { from_hz, to_hz } => {
+                format!("budget {budget} %: room under it, sampling {from_hz} Hz -> {to_hz} Hz")
+            }
+            BudgetChange::Exceeded => format!(
+                "budget {budget} % exceeded with every knob at its floor (the exact accounting \
+                 alone costs more); measuring on, exactly"
+            ),
+            BudgetChange::Kept => format!("budget {budget} % kept again"),
+        })
+    }
 }
 
 impl Snapshot {
@@ -238,6 +302,7 @@ impl Snapshot {
             sketch: None,
             losses: Losses::default(),
             attribution: None,
+            budget: None,
         }
     }
 

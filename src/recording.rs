@@ -251,6 +251,13 @@ fn check_snapshot(at: &str, s: &Snapshot) -> Result<(), Invalid> {
         s.overhead.error_percent,
         host_percent,
     )?;
+    if let Some(budget) = &s.budget {
+        let most = crate::source::budget::MAX_PERCENT;
+        check_percent(&format!("{at}.budget.percent"), budget.percent, most)?;
+        if let Some(hz) = budget.asked_frequency_hz {
+            check_frequency(&format!("{at}.budget.asked_frequency_hz"), hz)?;
+        }
+    }
     if let Some(sampling) = &s.sampling {
         check_frequency(
             &format!("{at}.sampling.frequency_hz"),

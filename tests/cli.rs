@@ -96,10 +96,25 @@ fn bad_input_is_one_line_and_non_zero() {
         (&["stat", "--duration", "-3"], "--duration"),
         (&["stat", "--duration", "1e15"], "--duration"),
         (&["stat", "--duration", "soon"], "--duration"),
+        (&["stat", "--budget", "0"], "--budget"),
+        (&["serve", "--budget", "101"], "--budget"),
+        (
+            &[
+                "record",
+                "--budget",
+                "x",
+                "--duration",
+                "1",
+                "-o",
+                "/tmp/x.svg",
+            ],
+            "--budget",
+        ),
         (&["bogus"], "bogus"),
     ] {
         assert_clean_failure(&netto(args), mentions);
     }
+    assert_eq!(netto(&["stat", "--budget", "0"]).status.code(), Some(2));
 }
 
 #[test]

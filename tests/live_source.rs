@@ -37,6 +37,7 @@ fn frequency_changes_while_running_and_everything_unloads() {
         flush_on_stop: false,
         xdp_sketch: None,
         attribution: None,
+        budget: None,
     })
     .expect("starting the live source");
     assert!(source.is_live());
@@ -103,6 +104,7 @@ fn attribution_turns_off_and_on_while_running() {
             by: GroupBy::Process,
             max_groups: 5,
         }),
+        budget: None,
     })
     .expect("starting the live source");
     let next = || {

@@ -16,7 +16,7 @@ use common::*;
 use libbpf_rs::skel::{OpenSkel, SkelBuilder};
 use netto::kernel::skel::floor::FloorSkelBuilder;
 use netto::kernel::stats::{run_stats, StatsGuard};
-use netto::model::{percent, Snapshot};
+use netto::model::{percent, BudgetChange, BudgetStatus, EventKey, Snapshot};
 use std::mem::MaybeUninit;
 use std::os::fd::AsFd;
 
@@ -177,3 +177,87 @@ fn estimated_intervals_price_runs_like_fully_measured_ones() {
         "estimated {estimated_per_run:.1} ns per run vs {exact_per_run:.1} ns measured in full"
     );
 }
+
+/// `--budget`: under a load that puts netto over its budget it steps the
+/// sampling frequency down within a few intervals, and back up once the
+/// load has stopped; each step is in the recording and on stderr.
+#[test]
+fn the_budget_steps_sampling_down_under_load_and_back_up_after() {
+    let (load_s, record_s, interval_s) = (6.0, 13.0, 0.5);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("budget.json");
+    let (sink, sender) = steady_load(5602, load_s);
+    let (record, budget) = (record_s.to_string(), BUDGET_PERCENT.to_string());
+    let out = netto(&[
+        "record",
+        "--budget",
+        &budget,
+        "--frequency",
+        "4000",
+        "--interval",
+        &interval_s.to_string(),
+        "--duration",
+        &record,
+        "-o",
+        path.to_str().unwrap(),
+    ]);
+    sender.join().unwrap();
+    drop(sink);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let recording: netto::model::Recording = serde_json::from_str(&text).unwrap();
+    let snaps = &recording.snapshots;
+    let frequency = |s: &Snapshot| s.sampling.as_ref().unwrap().frequency_hz;
+    let budgets: Vec<&BudgetStatus> = snaps.iter().map(|s| s.budget.as_ref().unwrap()).collect();
+    for (s, b) in snaps.iter().zip(&budgets) {
+        eprintln!(
+            "{:5} Hz  cost {:.3} % +-{:.3}  {:?}",
+            frequency(s),
+            s.overhead.cost_percent.unwrap(),
+            s.overhead.error_percent,
+            b.change
+        );
+    }
+    assert!(budgets.iter().all(|b| b.percent == BUDGET_PERCENT));
+    assert_eq!(frequency(&snaps[0]), 4000);
+    // Every interval samples at the frequency the last change left.
+    for (i, pair) in snaps.windows(2).enumerate() {
+        let expected = match budgets[i].change {
+            Some(BudgetChange::Down { to_hz, .. } | BudgetChange::Up { to_hz, .. }) => to_hz,
+            _ => frequency(&pair[0]),
+        };
+        assert_eq!(frequency(&pair[1]), expected, "interval {}", i + 1);
+    }
+    // Down within a few intervals of the start (two over, then the step).
+    let first_down = budgets
+        .iter()
+        .position(|b| matches!(b.change, Some(BudgetChange::Down { .. })))
+        .expect("no step down under load");
+    assert!(
+        first_down < 6,
+        "first step down after interval {first_down}"
+    );
+    assert!(stderr.contains(&format!(
+        "netto: budget {BUDGET_PERCENT} %: over it, sampling 4000 Hz -> 2000 Hz"
+    )));
+    // Up again once the load has stopped, and never up while it ran.
+    let loaded = |s: &Snapshot| s.event(EventKey::SockSend).count > 1000;
+    let last_loaded = snaps
+        .iter()
+        .rposition(loaded)
+        .expect("no interval under load");
+    let up = |b: &&&BudgetStatus| matches!(b.change, Some(BudgetChange::Up { .. }));
+    assert_eq!(budgets[..=last_loaded].iter().filter(up).count(), 0);
+    assert!(
+        budgets[last_loaded..].iter().any(|b| up(&b)),
+        "no step up after the load stopped"
+    );
+    assert!(stderr.contains("room under it, sampling"), "{stderr}");
+    let last = budgets.last().unwrap();
+    assert!(last.steps_down >= 1 && last.steps_up >= 1);
+}
+
+/// A budget the loaded host puts netto over at 4000 Hz, and that it is
+/// well under once idle (measured: see README, "What netto costs").
+const BUDGET_PERCENT: f64 = 2.0;

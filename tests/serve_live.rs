@@ -80,7 +80,15 @@ fn gaps(ts: &[f64]) -> Vec<f64> {
 
 #[test]
 fn the_stream_delivers_a_snapshot_per_interval_under_load() {
-    let serve = Serve::start(&["--demo", "--interval", "0.5", "--frequency", "199"]);
+    let serve = Serve::start(&[
+        "--demo",
+        "--interval",
+        "0.5",
+        "--frequency",
+        "199",
+        "--budget",
+        "off",
+    ]);
     let mut events = serve.stream("/api/v1/stream");
     let mut snapshots = Vec::new();
     let started = Instant::now();

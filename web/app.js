@@ -262,6 +262,13 @@ function renderOverhead(s) {
       ? `${fmtPct(pct(o.bpf_run_time_ns, s.interval_s))} % (statistics on ${(o.bpf_stats_held_s ?? 0).toFixed(2)} s)`
       : "not measured (--no-bpf-stats)"],
   ];
+  // Absent without --budget (and in recordings made before it existed).
+  const b = s.budget;
+  if (b) {
+    const state = b.over ? (b.at_floor ? "over, every knob at its floor: the exact accounting alone costs more" : "over") : "kept";
+    const asked = b.asked_frequency_hz == null ? "" : `, sampling asked ${b.asked_frequency_hz} Hz`;
+    rows.push(["budget", `${b.percent} % of one CPU: ${state} (${b.steps_down} steps down, ${b.steps_up} up${asked})`]);
+  }
   if (s.sampling) {
     const sm = s.sampling;
     rows.push(

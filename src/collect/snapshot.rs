@@ -178,6 +178,7 @@ pub fn build(
                 .sum(),
         },
         attribution: None,
+        budget: None,
     }
 }
 

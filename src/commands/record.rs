@@ -36,7 +36,11 @@ pub fn run(args: &RecordArgs) -> Result<ExitCode> {
         transport.name()
     );
     let started = SystemTime::now();
-    let snapshots: Vec<_> = source.snapshots.iter().collect();
+    let snapshots: Vec<_> = source
+        .snapshots
+        .iter()
+        .inspect(startup::announce_budget)
+        .collect();
     let duration_s = started.elapsed().map_or(0.0, |d| d.as_secs_f64());
     let info = source.info.clone();
     source.finish()?;

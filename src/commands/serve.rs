@@ -112,6 +112,7 @@ fn supervise(source: Source, server: ServerProcess, signalled: Receiver<()>) -> 
         .context("starting the server watch thread")?;
 
     for snapshot in source.snapshots.iter() {
+        startup::announce_budget(&snapshot);
         if feed::send(&mut pipe, &Feed::Snapshot(Box::new(snapshot))).is_err() {
             break; // The server is gone; its exit status says why.
         }

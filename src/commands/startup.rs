@@ -5,6 +5,7 @@
 
 use anyhow::Result;
 use netto::cli::SourceArgs;
+use netto::model::Snapshot;
 use netto::source::live::{self, LiveConfig};
 use netto::source::{replay, Control, Source};
 
@@ -20,6 +21,13 @@ pub fn view_source(args: &SourceArgs) -> Result<Source> {
             replay::start(recording, &path.display().to_string(), args.speed)
         }
         None => live::start(args.measure.live_config(Some(&args.sampling), None, false)),
+    }
+}
+
+/// One line on stderr for each change the budget makes (`--budget`).
+pub fn announce_budget(snapshot: &Snapshot) {
+    if let Some(line) = snapshot.budget.as_ref().and_then(|b| b.change_line()) {
+        eprintln!("netto: {line}");
     }
 }
 

@@ -13,6 +13,7 @@ pub fn run(args: &StatArgs) -> Result<ExitCode> {
     let source = startup::live(args.measure.live_config(None, args.duration, false))?;
     let mut stdout = io::stdout().lock();
     for snapshot in source.snapshots.iter() {
+        startup::announce_budget(&snapshot);
         if args.json {
             stat::write_json(&mut stdout, &snapshot)
         } else {

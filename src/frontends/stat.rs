@@ -123,6 +123,18 @@ pub fn render_table(s: &Snapshot) -> String {
         text.push_str(", BPF program statistics off (not in the cost)");
     }
     text.push('\n');
+    if let Some(b) = &s.budget {
+        let state = match (b.over, b.at_floor) {
+            (true, true) => "over, every knob at its floor",
+            (true, false) => "over",
+            (false, _) => "kept",
+        };
+        let _ = writeln!(
+            text,
+            "netto budget: {} % of a CPU, {state} ({} steps down, {} up)",
+            b.percent, b.steps_down, b.steps_up
+        );
+    }
     if s.losses.any() {
         let _ = writeln!(
             text,

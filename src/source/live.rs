@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 use libbpf_rs::OpenObject;
 
+use super::budget::Budget;
 use super::duty::DutyCycle;
 use super::intervals::Intervals;
 use super::{Control, Origin, Source, SourceInfo};
@@ -84,6 +85,9 @@ pub struct LiveConfig {
     pub xdp_sketch: Option<(String, SketchConfig)>,
     /// Attribute every event's time to groups (`--by`); `None`: not loaded.
     pub attribution: Option<attribution::Config>,
+    /// Keep netto's whole cost under this percentage of one CPU by turning
+    /// the sampling frequency down ([`super::budget`]); `None`: no budget.
+    pub budget: Option<f64>,
 }
 
 /// Loads and attaches everything, then returns once the first interval has
@@ -218,6 +222,7 @@ impl<'obj> Opened<'obj> {
     fn info(&self, config: &LiveConfig, later_notes: Vec<String>) -> SourceInfo {
         let mut notes = self.notes.clone();
         notes.extend(later_notes);
+        notes.extend(config.budget.map(|percent| budget_note(config, percent)));
         notes.push(format!(
             "measuring ({} BPF programs attached)",
             self.accounting.attached().count()
@@ -350,6 +355,23 @@ fn network_idle(accounting: &Accounting<'_>) -> Result<bool> {
     Ok(percent(busy_ns, snapshot.interval_s) < IDLE_PERCENT)
 }
 
+/// What the budget will do in this run, and what it cannot see.
+fn budget_note(config: &LiveConfig, percent: f64) -> String {
+    let knob = match config.sampling {
+        Some(s) => format!(
+            "sampling steps down from {} Hz when over it",
+            s.frequency_hz
+        ),
+        None => "nothing to turn down without sampling; said when over it".to_owned(),
+    };
+    let blind = if config.bpf_stats {
+        ""
+    } else {
+        " (BPF statistics off: it sees netto's processes only)"
+    };
+    format!("budget {percent} % of one CPU: {knob}{blind}")
+}
+
 fn read_trimmed(path: &str) -> String {
     std::fs::read_to_string(path)
         .map(|s| s.trim().to_owned())
@@ -392,6 +414,9 @@ struct Measure<'c, 'a, 'obj> {
     /// BPF run-time statistics for a slice of each interval; `None`
     /// without them (`--no-bpf-stats`, or not allowed).
     duty: Option<DutyCycle>,
+    budget: Option<Budget>,
+    /// The frequency the budget asked for at the end of the last interval.
+    budget_frequency: Option<u64>,
 }
 
 impl<'c, 'a, 'obj> Measure<'c, 'a, 'obj> {
@@ -423,6 +448,10 @@ impl<'c, 'a, 'obj> Measure<'c, 'a, 'obj> {
             retired: SamplerCounters::default(),
             sketch,
             duty,
+            budget: config
+                .budget
+                .map(|percent| Budget::new(percent, config.sampling.map(|s| s.frequency_hz))),
+            budget_frequency: None,
         })
     }
 
@@ -483,29 +512,43 @@ impl<'c, 'a, 'obj> Measure<'c, 'a, 'obj> {
             let now = Instant::now();
             match wake {
                 Wake::Frequency(hz) => {
-                    if let Some(sampler) = sampler.as_deref().filter(|s| s.frequency_hz() != hz) {
-                        let counters = sampler.counters();
-                        self.retired = self.retired + (counters - self.base);
-                        self.base = SamplerCounters::default();
-                        return Ok(Next::Frequency(hz));
+                    if let Some(next) = self.replace_sampler(sampler.as_deref(), hz) {
+                        return Ok(next);
                     }
                 }
                 Wake::Attribution(on) => self.switch_attribution(on)?,
                 Wake::Stop => {
                     if self.flush_on_stop {
-                        self.deliver(sampler.as_deref())?;
+                        self.deliver(sampler.as_deref(), true)?;
                     }
                     return Ok(Next::Done);
                 }
                 Wake::Due if now >= due => {
-                    if !self.deliver(sampler.as_deref())? || self.intervals.ended(now) {
+                    let last = self.intervals.ended(now);
+                    if !self.deliver(sampler.as_deref(), last)? || last {
                         return Ok(Next::Done);
                     }
                     self.intervals.advance(now);
+                    let budget = self.budget_frequency.take();
+                    if let Some(next) =
+                        budget.and_then(|hz| self.replace_sampler(sampler.as_deref(), hz))
+                    {
+                        return Ok(next);
+                    }
                 }
                 Wake::Due => {}
             }
         }
+    }
+
+    /// Hands the sampler's counts to the interval and asks for one at `hz`,
+    /// unless it samples at `hz` already.
+    fn replace_sampler(&mut self, sampler: Option<&Sampler<'_>>, hz: u64) -> Option<Next> {
+        let sampler = sampler.filter(|s| s.frequency_hz() != hz)?;
+        let counters = sampler.counters();
+        self.retired = self.retired + (counters - self.base);
+        self.base = SamplerCounters::default();
+        Some(Next::Frequency(hz))
     }
 
     /// Sleeps until `deadline` unless told something first. Blocks on the
@@ -518,7 +561,11 @@ impl<'c, 'a, 'obj> Measure<'c, 'a, 'obj> {
                 Err(RecvTimeoutError::Timeout) => Wake::Due,
                 Err(RecvTimeoutError::Disconnected) | Ok(Control::Stop) => Wake::Stop,
                 Ok(Control::SetFrequency(hz)) => {
-                    Wake::Frequency(hz.clamp(MIN_FREQUENCY_HZ, MAX_FREQUENCY_HZ))
+                    let hz = hz.clamp(MIN_FREQUENCY_HZ, MAX_FREQUENCY_HZ);
+                    if let Some(budget) = self.budget.as_mut() {
+                        budget.asked(hz);
+                    }
+                    Wake::Frequency(hz)
                 }
                 Ok(Control::SetAttribution(on)) => Wake::Attribution(on),
                 Ok(Control::OwnProcess(pid)) => {
@@ -557,7 +604,9 @@ impl<'c, 'a, 'obj> Measure<'c, 'a, 'obj> {
     }
 
     /// Ends the interval and sends its snapshot; false once nobody listens.
-    fn deliver(&mut self, sampler: Option<&Sampler<'_>>) -> Result<bool> {
+    /// The budget reports on the `last` interval of a run without judging
+    /// it: nothing changes after it.
+    fn deliver(&mut self, sampler: Option<&Sampler<'_>>, last: bool) -> Result<bool> {
         let mut sketch = self.sketch.as_mut().map(Host::snapshot);
         let counters = sampler.map(Sampler::counters);
         let counted = counters.map(|c| self.retired + (c - self.base));
@@ -602,6 +651,15 @@ impl<'c, 'a, 'obj> Measure<'c, 'a, 'obj> {
             snapshot.losses.recursion_misses += counted.recursion_misses;
             self.base = counters;
             self.retired = SamplerCounters::default();
+        }
+        if let Some(budget) = self.budget.as_mut() {
+            snapshot.budget = Some(if last {
+                budget.last(&snapshot.overhead)
+            } else {
+                let (status, frequency) = budget.observe(&snapshot.overhead);
+                self.budget_frequency = frequency;
+                status
+            });
         }
         Ok(self.out.send(snapshot).is_ok())
     }

@@ -4,6 +4,7 @@
 //! recording ([`replay`]). Front ends therefore never touch BPF, and a
 //! recording exercises exactly the code a live run does.
 
+pub mod budget;
 pub mod duty;
 pub mod intervals;
 pub mod live;

@@ -147,6 +147,9 @@ impl App {
 
     /// Takes the next snapshot in; shows it unless paused.
     pub fn push(&mut self, mut snapshot: Snapshot) {
+        if let Some(line) = snapshot.budget.as_ref().and_then(|b| b.change_line()) {
+            self.status = Some(line);
+        }
         let stacks = std::mem::take(&mut snapshot.stacks);
         let light = snapshot.clone();
         snapshot.stacks = stacks;

@@ -13,7 +13,9 @@ use prometheus::core::Collector;
 use prometheus::{Counter, CounterVec, Encoder, Gauge, IntGauge, IntGaugeVec, Opts, Registry};
 use thiserror::Error;
 
-use crate::model::{percent, Attribution, EventKey, GroupBy, Losses, Snapshot};
+use crate::model::{
+    percent, Attribution, BudgetChange, BudgetStatus, EventKey, GroupBy, Losses, Snapshot,
+};
 use crate::source::{Origin, SourceInfo};
 
 /// The content type of the text exposition format.
@@ -51,6 +53,9 @@ pub struct Metrics {
     sampling_frequency: Gauge,
     last_snapshot: Gauge,
     overhead_percent: Gauge,
+    budget_percent: Gauge,
+    budget_exceeded: Gauge,
+    budget_steps: CounterVec,
     stream_clients: IntGauge,
     stream_clients_dropped: Counter,
     /// Who pays (`--by`), from the first snapshot with an attribution.
@@ -202,6 +207,21 @@ impl Metrics {
                 "netto's whole cost in the last interval, percent of one CPU \
                  (rate(netto_own_cpu_seconds_total) * 100 over any window).",
             )?,
+            budget_percent: gauge(
+                "netto_budget_percent",
+                "The budget netto keeps its whole cost under (--budget), percent of one CPU; \
+                 0 without one.",
+            )?,
+            budget_exceeded: gauge(
+                "netto_budget_exceeded",
+                "1 while netto costs more than its budget with every knob at its floor (the \
+                 exact accounting alone costs more), else 0.",
+            )?,
+            budget_steps: counters(
+                "netto_budget_steps_total",
+                "Sampling frequency steps the budget took, by direction (down, up).",
+                &["direction"],
+            )?,
             stream_clients: register(
                 &registry,
                 IntGauge::new(
@@ -296,6 +316,7 @@ impl Metrics {
                 .cost_percent
                 .unwrap_or_else(|| percent(own_ns, snapshot.interval_s)),
         );
+        self.add_budget(snapshot.budget.as_ref());
         self.intervals.inc();
         self.measured_seconds.inc_by(snapshot.interval_s.max(0.0));
         self.last_snapshot.set(snapshot.ts);
@@ -314,6 +335,24 @@ impl Metrics {
         };
         series.add(attribution);
         Ok(())
+    }
+
+    fn add_budget(&self, budget: Option<&BudgetStatus>) {
+        self.budget_percent.set(budget.map_or(0.0, |b| b.percent));
+        let exceeded = budget.is_some_and(|b| b.over && b.at_floor);
+        self.budget_exceeded.set(if exceeded { 1.0 } else { 0.0 });
+        if budget.is_some() {
+            // Both series from the first interval on, at 0 until a step.
+            for direction in ["down", "up"] {
+                self.budget_steps.with_label_values(&[direction]);
+            }
+        }
+        let direction = match budget.and_then(|b| b.change) {
+            Some(BudgetChange::Down { .. }) => "down",
+            Some(BudgetChange::Up { .. }) => "up",
+            _ => return,
+        };
+        self.budget_steps.with_label_values(&[direction]).inc();
     }
 
     pub fn set_stream_clients(&self, clients: usize, newly_dropped: usize) {
@@ -496,6 +535,44 @@ mod tests {
             .unwrap_or_else(|| panic!("{series} missing from\n{text}"))
             .parse()
             .unwrap()
+    }
+
+    #[test]
+    fn the_budget_and_its_steps_are_exposed() {
+        let metrics = Metrics::new(&info()).unwrap();
+        metrics.add(&snapshot());
+        let text = String::from_utf8(metrics.encode().unwrap()).unwrap();
+        assert_eq!(value(&text, "netto_budget_percent"), 0.0);
+        assert!(!text.contains("netto_budget_steps_total{"));
+        let mut s = snapshot();
+        let mut status = BudgetStatus {
+            percent: 1.0,
+            over: true,
+            at_floor: false,
+            asked_frequency_hz: Some(99),
+            change: Some(BudgetChange::Down {
+                from_hz: 99,
+                to_hz: 49,
+            }),
+            steps_down: 1,
+            steps_up: 0,
+        };
+        s.budget = Some(status.clone());
+        metrics.add(&s);
+        status.change = Some(BudgetChange::Exceeded);
+        status.at_floor = true;
+        s.budget = Some(status);
+        metrics.add(&s);
+        let text = String::from_utf8(metrics.encode().unwrap()).unwrap();
+        assert_eq!(value(&text, "netto_budget_percent"), 1.0);
+        assert_eq!(value(&text, "netto_budget_exceeded"), 1.0);
+        let steps = |d: &str| {
+            value(
+                &text,
+                &format!("netto_budget_steps_total{{direction=\"{d}\"}}"),
+            )
+        };
+        assert_eq!((steps("down"), steps("up")), (1.0, 0.0));
     }
 
     #[test]

@@ -54,6 +54,11 @@ pub fn draw(app: &App, frame: &mut Frame<'_>, area: Rect) {
             format!("{:.2} s", interval / app.settings.speed),
         ));
         second.extend(field("netto cost", cost(&snapshot.overhead, interval)));
+        if let Some(b) = &snapshot.budget {
+            let over = b.over && b.at_floor;
+            let text = format!("{} %{}", b.percent, if over { " EXCEEDED" } else { "" });
+            second.extend(field("budget", text));
+        }
     }
     frame.render_widget(Paragraph::new(vec![first, Line::from(second)]), area);
 }
@@ -86,8 +91,14 @@ fn field(name: &'static str, value: String) -> Vec<Span<'static>> {
 /// The measured frequency, and the one asked for while the change is on
 /// its way.
 fn sampling(app: &App) -> String {
+    let budget = app.latest().and_then(|s| s.budget.as_ref());
     match (app.measured_frequency(), app.frequency_hz) {
         (None, _) => "off".to_owned(),
+        (Some(now), Some(asked))
+            if asked != now && budget.is_some_and(|b| b.asked_frequency_hz == Some(asked)) =>
+        {
+            format!("{now} Hz (budget; asked {asked} Hz)")
+        }
         (Some(now), Some(asked)) if asked != now => format!("{now} Hz (-> {asked} Hz)"),
         (Some(now), _) => format!("{now} Hz"),
     }

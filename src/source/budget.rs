@@ -1,0 +1,343 @@
+//! `--budget`: netto keeps its whole cost (its processes plus its BPF
+//! programs, `overhead.cost_percent`) under a share of one CPU by itself.
+//!
+//! The knob is the stack sampling frequency, on a ladder of halvings of the
+//! asked frequency down to [`MIN_FREQUENCY_HZ`]. The exact accounting is
+//! never turned down: when every knob is at its floor and netto still costs
+//! more, the snapshot and one line say so ([`BudgetChange::Exceeded`]).
+//!
+//! Hysteresis, counted in intervals: one step down after [`DOWN_AFTER`]
+//! intervals in a row over the budget; one step up after [`UP_AFTER`] in a
+//! row with room, that is with the cost plus twice its error under
+//! [`ROOM`] of the budget. The [`SETTLE`] intervals after a step are not
+//! judged: they pay for loading the new sampler and for re-reading the
+//! kernel's symbols, which its programs change. A step up that is over the budget again
+//! straight away doubles the wait before the next one (up to
+//! [`LONGEST_UP_WAIT`]), so a cost that sits between the two frequencies
+//! does not swing back and forth every few intervals.
+//!
+//! The controller only reads snapshots and answers with a
+//! [`Control`](super::Control) request, which the live source carries out
+//! like one from a front end.
+
+use crate::kernel::sampler::MIN_FREQUENCY_HZ;
+use crate::model::{BudgetChange, BudgetStatus, Overhead};
+
+pub const DOWN_AFTER: u32 = 2;
+pub const UP_AFTER: u32 = 5;
+pub const ROOM: f64 = 0.6;
+pub const LONGEST_UP_WAIT: u32 = 80;
+pub const SETTLE: u32 = 2;
+
+/// Lowest and highest budget, in percent of one CPU.
+pub const MIN_PERCENT: f64 = 0.01;
+pub const MAX_PERCENT: f64 = 100.0;
+
+#[derive(Debug)]
+pub struct Budget {
+    percent: f64,
+    /// The asked frequency; `None` when not sampling.
+    asked_hz: Option<u64>,
+    /// Halvings of the asked frequency in force.
+    level: u32,
+    over_for: u32,
+    room_for: u32,
+    /// Intervals with room a step up waits for.
+    up_wait: u32,
+    /// Intervals since the last step up, while it may still be undone.
+    since_up: Option<u32>,
+    /// Intervals still not judged after a step.
+    settling: u32,
+    exceeded: bool,
+    steps_down: u64,
+    steps_up: u64,
+}
+
+impl Budget {
+    pub fn new(percent: f64, asked_hz: Option<u64>) -> Budget {
+        Budget {
+            percent,
+            asked_hz,
+            level: 0,
+            over_for: 0,
+            room_for: 0,
+            up_wait: UP_AFTER,
+            since_up: None,
+            settling: 0,
+            exceeded: false,
+            steps_down: 0,
+            steps_up: 0,
+        }
+    }
+
+    /// A front end asked for a frequency: it becomes the ceiling, in force
+    /// now, and the budget judges it afresh.
+    pub fn asked(&mut self, hz: u64) {
+        if self.asked_hz.is_some() {
+            *self = Budget {
+                steps_down: self.steps_down,
+                steps_up: self.steps_up,
+                ..Budget::new(self.percent, Some(hz))
+            };
+            self.settling = SETTLE;
+        }
+    }
+
+    /// The frequency the budget wants in force.
+    pub fn frequency_hz(&self) -> Option<u64> {
+        self.asked_hz.map(|hz| at_level(hz, self.level))
+    }
+
+    fn at_floor(&self) -> bool {
+        self.frequency_hz().is_none_or(|hz| hz <= MIN_FREQUENCY_HZ)
+    }
+
+    /// Judges one interval's cost; returns what the interval's snapshot
+    /// says about the budget, and the frequency to change to, if any.
+    pub fn observe(&mut self, overhead: &Overhead) -> (BudgetStatus, Option<u64>) {
+        let cost = overhead.cost_percent;
+        let room = cost.is_some_and(|c| c + 2.0 * overhead.error_percent < ROOM * self.percent);
+        let change = if self.settling > 0 {
+            self.settling -= 1;
+            None
+        } else {
+            self.judge(self.is_over(overhead), room)
+        };
+        let to = match change {
+            Some(BudgetChange::Down { to_hz, .. } | BudgetChange::Up { to_hz, .. }) => Some(to_hz),
+            _ => None,
+        };
+        (self.status(overhead, change), to)
+    }
+
+    /// What the last interval of a run says about the budget: nothing
+    /// changes after it.
+    pub fn last(&self, overhead: &Overhead) -> BudgetStatus {
+        self.status(overhead, None)
+    }
+
+    fn is_over(&self, overhead: &Overhead) -> bool {
+        overhead.cost_percent.is_some_and(|c| c > self.percent)
+    }
+
+    fn status(&self, overhead: &Overhead, change: Option<BudgetChange>) -> BudgetStatus {
+        BudgetStatus {
+            percent: self.percent,
+            over: self.is_over(overhead),
+            at_floor: self.at_floor(),
+            asked_frequency_hz: self.asked_hz,
+            change,
+            steps_down: self.steps_down,
+            steps_up: self.steps_up,
+        }
+    }
+
+    fn judge(&mut self, over: bool, room: bool) -> Option<BudgetChange> {
+        self.since_up = self.since_up.map(|n| n + 1).filter(|&n| n <= DOWN_AFTER);
+        self.over_for = if over { self.over_for + 1 } else { 0 };
+        self.room_for = if room { self.room_for + 1 } else { 0 };
+        if self.exceeded && !over {
+            self.exceeded = false;
+            return Some(BudgetChange::Kept);
+        }
+        if self.over_for >= DOWN_AFTER {
+            self.over_for = 0;
+            if self.at_floor() {
+                return (!std::mem::replace(&mut self.exceeded, true))
+                    .then_some(BudgetChange::Exceeded);
+            }
+            if self.since_up.take().is_some() {
+                self.up_wait = (self.up_wait * 2).min(LONGEST_UP_WAIT);
+            }
+            return Some(self.step(1));
+        }
+        if self.room_for >= self.up_wait && self.level > 0 {
+            self.room_for = 0;
+            self.since_up = Some(0);
+            return Some(self.step(-1));
+        }
+        None
+    }
+
+    /// One step down (`1`) or up (`-1`) the ladder.
+    fn step(&mut self, by: i32) -> BudgetChange {
+        let from_hz = self.frequency_hz().unwrap_or(0);
+        self.level = self.level.saturating_add_signed(by);
+        let to_hz = self.frequency_hz().unwrap_or(0);
+        self.settling = SETTLE;
+        if by > 0 {
+            self.steps_down += 1;
+            BudgetChange::Down { from_hz, to_hz }
+        } else {
+            self.steps_up += 1;
+            BudgetChange::Up { from_hz, to_hz }
+        }
+    }
+}
+
+fn at_level(asked_hz: u64, level: u32) -> u64 {
+    asked_hz
+        .checked_shr(level)
+        .unwrap_or(0)
+        .max(MIN_FREQUENCY_HZ)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cost(percent: f64, error: f64) -> Overhead {
+        Overhead {
+            cost_percent: Some(percent),
+            error_percent: error,
+            ..Overhead::default()
+        }
+    }
+
+    /// Feeds `intervals` snapshots of one cost; returns each change made.
+    fn run(budget: &mut Budget, percent: f64, intervals: usize) -> Vec<Option<BudgetChange>> {
+        (0..intervals)
+            .map(|_| budget.observe(&cost(percent, 0.01)).0.change)
+            .collect()
+    }
+
+    fn down(from_hz: u64, to_hz: u64) -> Option<BudgetChange> {
+        Some(BudgetChange::Down { from_hz, to_hz })
+    }
+
+    fn up(from_hz: u64, to_hz: u64) -> Option<BudgetChange> {
+        Some(BudgetChange::Up { from_hz, to_hz })
+    }
+
+    #[test]
+    fn steps_down_after_two_intervals_over_and_lets_each_step_settle() {
+        let mut budget = Budget::new(1.0, Some(1000));
+        // Over, over: down; the next two intervals pay for the new
+        // sampler and are not judged; then two more over: down again.
+        let changes = run(&mut budget, 1.5, 6);
+        assert_eq!(
+            changes,
+            [None, down(1000, 500), None, None, None, down(500, 250)]
+        );
+        assert_eq!(budget.frequency_hz(), Some(250));
+        let (status, to) = budget.observe(&cost(1.5, 0.0));
+        assert_eq!(to, None);
+        assert!(status.over && !status.at_floor);
+        assert_eq!((status.steps_down, status.steps_up), (2, 0));
+        assert_eq!(status.asked_frequency_hz, Some(1000));
+    }
+
+    #[test]
+    fn one_interval_over_or_a_cost_between_room_and_budget_holds() {
+        let mut budget = Budget::new(1.0, Some(99));
+        for percent in [1.5, 0.9, 1.5, 0.7, 2.0, 0.61] {
+            assert_eq!(budget.observe(&cost(percent, 0.0)).1, None, "{percent}");
+        }
+        budget.level = 1;
+        // Between 0.6 and 1 % of the budget: no room, not over.
+        assert_eq!(run(&mut budget, 0.8, 20), vec![None; 20]);
+        // Room by the estimate, but not with twice its error.
+        let (_, to) = budget.observe(&cost(0.5, 0.1));
+        assert_eq!(to, None);
+        assert_eq!(budget.room_for, 0);
+    }
+
+    #[test]
+    fn steps_back_up_to_the_asked_frequency_when_there_is_room() {
+        let mut budget = Budget::new(1.0, Some(99));
+        run(&mut budget, 3.0, 6);
+        assert_eq!(budget.frequency_hz(), Some(24));
+        let changes = run(&mut budget, 0.2, 30);
+        let steps: Vec<_> = changes.into_iter().flatten().collect();
+        assert_eq!(steps, [up(24, 49).unwrap(), up(49, 99).unwrap()]);
+        assert_eq!(budget.frequency_hz(), Some(99));
+        // Never above the asked frequency.
+        assert_eq!(run(&mut budget, 0.0, 20), vec![None; 20]);
+    }
+
+    #[test]
+    fn a_step_up_undone_at_once_doubles_the_wait_for_the_next() {
+        let mut budget = Budget::new(1.0, Some(400));
+        run(&mut budget, 2.0, 2);
+        assert_eq!(budget.frequency_hz(), Some(200));
+        // Room at 200 Hz, over at 400 Hz: up after 5 (and the settling
+        // intervals), straight back down.
+        let mut changes = run(&mut budget, 0.3, 7);
+        changes.extend(run(&mut budget, 2.0, 4));
+        assert_eq!(changes[6], up(200, 400));
+        assert_eq!(changes[10], down(400, 200));
+        assert_eq!(budget.up_wait, 2 * UP_AFTER);
+        // The next step up waits 10 intervals with room (after settling).
+        let changes = run(&mut budget, 0.3, 12);
+        assert_eq!(changes[..11], vec![None; 11]);
+        assert_eq!(changes[11], up(200, 400));
+        // A step up that holds keeps the wait.
+        run(&mut budget, 0.8, 10);
+        assert_eq!(budget.up_wait, 2 * UP_AFTER);
+    }
+
+    #[test]
+    fn at_the_floor_it_says_the_budget_is_exceeded_once_and_when_kept_again() {
+        let mut budget = Budget::new(0.05, Some(4));
+        let changes = run(&mut budget, 1.0, 12);
+        let steps: Vec<_> = changes.iter().flatten().copied().collect();
+        assert_eq!(
+            steps,
+            [
+                down(4, 2).unwrap(),
+                down(2, 1).unwrap(),
+                BudgetChange::Exceeded
+            ]
+        );
+        assert_eq!(budget.frequency_hz(), Some(MIN_FREQUENCY_HZ));
+        let (status, _) = budget.observe(&cost(1.0, 0.0));
+        assert!(status.over && status.at_floor && status.change.is_none());
+        let (status, _) = budget.observe(&cost(0.04, 0.0));
+        assert_eq!(status.change, Some(BudgetChange::Kept));
+        assert!(status.change_line().unwrap().contains("kept again"));
+    }
+
+    #[test]
+    fn without_sampling_there_is_no_knob_only_the_report() {
+        let mut budget = Budget::new(0.5, None);
+        let changes = run(&mut budget, 0.9, 3);
+        assert_eq!(changes, [None, Some(BudgetChange::Exceeded), None]);
+        // A front end's frequency means nothing to a source that does not
+        // sample.
+        budget.asked(99);
+        assert_eq!(budget.frequency_hz(), None);
+        let line = budget.observe(&cost(0.9, 0.0)).0;
+        assert!(line.at_floor);
+    }
+
+    #[test]
+    fn an_asked_frequency_is_the_new_ceiling_and_in_force_at_once() {
+        let mut budget = Budget::new(1.0, Some(99));
+        run(&mut budget, 2.0, 2);
+        assert_eq!(budget.frequency_hz(), Some(49));
+        budget.asked(999);
+        assert_eq!(budget.frequency_hz(), Some(999));
+        // Settling first, then two over: down from the new ceiling.
+        let changes = run(&mut budget, 2.0, 4);
+        assert_eq!(changes, [None, None, None, down(999, 499)]);
+        assert_eq!(budget.observe(&cost(2.0, 0.0)).0.steps_down, 2);
+    }
+
+    #[test]
+    fn the_last_interval_reports_and_changes_nothing() {
+        let mut budget = Budget::new(1.0, Some(99));
+        budget.observe(&cost(2.0, 0.0));
+        let status = budget.last(&cost(2.0, 0.0));
+        assert!(status.over && status.change.is_none());
+        assert_eq!((budget.frequency_hz(), status.steps_down), (Some(99), 0));
+    }
+
+    #[test]
+    fn no_cost_figure_no_judgement() {
+        let mut budget = Budget::new(1.0, Some(99));
+        for _ in 0..10 {
+            let (status, to) = budget.observe(&Overhead::default());
+            assert!(!status.over && to.is_none());
+        }
+    }
+}
