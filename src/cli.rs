@@ -141,9 +141,10 @@ pub struct MeasureArgs {
     #[arg(long, value_name = "N", requires = "by", default_value_t = DEFAULT_MAX_GROUPS, value_parser = parse_max_groups)]
     pub max_groups: usize,
     /// Keep netto's whole cost (its processes and BPF programs) under this
-    /// percentage of one CPU by turning the sampling frequency down, and
-    /// back up when there is room; `off`: no budget. The exact accounting
-    /// is never turned down: when it alone costs more, netto says so.
+    /// percentage of one CPU by turning the sampling frequency down, then
+    /// attribution (--by) off, and back when there is room; `off`: no
+    /// budget. The exact accounting is never turned down: when it alone
+    /// costs more, netto says so.
     #[arg(long, value_name = "PERCENT", default_value = "off", allow_negative_numbers = true, value_parser = parse_budget)]
     pub budget: BudgetArg,
 }

@@ -226,7 +226,8 @@ pub struct BudgetStatus {
     /// Whether netto's cost was over the budget in this interval.
     pub over: bool,
     /// Whether every knob is at its floor (sampling at its lowest
-    /// frequency, or not sampling): nothing is left to turn down.
+    /// frequency or not sampling, and attribution off or not asked for):
+    /// nothing is left to turn down.
     pub at_floor: bool,
     /// The sampling frequency asked for (command line, `+`/`-`, the web
     /// API): the ceiling the budget steps back up to.
@@ -235,7 +236,7 @@ pub struct BudgetStatus {
     /// What the budget changed at the end of this interval.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub change: Option<BudgetChange>,
-    /// Frequency steps taken down and up since the start.
+    /// Steps (of either knob) taken down and up since the start.
     pub steps_down: u64,
     pub steps_up: u64,
 }
@@ -249,6 +250,11 @@ pub enum BudgetChange {
     Down { from_hz: u64, to_hz: u64 },
     /// Stepped back up toward the asked frequency: there was room.
     Up { from_hz: u64, to_hz: u64 },
+    /// Attribution (`--by`) turned off, sampling being at its floor: its
+    /// time stays in `unattributed` until it is back on.
+    AttributionOff,
+    /// Attribution back on: there was room.
+    AttributionOn,
     /// Over the budget with every knob at its floor: the budget is not kept
     /// (netto does not give up exactness to keep it).
     Exceeded,
@@ -266,6 +272,12 @@ impl BudgetStatus {
             }
             BudgetChange::Up { from_hz, to_hz } => {
                 format!("budget {budget} %: room under it, sampling {from_hz} Hz -> {to_hz} Hz")
+            }
+            BudgetChange::AttributionOff => format!(
+                "budget {budget} %: over it, attribution off (its time goes to unattributed)"
+            ),
+            BudgetChange::AttributionOn => {
+                format!("budget {budget} %: room under it, attribution on again")
             }
             BudgetChange::Exceeded => format!(
                 "budget {budget} % exceeded with every knob at its floor (the exact accounting \

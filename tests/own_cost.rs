@@ -258,6 +258,76 @@ fn the_budget_steps_sampling_down_under_load_and_back_up_after() {
     assert!(last.steps_down >= 1 && last.steps_up >= 1);
 }
 
+/// `--budget` with `--by` and no sampling: attribution is the knob. Under
+/// the load netto goes over the budget and turns attribution off (its
+/// delivery points detached, every event's time unattributed), and turns
+/// it back on once the load has stopped; both in the output and on stderr.
+#[test]
+fn the_budget_turns_attribution_off_under_load_and_back_on_after() {
+    let (load_s, run_s) = (6.0, 14.0);
+    let (sink, sender) = steady_load(5603, load_s);
+    let budget = BUDGET_PERCENT.to_string();
+    let out = netto(&[
+        "stat",
+        "--json",
+        "--by",
+        "process",
+        "--budget",
+        &budget,
+        "--interval",
+        "0.5",
+        "--duration",
+        &run_s.to_string(),
+    ]);
+    sender.join().unwrap();
+    drop(sink);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let snaps: Vec<Snapshot> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|line| serde_json::from_str(line).expect("a snapshot per line"))
+        .collect();
+    let on = |s: &Snapshot| s.attribution.as_ref().expect("attribution").on;
+    let change = |s: &Snapshot| s.budget.as_ref().expect("budget").change;
+    for s in &snaps {
+        eprintln!(
+            "on {:5}  cost {:.3} % +-{:.3}  {:?}",
+            on(s),
+            s.overhead.cost_percent.unwrap_or(f64::NAN),
+            s.overhead.error_percent,
+            change(s)
+        );
+    }
+    let off_at = snaps
+        .iter()
+        .position(|s| change(s) == Some(BudgetChange::AttributionOff))
+        .expect("attribution never turned off under load");
+    assert!(snaps[..=off_at].iter().all(on));
+    // Off from the next interval, with every event's time unattributed.
+    let off = &snaps[off_at + 1];
+    let a = off.attribution.as_ref().unwrap();
+    assert!(!a.on && a.groups.is_empty(), "{a:?}");
+    for key in EventKey::ALL {
+        assert_eq!(a.unattributed[&key], off.event(key).total_ns, "{key:?}");
+    }
+    let on_at = snaps[off_at..]
+        .iter()
+        .position(|s| change(s) == Some(BudgetChange::AttributionOn))
+        .map(|i| off_at + i)
+        .expect("attribution never back on after the load");
+    let loaded = |s: &Snapshot| s.event(EventKey::SockSend).count > 1000;
+    assert!(
+        !snaps[on_at..].iter().any(loaded),
+        "back on while the load ran"
+    );
+    assert!(snaps[off_at + 1..=on_at].iter().all(|s| !on(s)));
+    assert!(snaps[on_at + 1..].iter().all(on));
+    assert!(stderr.contains(&format!(
+        "netto: budget {BUDGET_PERCENT} %: over it, attribution off"
+    )));
+    assert!(stderr.contains("attribution on again"), "{stderr}");
+}
+
 /// A budget the loaded host puts netto over at 4000 Hz, and that it is
 /// well under once idle (measured: see README, "What netto costs").
 const BUDGET_PERCENT: f64 = 2.0;

@@ -42,6 +42,10 @@ const TIME_SCALE: &str = "3";
 
 const MINUTES: u64 = 60;
 
+/// Fresh boots for the jobs a guest left unfinished when its kernel
+/// panicked or hung.
+const RETRIES: usize = 2;
+
 const MATRIX: &[Row] = &[
     Row {
         feature: "socket calls, fentry backend",
@@ -137,6 +141,7 @@ fn kernel_dependent_features_work_on_every_kernel_of_the_matrix() {
     let executables = executables::integration_tests(Path::new(NETTO), &tests);
     let mut columns = Vec::new();
     let mut failures = Vec::new();
+    let mut stops = Vec::new();
     for series in KERNELS {
         let kernel = series.prepare(&layout.cache_dir, MODULES);
         let mut jobs = vec![check_job()];
@@ -145,25 +150,50 @@ fn kernel_dependent_features_work_on_every_kernel_of_the_matrix() {
         let mut boot = guest::boot(&kernel, &layout.target_dir, &dir, &jobs);
         // Under TCG a guest kernel has been seen to panic on its own (an
         // int3 oops while it patched its text to switch a tracepoint, in a
-        // workqueue netto has no part in), ending every job after it. The
-        // jobs it left unfinished get one fresh boot; the panic is shown.
-        let unfinished = guest::unfinished(&boot.results);
-        if guest::panicked(&boot) && !unfinished.is_empty() {
+        // workqueue netto has no part in) and to hang (see README, "Kernel
+        // support"), ending every job after the one it was running. The
+        // jobs it left unfinished get up to RETRIES fresh boots, and why
+        // each boot stopped is shown.
+        for attempt in 1..=RETRIES {
+            let unfinished = guest::unfinished(&boot.results);
+            let Some(why) = guest::kernel_stopped(&boot).filter(|_| !unfinished.is_empty()) else {
+                break;
+            };
             let serial = fs::read_to_string(&boot.serial_log).unwrap_or_default();
             eprintln!(
-                "--- the {} guest's kernel panicked; booting it again for {} unfinished jobs. Serial log tail:\n{}",
+                "--- the {} guest's kernel {why}\nbooting it again ({attempt} of {RETRIES}) for {} unfinished jobs. Serial log tail:\n{}",
                 kernel.release,
                 unfinished.len(),
                 guest::tail(&serial, 30)
             );
+            stops.push(format!(
+                "{}: {}",
+                kernel.release,
+                why.lines().next().unwrap_or("")
+            ));
             let again: Vec<_> = unfinished.iter().map(|&i| jobs[i].clone()).collect();
-            let retry = guest::boot(&kernel, &layout.target_dir, &dir.join("retry"), &again);
+            let retry_dir = dir.join(format!("retry{attempt}"));
+            let retry = guest::boot(&kernel, &layout.target_dir, &retry_dir, &again);
             for (&i, result) in unfinished.iter().zip(retry.results) {
                 boot.results[i] = result;
             }
             boot.serial_log = retry.serial_log;
             boot.timed_out |= retry.timed_out;
+            boot.hung = retry.hung;
             boot.wall += retry.wall;
+        }
+        if let Some(why) =
+            guest::kernel_stopped(&boot).filter(|_| !guest::unfinished(&boot.results).is_empty())
+        {
+            eprintln!(
+                "--- the {} guest's kernel {why}\nno boots left: its unfinished jobs fail",
+                kernel.release
+            );
+            stops.push(format!(
+                "{}: {} (no boots left)",
+                kernel.release,
+                why.lines().next().unwrap_or("")
+            ));
         }
         let check = check_findings(&boot.results[0].output);
         eprintln!(
@@ -213,7 +243,13 @@ fn kernel_dependent_features_work_on_every_kernel_of_the_matrix() {
             cells,
         });
     }
-    let table = vm::matrix::render(MATRIX, &columns);
+    let mut table = vm::matrix::render(MATRIX, &columns);
+    if !stops.is_empty() {
+        table.push_str("\nGuest kernels that stopped (their unfinished jobs booted again):\n");
+        for stop in &stops {
+            table.push_str(&format!("- {stop}\n"));
+        }
+    }
     fs::write(layout.results_dir.join("matrix.md"), &table).unwrap();
     println!(
         "\nkernel matrix ({:.0} s; results in {}):\n{table}",

@@ -1,10 +1,13 @@
 //! `--budget`: netto keeps its whole cost (its processes plus its BPF
 //! programs, `overhead.cost_percent`) under a share of one CPU by itself.
 //!
-//! The knob is the stack sampling frequency, on a ladder of halvings of the
-//! asked frequency down to [`MIN_FREQUENCY_HZ`]. The exact accounting is
-//! never turned down: when every knob is at its floor and netto still costs
-//! more, the snapshot and one line say so ([`BudgetChange::Exceeded`]).
+//! The knobs, in the order they are turned down: the stack sampling
+//! frequency, on a ladder of halvings of the asked frequency down to
+//! [`MIN_FREQUENCY_HZ`]; then attribution (`--by`), whose per-event work
+//! goes while its time is left `unattributed`. They come back up in the
+//! reverse order. The exact accounting is never turned down: when every
+//! knob is at its floor and netto still costs more, the snapshot and one
+//! line say so ([`BudgetChange::Exceeded`]).
 //!
 //! Hysteresis, counted in intervals: one step down after [`DOWN_AFTER`]
 //! intervals in a row over the budget; one step up after [`UP_AFTER`] in a
@@ -33,6 +36,13 @@ pub const SETTLE: u32 = 2;
 pub const MIN_PERCENT: f64 = 0.01;
 pub const MAX_PERCENT: f64 = 100.0;
 
+/// What the budget turns at the end of an interval.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Knob {
+    Frequency(u64),
+    Attribution(bool),
+}
+
 #[derive(Debug)]
 pub struct Budget {
     percent: f64,
@@ -40,6 +50,10 @@ pub struct Budget {
     asked_hz: Option<u64>,
     /// Halvings of the asked frequency in force.
     level: u32,
+    /// Whether attribution runs (`--by`) and may be turned off.
+    attributing: bool,
+    /// Attribution turned off by the budget.
+    attribution_off: bool,
     over_for: u32,
     room_for: u32,
     /// Intervals with room a step up waits for.
@@ -54,11 +68,13 @@ pub struct Budget {
 }
 
 impl Budget {
-    pub fn new(percent: f64, asked_hz: Option<u64>) -> Budget {
+    pub fn new(percent: f64, asked_hz: Option<u64>, attributing: bool) -> Budget {
         Budget {
             percent,
             asked_hz,
             level: 0,
+            attributing,
+            attribution_off: false,
             over_for: 0,
             room_for: 0,
             up_wait: UP_AFTER,
@@ -71,13 +87,14 @@ impl Budget {
     }
 
     /// A front end asked for a frequency: it becomes the ceiling, in force
-    /// now, and the budget judges it afresh.
+    /// now, and the budget judges it afresh (attribution stays as it is).
     pub fn asked(&mut self, hz: u64) {
         if self.asked_hz.is_some() {
             *self = Budget {
                 steps_down: self.steps_down,
                 steps_up: self.steps_up,
-                ..Budget::new(self.percent, Some(hz))
+                attribution_off: self.attribution_off,
+                ..Budget::new(self.percent, Some(hz), self.attributing)
             };
             self.settling = SETTLE;
         }
@@ -88,13 +105,17 @@ impl Budget {
         self.asked_hz.map(|hz| at_level(hz, self.level))
     }
 
-    fn at_floor(&self) -> bool {
+    fn frequency_at_floor(&self) -> bool {
         self.frequency_hz().is_none_or(|hz| hz <= MIN_FREQUENCY_HZ)
     }
 
+    fn at_floor(&self) -> bool {
+        self.frequency_at_floor() && (!self.attributing || self.attribution_off)
+    }
+
     /// Judges one interval's cost; returns what the interval's snapshot
-    /// says about the budget, and the frequency to change to, if any.
-    pub fn observe(&mut self, overhead: &Overhead) -> (BudgetStatus, Option<u64>) {
+    /// says about the budget, and the knob to turn, if any.
+    pub fn observe(&mut self, overhead: &Overhead) -> (BudgetStatus, Option<Knob>) {
         let cost = overhead.cost_percent;
         let room = cost.is_some_and(|c| c + 2.0 * overhead.error_percent < ROOM * self.percent);
         let change = if self.settling > 0 {
@@ -103,11 +124,15 @@ impl Budget {
         } else {
             self.judge(self.is_over(overhead), room)
         };
-        let to = match change {
-            Some(BudgetChange::Down { to_hz, .. } | BudgetChange::Up { to_hz, .. }) => Some(to_hz),
-            _ => None,
+        let knob = match change {
+            Some(BudgetChange::Down { to_hz, .. } | BudgetChange::Up { to_hz, .. }) => {
+                Some(Knob::Frequency(to_hz))
+            }
+            Some(BudgetChange::AttributionOff) => Some(Knob::Attribution(false)),
+            Some(BudgetChange::AttributionOn) => Some(Knob::Attribution(true)),
+            Some(BudgetChange::Exceeded | BudgetChange::Kept) | None => None,
         };
-        (self.status(overhead, change), to)
+        (self.status(overhead, change), knob)
     }
 
     /// What the last interval of a run says about the budget: nothing
@@ -149,29 +174,41 @@ impl Budget {
             if self.since_up.take().is_some() {
                 self.up_wait = (self.up_wait * 2).min(LONGEST_UP_WAIT);
             }
-            return Some(self.step(1));
+            return Some(self.step_down());
         }
-        if self.room_for >= self.up_wait && self.level > 0 {
+        if self.room_for >= self.up_wait && (self.level > 0 || self.attribution_off) {
             self.room_for = 0;
             self.since_up = Some(0);
-            return Some(self.step(-1));
+            return Some(self.step_up());
         }
         None
     }
 
-    /// One step down (`1`) or up (`-1`) the ladder.
-    fn step(&mut self, by: i32) -> BudgetChange {
-        let from_hz = self.frequency_hz().unwrap_or(0);
-        self.level = self.level.saturating_add_signed(by);
-        let to_hz = self.frequency_hz().unwrap_or(0);
+    /// One step down: the frequency while it can go lower, then attribution.
+    fn step_down(&mut self) -> BudgetChange {
         self.settling = SETTLE;
-        if by > 0 {
-            self.steps_down += 1;
-            BudgetChange::Down { from_hz, to_hz }
-        } else {
-            self.steps_up += 1;
-            BudgetChange::Up { from_hz, to_hz }
+        self.steps_down += 1;
+        if self.frequency_at_floor() {
+            self.attribution_off = true;
+            return BudgetChange::AttributionOff;
         }
+        let from_hz = self.frequency_hz().unwrap_or(0);
+        self.level += 1;
+        let to_hz = self.frequency_hz().unwrap_or(0);
+        BudgetChange::Down { from_hz, to_hz }
+    }
+
+    /// One step up, undoing the last step down.
+    fn step_up(&mut self) -> BudgetChange {
+        self.settling = SETTLE;
+        self.steps_up += 1;
+        if std::mem::replace(&mut self.attribution_off, false) {
+            return BudgetChange::AttributionOn;
+        }
+        let from_hz = self.frequency_hz().unwrap_or(0);
+        self.level -= 1;
+        let to_hz = self.frequency_hz().unwrap_or(0);
+        BudgetChange::Up { from_hz, to_hz }
     }
 }
 
@@ -211,7 +248,7 @@ mod tests {
 
     #[test]
     fn steps_down_after_two_intervals_over_and_lets_each_step_settle() {
-        let mut budget = Budget::new(1.0, Some(1000));
+        let mut budget = Budget::new(1.0, Some(1000), false);
         // Over, over: down; the next two intervals pay for the new
         // sampler and are not judged; then two more over: down again.
         let changes = run(&mut budget, 1.5, 6);
@@ -229,7 +266,7 @@ mod tests {
 
     #[test]
     fn one_interval_over_or_a_cost_between_room_and_budget_holds() {
-        let mut budget = Budget::new(1.0, Some(99));
+        let mut budget = Budget::new(1.0, Some(99), false);
         for percent in [1.5, 0.9, 1.5, 0.7, 2.0, 0.61] {
             assert_eq!(budget.observe(&cost(percent, 0.0)).1, None, "{percent}");
         }
@@ -244,7 +281,7 @@ mod tests {
 
     #[test]
     fn steps_back_up_to_the_asked_frequency_when_there_is_room() {
-        let mut budget = Budget::new(1.0, Some(99));
+        let mut budget = Budget::new(1.0, Some(99), false);
         run(&mut budget, 3.0, 6);
         assert_eq!(budget.frequency_hz(), Some(24));
         let changes = run(&mut budget, 0.2, 30);
@@ -257,7 +294,7 @@ mod tests {
 
     #[test]
     fn a_step_up_undone_at_once_doubles_the_wait_for_the_next() {
-        let mut budget = Budget::new(1.0, Some(400));
+        let mut budget = Budget::new(1.0, Some(400), false);
         run(&mut budget, 2.0, 2);
         assert_eq!(budget.frequency_hz(), Some(200));
         // Room at 200 Hz, over at 400 Hz: up after 5 (and the settling
@@ -278,7 +315,7 @@ mod tests {
 
     #[test]
     fn at_the_floor_it_says_the_budget_is_exceeded_once_and_when_kept_again() {
-        let mut budget = Budget::new(0.05, Some(4));
+        let mut budget = Budget::new(0.05, Some(4), false);
         let changes = run(&mut budget, 1.0, 12);
         let steps: Vec<_> = changes.iter().flatten().copied().collect();
         assert_eq!(
@@ -299,7 +336,7 @@ mod tests {
 
     #[test]
     fn without_sampling_there_is_no_knob_only_the_report() {
-        let mut budget = Budget::new(0.5, None);
+        let mut budget = Budget::new(0.5, None, false);
         let changes = run(&mut budget, 0.9, 3);
         assert_eq!(changes, [None, Some(BudgetChange::Exceeded), None]);
         // A front end's frequency means nothing to a source that does not
@@ -312,7 +349,7 @@ mod tests {
 
     #[test]
     fn an_asked_frequency_is_the_new_ceiling_and_in_force_at_once() {
-        let mut budget = Budget::new(1.0, Some(99));
+        let mut budget = Budget::new(1.0, Some(99), false);
         run(&mut budget, 2.0, 2);
         assert_eq!(budget.frequency_hz(), Some(49));
         budget.asked(999);
@@ -325,7 +362,7 @@ mod tests {
 
     #[test]
     fn the_last_interval_reports_and_changes_nothing() {
-        let mut budget = Budget::new(1.0, Some(99));
+        let mut budget = Budget::new(1.0, Some(99), false);
         budget.observe(&cost(2.0, 0.0));
         let status = budget.last(&cost(2.0, 0.0));
         assert!(status.over && status.change.is_none());
@@ -334,10 +371,57 @@ mod tests {
 
     #[test]
     fn no_cost_figure_no_judgement() {
-        let mut budget = Budget::new(1.0, Some(99));
+        let mut budget = Budget::new(1.0, Some(99), false);
         for _ in 0..10 {
             let (status, to) = budget.observe(&Overhead::default());
             assert!(!status.over && to.is_none());
         }
+    }
+
+    #[test]
+    fn attribution_goes_after_the_frequency_floor_and_comes_back_first() {
+        let mut budget = Budget::new(0.05, Some(4), true);
+        let steps: Vec<_> = run(&mut budget, 1.0, 20).into_iter().flatten().collect();
+        assert_eq!(
+            steps,
+            [
+                down(4, 2).unwrap(),
+                down(2, 1).unwrap(),
+                BudgetChange::AttributionOff,
+                BudgetChange::Exceeded
+            ]
+        );
+        let (status, _) = budget.observe(&cost(1.0, 0.0));
+        assert!(status.at_floor && status.steps_down == 3);
+        // Room again: back on before any frequency step, then up the ladder.
+        let mut knobs = Vec::new();
+        for _ in 0..40 {
+            knobs.extend(budget.observe(&cost(0.001, 0.0)).1);
+        }
+        assert_eq!(
+            knobs,
+            [
+                Knob::Attribution(true),
+                Knob::Frequency(2),
+                Knob::Frequency(4)
+            ]
+        );
+        assert!(!budget.attribution_off);
+    }
+
+    #[test]
+    fn without_sampling_attribution_is_the_only_knob() {
+        let mut budget = Budget::new(0.5, None, true);
+        let (status, _) = budget.observe(&cost(0.9, 0.0));
+        assert!(!status.at_floor, "attribution is still on");
+        let (status, knob) = budget.observe(&cost(0.9, 0.0));
+        assert_eq!(status.change, Some(BudgetChange::AttributionOff));
+        assert_eq!(knob, Some(Knob::Attribution(false)));
+        assert!(status.change_line().unwrap().contains("attribution off"));
+        let changes = run(&mut budget, 0.9, 4);
+        assert_eq!(changes, [None, None, None, Some(BudgetChange::Exceeded)]);
+        // A front end's frequency does not turn attribution back on.
+        budget.asked(99);
+        assert!(budget.attribution_off && budget.at_floor());
     }
 }

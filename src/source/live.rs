@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 use libbpf_rs::OpenObject;
 
-use super::budget::Budget;
+use super::budget::{Budget, Knob};
 use super::duty::DutyCycle;
 use super::intervals::Intervals;
 use super::{Control, Origin, Source, SourceInfo};
@@ -357,12 +357,17 @@ fn network_idle(accounting: &Accounting<'_>) -> Result<bool> {
 
 /// What the budget will do in this run, and what it cannot see.
 fn budget_note(config: &LiveConfig, percent: f64) -> String {
-    let knob = match config.sampling {
-        Some(s) => format!(
+    let knob = match (config.sampling, config.attribution.is_some()) {
+        (Some(s), false) => format!(
             "sampling steps down from {} Hz when over it",
             s.frequency_hz
         ),
-        None => "nothing to turn down without sampling; said when over it".to_owned(),
+        (Some(s), true) => format!(
+            "sampling steps down from {} Hz when over it, then attribution turns off",
+            s.frequency_hz
+        ),
+        (None, true) => "attribution turns off when over it".to_owned(),
+        (None, false) => "nothing to turn down without sampling; said when over it".to_owned(),
     };
     let blind = if config.bpf_stats {
         ""
@@ -415,8 +420,8 @@ struct Measure<'c, 'a, 'obj> {
     /// without them (`--no-bpf-stats`, or not allowed).
     duty: Option<DutyCycle>,
     budget: Option<Budget>,
-    /// The frequency the budget asked for at the end of the last interval.
-    budget_frequency: Option<u64>,
+    /// The knob the budget turned at the end of the last interval.
+    budget_knob: Option<Knob>,
 }
 
 impl<'c, 'a, 'obj> Measure<'c, 'a, 'obj> {
@@ -448,10 +453,11 @@ impl<'c, 'a, 'obj> Measure<'c, 'a, 'obj> {
             retired: SamplerCounters::default(),
             sketch,
             duty,
-            budget: config
-                .budget
-                .map(|percent| Budget::new(percent, config.sampling.map(|s| s.frequency_hz))),
-            budget_frequency: None,
+            budget: config.budget.map(|percent| {
+                let asked_hz = config.sampling.map(|s| s.frequency_hz);
+                Budget::new(percent, asked_hz, config.attribution.is_some())
+            }),
+            budget_knob: None,
         })
     }
 
@@ -529,11 +535,14 @@ impl<'c, 'a, 'obj> Measure<'c, 'a, 'obj> {
                         return Ok(Next::Done);
                     }
                     self.intervals.advance(now);
-                    let budget = self.budget_frequency.take();
-                    if let Some(next) =
-                        budget.and_then(|hz| self.replace_sampler(sampler.as_deref(), hz))
-                    {
-                        return Ok(next);
+                    match self.budget_knob.take() {
+                        Some(Knob::Frequency(hz)) => {
+                            if let Some(next) = self.replace_sampler(sampler.as_deref(), hz) {
+                                return Ok(next);
+                            }
+                        }
+                        Some(Knob::Attribution(on)) => self.switch_attribution(on)?,
+                        None => {}
                     }
                 }
                 Wake::Due => {}
@@ -656,8 +665,8 @@ impl<'c, 'a, 'obj> Measure<'c, 'a, 'obj> {
             snapshot.budget = Some(if last {
                 budget.last(&snapshot.overhead)
             } else {
-                let (status, frequency) = budget.observe(&snapshot.overhead);
-                self.budget_frequency = frequency;
+                let (status, knob) = budget.observe(&snapshot.overhead);
+                self.budget_knob = knob;
                 status
             });
         }

@@ -3,6 +3,8 @@
 //! guest wrote to the share; a job without a `status` file never finished.
 
 use std::fs;
+use std::io::{Read, Write};
+use std::os::unix::net::UnixStream;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -16,6 +18,8 @@ use super::kernel::Kernel;
 /// Boot to the first job, with room to spare (about 8 s measured).
 const BOOT_ALLOWANCE: Duration = Duration::from_secs(90);
 const MEMORY: &str = "2G";
+/// The guest's heartbeat (every 5 s) older than this: the guest hung.
+const HANG_AFTER: Duration = Duration::from_secs(120);
 
 /// A command the guest runs, bounded by its own timeout inside the guest.
 #[derive(Clone)]
@@ -43,6 +47,9 @@ pub struct Boot {
     pub results: Vec<JobResult>,
     pub serial_log: PathBuf,
     pub timed_out: bool,
+    /// Where the vCPUs were when the guest was found hung (its heartbeat
+    /// stopped), symbolized with the guest's own kallsyms.
+    pub hung: Option<String>,
     pub wall: Duration,
 }
 
@@ -67,11 +74,14 @@ pub fn boot(kernel: &Kernel, share: &Path, dir: &Path, jobs: &[Job]) -> Boot {
     );
 
     let serial_log = dir.join("serial.log");
+    let monitor = dir.join("monitor.sock");
     let deadline = BOOT_ALLOWANCE + jobs.iter().map(|j| j.timeout).sum::<Duration>();
     let started = Instant::now();
     let mut qemu = Command::new(host::find_tool("qemu-system-x86_64", "qemu-system-x86"));
     qemu.args(["-accel", "tcg", "-cpu", "max", "-smp", "2", "-m", MEMORY])
         .args(["-nographic", "-no-reboot"])
+        .arg("-monitor")
+        .arg(format!("unix:{},server,nowait", monitor.display()))
         .arg("-kernel")
         .arg(&kernel.vmlinuz)
         .arg("-initrd")
@@ -98,8 +108,15 @@ pub fn boot(kernel: &Kernel, share: &Path, dir: &Path, jobs: &[Job]) -> Boot {
         });
     }
     let mut qemu = qemu.spawn().expect("starting qemu");
+    let mut hung = None;
     let timed_out = loop {
         if qemu.try_wait().unwrap().is_some() {
+            break false;
+        }
+        if heartbeat_stopped(&dir.join("heartbeat")) {
+            hung = Some(where_cpus_are(&monitor, &dir.join("kallsyms")));
+            let _ = qemu.kill();
+            let _ = qemu.wait();
             break false;
         }
         if started.elapsed() > deadline {
@@ -110,6 +127,7 @@ pub fn boot(kernel: &Kernel, share: &Path, dir: &Path, jobs: &[Job]) -> Boot {
         thread::sleep(Duration::from_millis(200));
     };
     let _ = fs::remove_file(&archive);
+    let _ = fs::remove_file(&monitor);
     Boot {
         results: jobs
             .iter()
@@ -117,14 +135,110 @@ pub fn boot(kernel: &Kernel, share: &Path, dir: &Path, jobs: &[Job]) -> Boot {
             .collect(),
         serial_log,
         timed_out,
+        hung,
         wall: started.elapsed(),
     }
 }
 
-/// Whether the guest's kernel panicked: then every job after the one it
-/// was running has no result through no fault of its own.
-pub fn panicked(boot: &Boot) -> bool {
-    fs::read_to_string(&boot.serial_log).is_ok_and(|log| log.contains("Kernel panic"))
+/// Whether the guest's heartbeat, once started, has not beaten for
+/// [`HANG_AFTER`].
+fn heartbeat_stopped(heartbeat: &Path) -> bool {
+    fs::metadata(heartbeat)
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|at| at.elapsed().ok())
+        .is_some_and(|age| age > HANG_AFTER)
+}
+
+/// Each vCPU's program counter, three times a second apart, named by the
+/// guest's kallsyms (function and offset; no addresses).
+fn where_cpus_are(monitor: &Path, kallsyms: &Path) -> String {
+    let symbols = Symbols::read(kallsyms);
+    let mut lines = Vec::new();
+    for _ in 0..3 {
+        let Some(cpus) = ask_monitor(monitor, "info cpus") else {
+            return "the qemu monitor did not answer".to_owned();
+        };
+        for line in cpus.lines().filter(|l| l.contains("CPU #")) {
+            let cpu = line
+                .trim_start_matches(['*', ' '])
+                .split(':')
+                .next()
+                .unwrap_or("CPU");
+            let at = line
+                .split_whitespace()
+                .find_map(|w| w.strip_prefix("pc=0x"))
+                .and_then(|hex| u64::from_str_radix(hex, 16).ok())
+                .map_or("pc unknown".to_owned(), |pc| symbols.name(pc));
+            lines.push(format!(
+                "{cpu}: {at}{}",
+                if line.contains("halted") {
+                    " (halted)"
+                } else {
+                    ""
+                }
+            ));
+        }
+        thread::sleep(Duration::from_secs(1));
+    }
+    lines.join("\n")
+}
+
+/// One command to qemu's human monitor; its answer.
+fn ask_monitor(monitor: &Path, command: &str) -> Option<String> {
+    let mut stream = UnixStream::connect(monitor).ok()?;
+    stream.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
+    stream.write_all(format!("{command}\n").as_bytes()).ok()?;
+    let mut answer = Vec::new();
+    let mut buffer = [0; 4096];
+    while let Ok(n) = stream.read(&mut buffer) {
+        if n == 0 {
+            break;
+        }
+        answer.extend_from_slice(&buffer[..n]);
+    }
+    Some(String::from_utf8_lossy(&answer).into_owned())
+}
+
+/// The guest kernel's text symbols, sorted by address.
+struct Symbols(Vec<(u64, String)>);
+
+impl Symbols {
+    fn read(kallsyms: &Path) -> Symbols {
+        let text = fs::read_to_string(kallsyms).unwrap_or_default();
+        let mut symbols: Vec<(u64, String)> = text
+            .lines()
+            .filter_map(|line| {
+                let mut fields = line.split_whitespace();
+                let address = u64::from_str_radix(fields.next()?, 16).ok()?;
+                let kind = fields.next()?;
+                let name = fields.next()?;
+                matches!(kind, "T" | "t" | "W" | "w").then(|| (address, name.to_owned()))
+            })
+            .collect();
+        symbols.sort_unstable();
+        Symbols(symbols)
+    }
+
+    fn name(&self, pc: u64) -> String {
+        let i = self.0.partition_point(|(address, _)| *address <= pc);
+        match i.checked_sub(1).map(|i| &self.0[i]) {
+            Some((address, name)) => format!("{name}+{:#x}", pc - address),
+            None => "outside the kernel's text".to_owned(),
+        }
+    }
+}
+
+/// Why the guest stopped before its jobs were done, if its kernel did:
+/// a panic, or a hang (its heartbeat stopped). Every job after the one it
+/// was running then has no result through no fault of its own.
+pub fn kernel_stopped(boot: &Boot) -> Option<String> {
+    if let Some(cpus) = &boot.hung {
+        return Some(format!("hung (heartbeat stopped); vCPUs at:\n{cpus}"));
+    }
+    fs::read_to_string(&boot.serial_log)
+        .is_ok_and(|log| log.contains("Kernel panic"))
+        .then(|| "panicked".to_owned())
 }
 
 /// The jobs of a boot that never finished.
@@ -182,5 +296,14 @@ mod tests {
         let results = [result(Some(0)), result(Some(1)), result(None), result(None)];
         assert_eq!(unfinished(&results), [2, 3]);
         assert!(unfinished(&results[..2]).is_empty());
+    }
+
+    #[test]
+    fn a_program_counter_is_named_by_the_symbol_below_it() {
+        let symbols = Symbols(vec![(0x1000, "a".to_owned()), (0x1100, "b".to_owned())]);
+        assert_eq!(symbols.name(0x1000), "a+0x0");
+        assert_eq!(symbols.name(0x10ff), "a+0xff");
+        assert_eq!(symbols.name(0x1234), "b+0x134");
+        assert_eq!(symbols.name(0x10), "outside the kernel's text");
     }
 }

@@ -30,6 +30,11 @@ if ! mount -t 9p -o trans=virtio,version=9p2000.L,msize=1048576 share "$SHARE"; 
     poweroff -f
 fi
 ip link set lo up
+# For the host: the kernel's symbols, to name where the vCPUs are if the
+# guest hangs, and a heartbeat that stops when the guest's user space can
+# no longer run (a job's own timeout then never fires either).
+cat /proc/kallsyms >"$RESULTS/kallsyms"
+(while :; do date +%s >"$RESULTS/heartbeat"; sleep 5; done) &
 
 echo "netto-vm: kernel $(uname -r), running jobs"
 for job in "$RESULTS"/jobs/*/; do

@@ -219,7 +219,7 @@ impl Metrics {
             )?,
             budget_steps: counters(
                 "netto_budget_steps_total",
-                "Sampling frequency steps the budget took, by direction (down, up).",
+                "Steps the budget took (sampling frequency, attribution off or on), by direction (down, up).",
                 &["direction"],
             )?,
             stream_clients: register(
@@ -348,9 +348,9 @@ impl Metrics {
             }
         }
         let direction = match budget.and_then(|b| b.change) {
-            Some(BudgetChange::Down { .. }) => "down",
-            Some(BudgetChange::Up { .. }) => "up",
-            _ => return,
+            Some(BudgetChange::Down { .. } | BudgetChange::AttributionOff) => "down",
+            Some(BudgetChange::Up { .. } | BudgetChange::AttributionOn) => "up",
+            Some(BudgetChange::Exceeded | BudgetChange::Kept) | None => return,
         };
         self.budget_steps.with_label_values(&[direction]).inc();
     }
@@ -559,6 +559,9 @@ mod tests {
         };
         s.budget = Some(status.clone());
         metrics.add(&s);
+        status.change = Some(BudgetChange::AttributionOff);
+        s.budget = Some(status.clone());
+        metrics.add(&s);
         status.change = Some(BudgetChange::Exceeded);
         status.at_floor = true;
         s.budget = Some(status);
@@ -572,7 +575,7 @@ mod tests {
                 &format!("netto_budget_steps_total{{direction=\"{d}\"}}"),
             )
         };
-        assert_eq!((steps("down"), steps("up")), (1.0, 0.0));
+        assert_eq!((steps("down"), steps("up")), (2.0, 0.0));
     }
 
     #[test]
