@@ -53,7 +53,7 @@ const ABIS: &[Abi] = &[
         header: "bpf/netto.h",
         items: "netto_.*|NETTO_.*",
         enums:
-            "netto_event|netto_task_window|netto_syscall_kind|netto_sample_context|netto_transport|netto_hook",
+            "netto_event|netto_task_window|netto_syscall_kind|netto_sample_context|netto_transport|netto_hook|netto_tier",
         output: "netto_abi.rs",
     },
     Abi {

@@ -268,6 +268,7 @@ fn events() -> BTreeMap<EventKey, CpuTime> {
                 total_ns: 750_000_000,
                 per_cpu_ns: vec![750_000_000],
                 count: 1,
+                ..CpuTime::default()
             };
             (key, t)
         })
@@ -301,7 +302,7 @@ fn bench(c: &mut Criterion) {
         group.bench_function(format!("pipeline/{n}_samples"), |b| {
             b.iter(|| {
                 for &(context, raw) in &samples {
-                    folder.add(0, context, raw);
+                    folder.add(0, Some(context), raw);
                 }
                 let folded = folder.take(&mut symbolizer);
                 black_box(breakdowns(&folded, &events, 999))
@@ -326,7 +327,7 @@ fn bench(c: &mut Criterion) {
 
     let mut folder = Folder::new();
     for (context, raw) in &stacks {
-        folder.add(0, *context, raw);
+        folder.add(0, Some(*context), raw);
     }
     let folded = folder.take(&mut Symbolizer::new(table.clone()));
     let frames: Vec<Vec<&str>> = folded

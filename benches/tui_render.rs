@@ -129,6 +129,7 @@ fn snapshot(ts: f64, seed: u64) -> Snapshot {
         dropped: 0,
         failed_stacks: 0,
         softirq_loop: 0,
+        unplaced: 0,
         buffer_bytes: 1 << 20,
     });
     s

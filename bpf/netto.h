@@ -44,6 +44,8 @@ enum netto_task_window {
 struct netto_task_state {
 	netto_u32 window; /* enum netto_task_window */
 	netto_u32 depth;  /* netto_cpu.window_depth */
+	netto_u32 epoch;  /* netto_cpu.window_epoch */
+	netto_u32 pad;
 };
 
 /* Per-syscall-number classification, filled by user space from a table so
@@ -221,6 +223,15 @@ struct netto_cpu {
 	 * (fentry backend: they nest, e.g. sock_sendmsg -> __sock_sendmsg);
 	 * the window closes when the outermost returns. */
 	netto_u16 window_depth;
+	/* The window_epoch (account.bpf.c) the running task's window was
+	 * opened in: a window from an earlier epoch was opened before the
+	 * window hooks were last detached, and its close may never be seen,
+	 * so it is charged nothing. */
+	netto_u32 window_epoch;
+	/* The state_epoch the state above belongs to: state from an earlier
+	 * epoch was left when every hook was detached (the sampled tier), and
+	 * the first hook to run again forgets it. */
+	netto_u32 state_epoch;
 	/* Runs of netto's programs, by enum netto_hook, cumulative. */
 	netto_u64 hook_runs[NETTO_NR_HOOKS];
 	/* ---- counters, cumulative since load ---- */
@@ -261,6 +272,22 @@ enum netto_sample_context {
 	/* a network timer callback, or the timer softirq's own work around
 	 * such callbacks (the time net_timers charges) */
 	NETTO_CTX_NET_TIMERS = 4,
+	/* a kernel stack the sampler could not place because the programs
+	 * that would say are detached (the softirq and sampled tiers): user
+	 * space places it by its frames, or leaves it out */
+	NETTO_CTX_BY_FRAMES = 5,
+};
+
+/* Which accounting programs are attached (model::Tier on the Rust side):
+ * the sampler must not trust the state of detached ones. */
+enum netto_tier {
+	/* every program: every event exact */
+	NETTO_TIER_EXACT = 0,
+	/* all but the socket window programs: socket calls are placed by
+	 * their stacks */
+	NETTO_TIER_SOFTIRQ = 1,
+	/* none: every sample is placed by its stack */
+	NETTO_TIER_SAMPLED = 2,
 };
 
 enum netto_transport {
@@ -307,6 +334,8 @@ struct netto_sample_ctl {
 	netto_u64 reserved[2];
 	netto_u64 dropped;
 	netto_u64 failed;
+	netto_u32 tier; /* enum netto_tier, set by user space */
+	netto_u32 pad;
 };
 
 #endif /* NETTO_H */

@@ -3,7 +3,9 @@
  * Stack sampler: a cpu-clock perf event per CPU runs this program; it keeps
  * a kernel stack only when the CPU was in network context (NET_RX/NET_TX
  * softirq, a network timer callback, or a task inside a socket call), as
- * the accounting programs record it in the shared per-CPU map. Two
+ * the accounting programs record it in the shared per-CPU map. In the
+ * tiers that detach some of those programs, what they would have said is
+ * left to user space, which reads it from the stack's frames. Two
  * transports, chosen at load time: an mmapable array used as a double
  * buffer (read by user space without a syscall per sample) and the BPF
  * ring buffer, kept to compare the two.
@@ -79,10 +81,27 @@ static __always_inline int timer_context(struct netto_cpu *c, __u32 vec)
 	return bpf_get_prandom_u32() % SHARE_ONE < *share ? NETTO_CTX_NET_TIMERS : -1;
 }
 
-static __always_inline int sample_context(struct netto_cpu *c)
+/* Whether the sample interrupted the kernel: its instruction pointer is a
+ * kernel address, in the upper half on the 64-bit architectures netto
+ * builds for. A sample of user space has no kernel stack to place. */
+static __always_inline bool in_kernel(struct bpf_perf_event_data *ctx)
+{
+	return (long)PT_REGS_IP(&ctx->regs) < 0;
+}
+
+/*
+ * Where the sample was taken, from what the accounting programs recorded
+ * in the CPU's record, as far as the tier in force keeps them attached;
+ * beyond that a kernel sample is kept for user space to place by its
+ * frames (NETTO_CTX_BY_FRAMES). -1: not kept.
+ */
+static __always_inline int sample_context(struct bpf_perf_event_data *ctx, struct netto_cpu *c,
+					  __u32 tier)
 {
 	__u32 vec = c->softirq - 1;
 
+	if (tier == NETTO_TIER_SAMPLED)
+		return in_kernel(ctx) ? NETTO_CTX_BY_FRAMES : -1;
 	if (vec == NETTO_SOFTIRQ_NET_RX)
 		return NETTO_CTX_NET_RX;
 	if (vec == NETTO_SOFTIRQ_NET_TX)
@@ -91,6 +110,8 @@ static __always_inline int sample_context(struct netto_cpu *c)
 		return timer_context(c, vec);
 	if (c->task_window == NETTO_WIN_NAPI)
 		return NETTO_CTX_NET_RX;
+	if (tier == NETTO_TIER_SOFTIRQ)
+		return in_kernel(ctx) ? NETTO_CTX_BY_FRAMES : -1;
 	if (c->task_window == NETTO_WIN_SEND)
 		return NETTO_CTX_SOCK_SEND;
 	if (c->task_window == NETTO_WIN_RECV)
@@ -195,11 +216,11 @@ int netto_sample(struct bpf_perf_event_data *ctx)
 	if (!c)
 		return 0;
 	c->hook_runs[NETTO_HOOK_SAMPLE]++;
-	context = sample_context(c);
-	if (context < 0)
-		return 0;
 	ctl = bpf_map_lookup_elem(&sample_ctl, &zero);
 	if (!ctl)
+		return 0;
+	context = sample_context(ctx, c, ctl->tier);
+	if (context < 0)
 		return 0;
 	if (transport == NETTO_TRANSPORT_RINGBUF)
 		to_ring(ctx, context, ctl);

@@ -32,7 +32,9 @@ static __always_inline int function_enter(__u32 window)
 	 * softirq's time, not a task's window. */
 	if (c->softirq || c->in_hardirq || c->task_window == NETTO_WIN_NAPI)
 		return 0;
-	if (c->task_window != NETTO_WIN_NONE) {
+	/* A window of an earlier epoch lost its close: this call starts
+	 * afresh. */
+	if (c->task_window != NETTO_WIN_NONE && c->window_epoch == window_epoch) {
 		c->window_depth++;
 		return 0;
 	}

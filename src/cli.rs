@@ -6,6 +6,7 @@ use std::time::Duration;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::collect::attribution::{Config as AttributionConfig, DEFAULT_MAX_GROUPS};
+use crate::collect::estimate::ESTIMATE_HZ;
 use crate::frontends::flame::Weight;
 use crate::kernel::backend::BackendChoice;
 use crate::kernel::sampler::Transport;
@@ -13,7 +14,7 @@ use crate::sketch::config as sketch_config;
 use crate::sketch::SketchConfig;
 use crate::source::live::{DemoWhen, LiveConfig, StackSampling};
 
-use crate::model::{GroupBy, MAX_DURATION_S, MAX_INTERVAL_S, MIN_INTERVAL_S};
+use crate::model::{GroupBy, Tier, MAX_DURATION_S, MAX_INTERVAL_S, MIN_INTERVAL_S};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -147,7 +148,31 @@ pub struct MeasureArgs {
     /// costs more, netto says so.
     #[arg(long, value_name = "PERCENT", default_value = "off", allow_negative_numbers = true, value_parser = parse_budget)]
     pub budget: BudgetArg,
+    /// How much of the accounting runs: `exact` (every event exact),
+    /// `softirq` (socket calls estimated from stack samples, no hook on
+    /// system calls) or `sampled` (every event estimated, no per-event
+    /// hook). Estimates carry their error.
+    #[arg(long, value_enum, default_value_t = TierArg::Exact, conflicts_with = "by")]
+    pub tier: TierArg,
 }
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum TierArg {
+    Exact,
+    Softirq,
+    Sampled,
+}
+
+impl From<TierArg> for Tier {
+    fn from(arg: TierArg) -> Self {
+        match arg {
+            TierArg::Exact => Tier::Exact,
+            TierArg::Softirq => Tier::Softirq,
+            TierArg::Sampled => Tier::Sampled,
+        }
+    }
+}
+
 
 /// `--budget`: a percentage of one CPU, or `off`.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -169,10 +194,17 @@ impl MeasureArgs {
             bpf_stats: !self.no_bpf_stats,
             interval: Duration::from_secs_f64(self.interval),
             duration: duration.map(Duration::from_secs_f64),
-            sampling: sampling.map(|s| StackSampling {
-                frequency_hz: s.frequency,
-                transport: s.transport.into(),
-            }),
+            sampling: sampling
+                .map(|s| StackSampling {
+                    frequency_hz: s.frequency,
+                    transport: s.transport.into(),
+                })
+                .or_else(|| {
+                    (self.tier != TierArg::Exact).then_some(StackSampling {
+                        frequency_hz: ESTIMATE_HZ,
+                        transport: Transport::Mmap,
+                    })
+                }),
             demo: self.demo.into(),
             flush_on_stop,
             xdp_sketch: self
@@ -181,6 +213,7 @@ impl MeasureArgs {
                 .map(|iface| (iface.clone(), SketchConfig::default())),
             attribution: self.attribution(),
             budget: self.budget.0,
+            tier: self.tier.into(),
         }
     }
 }
@@ -796,6 +829,31 @@ mod tests {
     }
 
     #[test]
+    fn a_tier_that_estimates_samples_even_where_the_command_does_not() {
+        let Command::Stat(stat) = parse(&["stat", "--tier", "softirq"]).unwrap().into_command()
+        else {
+            panic!("stat");
+        };
+        let config = stat.measure.live_config(None, None, false);
+        assert_eq!(config.tier, Tier::Softirq);
+        assert_eq!(config.sampling.map(|s| s.frequency_hz), Some(ESTIMATE_HZ));
+        let Command::Stat(stat) = parse(&["stat"]).unwrap().into_command() else {
+            panic!("stat");
+        };
+        let config = stat.measure.live_config(None, None, false);
+        assert_eq!((config.tier, config.sampling.is_none()), (Tier::Exact, true));
+        let Command::Record(record) = parse(&[
+            "record", "--duration", "1", "-o", "x.svg", "--tier", "sampled", "--frequency", "49",
+        ])
+        .unwrap()
+        .into_command() else {
+            panic!("record");
+        };
+        let config = record.measure.live_config(Some(&record.sampling), None, false);
+        assert_eq!(config.sampling.map(|s| s.frequency_hz), Some(49));
+    }
+
+    #[test]
     fn rejects_bad_values() {
         for bad in [
             &["stat", "--interval", "0"][..],
@@ -814,6 +872,10 @@ mod tests {
             &["stat", "--budget", "-1"],
             &["serve", "--budget", "inf"],
             &["top", "--replay", "r.json", "--budget", "1"],
+            &["stat", "--tier", "nosuch"],
+            &["stat", "--tier", "sampled", "--by", "cgroup"],
+            &["serve", "--tier", "softirq", "--by", "process"],
+            &["top", "--replay", "r.json", "--tier", "sampled"],
             &[
                 "record",
                 "--duration",

@@ -93,14 +93,72 @@ impl SoftirqVector {
     }
 }
 
+/// How much of the exact accounting runs (`--tier`). Each tier down
+/// detaches more of it, so netto costs less, and estimates from stack
+/// samples what it no longer measures: every such value says so
+/// ([`CpuTime::estimated`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Tier {
+    /// Every event exact: every hook attached.
+    #[default]
+    Exact,
+    /// NET_RX, NET_TX and network timers exact; the socket window hooks,
+    /// which run on every system call of the host, detached, and socket
+    /// call time estimated from stack samples.
+    Softirq,
+    /// No per-event hook at all: every event estimated from stack samples.
+    Sampled,
+}
+
+impl Tier {
+    /// From most to least exact: the order the budget steps down in.
+    pub const ALL: [Tier; 3] = [Tier::Exact, Tier::Softirq, Tier::Sampled];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Tier::Exact => "exact",
+            Tier::Softirq => "softirq",
+            Tier::Sampled => "sampled",
+        }
+    }
+
+    /// Whether `event` is measured exactly in this tier.
+    pub fn measures(self, event: EventKey) -> bool {
+        match self {
+            Tier::Exact => true,
+            Tier::Softirq => !matches!(event, EventKey::SockSend | EventKey::SockRecv),
+            Tier::Sampled => false,
+        }
+    }
+
+    /// The next tier down (cheaper), if any.
+    pub fn lower(self) -> Option<Tier> {
+        Tier::ALL.get(self as usize + 1).copied()
+    }
+
+    /// The next tier up (more exact), if any.
+    pub fn higher(self) -> Option<Tier> {
+        (self as usize).checked_sub(1).map(|i| Tier::ALL[i])
+    }
+}
+
 /// CPU time of one thing over an interval.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CpuTime {
     pub total_ns: u64,
     /// Index = CPU number.
     pub per_cpu_ns: Vec<u64>,
-    /// How many times it ran (softirq runs, socket calls, callbacks).
+    /// How many times it ran (softirq runs, socket calls, callbacks); 0
+    /// when estimated: samples do not count runs.
     pub count: u64,
+    /// Whether the time is an estimate from stack samples (the tier in
+    /// force does not measure this event) rather than measured exactly.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub estimated: bool,
+    /// One standard error of an estimated `total_ns`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_ns: Option<u64>,
 }
 
 impl CpuTime {
@@ -172,6 +230,10 @@ pub struct Snapshot {
     pub interval_s: f64,
     /// Accounting backend in use (`tracepoint`, ...).
     pub backend: String,
+    /// The tier in force for the whole interval (tiers change only
+    /// between intervals); recordings from before tiers are `exact`.
+    #[serde(default)]
+    pub tier: Tier,
     /// Number of CPUs in the per-CPU arrays.
     pub cpus: usize,
     pub events: BTreeMap<EventKey, CpuTime>,
@@ -255,6 +317,11 @@ pub enum BudgetChange {
     AttributionOff,
     /// Attribution back on: there was room.
     AttributionOn,
+    /// One tier down, sampling being at its floor and attribution off:
+    /// what the lower tier does not measure is estimated from then on.
+    TierDown { from: Tier, to: Tier },
+    /// One tier back up toward the asked one: there was room.
+    TierUp { from: Tier, to: Tier },
     /// Over the budget with every knob at its floor: the budget is not kept
     /// (netto does not give up exactness to keep it).
     Exceeded,
@@ -279,9 +346,20 @@ impl BudgetStatus {
             BudgetChange::AttributionOn => {
                 format!("budget {budget} %: room under it, attribution on again")
             }
+            BudgetChange::TierDown { from, to } => format!(
+                "budget {budget} %: over it, tier {} -> {} ({} estimated from stack samples, \
+                 with their errors)",
+                from.name(),
+                to.name(),
+                if to == Tier::Sampled { "every event" } else { "socket calls" }
+            ),
+            BudgetChange::TierUp { from, to } => format!(
+                "budget {budget} %: room under it, tier {} -> {}",
+                from.name(),
+                to.name()
+            ),
             BudgetChange::Exceeded => format!(
-                "budget {budget} % exceeded with every knob at its floor (the exact accounting \
-                 alone costs more); measuring on, exactly"
+                "budget {budget} % exceeded with every knob at its floor; measuring on"
             ),
             BudgetChange::Kept => format!("budget {budget} % kept again"),
         })
@@ -293,14 +371,14 @@ impl Snapshot {
     /// at zero, on `cpus` CPUs.
     pub fn empty(backend: &str, cpus: usize) -> Snapshot {
         let zero = CpuTime {
-            total_ns: 0,
             per_cpu_ns: vec![0; cpus],
-            count: 0,
+            ..CpuTime::default()
         };
         Snapshot {
             ts: 0.0,
             interval_s: 0.0,
             backend: backend.to_owned(),
+            tier: Tier::Exact,
             cpus,
             events: EventKey::ALL.map(|k| (k, zero.clone())).into(),
             softirq: SoftirqVector::ALL.map(|v| (v, zero.clone())).into(),
@@ -639,6 +717,11 @@ pub struct SamplingStats {
     /// `samples`; absent from recordings from before netto left them out.
     #[serde(default)]
     pub softirq_loop: u64,
+    /// Kernel samples whose frames name no network context, in the tiers
+    /// that place samples by their frames (0 in `exact`, where the sampler
+    /// keeps only network context). Part of `samples`.
+    #[serde(default)]
+    pub unplaced: u64,
     /// Memory of the sample buffer.
     pub buffer_bytes: u64,
 }
@@ -899,6 +982,7 @@ mod tests {
             total_ns: 250_000_000,
             per_cpu_ns: vec![250_000_000],
             count: 1,
+            ..CpuTime::default()
         };
         assert!((t.percent_of_cpu(2.0) - 12.5).abs() < 1e-9);
         assert_eq!(t.percent_of_cpu(0.0), 0.0);

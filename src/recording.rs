@@ -199,8 +199,15 @@ fn check_snapshot(at: &str, s: &Snapshot) -> Result<(), Invalid> {
             .get(&key)
             .ok_or_else(|| invalid(format!("{at}.events"), format!("lacks {}", key.name())))?;
         check_time(&format!("{at}.events.{}", key.name()), time, s.cpus, cpu_ns)?;
+        check_estimate(&format!("{at}.events.{}", key.name()), time, s, key)?;
     }
-    for vector in SoftirqVector::ALL {
+    // The sampled tier measures no vector and no hardirq time: it has none.
+    let vectors = if s.tier.measures(EventKey::NetRxSoftirq) {
+        &SoftirqVector::ALL[..]
+    } else {
+        &[]
+    };
+    for &vector in vectors {
         let time = s
             .softirq
             .get(&vector)
@@ -212,7 +219,9 @@ fn check_snapshot(at: &str, s: &Snapshot) -> Result<(), Invalid> {
             cpu_ns,
         )?;
     }
-    check_time(&format!("{at}.hardirq"), &s.hardirq, s.cpus, cpu_ns)?;
+    if !vectors.is_empty() {
+        check_time(&format!("{at}.hardirq"), &s.hardirq, s.cpus, cpu_ns)?;
+    }
     // What all CPUs together can have spent.
     let host_ns = cpu_ns * s.cpus as f64;
     let callbacks = s.net_timer_callbacks.values().map(|&ns| ns as f64).sum();
@@ -366,6 +375,38 @@ fn check_attribution(at: &str, a: &Attribution, s: &Snapshot) -> Result<(), Inva
 }
 
 /// One value per CPU, each possible in the interval, adding up to the total.
+/// An event is estimated exactly when its snapshot's tier does not
+/// measure it, and then it has an error (of at most the interval on every
+/// CPU): exact and estimated values are never mixed up on replay.
+fn check_estimate(at: &str, time: &CpuTime, s: &Snapshot, key: EventKey) -> Result<(), Invalid> {
+    let measured = s.tier.measures(key);
+    if time.estimated == measured {
+        return Err(invalid(
+            format!("{at}.estimated"),
+            format!(
+                "is {} but the {} tier {} {}",
+                time.estimated,
+                s.tier.name(),
+                if measured { "measures" } else { "estimates" },
+                key.name()
+            ),
+        ));
+    }
+    match time.error_ns {
+        None if time.estimated => Err(invalid(format!("{at}.error_ns"), "missing for an estimate")),
+        Some(_) if !time.estimated => Err(invalid(
+            format!("{at}.error_ns"),
+            "present on an exact value",
+        )),
+        Some(error) => check_at_most(
+            &format!("{at}.error_ns"),
+            error as f64,
+            with_overrun(s.interval_s) * 1e9 * s.cpus as f64,
+        ),
+        None => Ok(()),
+    }
+}
+
 fn check_time(at: &str, time: &CpuTime, cpus: usize, cpu_ns: f64) -> Result<(), Invalid> {
     if time.per_cpu_ns.len() != cpus {
         return Err(invalid(

@@ -110,6 +110,8 @@ fn bad_input_is_one_line_and_non_zero() {
             ],
             "--budget",
         ),
+        (&["stat", "--tier", "nosuch"], "nosuch"),
+        (&["stat", "--tier", "sampled", "--by", "cgroup"], "--tier"),
         (&["bogus"], "bogus"),
     ] {
         assert_clean_failure(&netto(args), mentions);

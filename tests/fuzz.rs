@@ -243,6 +243,7 @@ fn valid_recording() -> impl Strategy<Value = Recording> {
                     total_ns: per_cpu_ns.iter().sum(),
                     per_cpu_ns: per_cpu_ns.clone(),
                     count: per_cpu_ns.iter().filter(|&&ns| ns > 0).count() as u64,
+                    ..CpuTime::default()
                 };
                 let mut s = Snapshot::empty("tracepoint", cpus);
                 s.ts = ts;
@@ -354,6 +355,7 @@ fn the_extremes_a_valid_recording_may_have_play_through_top_and_serve() {
         total_ns: interval_s as u64 * 1_000_000_000 * cpus as u64,
         per_cpu_ns: vec![interval_s as u64 * 1_000_000_000; cpus],
         count: u64::MAX,
+        ..CpuTime::default()
     };
     let mut s = Snapshot::empty("tracepoint", cpus);
     s.ts = 1e300;

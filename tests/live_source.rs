@@ -1,6 +1,7 @@
 //! The live source as the TUI and the web server drive it: snapshots per
 //! interval, a sampling frequency changed while running, attribution
-//! turned off and on, and nothing left loaded once it is dropped.
+//! turned off and on, tiers changed while running, and nothing left loaded
+//! once it is dropped.
 
 mod common;
 
@@ -9,8 +10,9 @@ use std::time::Duration;
 use netto::collect::attribution;
 use netto::kernel::backend::BackendChoice;
 use netto::kernel::sampler::Transport;
-use netto::model::{EventKey, GroupBy, Snapshot};
+use netto::model::{EventKey, GroupBy, Snapshot, Tier};
 use netto::source::live::{self, DemoWhen, LiveConfig, StackSampling};
+
 use netto::source::Control;
 
 #[test]
@@ -38,6 +40,7 @@ fn frequency_changes_while_running_and_everything_unloads() {
         xdp_sketch: None,
         attribution: None,
         budget: None,
+        tier: Tier::Exact,
     })
     .expect("starting the live source");
     assert!(source.is_live());
@@ -105,6 +108,7 @@ fn attribution_turns_off_and_on_while_running() {
             max_groups: 5,
         }),
         budget: None,
+        tier: Tier::Exact,
     })
     .expect("starting the live source");
     let next = || {
@@ -151,4 +155,112 @@ fn attribution_turns_off_and_on_while_running() {
     assert!(attribution(&next()).on);
     assert!(common::attribution_links() > 0);
     source.finish().expect("the source ends cleanly");
+}
+
+/// Tiers change between intervals (`Control::SetTier`): the window
+/// programs go in `softirq`, every accounting program in `sampled`, and
+/// all come back in `exact`. Every interval is wholly in one tier, says
+/// which, and has its estimates marked with their errors; intervals follow
+/// each other without a gap; and no tier change charges an exact event
+/// with time its programs did not see (a stale state would add up to the
+/// whole time detached).
+#[test]
+fn tiers_change_between_intervals_without_a_gap_or_a_stale_charge() {
+    let port = 5611;
+    let dest = format!("127.0.0.1:{port}");
+    let seconds = 16.0;
+    let _sink = common::Server::start(common::loadgen(&format!(
+        "discard --proto udp --listen {dest} --duration {}",
+        seconds + 2.0
+    )));
+    let sender = std::thread::spawn(move || {
+        common::run_client(common::loadgen(&format!(
+            "send --proto udp --syscall sendto --dest {dest} --duration {seconds} --cpu 1"
+        )))
+    });
+    let source = live::start(LiveConfig {
+        backend: BackendChoice::Tracepoint,
+        bpf_stats: false,
+        interval: Duration::from_millis(500),
+        duration: None,
+        sampling: Some(StackSampling {
+            frequency_hz: 499,
+            transport: Transport::Mmap,
+        }),
+        demo: DemoWhen::Off,
+        flush_on_stop: false,
+        xdp_sketch: None,
+        attribution: None,
+        budget: None,
+        tier: Tier::Exact,
+    })
+    .expect("starting the live source");
+    let mut previous: Option<Snapshot> = None;
+    let mut next = || {
+        let s = source
+            .snapshots
+            .recv_timeout(Duration::from_secs(5))
+            .expect("a snapshot per interval");
+        check_interval(&s, previous.as_ref());
+        previous = Some(s.clone());
+        s
+    };
+    let windows = || common::links_of(|name| name.starts_with("netto_sys_"));
+    let accounting = || common::links_of(|name| name.starts_with("netto_") && name != "netto_sample");
+    let exact = next();
+    assert_eq!(exact.tier, Tier::Exact);
+    assert!(windows() > 0 && EventKey::ALL.iter().all(|&k| !exact.event(k).estimated));
+
+    for (tier, estimated) in [
+        (Tier::Softirq, &[EventKey::SockSend, EventKey::SockRecv][..]),
+        (Tier::Sampled, &EventKey::ALL[..]),
+        (Tier::Exact, &[][..]),
+    ] {
+        source.controller().send(Control::SetTier(tier)).unwrap();
+        // The interval in progress ends in the old tier.
+        let _ = next();
+        for _ in 0..3 {
+            let s = next();
+            assert_eq!(s.tier, tier);
+            for key in EventKey::ALL {
+                let time = s.event(key);
+                let expected = estimated.contains(&key);
+                assert_eq!(time.estimated, expected, "{tier:?} {key:?}");
+                assert_eq!(time.error_ns.is_some(), expected, "{tier:?} {key:?}");
+            }
+            // The load's system calls run whatever the tier.
+            let send = s.event(EventKey::SockSend);
+            assert!(send.total_ns > 0, "{tier:?}: no send time: {send:?}");
+            if tier != Tier::Sampled {
+                assert!(s.event(EventKey::NetRxSoftirq).count > 0, "{tier:?}");
+            }
+        }
+        match tier {
+            Tier::Softirq => assert!(windows() == 0 && accounting() > 0),
+            Tier::Sampled => assert_eq!(accounting(), 0),
+            Tier::Exact => assert!(windows() > 0),
+        }
+    }
+    source.finish().expect("the source ends cleanly");
+    sender.join().unwrap();
+}
+
+/// An interval that follows the one before without a gap, with no CPU
+/// charged more than the interval (a stale state or a counter gone
+/// backwards shows as far more).
+fn check_interval(s: &Snapshot, previous: Option<&Snapshot>) {
+    if let Some(p) = previous {
+        let gap = s.ts - p.ts - s.interval_s;
+        assert!(gap.abs() < 0.05, "{gap} s between intervals");
+    }
+    let most = (s.interval_s * 1e9 * 1.02) as u64;
+    for key in EventKey::ALL {
+        for (cpu, &ns) in s.event(key).per_cpu_ns.iter().enumerate() {
+            assert!(ns <= most, "{:?} {key:?} cpu{cpu}: {ns} ns in {} s", s.tier, s.interval_s);
+        }
+    }
+    let per_cpu: Vec<u64> = (0..s.cpus)
+        .map(|cpu| EventKey::ALL.iter().map(|&k| s.event(k).per_cpu_ns[cpu]).sum())
+        .collect();
+    assert!(per_cpu.iter().all(|&ns| ns <= most), "{:?}: {per_cpu:?}", s.tier);
 }

@@ -92,6 +92,32 @@ const CASES: &[Case] = &[
         "snapshots[0].events.?.count: invalid value: integer `-1`",
     ),
     (
+        "an exact tier's event marked as an estimate",
+        |r| r["snapshots"][2]["events"]["sock_send"]["estimated"] = json!(true),
+        "snapshots[2].events.sock_send.estimated: is true but the exact tier measures sock_send",
+    ),
+    (
+        "a sampled tier's events not marked as estimates",
+        |r| r["snapshots"][2]["tier"] = json!("sampled"),
+        "snapshots[2].events.net_rx_softirq.estimated: is false but the sampled tier estimates",
+    ),
+    (
+        "an estimate without its error",
+        |r| {
+            r["snapshots"][2]["tier"] = json!("softirq");
+            for key in ["sock_send", "sock_recv"] {
+                r["snapshots"][2]["events"][key]["estimated"] = json!(true);
+            }
+            r["snapshots"][2]["events"]["sock_send"]["error_ns"] = json!(1000);
+        },
+        "snapshots[2].events.sock_recv.error_ns: missing for an estimate",
+    ),
+    (
+        "a tier netto does not have",
+        |r| r["snapshots"][2]["tier"] = json!("fast"),
+        "unknown variant `fast`",
+    ),
+    (
         "time running backwards",
         |r| r["snapshots"][4]["ts"] = json!(1.0),
         "snapshots[4].ts: 1 is before the previous snapshot's",

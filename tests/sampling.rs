@@ -18,7 +18,7 @@ use netto::kernel::accounting::recursion_miss_is_loss;
 use netto::kernel::sampler::{Sampler, SamplerConfig, SamplerCounters, Transport, WRITER_WAIT};
 use netto::kernel::selection::Storage;
 use netto::kernel::stats::ProgramRun;
-use netto::model::{SampleContext, Snapshot};
+use netto::model::{SampleContext, Snapshot, Tier};
 use netto::symbols::symbolizer::Symbolizer;
 use netto::workload::netns::VethPair;
 
@@ -76,6 +76,7 @@ fn run(
             drain_period: Duration::from_millis(100),
             slots_per_half: slots,
             writer_wait: reader.writer_wait,
+            tier: Tier::Exact,
         },
     )
     .unwrap();
@@ -310,6 +311,7 @@ fn a_cpu_back_from_offline_is_sampled_again() {
             drain_period: Duration::from_millis(100),
             slots_per_half: None,
             writer_wait: WRITER_WAIT,
+            tier: Tier::Exact,
         },
     )
     .unwrap();

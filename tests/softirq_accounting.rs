@@ -246,7 +246,7 @@ fn attaching_while_net_rx_runs_leaves_no_idle_time_in_net_rx() {
         stop.store(true, Ordering::Relaxed);
         let sent = sender.join().unwrap();
         assert!(sent > 100, "trial {trial}: only {sent} datagrams sent");
-        let attached: Vec<&str> = accounting.attached().collect();
+        let attached = accounting.attached();
         let at = |name| attached.iter().position(|p| *p == name).unwrap();
         assert!(
             at("netto_softirq_exit") < at("netto_softirq_entry"),

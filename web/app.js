@@ -132,14 +132,22 @@ function render() {
 }
 
 function renderCards(s) {
+  // Recordings made before tiers are exact throughout.
+  const tier = s.tier || "exact";
+  $("tier").textContent = `tier ${tier}` + (tier === "exact" ? "" : " (~ estimated from stack samples)");
   const cards = EVENTS.map((event) => {
     const time = s.events[event];
+    // An estimate is marked and carries its error; it counts no runs.
+    const mark = time.estimated ? "~" : "";
+    const detail = time.estimated
+      ? `estimated ± ${fmtMs(time.error_ns || 0)} · ${fmtMs(time.total_ns)}`
+      : `${fmtInt(time.count / (s.interval_s || 1))} runs/s · ${fmtMs(time.total_ns)}`;
     return el(
       "div",
-      { class: "card ev-" + event },
+      { class: "card ev-" + event + (time.estimated ? " estimated" : "") },
       el("div", { class: "name" }, LABELS[event]),
-      el("div", {}, el("span", { class: "value", id: "value-" + event }, fmtPct(pct(time.total_ns, s.interval_s))), " %"),
-      el("div", { class: "runs" }, `${fmtInt(time.count / (s.interval_s || 1))} runs/s · ${fmtMs(time.total_ns)}`),
+      el("div", {}, el("span", { class: "value", id: "value-" + event }, mark + fmtPct(pct(time.total_ns, s.interval_s))), " %"),
+      el("div", { class: "runs" }, detail),
     );
   });
   $("cards").replaceChildren(...cards);
@@ -265,7 +273,7 @@ function renderOverhead(s) {
   // Absent without --budget (and in recordings made before it existed).
   const b = s.budget;
   if (b) {
-    const state = b.over ? (b.at_floor ? "over, every knob at its floor: the exact accounting alone costs more" : "over") : "kept";
+    const state = b.over ? (b.at_floor ? "over, every knob at its floor" : "over") : "kept";
     const asked = b.asked_frequency_hz == null ? "" : `, sampling asked ${b.asked_frequency_hz} Hz`;
     rows.push(["budget", `${b.percent} % of one CPU: ${state} (${b.steps_down} steps down, ${b.steps_up} up${asked})`]);
   }

@@ -7,14 +7,22 @@
 
 use std::collections::{BTreeMap, HashMap};
 
+use super::placement;
 use crate::model::{SampleContext, StackCount};
 use crate::symbols::symbolizer::{trim_stack, FastState, FrameId, Symbolizer};
 
 /// Distinct raw stacks of one context and how often each was sampled.
 type RawCounts = HashMap<Box<[u64]>, u64, FastState>;
 
-/// One CPU's raw stacks, indexed by `SampleContext as usize`.
-type ByContext = [RawCounts; SampleContext::ALL.len()];
+/// One CPU's raw stacks, indexed by `SampleContext as usize`, and last
+/// those still to be placed by their frames ([`BY_FRAMES`]).
+type ByContext = [RawCounts; SampleContext::ALL.len() + 1];
+
+/// The slot of stacks the sampler could not place in a context.
+const BY_FRAMES: usize = SampleContext::ALL.len();
+
+/// Stacks of one context by symbolized frames: their count, and it by CPU.
+type Merged = HashMap<Vec<FrameId>, (u64, BTreeMap<u32, u64>), FastState>;
 
 /// Accumulates samples until [`take`](Folder::take) turns them into stacks.
 /// Counts are kept per CPU so that a profile can be cut by CPU (pprof's
@@ -24,6 +32,8 @@ pub struct Folder {
     /// Indexed by CPU number, grown as CPUs show up.
     by_cpu: Vec<ByContext>,
     samples: u64,
+    /// Samples the last [`take`](Folder::take) could place in no context.
+    unplaced: u64,
 }
 
 impl Folder {
@@ -31,20 +41,28 @@ impl Folder {
         Self::default()
     }
 
-    /// Counts one sample taken on `cpu`: `raw` as `bpf_get_stack` returned
+    /// Counts one sample taken on `cpu` in `context` (`None`: to be placed
+    /// by its frames, see [`placement`]): `raw` as `bpf_get_stack` returned
     /// it, leaf first, zero padding allowed.
-    pub fn add(&mut self, cpu: u32, context: SampleContext, raw: &[u64]) {
+    pub fn add(&mut self, cpu: u32, context: Option<SampleContext>, raw: &[u64]) {
         self.add_count(cpu, context, raw, 1);
     }
 
     /// Counts `count` samples of the same stack on `cpu`.
-    pub fn add_count(&mut self, cpu: u32, context: SampleContext, raw: &[u64], count: u64) {
+    pub fn add_count(
+        &mut self,
+        cpu: u32,
+        context: Option<SampleContext>,
+        raw: &[u64],
+        count: u64,
+    ) {
         let raw = trim_stack(raw);
         let cpu = cpu as usize;
         if cpu >= self.by_cpu.len() {
             self.by_cpu.resize_with(cpu + 1, ByContext::default);
         }
-        let counts = &mut self.by_cpu[cpu][context as usize];
+        let slot = context.map_or(BY_FRAMES, |c| c as usize);
+        let counts = &mut self.by_cpu[cpu][slot];
         match counts.get_mut(raw) {
             Some(n) => *n += count,
             None => {
@@ -64,19 +82,40 @@ impl Folder {
         self.by_cpu.iter().flatten().map(HashMap::len).sum()
     }
 
+    /// Samples the last [`take`](Self::take) placed in no context: kernel
+    /// stacks outside the network, taken in the tiers that place samples
+    /// by their frames.
+    pub fn unplaced(&self) -> u64 {
+        self.unplaced
+    }
+
     /// The counted samples as symbolized stacks, frames outermost first,
     /// one entry per context and distinct frame list; ordered by context,
     /// then most samples first, then frames compared from the leaf.
+    /// Stacks still to be placed join the context their frames name.
     /// Empties the folder.
     pub fn take(&mut self, symbolizer: &mut Symbolizer) -> Vec<StackCount> {
-        let mut stacks = Vec::new();
+        let mut merged: [Merged; SampleContext::ALL.len()] = Default::default();
         let mut frames = Vec::new();
-        for context in SampleContext::ALL {
-            let mut merged: HashMap<Vec<FrameId>, (u64, BTreeMap<u32, u64>), FastState> =
-                HashMap::default();
-            for (cpu, by_context) in (0u32..).zip(&mut self.by_cpu) {
-                for (raw, count) in by_context[context as usize].drain() {
+        self.unplaced = 0;
+        for (cpu, by_context) in (0u32..).zip(&mut self.by_cpu) {
+            for (slot, counts) in by_context.iter_mut().enumerate() {
+                for (raw, count) in counts.drain() {
                     symbolizer.symbolize_into(&raw, &mut frames);
+                    let context = match SampleContext::ALL.get(slot) {
+                        Some(&context) => context,
+                        None => {
+                            let names = frames.iter().rev().map(|&f| symbolizer.name(f));
+                            match placement::place(names) {
+                                Some(context) => context,
+                                None => {
+                                    self.unplaced += count;
+                                    continue;
+                                }
+                            }
+                        }
+                    };
+                    let merged = &mut merged[context as usize];
                     let (total, cpus) = match merged.get_mut(frames.as_slice()) {
                         Some(entry) => entry,
                         None => merged.entry(frames.clone()).or_default(),
@@ -85,6 +124,9 @@ impl Folder {
                     *cpus.entry(cpu).or_default() += count;
                 }
             }
+        }
+        let mut stacks = Vec::new();
+        for (context, merged) in SampleContext::ALL.into_iter().zip(merged) {
             let start = stacks.len();
             stacks.extend(merged.into_iter().map(|(frames, (count, cpus))| {
                 StackCount {
@@ -132,16 +174,16 @@ mod tests {
     fn folds_identical_stacks_and_merges_same_functions() {
         let mut folder = Folder::new();
         for _ in 0..5 {
-            folder.add(0, SampleContext::NetRx, &STACK);
+            folder.add(0, Some(SampleContext::NetRx), &STACK);
         }
         folder.add(
             0,
-            SampleContext::NetRx,
+            Some(SampleContext::NetRx),
             &[STACK[0], STACK[1], STACK[2], 0, 0],
         );
-        folder.add_count(3, SampleContext::NetRx, &SAME_FUNCTIONS, 4);
-        folder.add(3, SampleContext::NetRx, &BRIDGE);
-        folder.add(1, SampleContext::SockRecv, &STACK);
+        folder.add_count(3, Some(SampleContext::NetRx), &SAME_FUNCTIONS, 4);
+        folder.add(3, Some(SampleContext::NetRx), &BRIDGE);
+        folder.add(1, Some(SampleContext::SockRecv), &STACK);
         assert_eq!(folder.samples(), 12);
         assert_eq!(folder.distinct_stacks(), 4);
 
@@ -192,7 +234,7 @@ mod tests {
         let mut folder = Folder::new();
         folder.add(
             0,
-            SampleContext::NetTx,
+            Some(SampleContext::NetTx),
             &[0xffffffff80000000, 0xffffffff81dbcf10],
         );
         let stacks = folder.take(&mut symbolizer());

@@ -28,6 +28,7 @@
 
 pub mod fold;
 pub mod hot;
+pub mod placement;
 pub mod rules;
 
 use std::collections::{BTreeMap, HashMap};
@@ -299,7 +300,8 @@ pub fn leave_out_softirq_loop(stacks: &mut Vec<StackCount>) -> u64 {
 /// [`SampleContext::ALL`] order: the context's samples by category, most
 /// samples first, each with its share of the context's exact event time
 /// from `events` (0 where the event is missing), and how the samples,
-/// taken at `frequency_hz`, agree with that time.
+/// taken at `frequency_hz`, agree with that time where it was measured
+/// rather than estimated.
 ///
 /// The nanoseconds are split by largest remainder, so they add up to the
 /// event's `total_ns` exactly instead of drifting by rounding.
@@ -318,24 +320,31 @@ pub fn breakdowns(
         .into_iter()
         .zip(counts)
         .filter_map(|(context, by_category)| {
-            let total_ns = events.get(&context.event()).map_or(0, |t| t.total_ns);
-            breakdown(context, &by_category, total_ns, frequency_hz)
+            let time = events.get(&context.event());
+            let total_ns = time.map_or(0, |t| t.total_ns);
+            // An estimate made from these very samples agrees by
+            // construction: only exact time can say how well they agree.
+            let exact = time.is_some_and(|t| !t.estimated);
+            let agreement_hz = if exact { frequency_hz } else { 0 };
+            breakdown(context, &by_category, total_ns, agreement_hz)
         })
         .collect()
 }
 
+/// `agreement_hz`: the sampling frequency to judge the samples' agreement
+/// with `total_ns` by, or 0 when that time is no measurement to agree with.
 fn breakdown(
     context: SampleContext,
     by_category: &[u64],
     total_ns: u64,
-    frequency_hz: u64,
+    agreement_hz: u64,
 ) -> Option<Breakdown> {
     let samples: u64 = by_category.iter().sum();
     if samples == 0 {
         return None;
     }
-    let agreement = (total_ns > 0 && frequency_hz > 0)
-        .then(|| samples as f64 * 1e9 / frequency_hz as f64 / total_ns as f64);
+    let agreement = (total_ns > 0 && agreement_hz > 0)
+        .then(|| samples as f64 * 1e9 / agreement_hz as f64 / total_ns as f64);
     let mut parts: Vec<(Category, u64)> = Category::ALL
         .into_iter()
         .zip(by_category.iter().copied())
@@ -1224,6 +1233,7 @@ mod tests {
                         total_ns,
                         per_cpu_ns: vec![total_ns],
                         count: 1,
+                        ..CpuTime::default()
                     },
                 )
             })

@@ -412,6 +412,7 @@ mod tests {
                         total_ns: ns,
                         per_cpu_ns: vec![ns],
                         count: 0,
+                        ..CpuTime::default()
                     },
                 )
             })

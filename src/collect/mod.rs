@@ -3,6 +3,7 @@
 
 pub mod attribution;
 pub mod cost;
+pub mod estimate;
 pub mod process;
 pub mod snapshot;
 
@@ -104,6 +105,8 @@ impl<'a, 'obj> Collector<'a, 'obj> {
             bpf,
             beside.stats_held.as_secs_f64(),
         );
+        // Tiers change only between intervals.
+        snapshot.tier = self.accounting.tier();
         self.previous = current;
         if let (Some(state), Some(groups)) = (self.attribution.as_mut(), groups) {
             snapshot.attribution = Some(state.ledger.interval(

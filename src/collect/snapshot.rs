@@ -9,7 +9,9 @@ use crate::abi::{netto_cpu, netto_event};
 use crate::kernel::accounting::recursion_miss_is_loss;
 use crate::kernel::hooks::HOOKS;
 use crate::kernel::stats::{ProgramRun, RunStats};
-use crate::model::{percent, CpuTime, EventKey, Losses, Overhead, Snapshot, SoftirqVector};
+use crate::model::{
+    percent, CpuTime, EventKey, Losses, Overhead, Snapshot, SoftirqVector, Tier,
+};
 
 /// Cumulative counters at one instant.
 #[derive(Debug, Clone)]
@@ -96,6 +98,7 @@ pub fn build(
                 .iter()
                 .map(|(p, c)| count(c, i).saturating_sub(count(p, i)))
                 .sum(),
+            ..CpuTime::default()
         }
     };
 
@@ -148,6 +151,8 @@ pub fn build(
             .unwrap_or(0.0),
         interval_s: cur.at.duration_since(prev.at).as_secs_f64(),
         backend: ctx.backend.clone(),
+        // The collector sets the tier in force.
+        tier: Tier::Exact,
         cpus: cur.cpus.len(),
         events,
         softirq,

@@ -198,6 +198,7 @@ fn flame_graph(app: &App) -> String {
             "kernel {}, the last {seconds:.0} s of {run}, {} backend",
             info.kernel, info.backend
         ),
+        estimated: app.estimated_in(seconds),
     };
     match write_flame_graph(&stacks, &labels, app.settings.flame_weight, &path, false) {
         Ok(()) => format!(

@@ -6,7 +6,9 @@ use std::path::Path;
 use anyhow::{bail, Context, Result};
 use netto::cli::Format;
 use netto::frontends::flame::svg;
-use netto::frontends::flame::{diff, flame_stacks, folded, pprof, FlameStack, Labels, Weight};
+use netto::frontends::flame::{
+    any_estimated, diff, flame_stacks, folded, pprof, FlameStack, Labels, Weight,
+};
 use netto::model::Recording;
 use netto::output::write_atomically;
 
@@ -17,7 +19,7 @@ pub fn write_recording(
     path: &Path,
     force: bool,
 ) -> Result<()> {
-    let labels = Labels::for_recording(&recording.header);
+    let labels = Labels::for_recording(recording);
     write_atomically(path, force, |out| match format {
         Format::Json => {
             serde_json::to_writer(&mut *out, recording)?;
@@ -69,6 +71,7 @@ pub fn write_diff(
             before.header.host, after.header.host
         ),
         subtitle: "red: more after, blue: less (normalised to the after run)".to_owned(),
+        estimated: any_estimated(before.snapshots.iter().chain(&after.snapshots)),
     };
     if matches!(format, Format::Json | Format::Pprof) {
         bail!(

@@ -32,18 +32,27 @@ fn ms(ns: u64) -> String {
     format!("{:.3}", ns as f64 / 1e6)
 }
 
+/// One event's or vector's row; an estimate's total is marked `~`, has no
+/// count, and ends with its error.
 fn row(text: &mut String, name: &str, t: &CpuTime, interval_s: f64, per_cpu: bool) {
+    let (mark, count) = if t.estimated {
+        ("~", "-".to_owned())
+    } else {
+        ("", t.count.to_string())
+    };
     let _ = write!(
         text,
-        "{name:<16} {:>11} {:>7.2} {:>10}",
-        ms(t.total_ns),
+        "{name:<16} {:>11} {:>7.2} {count:>10}",
+        format!("{mark}{}", ms(t.total_ns)),
         t.percent_of_cpu(interval_s),
-        t.count
     );
     if per_cpu {
         for &ns in &t.per_cpu_ns {
             let _ = write!(text, " {:>9}", ms(ns));
         }
+    }
+    if let Some(error_ns) = t.error_ns.filter(|_| t.estimated) {
+        let _ = write!(text, "  estimated, +-{} ms", ms(error_ns));
     }
     text.push('\n');
 }
@@ -53,8 +62,11 @@ pub fn render_table(s: &Snapshot) -> String {
     let mut text = String::new();
     let _ = writeln!(
         text,
-        "interval {:.3} s ending {:.3} (unix), backend {}",
-        s.interval_s, s.ts, s.backend
+        "interval {:.3} s ending {:.3} (unix), backend {}, tier {}",
+        s.interval_s,
+        s.ts,
+        s.backend,
+        s.tier.name()
     );
     let mut header = format!(
         "{:<16} {:>11} {:>7} {:>10}",
@@ -71,13 +83,21 @@ pub fn render_table(s: &Snapshot) -> String {
             row(&mut text, key.name(), t, s.interval_s, per_cpu);
         }
     }
-    let _ = writeln!(text, "{}", header.replacen("EVENT  ", "SOFTIRQ", 1));
-    for vector in SoftirqVector::ALL {
-        if let Some(t) = s.softirq.get(&vector) {
-            row(&mut text, vector.name(), t, s.interval_s, per_cpu);
+    if s.softirq.is_empty() {
+        let _ = writeln!(
+            text,
+            "softirq vectors and hardirq time: not measured in the {} tier",
+            s.tier.name()
+        );
+    } else {
+        let _ = writeln!(text, "{}", header.replacen("EVENT  ", "SOFTIRQ", 1));
+        for vector in SoftirqVector::ALL {
+            if let Some(t) = s.softirq.get(&vector) {
+                row(&mut text, vector.name(), t, s.interval_s, per_cpu);
+            }
         }
+        row(&mut text, "hardirq", &s.hardirq, s.interval_s, per_cpu);
     }
-    row(&mut text, "hardirq", &s.hardirq, s.interval_s, per_cpu);
     if !s.net_timer_callbacks.is_empty() {
         let callbacks: Vec<String> = s
             .net_timer_callbacks
@@ -213,6 +233,7 @@ mod tests {
             total_ns: ns.iter().sum(),
             per_cpu_ns: ns,
             count: 3,
+            ..CpuTime::default()
         };
         Snapshot {
             ts: 1_700_000_000.5,
@@ -263,6 +284,30 @@ mod tests {
         );
         assert!(text.contains("BPF programs 3.600 ms (0.360%"), "{text}");
         assert!(!text.contains("lost"), "nothing lost, no line:\n{text}");
+    }
+
+    #[test]
+    fn estimates_are_marked_with_their_error_and_no_count() {
+        let mut s = snapshot();
+        s.tier = crate::model::Tier::Sampled;
+        for time in s.events.values_mut() {
+            time.estimated = true;
+            time.error_ns = Some(1_500_000);
+            time.count = 0;
+        }
+        s.softirq.clear();
+        let text = render_table(&s);
+        assert!(text.starts_with("interval 1.000 s"), "{text}");
+        assert!(text.lines().next().unwrap().ends_with("tier sampled"));
+        let send = text.lines().find(|l| l.starts_with("sock_send")).unwrap();
+        assert!(send.contains("~3.000"), "{send}");
+        assert!(send.contains(" - "), "no count for an estimate: {send}");
+        assert!(send.ends_with("estimated, +-1.500 ms"), "{send}");
+        assert!(text.contains("softirq vectors and hardirq time: not measured in the sampled tier"));
+        assert!(!text.contains("HRTIMER"), "{text}");
+        // Exact rows carry no mark.
+        let exact = render_table(&snapshot());
+        assert!(!exact.contains('~') && !exact.contains("ms  estimated"), "{exact}");
     }
 
     #[test]

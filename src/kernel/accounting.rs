@@ -3,11 +3,12 @@
 //! process, so the kernel detaches everything when netto exits, however it
 //! exits (SIGKILL included).
 
+use std::cell::{Cell, RefCell};
 use std::mem::MaybeUninit;
 use std::os::fd::AsFd;
 
 use libbpf_rs::skel::{OpenSkel, Skel, SkelBuilder};
-use libbpf_rs::{Btf, Link, MapCore, MapFlags, OpenObject};
+use libbpf_rs::{AsRawLibbpf, Btf, Link, MapCore, MapFlags, OpenObject, ProgramMut};
 
 use super::backend::Backend;
 use super::callbacks::{lookup_table, NETWORK_CALLBACKS};
@@ -22,6 +23,7 @@ use crate::abi::{
     bytes_of, netto_callback_table, netto_cpu, netto_group_key, netto_group_time, netto_syscall,
     netto_task_window, read_from,
 };
+use crate::model::Tier;
 use crate::symbols::kallsyms::Kallsyms;
 
 /// Programs whose runs the kernel may skip for recursion without losing
@@ -49,10 +51,45 @@ fn ends_a_state(section: &str) -> bool {
     section.starts_with("fexit/") || section.ends_with("_exit") || section.ends_with("_end")
 }
 
+/// Whether the program of `section` opens or closes socket windows: the
+/// programs only the exact tier attaches, as they run on every system call
+/// of the host (or every socket function call).
+fn is_window_program(name: &str, section: &str) -> bool {
+    FunctionHook::from_program(name, section).is_some()
+        || tracepoints::from_section(section).is_some_and(|tp| tracepoints::SYSCALL_WINDOWS.contains(&tp))
+}
+
+/// One loaded accounting program and its link while attached.
+struct Attached {
+    name: String,
+    window: bool,
+    link: Option<Link>,
+}
+
+impl Attached {
+    /// Whether `tier` keeps this program attached.
+    fn wanted_in(&self, tier: Tier) -> bool {
+        match tier {
+            Tier::Exact => true,
+            Tier::Softirq => !self.window,
+            Tier::Sampled => false,
+        }
+    }
+}
+
+/// How long a program detached from a hook may still be running on another
+/// CPU: the kernel unhooks it at once but lets runs in progress finish,
+/// which takes microseconds.
+const DETACH_GRACE: std::time::Duration = std::time::Duration::from_millis(10);
+
 /// Loaded and attached accounting programs.
 pub struct Accounting<'obj> {
     skel: AccountSkel<'obj>,
-    links: Vec<(String, Link)>,
+    /// In attach order: every state's end before its beginning.
+    links: RefCell<Vec<Attached>>,
+    tier: Cell<Tier>,
+    /// The epochs last written to the programs' `.data.tier`.
+    epochs: Cell<(u32, u32)>,
     backend: Backend,
     cpus: usize,
     callbacks: Vec<&'static str>,
@@ -162,12 +199,18 @@ impl<'obj> Accounting<'obj> {
                 prog: name.clone(),
                 source,
             })?;
-            links.push((name, link));
+            links.push(Attached {
+                window: is_window_program(&name, &prog.section().to_string_lossy()),
+                name,
+                link: Some(link),
+            });
         }
 
         Ok(Accounting {
             skel,
-            links,
+            links: RefCell::new(links),
+            tier: Cell::new(Tier::Exact),
+            epochs: Cell::new((0, 0)),
             backend,
             cpus,
             callbacks,
@@ -280,9 +323,89 @@ impl<'obj> Accounting<'obj> {
         self.skel.maps.cpus.as_fd()
     }
 
-    /// Names of the attached programs, in the order they were attached.
-    pub fn attached(&self) -> impl Iterator<Item = &str> {
-        self.links.iter().map(|(name, _)| name.as_str())
+    /// Names of the programs attached now, in the order they were attached.
+    pub fn attached(&self) -> Vec<String> {
+        self.links
+            .borrow()
+            .iter()
+            .filter(|a| a.link.is_some())
+            .map(|a| a.name.clone())
+            .collect()
+    }
+
+    pub fn tier(&self) -> Tier {
+        self.tier.get()
+    }
+
+    /// Attaches and detaches programs so that exactly those `tier` needs
+    /// run. Detaching goes beginnings first and attaching ends first (see
+    /// [`ends_a_state`]); the epochs in `.data.tier` make the programs
+    /// ignore windows, and forget CPU states, left over from programs
+    /// detached meanwhile, so nothing is charged for time no hook saw.
+    /// Cumulative counters are never reset: they only stop moving while
+    /// their programs are detached.
+    pub fn set_tier(&self, tier: Tier) -> Result<(), KernelError> {
+        let from = self.tier.get();
+        if from == tier {
+            return Ok(());
+        }
+        let mut links = self.links.borrow_mut();
+        for attached in links.iter_mut().rev().filter(|a| !a.wanted_in(tier)) {
+            attached.link = None;
+        }
+        let (mut state, mut window) = self.epochs.get();
+        window = window.wrapping_add(1);
+        if tier == Tier::Sampled || from == Tier::Sampled {
+            state = state.wrapping_add(1);
+        }
+        std::thread::sleep(DETACH_GRACE);
+        self.write_epochs(state, window)?;
+        for attached in links.iter_mut().filter(|a| a.wanted_in(tier) && a.link.is_none()) {
+            attached.link = Some(self.attach(&attached.name)?);
+        }
+        self.tier.set(tier);
+        Ok(())
+    }
+
+    fn write_epochs(&self, state: u32, window: u32) -> Result<(), KernelError> {
+        let epochs = super::skel::account::types::data_tier {
+            state_epoch: state,
+            window_epoch: window,
+        };
+        // SAFETY: a plain C struct of two u32s, no padding.
+        let bytes = unsafe {
+            std::slice::from_raw_parts((&raw const epochs).cast::<u8>(), size_of_val(&epochs))
+        };
+        self.skel
+            .maps
+            .data_tier
+            .update(&0u32.to_ne_bytes(), bytes, MapFlags::ANY)
+            .map_err(|source| KernelError::Map {
+                map: "tier epochs",
+                source,
+            })?;
+        self.epochs.set((state, window));
+        Ok(())
+    }
+
+    /// Attaches the loaded program `name` again.
+    fn attach(&self, name: &str) -> Result<Link, KernelError> {
+        let prog = self
+            .skel
+            .object()
+            .progs()
+            .find(|p| p.name() == name)
+            .ok_or(KernelError::Object("a program to attach is not in the object"))?;
+        // SAFETY: libbpf-rs attaches only through a `ProgramMut`, which the
+        // shared skeleton cannot hand out. No Rust reference to the
+        // program's libbpf struct exists (the skeleton holds pointers), the
+        // accounting is used by one thread only, and attaching reads the
+        // struct.
+        let prog = unsafe { ProgramMut::new_mut(&mut *prog.as_libbpf_object().as_ptr()) };
+        prog.attach().map_err(|source| KernelError::Attach {
+            prog: name.to_owned(),
+            source,
+        })
     }
 }
 

@@ -20,9 +20,9 @@ use super::skel::sample::{SampleSkel, SampleSkelBuilder};
 use super::stats;
 use super::KernelError;
 use crate::abi::{
-    netto_sample, netto_sample_context, netto_sample_ctl, netto_transport, read_from,
+    netto_sample, netto_sample_context, netto_sample_ctl, netto_tier, netto_transport, read_from,
 };
-use crate::model::SampleContext;
+use crate::model::{SampleContext, Tier};
 
 /// Accepted sampling frequencies. Above 10 kHz a sample every 100 us costs
 /// more than the network work it would explain.
@@ -63,6 +63,8 @@ pub struct SamplerConfig {
     /// retired before it gives the half up ([`WRITER_WAIT`]; tests use
     /// zero to provoke it).
     pub writer_wait: Duration,
+    /// The tier in force: which accounting programs the sampler may trust.
+    pub tier: Tier,
 }
 
 /// Slots per half: frequency x CPUs x drain period, with headroom, capped.
@@ -75,7 +77,10 @@ pub fn slots_for(frequency_hz: u64, cpus: usize, drain_period: Duration) -> u32 
 /// A drained sample: where it was taken and its stack, leaf first.
 pub struct RawSample<'a> {
     pub cpu: u32,
-    pub context: SampleContext,
+    /// `None`: a kernel stack the sampler could not place, because the
+    /// tier in force detached the programs that would have said where it
+    /// was taken; its frames say (`breakdown::placement`).
+    pub context: Option<SampleContext>,
     pub frames: &'a [u64],
 }
 
@@ -206,6 +211,7 @@ impl<'obj> Sampler<'obj> {
         // SAFETY: the control block is mapped and only this process writes
         // slots_per_half, before any program runs.
         unsafe { (*ctl.as_ptr::<netto_sample_ctl>()).slots_per_half = slots };
+        set_tier(&ctl, config.tier);
         let mmap = match config.transport {
             Transport::Mmap => Some(DoubleBuffer {
                 slots: map(
@@ -254,6 +260,12 @@ impl<'obj> Sampler<'obj> {
             .map_err(ring_error)?;
         let ring = builder.build().map_err(ring_error)?;
         Ok((ring, queue))
+    }
+
+    /// Tells the program which accounting programs the tier in force keeps
+    /// attached, before they are detached or after they are attached.
+    pub fn set_tier(&self, tier: Tier) {
+        set_tier(&self.ctl, tier);
     }
 
     pub fn transport(&self) -> Transport {
@@ -358,27 +370,35 @@ fn map(map: &impl AsFd, name: &'static str, bytes: usize) -> Result<Mapping, Ker
     Mapping::new(map.as_fd(), bytes).map_err(|source| KernelError::Mmap { map: name, source })
 }
 
-fn context_of(raw: u32) -> Option<SampleContext> {
-    const CONTEXTS: [(netto_sample_context, SampleContext); 5] = [
-        (netto_sample_context::NETTO_CTX_NET_RX, SampleContext::NetRx),
-        (netto_sample_context::NETTO_CTX_NET_TX, SampleContext::NetTx),
-        (
-            netto_sample_context::NETTO_CTX_SOCK_SEND,
-            SampleContext::SockSend,
-        ),
-        (
-            netto_sample_context::NETTO_CTX_SOCK_RECV,
-            SampleContext::SockRecv,
-        ),
-        (
-            netto_sample_context::NETTO_CTX_NET_TIMERS,
-            SampleContext::NetTimers,
-        ),
+/// The program's context number as [`RawSample::context`]; `None` for a
+/// number the program never writes.
+fn context_of(raw: u32) -> Option<Option<SampleContext>> {
+    use netto_sample_context::*;
+    const CONTEXTS: [(netto_sample_context, Option<SampleContext>); 6] = [
+        (NETTO_CTX_NET_RX, Some(SampleContext::NetRx)),
+        (NETTO_CTX_NET_TX, Some(SampleContext::NetTx)),
+        (NETTO_CTX_SOCK_SEND, Some(SampleContext::SockSend)),
+        (NETTO_CTX_SOCK_RECV, Some(SampleContext::SockRecv)),
+        (NETTO_CTX_NET_TIMERS, Some(SampleContext::NetTimers)),
+        (NETTO_CTX_BY_FRAMES, None),
     ];
     CONTEXTS
         .iter()
         .find(|(abi, _)| *abi as u32 == raw)
         .map(|(_, context)| *context)
+}
+
+/// Writes the tier into the program's control block.
+fn set_tier(ctl: &Mapping, tier: Tier) {
+    let tier = match tier {
+        Tier::Exact => netto_tier::NETTO_TIER_EXACT,
+        Tier::Softirq => netto_tier::NETTO_TIER_SOFTIRQ,
+        Tier::Sampled => netto_tier::NETTO_TIER_SAMPLED,
+    };
+    let p = ctl.as_ptr::<netto_sample_ctl>();
+    // SAFETY: the control block stays mapped while the sampler lives; the
+    // program only reads the field, and a 32-bit aligned store is atomic.
+    unsafe { AtomicU32::from_ptr(&raw mut (*p).tier).store(tier as u32, Ordering::Release) };
 }
 
 const ONLINE_CPUS: &str = "/sys/devices/system/cpu/online";

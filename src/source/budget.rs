@@ -4,10 +4,14 @@
 //! The knobs, in the order they are turned down: the stack sampling
 //! frequency, on a ladder of halvings of the asked frequency down to
 //! [`MIN_FREQUENCY_HZ`]; then attribution (`--by`), whose per-event work
-//! goes while its time is left `unattributed`. They come back up in the
-//! reverse order. The exact accounting is never turned down: when every
-//! knob is at its floor and netto still costs more, the snapshot and one
-//! line say so ([`BudgetChange::Exceeded`]).
+//! goes while its time is left `unattributed`; then the tier, one step at
+//! a time from the asked one down to `sampled`, when netto samples (the
+//! lower tiers estimate from samples, at [`ESTIMATE_HZ`] at least, so the
+//! sampling frequency comes back up to that with the first tier step).
+//! They come back up in the reverse order. When every knob is at its floor
+//! and netto still costs more, the snapshot and one line say so
+//! ([`BudgetChange::Exceeded`]). Whatever the tier, every estimate is
+//! labelled as one, with its error.
 //!
 //! Hysteresis, counted in intervals: one step down after [`DOWN_AFTER`]
 //! intervals in a row over the budget; one step up after [`UP_AFTER`] in a
@@ -16,15 +20,16 @@
 //! judged: they pay for loading the new sampler and for re-reading the
 //! kernel's symbols, which its programs change. A step up that is over the budget again
 //! straight away doubles the wait before the next one (up to
-//! [`LONGEST_UP_WAIT`]), so a cost that sits between the two frequencies
-//! does not swing back and forth every few intervals.
+//! [`LONGEST_UP_WAIT`]), so a cost that sits between two steps does not
+//! swing back and forth every few intervals.
 //!
 //! The controller only reads snapshots and answers with a
 //! [`Control`](super::Control) request, which the live source carries out
 //! like one from a front end.
 
+use crate::collect::estimate::ESTIMATE_HZ;
 use crate::kernel::sampler::MIN_FREQUENCY_HZ;
-use crate::model::{BudgetChange, BudgetStatus, Overhead};
+use crate::model::{BudgetChange, BudgetStatus, Overhead, Tier};
 
 pub const DOWN_AFTER: u32 = 2;
 pub const UP_AFTER: u32 = 5;
@@ -41,6 +46,8 @@ pub const MAX_PERCENT: f64 = 100.0;
 pub enum Knob {
     Frequency(u64),
     Attribution(bool),
+    /// The tier, and the sampling frequency that goes with it.
+    Tier(Tier, u64),
 }
 
 #[derive(Debug)]
@@ -54,6 +61,9 @@ pub struct Budget {
     attributing: bool,
     /// Attribution turned off by the budget.
     attribution_off: bool,
+    /// The tier asked for (the ceiling) and the one in force.
+    asked_tier: Tier,
+    tier: Tier,
     over_for: u32,
     room_for: u32,
     /// Intervals with room a step up waits for.
@@ -68,13 +78,15 @@ pub struct Budget {
 }
 
 impl Budget {
-    pub fn new(percent: f64, asked_hz: Option<u64>, attributing: bool) -> Budget {
+    pub fn new(percent: f64, asked_hz: Option<u64>, attributing: bool, asked_tier: Tier) -> Budget {
         Budget {
             percent,
             asked_hz,
             level: 0,
             attributing,
             attribution_off: false,
+            asked_tier,
+            tier: asked_tier,
             over_for: 0,
             room_for: 0,
             up_wait: UP_AFTER,
@@ -94,23 +106,52 @@ impl Budget {
                 steps_down: self.steps_down,
                 steps_up: self.steps_up,
                 attribution_off: self.attribution_off,
-                ..Budget::new(self.percent, Some(hz), self.attributing)
+                tier: self.tier,
+                ..Budget::new(self.percent, Some(hz), self.attributing, self.asked_tier)
             };
             self.settling = SETTLE;
         }
     }
 
-    /// The frequency the budget wants in force.
+    /// The frequency the budget wants in force: the ladder's, and in a
+    /// tier that estimates never below what its estimates need.
     pub fn frequency_hz(&self) -> Option<u64> {
-        self.asked_hz.map(|hz| at_level(hz, self.level))
+        let hz = at_level(self.asked_hz?, self.level);
+        Some(if self.tier == Tier::Exact {
+            hz
+        } else {
+            hz.max(ESTIMATE_HZ)
+        })
     }
 
+    /// The tier the budget wants in force.
+    pub fn tier(&self) -> Tier {
+        self.tier
+    }
+
+    /// At the bottom of the ladder: [`MIN_FREQUENCY_HZ`] in the exact tier,
+    /// [`ESTIMATE_HZ`] in the tiers that estimate.
     fn frequency_at_floor(&self) -> bool {
-        self.frequency_hz().is_none_or(|hz| hz <= MIN_FREQUENCY_HZ)
+        let floor = if self.tier == Tier::Exact {
+            MIN_FREQUENCY_HZ
+        } else {
+            ESTIMATE_HZ
+        };
+        self.asked_hz
+            .is_none_or(|hz| at_level(hz, self.level) <= floor)
+    }
+
+    fn attribution_at_floor(&self) -> bool {
+        !self.attributing || self.attribution_off
+    }
+
+    /// Only a run that samples can estimate what a lower tier leaves out.
+    fn tier_at_floor(&self) -> bool {
+        self.asked_hz.is_none() || self.tier.lower().is_none()
     }
 
     fn at_floor(&self) -> bool {
-        self.frequency_at_floor() && (!self.attributing || self.attribution_off)
+        self.frequency_at_floor() && self.attribution_at_floor() && self.tier_at_floor()
     }
 
     /// Judges one interval's cost; returns what the interval's snapshot
@@ -130,6 +171,9 @@ impl Budget {
             }
             Some(BudgetChange::AttributionOff) => Some(Knob::Attribution(false)),
             Some(BudgetChange::AttributionOn) => Some(Knob::Attribution(true)),
+            Some(BudgetChange::TierDown { to, .. } | BudgetChange::TierUp { to, .. }) => {
+                Some(Knob::Tier(to, self.frequency_hz().unwrap_or(ESTIMATE_HZ)))
+            }
             Some(BudgetChange::Exceeded | BudgetChange::Kept) | None => None,
         };
         (self.status(overhead, change), knob)
@@ -176,7 +220,8 @@ impl Budget {
             }
             return Some(self.step_down());
         }
-        if self.room_for >= self.up_wait && (self.level > 0 || self.attribution_off) {
+        let below_asked = self.level > 0 || self.attribution_off || self.tier != self.asked_tier;
+        if self.room_for >= self.up_wait && below_asked {
             self.room_for = 0;
             self.since_up = Some(0);
             return Some(self.step_up());
@@ -184,13 +229,23 @@ impl Budget {
         None
     }
 
-    /// One step down: the frequency while it can go lower, then attribution.
+    /// One step down: the frequency while it can go lower, then
+    /// attribution, then the tier.
     fn step_down(&mut self) -> BudgetChange {
         self.settling = SETTLE;
         self.steps_down += 1;
         if self.frequency_at_floor() {
-            self.attribution_off = true;
-            return BudgetChange::AttributionOff;
+            if !self.attribution_at_floor() {
+                self.attribution_off = true;
+                return BudgetChange::AttributionOff;
+            }
+            let from = self.tier;
+            // at_floor() was false, so there is a lower tier.
+            self.tier = from.lower().unwrap_or(from);
+            return BudgetChange::TierDown {
+                from,
+                to: self.tier,
+            };
         }
         let from_hz = self.frequency_hz().unwrap_or(0);
         self.level += 1;
@@ -202,6 +257,14 @@ impl Budget {
     fn step_up(&mut self) -> BudgetChange {
         self.settling = SETTLE;
         self.steps_up += 1;
+        if self.tier != self.asked_tier {
+            let from = self.tier;
+            self.tier = from.higher().unwrap_or(from);
+            return BudgetChange::TierUp {
+                from,
+                to: self.tier,
+            };
+        }
         if std::mem::replace(&mut self.attribution_off, false) {
             return BudgetChange::AttributionOn;
         }
@@ -242,13 +305,17 @@ mod tests {
         Some(BudgetChange::Down { from_hz, to_hz })
     }
 
+    fn tier_down(from: Tier, to: Tier) -> BudgetChange {
+        BudgetChange::TierDown { from, to }
+    }
+
     fn up(from_hz: u64, to_hz: u64) -> Option<BudgetChange> {
         Some(BudgetChange::Up { from_hz, to_hz })
     }
 
     #[test]
     fn steps_down_after_two_intervals_over_and_lets_each_step_settle() {
-        let mut budget = Budget::new(1.0, Some(1000), false);
+        let mut budget = Budget::new(1.0, Some(1000), false, Tier::Exact);
         // Over, over: down; the next two intervals pay for the new
         // sampler and are not judged; then two more over: down again.
         let changes = run(&mut budget, 1.5, 6);
@@ -266,7 +333,7 @@ mod tests {
 
     #[test]
     fn one_interval_over_or_a_cost_between_room_and_budget_holds() {
-        let mut budget = Budget::new(1.0, Some(99), false);
+        let mut budget = Budget::new(1.0, Some(99), false, Tier::Exact);
         for percent in [1.5, 0.9, 1.5, 0.7, 2.0, 0.61] {
             assert_eq!(budget.observe(&cost(percent, 0.0)).1, None, "{percent}");
         }
@@ -281,7 +348,7 @@ mod tests {
 
     #[test]
     fn steps_back_up_to_the_asked_frequency_when_there_is_room() {
-        let mut budget = Budget::new(1.0, Some(99), false);
+        let mut budget = Budget::new(1.0, Some(99), false, Tier::Exact);
         run(&mut budget, 3.0, 6);
         assert_eq!(budget.frequency_hz(), Some(24));
         let changes = run(&mut budget, 0.2, 30);
@@ -294,7 +361,7 @@ mod tests {
 
     #[test]
     fn a_step_up_undone_at_once_doubles_the_wait_for_the_next() {
-        let mut budget = Budget::new(1.0, Some(400), false);
+        let mut budget = Budget::new(1.0, Some(400), false, Tier::Exact);
         run(&mut budget, 2.0, 2);
         assert_eq!(budget.frequency_hz(), Some(200));
         // Room at 200 Hz, over at 400 Hz: up after 5 (and the settling
@@ -315,18 +382,23 @@ mod tests {
 
     #[test]
     fn at_the_floor_it_says_the_budget_is_exceeded_once_and_when_kept_again() {
-        let mut budget = Budget::new(0.05, Some(4), false);
-        let changes = run(&mut budget, 1.0, 12);
+        let mut budget = Budget::new(0.05, Some(4), false, Tier::Exact);
+        let changes = run(&mut budget, 1.0, 20);
         let steps: Vec<_> = changes.iter().flatten().copied().collect();
         assert_eq!(
             steps,
             [
                 down(4, 2).unwrap(),
                 down(2, 1).unwrap(),
+                tier_down(Tier::Exact, Tier::Softirq),
+                tier_down(Tier::Softirq, Tier::Sampled),
                 BudgetChange::Exceeded
             ]
         );
-        assert_eq!(budget.frequency_hz(), Some(MIN_FREQUENCY_HZ));
+        // The estimates need samples: the first tier step brought the
+        // frequency back up to what they need.
+        assert_eq!(budget.frequency_hz(), Some(ESTIMATE_HZ));
+        assert_eq!(budget.tier(), Tier::Sampled);
         let (status, _) = budget.observe(&cost(1.0, 0.0));
         assert!(status.over && status.at_floor && status.change.is_none());
         let (status, _) = budget.observe(&cost(0.04, 0.0));
@@ -336,7 +408,7 @@ mod tests {
 
     #[test]
     fn without_sampling_there_is_no_knob_only_the_report() {
-        let mut budget = Budget::new(0.5, None, false);
+        let mut budget = Budget::new(0.5, None, false, Tier::Exact);
         let changes = run(&mut budget, 0.9, 3);
         assert_eq!(changes, [None, Some(BudgetChange::Exceeded), None]);
         // A front end's frequency means nothing to a source that does not
@@ -349,7 +421,7 @@ mod tests {
 
     #[test]
     fn an_asked_frequency_is_the_new_ceiling_and_in_force_at_once() {
-        let mut budget = Budget::new(1.0, Some(99), false);
+        let mut budget = Budget::new(1.0, Some(99), false, Tier::Exact);
         run(&mut budget, 2.0, 2);
         assert_eq!(budget.frequency_hz(), Some(49));
         budget.asked(999);
@@ -362,7 +434,7 @@ mod tests {
 
     #[test]
     fn the_last_interval_reports_and_changes_nothing() {
-        let mut budget = Budget::new(1.0, Some(99), false);
+        let mut budget = Budget::new(1.0, Some(99), false, Tier::Exact);
         budget.observe(&cost(2.0, 0.0));
         let status = budget.last(&cost(2.0, 0.0));
         assert!(status.over && status.change.is_none());
@@ -371,7 +443,7 @@ mod tests {
 
     #[test]
     fn no_cost_figure_no_judgement() {
-        let mut budget = Budget::new(1.0, Some(99), false);
+        let mut budget = Budget::new(1.0, Some(99), false, Tier::Exact);
         for _ in 0..10 {
             let (status, to) = budget.observe(&Overhead::default());
             assert!(!status.over && to.is_none());
@@ -380,27 +452,32 @@ mod tests {
 
     #[test]
     fn attribution_goes_after_the_frequency_floor_and_comes_back_first() {
-        let mut budget = Budget::new(0.05, Some(4), true);
-        let steps: Vec<_> = run(&mut budget, 1.0, 20).into_iter().flatten().collect();
+        let mut budget = Budget::new(0.05, Some(4), true, Tier::Exact);
+        let steps: Vec<_> = run(&mut budget, 1.0, 24).into_iter().flatten().collect();
         assert_eq!(
             steps,
             [
                 down(4, 2).unwrap(),
                 down(2, 1).unwrap(),
                 BudgetChange::AttributionOff,
+                tier_down(Tier::Exact, Tier::Softirq),
+                tier_down(Tier::Softirq, Tier::Sampled),
                 BudgetChange::Exceeded
             ]
         );
         let (status, _) = budget.observe(&cost(1.0, 0.0));
-        assert!(status.at_floor && status.steps_down == 3);
-        // Room again: back on before any frequency step, then up the ladder.
+        assert!(status.at_floor && status.steps_down == 5);
+        // Room again: the tiers come back first, each with its frequency,
+        // then attribution, then up the frequency ladder.
         let mut knobs = Vec::new();
-        for _ in 0..40 {
+        for _ in 0..60 {
             knobs.extend(budget.observe(&cost(0.001, 0.0)).1);
         }
         assert_eq!(
             knobs,
             [
+                Knob::Tier(Tier::Softirq, ESTIMATE_HZ),
+                Knob::Tier(Tier::Exact, 1),
                 Knob::Attribution(true),
                 Knob::Frequency(2),
                 Knob::Frequency(4)
@@ -410,8 +487,46 @@ mod tests {
     }
 
     #[test]
+    fn the_asked_tier_is_the_ceiling_and_an_estimating_tier_samples_at_99_hz_or_more() {
+        let mut budget = Budget::new(0.05, Some(400), false, Tier::Softirq);
+        assert_eq!(budget.frequency_hz(), Some(400));
+        let steps: Vec<_> = run(&mut budget, 1.0, 20).into_iter().flatten().collect();
+        assert_eq!(
+            steps,
+            [
+                down(400, 200).unwrap(),
+                down(200, 100).unwrap(),
+                down(100, ESTIMATE_HZ).unwrap(),
+                tier_down(Tier::Softirq, Tier::Sampled),
+                BudgetChange::Exceeded
+            ]
+        );
+        let changes: Vec<_> = run(&mut budget, 0.001, 40).into_iter().flatten().collect();
+        assert_eq!(
+            changes[..2],
+            [
+                BudgetChange::Kept,
+                BudgetChange::TierUp {
+                    from: Tier::Sampled,
+                    to: Tier::Softirq
+                }
+            ]
+        );
+        assert!(changes[2..]
+            .iter()
+            .all(|c| matches!(c, BudgetChange::Up { .. })));
+        assert_eq!(budget.tier(), Tier::Softirq, "never above the asked tier");
+        assert_eq!(budget.frequency_hz(), Some(400));
+        // Not sampling, there is no tier to go down to.
+        let mut blind = Budget::new(0.05, None, false, Tier::Exact);
+        let steps: Vec<_> = run(&mut blind, 1.0, 6).into_iter().flatten().collect();
+        assert_eq!(steps, [BudgetChange::Exceeded]);
+        assert_eq!(blind.tier(), Tier::Exact);
+    }
+
+    #[test]
     fn without_sampling_attribution_is_the_only_knob() {
-        let mut budget = Budget::new(0.5, None, true);
+        let mut budget = Budget::new(0.5, None, true, Tier::Exact);
         let (status, _) = budget.observe(&cost(0.9, 0.0));
         assert!(!status.at_floor, "attribution is still on");
         let (status, knob) = budget.observe(&cost(0.9, 0.0));

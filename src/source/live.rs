@@ -24,6 +24,7 @@ use super::{Control, Origin, Source, SourceInfo};
 use crate::breakdown::fold::Folder;
 use crate::breakdown::{breakdowns, leave_out_softirq_loop};
 use crate::collect::cost::HookRuns;
+use crate::collect::estimate::{estimate_unmeasured, ESTIMATE_HZ};
 use crate::collect::{attribution, Beside, Collector};
 use crate::kernel::accounting::Accounting;
 use crate::kernel::attribution::Points;
@@ -35,7 +36,9 @@ use crate::kernel::sampler::{
 };
 use crate::kernel::selection;
 use crate::kernel::stats::RunStats;
-use crate::model::{percent, EventKey, ProgramCost, SamplingStats, SketchSnapshot, Snapshot};
+use crate::model::{
+    percent, EventKey, ProgramCost, SamplingStats, SketchSnapshot, Snapshot, Tier,
+};
 use crate::sketch::{Host, SketchConfig};
 use crate::symbols::symbolizer::Symbolizer;
 use crate::workload::demo::DemoProcess;
@@ -88,12 +91,21 @@ pub struct LiveConfig {
     /// Keep netto's whole cost under this percentage of one CPU by turning
     /// the sampling frequency down ([`super::budget`]); `None`: no budget.
     pub budget: Option<f64>,
+    /// The tier to start in; any but `exact` needs `sampling`, whose
+    /// samples its estimates come from.
+    pub tier: Tier,
 }
 
 /// Loads and attaches everything, then returns once the first interval has
 /// begun; errors in start-up (privileges, missing kernel features) come
 /// back here rather than on the stream.
 pub fn start(config: LiveConfig) -> Result<Source> {
+    if config.tier != Tier::Exact && config.sampling.is_none() {
+        anyhow::bail!(
+            "the {} tier estimates from stack samples: it needs sampling",
+            config.tier.name()
+        );
+    }
     let (ready_tx, ready_rx) = mpsc::sync_channel(1);
     let (control_tx, control_rx) = mpsc::channel();
     let (snapshot_tx, snapshot_rx) = mpsc::channel();
@@ -172,6 +184,9 @@ fn run(
         return Ok(());
     };
     notes.extend(attribution_notes);
+    if started(ready, measure.switch_tier(sampler.as_ref())).is_none() {
+        return Ok(());
+    }
     if ready.send(Ok(opened.info(config, notes))).is_err() {
         return Ok(());
     }
@@ -223,10 +238,17 @@ impl<'obj> Opened<'obj> {
         let mut notes = self.notes.clone();
         notes.extend(later_notes);
         notes.extend(config.budget.map(|percent| budget_note(config, percent)));
-        notes.push(format!(
-            "measuring ({} BPF programs attached)",
-            self.accounting.attached().count()
-        ));
+        let attached = self.accounting.attached().len();
+        notes.push(match (self.accounting.tier(), config.sampling) {
+            (Tier::Exact, _) | (_, None) => format!("measuring ({attached} BPF programs attached)"),
+            (tier, Some(sampling)) => format!(
+                "measuring in the {} tier ({attached} accounting programs attached): {} \
+                 estimated from stack samples at {} Hz, each with its error",
+                tier.name(),
+                if tier == Tier::Softirq { "socket calls" } else { "every event" },
+                sampling.frequency_hz
+            ),
+        });
         SourceInfo {
             host: read_trimmed("/proc/sys/kernel/hostname"),
             kernel: read_trimmed("/proc/sys/kernel/osrelease"),
@@ -319,6 +341,7 @@ fn load_sampler<'obj>(
             drain_period: DRAIN_PERIOD,
             slots_per_half: None,
             writer_wait: WRITER_WAIT,
+            tier: accounting.tier(),
         },
     )?)
 }
@@ -357,13 +380,20 @@ fn network_idle(accounting: &Accounting<'_>) -> Result<bool> {
 
 /// What the budget will do in this run, and what it cannot see.
 fn budget_note(config: &LiveConfig, percent: f64) -> String {
+    let tiers = match config.tier.lower() {
+        Some(_) => format!(
+            ", then the tier from {} down to sampled (estimates from stack samples at {ESTIMATE_HZ} Hz or more)",
+            config.tier.name()
+        ),
+        None => String::new(),
+    };
     let knob = match (config.sampling, config.attribution.is_some()) {
         (Some(s), false) => format!(
-            "sampling steps down from {} Hz when over it",
+            "sampling steps down from {} Hz when over it{tiers}",
             s.frequency_hz
         ),
         (Some(s), true) => format!(
-            "sampling steps down from {} Hz when over it, then attribution turns off",
+            "sampling steps down from {} Hz when over it, then attribution turns off{tiers}",
             s.frequency_hz
         ),
         (None, true) => "attribution turns off when over it".to_owned(),
@@ -395,6 +425,7 @@ enum Wake {
     Stop,
     Frequency(u64),
     Attribution(bool),
+    Tier(Tier),
 }
 
 /// Start-up step 3 and the run: the interval loop, kept across sampler
@@ -420,8 +451,13 @@ struct Measure<'c, 'a, 'obj> {
     /// without them (`--no-bpf-stats`, or not allowed).
     duty: Option<DutyCycle>,
     budget: Option<Budget>,
-    /// The knob the budget turned at the end of the last interval.
-    budget_knob: Option<Knob>,
+    /// What turns when the interval in progress ends: the budget's step,
+    /// or a front end's frequency in a tier that estimates (an interval's
+    /// estimates are priced at one sampling frequency).
+    next_knob: Option<Knob>,
+    /// The tier asked for, put in force when the interval in progress
+    /// ends, so that every interval is wholly in one tier.
+    next_tier: Option<Tier>,
 }
 
 impl<'c, 'a, 'obj> Measure<'c, 'a, 'obj> {
@@ -455,9 +491,10 @@ impl<'c, 'a, 'obj> Measure<'c, 'a, 'obj> {
             duty,
             budget: config.budget.map(|percent| {
                 let asked_hz = config.sampling.map(|s| s.frequency_hz);
-                Budget::new(percent, asked_hz, config.attribution.is_some())
+                Budget::new(percent, asked_hz, config.attribution.is_some(), config.tier)
             }),
-            budget_knob: None,
+            next_knob: None,
+            next_tier: (config.tier != Tier::Exact).then_some(config.tier),
         })
     }
 
@@ -517,12 +554,16 @@ impl<'c, 'a, 'obj> Measure<'c, 'a, 'obj> {
             }
             let now = Instant::now();
             match wake {
+                Wake::Frequency(hz) if self.accounting.tier() != Tier::Exact => {
+                    self.next_knob = Some(Knob::Frequency(hz));
+                }
                 Wake::Frequency(hz) => {
                     if let Some(next) = self.replace_sampler(sampler.as_deref(), hz) {
                         return Ok(next);
                     }
                 }
                 Wake::Attribution(on) => self.switch_attribution(on)?,
+                Wake::Tier(tier) => self.next_tier = Some(tier),
                 Wake::Stop => {
                     if self.flush_on_stop {
                         self.deliver(sampler.as_deref(), true)?;
@@ -535,13 +576,21 @@ impl<'c, 'a, 'obj> Measure<'c, 'a, 'obj> {
                         return Ok(Next::Done);
                     }
                     self.intervals.advance(now);
-                    match self.budget_knob.take() {
+                    self.switch_tier(sampler.as_deref())?;
+                    match self.next_knob.take() {
                         Some(Knob::Frequency(hz)) => {
                             if let Some(next) = self.replace_sampler(sampler.as_deref(), hz) {
                                 return Ok(next);
                             }
                         }
                         Some(Knob::Attribution(on)) => self.switch_attribution(on)?,
+                        Some(Knob::Tier(tier, hz)) => {
+                            self.next_tier = Some(tier);
+                            self.switch_tier(sampler.as_deref())?;
+                            if let Some(next) = self.replace_sampler(sampler.as_deref(), hz) {
+                                return Ok(next);
+                            }
+                        }
                         None => {}
                     }
                 }
@@ -577,6 +626,7 @@ impl<'c, 'a, 'obj> Measure<'c, 'a, 'obj> {
                     Wake::Frequency(hz)
                 }
                 Ok(Control::SetAttribution(on)) => Wake::Attribution(on),
+                Ok(Control::SetTier(tier)) => Wake::Tier(tier),
                 Ok(Control::OwnProcess(pid)) => {
                     self.collector.own_process(pid);
                     continue;
@@ -612,6 +662,32 @@ impl<'c, 'a, 'obj> Measure<'c, 'a, 'obj> {
         Ok(())
     }
 
+    /// Puts the tier asked for in force, between two intervals. Only a run
+    /// that samples can estimate: without a sampler a lower tier is not
+    /// taken. Attribution needs every event exact, so a lower tier turns
+    /// it off first (the budget does the same in that order).
+    fn switch_tier(&mut self, sampler: Option<&Sampler<'_>>) -> Result<()> {
+        let Some(tier) = self.next_tier.take() else {
+            return Ok(());
+        };
+        let Some(sampler) = sampler else {
+            return Ok(());
+        };
+        if tier != Tier::Exact {
+            self.switch_attribution(false)?;
+        }
+        // The sampler trusts only what stays attached: told before the
+        // programs go, and after they come back.
+        if tier > self.accounting.tier() {
+            sampler.set_tier(tier);
+            self.accounting.set_tier(tier)?;
+        } else {
+            self.accounting.set_tier(tier)?;
+            sampler.set_tier(tier);
+        }
+        Ok(())
+    }
+
     /// Ends the interval and sends its snapshot; false once nobody listens.
     /// The budget reports on the `last` interval of a run without judging
     /// it: nothing changes after it.
@@ -640,6 +716,7 @@ impl<'c, 'a, 'obj> Measure<'c, 'a, 'obj> {
             symbolizer.refresh().context("re-reading kernel symbols")?;
             let mut stacks = self.folder.take(symbolizer);
             let softirq_loop = leave_out_softirq_loop(&mut stacks);
+            estimate_unmeasured(&mut snapshot, &stacks, sampler.frequency_hz());
             snapshot.breakdown = breakdowns(&stacks, &snapshot.events, sampler.frequency_hz());
             snapshot.modules = stacks
                 .iter()
@@ -654,6 +731,7 @@ impl<'c, 'a, 'obj> Measure<'c, 'a, 'obj> {
                 dropped: counted.dropped,
                 failed_stacks: counted.failed,
                 softirq_loop,
+                unplaced: self.folder.unplaced(),
                 buffer_bytes: sampler.buffer_bytes(),
             });
             snapshot.losses.dropped_halves = counted.dropped_halves;
@@ -666,7 +744,9 @@ impl<'c, 'a, 'obj> Measure<'c, 'a, 'obj> {
                 budget.last(&snapshot.overhead)
             } else {
                 let (status, knob) = budget.observe(&snapshot.overhead);
-                self.budget_knob = knob;
+                // The budget judged a front end's request already (see
+                // `Budget::asked`): its own step, if any, wins.
+                self.next_knob = knob.or(self.next_knob.take());
                 status
             });
         }

@@ -66,6 +66,10 @@ pub enum Control {
     /// Turn attribution (`--by`) on or off: its programs are attached or
     /// detached, and snapshots say which. Nothing without `--by`.
     SetAttribution(bool),
+    /// Change the tier when the interval in progress ends; a lower tier
+    /// turns attribution off. Taken only by a source that samples, since
+    /// the lower tiers estimate from samples.
+    SetTier(crate::model::Tier),
 }
 
 /// A running source: its snapshots arrive on [`Source::snapshots`], which

@@ -52,14 +52,17 @@ fn play(snapshots: Vec<Snapshot>, speed: f64, control: &Receiver<Control>, out: 
     let mut due = Instant::now();
     for snapshot in snapshots {
         due += pause(snapshot.interval_s, speed);
-        // Frequency and attribution changes mean nothing to a recording;
-        // only Stop counts.
+        // Frequency, attribution and tier changes mean nothing to a
+        // recording; only Stop counts.
         loop {
             let timeout = due.saturating_duration_since(Instant::now());
             match control.recv_timeout(timeout) {
                 Err(RecvTimeoutError::Timeout) => break,
                 Ok(
-                    Control::SetFrequency(_) | Control::OwnProcess(_) | Control::SetAttribution(_),
+                    Control::SetFrequency(_)
+                    | Control::OwnProcess(_)
+                    | Control::SetAttribution(_)
+                    | Control::SetTier(_),
                 ) => {}
                 Ok(Control::Stop) | Err(RecvTimeoutError::Disconnected) => return,
             }

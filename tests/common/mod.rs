@@ -326,13 +326,15 @@ pub fn netto_links() -> usize {
 
 /// BPF links of attribution's delivery points (programs `netto_attr_*`).
 pub fn attribution_links() -> usize {
+    links_of(|name| name.starts_with("netto_attr_"))
+}
+
+/// BPF links of the programs whose (kernel-truncated, 15 characters) name
+/// `wanted` picks.
+pub fn links_of(wanted: impl Fn(&str) -> bool) -> usize {
     let ids: Vec<u64> = bpftool_json("prog")
         .iter()
-        .filter(|p| {
-            p["name"]
-                .as_str()
-                .is_some_and(|n| n.starts_with("netto_attr_"))
-        })
+        .filter(|p| p["name"].as_str().is_some_and(&wanted))
         .filter_map(|p| p["id"].as_u64())
         .collect();
     bpftool_json("link")

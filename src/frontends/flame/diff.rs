@@ -173,6 +173,7 @@ mod tests {
         let labels = Labels {
             title: "before vs after".into(),
             subtitle: "box1".into(),
+            estimated: false,
         };
         let mut out = Vec::new();
         write_diff_svg(&run(), &run(), false, &labels, Weight::Samples, &mut out).unwrap();
@@ -199,6 +200,7 @@ mod tests {
         let labels = Labels {
             title: "t".into(),
             subtitle: "s".into(),
+            estimated: false,
         };
         let mut out = Vec::new();
         let err =

@@ -28,7 +28,7 @@ use inferno::flamegraph::Options;
 use thiserror::Error;
 
 use crate::breakdown::split_ns;
-use crate::model::{merge_stacks, RecordingHeader, SampleContext, Snapshot, StackCount};
+use crate::model::{merge_stacks, Recording, SampleContext, Snapshot, StackCount, Tier};
 
 /// What a flame graph's widths stand for. The names are public (the
 /// `--weight` option, serve's `weight` query parameter).
@@ -197,18 +197,28 @@ impl From<FlameError> for io::Error {
 pub struct Labels {
     pub title: String,
     pub subtitle: String,
+    /// Whether some of the time drawn is estimated (snapshots of a tier
+    /// that estimates): the widths then say so instead of "exact time".
+    pub estimated: bool,
 }
 
 impl Labels {
-    pub fn for_recording(header: &RecordingHeader) -> Labels {
+    pub fn for_recording(recording: &Recording) -> Labels {
+        let header = &recording.header;
         Labels {
             title: format!("Kernel network stack CPU on {}", header.host),
             subtitle: format!(
                 "kernel {}, {:.1} s sampled at {} Hz, {} backend",
                 header.kernel, header.duration_s, header.frequency_hz, header.backend
             ),
+            estimated: any_estimated(&recording.snapshots),
         }
     }
+}
+
+/// Whether any of `snapshots` estimates an event rather than measuring it.
+pub fn any_estimated<'a>(snapshots: impl IntoIterator<Item = &'a Snapshot>) -> bool {
+    snapshots.into_iter().any(|s| s.tier != Tier::Exact)
 }
 
 /// inferno's settings common to every graph netto draws; the caller adds
@@ -220,6 +230,9 @@ fn inferno_options(labels: &Labels, weight: Weight) -> Options<'static> {
         "{}; widths: {}",
         labels.subtitle,
         match weight {
+            Weight::Time if labels.estimated => {
+                "time, estimated from samples where the tier does not measure it"
+            }
             Weight::Time => "exact time",
             Weight::Samples => "samples",
         }
@@ -257,6 +270,7 @@ fn parse_svg(svg: &str) -> roxmltree::Document<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::RecordingHeader;
 
     #[test]
     fn recording_labels_name_host_kernel_duration_frequency_backend() {
@@ -270,12 +284,27 @@ mod tests {
             backend: "tracepoint".into(),
             transport: "mmap".into(),
         };
-        let labels = Labels::for_recording(&header);
+        let mut recording = Recording {
+            header,
+            snapshots: vec![Snapshot::empty("tracepoint", 1)],
+        };
+        let labels = Labels::for_recording(&recording);
         assert_eq!(labels.title, "Kernel network stack CPU on box1");
         assert_eq!(
             labels.subtitle,
             "kernel 6.8.0-31-generic, 12.0 s sampled at 99 Hz, tracepoint backend"
         );
+        assert!(!labels.estimated);
+        let widths = inferno_options(&labels, Weight::Time).subtitle.unwrap();
+        assert!(widths.ends_with("widths: exact time"), "{widths}");
+        // One interval in a tier that estimates, and the widths say so.
+        recording.snapshots.push(Snapshot {
+            tier: Tier::Softirq,
+            ..Snapshot::empty("tracepoint", 1)
+        });
+        let labels = Labels::for_recording(&recording);
+        let widths = inferno_options(&labels, Weight::Time).subtitle.unwrap();
+        assert!(widths.contains("estimated from samples"), "{widths}");
     }
 
     fn interval(net_rx_ns: u64, timers_ns: u64, stacks: Vec<StackCount>) -> Snapshot {

@@ -424,6 +424,7 @@ mod tests {
         Labels {
             title: "Kernel network stack CPU on box".into(),
             subtitle: "kernel 6.8, 2.0 s sampled at 250 Hz, tracepoint backend".into(),
+            estimated: false,
         }
     }
 

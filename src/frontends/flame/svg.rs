@@ -156,6 +156,7 @@ mod tests {
         Labels {
             title: "Kernel network stack CPU on <box> & co".into(),
             subtitle: "kernel 6.8.0, 10.0 s sampled at 99 Hz, tracepoint backend".into(),
+            estimated: false,
         }
     }
 

@@ -8,7 +8,7 @@
 use super::table::{self, Grid};
 use super::tree::{Expansion, NodeId, Row, Tree};
 use crate::breakdown::Categorizer;
-use crate::frontends::flame::{flame_stacks, FlameStack, Weight};
+use crate::frontends::flame::{any_estimated, flame_stacks, FlameStack, Weight};
 use crate::history::History;
 use crate::model::{EventKey, Snapshot};
 use crate::source::{Origin, SourceInfo};
@@ -182,6 +182,11 @@ impl App {
     /// span), weighted as the settings say.
     pub fn flame_stacks(&self, seconds: f64) -> Vec<FlameStack> {
         flame_stacks(self.recent.last(seconds), self.settings.flame_weight)
+    }
+
+    /// Whether some of the last `seconds` were in a tier that estimates.
+    pub fn estimated_in(&self, seconds: f64) -> bool {
+        any_estimated(self.recent.last(seconds))
     }
 
     /// The snapshot on screen.

@@ -50,6 +50,7 @@ pub fn snapshot() -> Snapshot {
         dropped: 3,
         failed_stacks: 0,
         softirq_loop: 0,
+        unplaced: 0,
         buffer_bytes: 65536,
     });
     s.stacks = vec![

@@ -94,8 +94,10 @@ pub fn totals(snapshot: &Snapshot) -> Grid {
             } else {
                 0.0
             };
+            // An estimate is marked, as everywhere: `~` before its name.
+            let mark = if time.estimated { "~" } else { "" };
             Row {
-                label: key.name().to_owned(),
+                label: format!("{mark}{}", key.name()),
                 values: vec![
                     percent(time.total_ns, host),
                     time.percent_of_cpu(interval),

@@ -14,7 +14,7 @@ use prometheus::{Counter, CounterVec, Encoder, Gauge, IntGauge, IntGaugeVec, Opt
 use thiserror::Error;
 
 use crate::model::{
-    percent, Attribution, BudgetChange, BudgetStatus, EventKey, GroupBy, Losses, Snapshot,
+    percent, Attribution, BudgetChange, BudgetStatus, EventKey, GroupBy, Losses, Snapshot, Tier,
 };
 use crate::source::{Origin, SourceInfo};
 
@@ -51,6 +51,10 @@ pub struct Metrics {
     intervals: Counter,
     measured_seconds: Counter,
     sampling_frequency: Gauge,
+    /// Estimated time apart from the exact: never mixed in one series.
+    estimated_seconds: CounterVec,
+    estimated_variance: CounterVec,
+    tier: IntGaugeVec,
     last_snapshot: Gauge,
     overhead_percent: Gauge,
     budget_percent: Gauge,
@@ -198,6 +202,28 @@ impl Metrics {
                 "netto_sampling_frequency_hertz",
                 "Stack samples per second per CPU in the last interval; 0 when not sampling.",
             )?,
+            estimated_seconds: counters(
+                "netto_estimated_cpu_seconds_total",
+                "CPU time of a network event estimated from stack samples, per CPU: what the tier \
+                 in force does not measure (netto_cpu_seconds_total has only exact time).",
+                &["event", "cpu"],
+            )?,
+            estimated_variance: counters(
+                "netto_estimated_cpu_seconds_variance_total",
+                "Sum of the squared standard errors of netto_estimated_cpu_seconds_total, in s^2: \
+                 the error of an increase over a range is the square root of this one's increase.",
+                &["event"],
+            )?,
+            tier: register(
+                &registry,
+                IntGaugeVec::new(
+                    Opts::new(
+                        "netto_tier",
+                        "1 for the tier of the last interval (exact, softirq, sampled), 0 for the others.",
+                    ),
+                    &["tier"],
+                )?,
+            )?,
             last_snapshot: gauge(
                 "netto_last_snapshot_timestamp_seconds",
                 "End of the last interval received, unix time.",
@@ -214,12 +240,11 @@ impl Metrics {
             )?,
             budget_exceeded: gauge(
                 "netto_budget_exceeded",
-                "1 while netto costs more than its budget with every knob at its floor (the \
-                 exact accounting alone costs more), else 0.",
+                "1 while netto costs more than its budget with every knob at its floor, else 0.",
             )?,
             budget_steps: counters(
                 "netto_budget_steps_total",
-                "Steps the budget took (sampling frequency, attribution off or on), by direction (down, up).",
+                "Steps the budget took (sampling frequency, attribution, tier), by direction (down, up).",
                 &["direction"],
             )?,
             stream_clients: register(
@@ -240,9 +265,23 @@ impl Metrics {
 
     /// Adds one interval to the counters.
     pub fn add(&self, snapshot: &Snapshot) {
+        for tier in Tier::ALL {
+            self.tier
+                .with_label_values(&[tier.name()])
+                .set(i64::from(tier == snapshot.tier));
+        }
         for (event, time) in &snapshot.events {
+            let series = if time.estimated {
+                let error_s = seconds(time.error_ns.unwrap_or(0));
+                self.estimated_variance
+                    .with_label_values(&[event.name()])
+                    .inc_by(error_s * error_s);
+                &self.estimated_seconds
+            } else {
+                &self.event_seconds
+            };
             for (cpu, ns) in time.per_cpu_ns.iter().enumerate() {
-                self.event_seconds
+                series
                     .with_label_values(&[event.name(), &cpu.to_string()])
                     .inc_by(seconds(*ns));
             }
@@ -348,8 +387,14 @@ impl Metrics {
             }
         }
         let direction = match budget.and_then(|b| b.change) {
-            Some(BudgetChange::Down { .. } | BudgetChange::AttributionOff) => "down",
-            Some(BudgetChange::Up { .. } | BudgetChange::AttributionOn) => "up",
+            Some(
+                BudgetChange::Down { .. }
+                | BudgetChange::AttributionOff
+                | BudgetChange::TierDown { .. },
+            ) => "down",
+            Some(
+                BudgetChange::Up { .. } | BudgetChange::AttributionOn | BudgetChange::TierUp { .. },
+            ) => "up",
             Some(BudgetChange::Exceeded | BudgetChange::Kept) | None => return,
         };
         self.budget_steps.with_label_values(&[direction]).inc();
@@ -576,6 +621,32 @@ mod tests {
             )
         };
         assert_eq!((steps("down"), steps("up")), (2.0, 0.0));
+    }
+
+    #[test]
+    fn estimates_have_series_of_their_own_with_their_variance() {
+        let metrics = Metrics::new(&info()).unwrap();
+        metrics.add(&snapshot());
+        let mut s = snapshot();
+        s.tier = Tier::Softirq;
+        let send = s.events.get_mut(&EventKey::SockSend).unwrap();
+        send.per_cpu_ns = vec![0, 200_000_000];
+        send.total_ns = 200_000_000;
+        send.estimated = true;
+        send.error_ns = Some(30_000_000);
+        metrics.add(&s);
+        metrics.add(&s);
+        let text = String::from_utf8(metrics.encode().unwrap()).unwrap();
+        let estimated = r#"netto_estimated_cpu_seconds_total{cpu="1",event="sock_send"}"#;
+        assert!((value(&text, estimated) - 0.4).abs() < 1e-9);
+        let variance = r#"netto_estimated_cpu_seconds_variance_total{event="sock_send"}"#;
+        assert!((value(&text, variance) - 2.0 * 0.03 * 0.03).abs() < 1e-12);
+        // The exact series has only the exact interval's time (none).
+        let exact = r#"netto_cpu_seconds_total{cpu="1",event="sock_send"}"#;
+        assert_eq!(value(&text, exact), 0.0);
+        assert!(!text.contains(r#"netto_estimated_cpu_seconds_total{cpu="1",event="net_rx"#));
+        assert_eq!(value(&text, r#"netto_tier{tier="softirq"}"#), 1.0);
+        assert_eq!(value(&text, r#"netto_tier{tier="exact"}"#), 0.0);
     }
 
     #[test]

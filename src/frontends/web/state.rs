@@ -21,7 +21,7 @@ use serde::{Deserialize, Serialize};
 use super::metrics::{Metrics, MetricsError};
 use super::stream::{self, StreamError, Streams};
 use crate::frontends::flame::{
-    flame_stacks, folded, pprof, svg, FlameError, FlameStack, Labels, Weight,
+    any_estimated, flame_stacks, folded, pprof, svg, FlameError, FlameStack, Labels, Weight,
 };
 use crate::history::{stack_bytes, Entry, History};
 use crate::model::{Snapshot, StackCount};
@@ -439,6 +439,7 @@ impl State {
                 self.info.kernel,
                 self.info.backend
             ),
+            estimated: any_estimated(part.sampled.iter().map(Arc::as_ref)),
         }
     }
 

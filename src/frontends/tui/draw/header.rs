@@ -1,5 +1,5 @@
 //! The two header lines: where the numbers come from (host, kernel,
-//! backend, live or replayed), how they are taken (sampling frequency,
+//! backend, tier, live or replayed), how they are taken (sampling frequency,
 //! refresh period) and what taking them costs (netto's own CPU time,
 //! dropped samples, other losses).
 
@@ -11,7 +11,7 @@ use ratatui::Frame;
 
 use crate::frontends::tui::app::App;
 use crate::frontends::tui::format;
-use crate::model::{percent, Overhead};
+use crate::model::{percent, Overhead, Snapshot, Tier};
 
 pub fn draw(app: &App, frame: &mut Frame<'_>, area: Rect) {
     let info = &app.info;
@@ -21,6 +21,7 @@ pub fn draw(app: &App, frame: &mut Frame<'_>, area: Rect) {
             field("host", info.host.clone()),
             field("kernel", info.kernel.clone()),
             field("backend", info.backend.clone()),
+            app.latest().map_or_else(Vec::new, |s| field("tier", tier(s))),
             vec![Span::styled(origin, Style::new().fg(Color::Cyan))],
         ]
         .concat(),
@@ -77,6 +78,16 @@ fn cost(overhead: &Overhead, interval: f64) -> String {
         text.push_str(&format!(" +-{}", format::percent(overhead.error_percent)));
     }
     text
+}
+
+/// The tier of the latest interval, and what in it is estimated (the
+/// events panel marks those rows with `~`).
+fn tier(snapshot: &Snapshot) -> String {
+    match snapshot.tier {
+        Tier::Exact => "exact".to_owned(),
+        Tier::Softirq => "softirq (~socket calls estimated)".to_owned(),
+        Tier::Sampled => "sampled (~all estimated)".to_owned(),
+    }
 }
 
 /// `name value  `, the name dimmed.

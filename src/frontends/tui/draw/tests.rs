@@ -7,7 +7,7 @@ use super::*;
 use crate::frontends::tui::app::App;
 use crate::frontends::tui::fixture;
 use crate::frontends::tui::tree::NodeId;
-use crate::model::SampleContext;
+use crate::model::{EventKey, SampleContext};
 use crate::source::Origin;
 
 fn screen(app: &App, width: u16, height: u16) -> Vec<String> {
@@ -63,6 +63,8 @@ fn header_names_the_source_and_netto_costs() {
             "6.18.0-test",
             "backend",
             "tracepoint",
+            "tier",
+            "exact",
             "live"
         ]
     );
@@ -73,6 +75,27 @@ fn header_names_the_source_and_netto_costs() {
             "0.60%", "+-0.03%"
         ]
     );
+}
+
+#[test]
+fn a_lower_tier_is_named_and_its_estimates_marked() {
+    let mut sampled = fixture::snapshot();
+    sampled.tier = crate::model::Tier::Softirq;
+    for key in [EventKey::SockSend, EventKey::SockRecv] {
+        let time = sampled.events.get_mut(&key).unwrap();
+        time.estimated = true;
+        time.error_ns = Some(1_000_000);
+    }
+    let screen = screen(&fixture::app_showing(sampled), 100, 30);
+    assert!(
+        screen[0].contains("tier softirq (~socket calls estimated)"),
+        "{}",
+        screen[0]
+    );
+    let text = screen.join("\n");
+    assert!(text.contains("~sock_send"), "{text}");
+    assert!(text.contains("~sock_recv"), "{text}");
+    assert!(!text.contains("~net_rx"), "{text}");
 }
 
 #[test]
