@@ -6,7 +6,7 @@ use std::time::Duration;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::collect::attribution::{Config as AttributionConfig, DEFAULT_MAX_GROUPS};
-use crate::frontends::flame::Weight;
+use crate::frontends::flame::{Scope, Weight};
 use crate::kernel::backend::BackendChoice;
 use crate::kernel::sampler::Transport;
 use crate::sketch::config as sketch_config;
@@ -361,9 +361,29 @@ pub struct ReportArgs {
     /// first).
     #[arg(long, value_enum, default_value_t = WeightArg::Time)]
     pub weight: WeightArg,
+    /// Draw one group of a recording made with --by: its stacks only, in
+    /// its own exact time (NAME as the recording's attribution names it:
+    /// a cgroup path, a pid, a namespace inode; --cgroup is the same).
+    #[arg(long, visible_alias = "cgroup", value_name = "NAME")]
+    pub group: Option<String>,
+    /// Draw every group of a recording made with --by under a root frame of
+    /// its own, in its own exact time (pprof: a `group` label).
+    #[arg(long, conflicts_with = "group")]
+    pub group_frames: bool,
     /// Overwrite an existing output file.
     #[arg(long)]
     pub force: bool,
+}
+
+impl ReportArgs {
+    /// Whose stacks to draw.
+    pub fn scope(&self) -> Scope<'_> {
+        match (&self.group, self.group_frames) {
+            (Some(name), _) => Scope::Group(name),
+            (None, true) => Scope::EachGroup,
+            (None, false) => Scope::All,
+        }
+    }
 }
 
 /// Longest history and flame graph window the live views (`top`, `serve`)

@@ -333,6 +333,12 @@ impl Accounting<'_> {
             })
     }
 
+    /// The attribution switch's map, which the sampler shares: it reads
+    /// the switch to know whether to say whom a sample was for.
+    pub fn attribution_switch_map(&self) -> std::os::fd::BorrowedFd<'_> {
+        self.skel.maps.data_attr.as_fd()
+    }
+
     /// The group map, which the delivery points share.
     pub fn groups_map(&self) -> std::os::fd::BorrowedFd<'_> {
         self.skel.maps.groups.as_fd()

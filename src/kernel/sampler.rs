@@ -14,6 +14,7 @@ use libbpf_rs::skel::{OpenSkel, SkelBuilder};
 use libbpf_rs::{Link, OpenObject, RingBuffer, RingBufferBuilder};
 
 use super::accounting::Accounting;
+use super::attribution::Key;
 use super::mmap::Mapping;
 use super::perf::open_cpu_clock;
 use super::skel::sample::{SampleSkel, SampleSkelBuilder};
@@ -72,10 +73,12 @@ pub fn slots_for(frequency_hz: u64, cpus: usize, drain_period: Duration) -> u32 
     u32::try_from((per_period * HEADROOM).clamp(16, cap)).unwrap_or(u32::MAX)
 }
 
-/// A drained sample: where it was taken and its stack, leaf first.
+/// A drained sample: where it was taken, whom it was for (with
+/// attribution on) and its stack, leaf first.
 pub struct RawSample<'a> {
     pub cpu: u32,
     pub context: SampleContext,
+    pub group: Option<Key>,
     pub frames: &'a [u64],
 }
 
@@ -169,6 +172,10 @@ impl<'obj> Sampler<'obj> {
         open.maps
             .cpus
             .reuse_fd(accounting.cpus_map())
+            .map_err(load_err)?;
+        open.maps
+            .data_attr
+            .reuse_fd(accounting.attribution_switch_map())
             .map_err(load_err)?;
         let rodata =
             open.maps.rodata_data.as_deref_mut().ok_or_else(|| {
@@ -312,6 +319,7 @@ impl<'obj> Sampler<'obj> {
                 each(RawSample {
                     cpu: s.cpu,
                     context,
+                    group: Key::of_sample(&s.group),
                     frames: &s.frames[..n],
                 });
             }

@@ -513,7 +513,7 @@ impl<'c, 'a, 'obj> Measure<'c, 'a, 'obj> {
             if let Some(sampler) = sampler.as_deref_mut() {
                 let folder = &mut self.folder;
                 sampler.follow_cpus()?;
-                sampler.drain(|s| folder.add(s.cpu, s.context, s.frames))?;
+                sampler.drain(|s| folder.add(s.cpu, s.context, s.group, s.frames))?;
             }
             let now = Instant::now();
             match wake {
@@ -638,7 +638,11 @@ impl<'c, 'a, 'obj> Measure<'c, 'a, 'obj> {
             (sampler, self.symbolizer.as_mut(), counters, counted)
         {
             symbolizer.refresh().context("re-reading kernel symbols")?;
-            let mut stacks = self.folder.take(symbolizer);
+            // Named after the interval's attribution was made, as its groups.
+            let collector = &self.collector;
+            let mut stacks = self
+                .folder
+                .take(symbolizer, |key| collector.group_name(key));
             let softirq_loop = leave_out_softirq_loop(&mut stacks);
             snapshot.breakdown = breakdowns(&stacks, &snapshot.events, sampler.frequency_hz());
             snapshot.modules = stacks
