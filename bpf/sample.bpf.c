@@ -113,6 +113,8 @@ static __always_inline int sample_context(struct netto_cpu *c)
 static __always_inline void sample_group(struct netto_cpu *c, int context,
 					 struct netto_group_key *key)
 {
+	__u32 cb = c->callback - 1;
+
 	if (context == NETTO_CTX_SOCK_SEND || context == NETTO_CTX_SOCK_RECV) {
 		current_key(key);
 		return;
@@ -121,7 +123,7 @@ static __always_inline void sample_group(struct netto_cpu *c, int context,
 		*key = c->attr.last[NETTO_EV_NET_RX_SOFTIRQ];
 	else if (context == NETTO_CTX_NET_TX)
 		*key = c->attr.last[NETTO_EV_NET_TX_SOFTIRQ];
-	else if (c->callback - 1 < NETTO_MAX_CALLBACKS)
+	else if (cb < NETTO_MAX_CALLBACKS)
 		*key = c->attr.last[NETTO_EV_NET_TIMERS];
 	else if (!c->attr.timer_mixed)
 		*key = c->attr.timer_run;

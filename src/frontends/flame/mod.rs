@@ -129,16 +129,6 @@ struct Part<'s> {
     stacks: Vec<&'s StackCount>,
 }
 
-impl Part<'_> {
-    /// The root frame of its towers.
-    fn root(&self, scope: Scope<'_>) -> Option<String> {
-        (scope == Scope::EachGroup).then(|| {
-            self.group
-                .map_or_else(|| UNATTRIBUTED_FRAME.to_owned(), group_frame)
-        })
-    }
-}
-
 /// Whose time a part is: a group's name and its time per event; for
 /// everyone or for what no group claimed, no name, and the events' own
 /// totals or the unattributed part (`None`: the totals).
@@ -248,6 +238,14 @@ pub fn flame_stacks<'a>(
 }
 
 impl<'s> Part<'s> {
+    /// The root frame of its towers.
+    fn root(&self, scope: Scope<'_>) -> Option<String> {
+        (scope == Scope::EachGroup).then(|| {
+            self.group
+                .map_or_else(|| UNATTRIBUTED_FRAME.to_owned(), group_frame)
+        })
+    }
+
     /// Its stacks, each with its part of the time: shared out in
     /// proportion to samples, by largest remainder as the breakdown shares
     /// it ([`split_ns`]), so the stacks add up to the part's time.
