@@ -29,10 +29,18 @@
 //! Attribution: cost runs with and without `--by cgroup`, interleaved, and
 //! netto's BPF time per event in each.
 //!
+//! Tiers: each estimating tier's estimates against the exact accounting on
+//! the same load, from one run (the exact programs stay attached while the
+//! sampler places samples as the tier would); and `netto serve` with its
+//! default budget under the load, its own cost averaged over 20 s once
+//! settled, and the throughput beside runs without it.
+//!
 //! Run as root: `cargo bench --bench overhead` (NETTO_BENCH_ROUNDS and
 //! NETTO_BENCH_SECONDS override the defaults of 3 rounds of 5 s per mode;
 //! NETTO_BENCH_MODES=accounting runs only the throughput modes whose name
-//! contains that text, `none` none of them).
+//! contains that text, `none` none of them; NETTO_BENCH_SECTIONS picks
+//! sections among throughput,calls,cost,attribution,tiers;
+//! NETTO_BENCH_WINDOWS and NETTO_BENCH_SETTLE size the tier sections).
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
@@ -93,6 +101,20 @@ const ACCOUNTING: Mode = Mode {
 
 const MODES: &[Mode] = &[
     ACCOUNTING,
+    Mode {
+        name: "netto tier softirq 99 Hz",
+        program: NETTO,
+        args: &["stat", "--json", "--tier", "softirq"],
+        ready: Some("netto: measuring"),
+        reports_cost: true,
+    },
+    Mode {
+        name: "netto tier sampled 99 Hz",
+        program: NETTO,
+        args: &["stat", "--json", "--tier", "sampled"],
+        ready: Some("netto: measuring"),
+        reports_cost: true,
+    },
     Mode {
         name: "netto record 1 kHz mmap",
         program: NETTO,
@@ -724,6 +746,215 @@ fn attribution_cost(pair: &VethPair, rounds: u32, seconds: u32) -> Result<()> {
     Ok(())
 }
 
+/// How far each tier's estimates are from the exact accounting on the same
+/// load. Both come from one run: every accounting program stays attached
+/// (the exact figures) while the sampler places its samples as the tier
+/// would, by their frames where the tier detaches what would say; windows
+/// of the two estimating tiers alternate. iperf3 uses BBR, so the network
+/// timers (its pacing) have time to estimate.
+fn accuracy(pair: &VethPair, windows: u32, seconds: u32) -> Result<()> {
+    use netto::breakdown::fold::Folder;
+    use netto::breakdown::leave_out_softirq_loop;
+    use netto::collect::estimate::{estimate_unmeasured, ESTIMATE_HZ};
+    use netto::collect::Collector;
+    use netto::kernel::backend::BackendChoice;
+    use netto::kernel::features::Features;
+    use netto::kernel::sampler::{Sampler, SamplerConfig, Transport, WRITER_WAIT};
+    use netto::kernel::selection::{select, Storage};
+    use netto::model::{EventKey, Tier};
+    use netto::symbols::symbolizer::Symbolizer;
+
+    let mut storage = Storage::default();
+    let accounting = select(BackendChoice::Auto, &Features::detect(), &mut storage)?.accounting;
+    let mut sampler_storage = MaybeUninit::uninit();
+    let mut sampler = Sampler::load(
+        &mut sampler_storage,
+        &accounting,
+        SamplerConfig {
+            frequency_hz: ESTIMATE_HZ,
+            transport: Transport::Mmap,
+            drain_period: Duration::from_millis(100),
+            slots_per_half: None,
+            writer_wait: WRITER_WAIT,
+            tier: Tier::Softirq,
+        },
+    )?;
+    let mut symbolizer = Symbolizer::load()?;
+    let mut folder = Folder::new();
+    let total = windows * seconds + 5;
+    let peer = pair.peer_addr().to_string();
+    let _load = Killed(
+        Command::new("iperf3")
+            .args([
+                "-c",
+                &peer,
+                "-p",
+                PORT,
+                "-A",
+                "1",
+                "-C",
+                "bbr",
+                "-t",
+                &total.to_string(),
+            ])
+            .stdout(Stdio::null())
+            .spawn()
+            .context("running iperf3")?,
+    );
+    thread::sleep(Duration::from_secs(2));
+    let mut collector = Collector::start(&accounting, false)?;
+    let mut ratios: BTreeMap<(Tier, EventKey), Vec<f64>> = BTreeMap::new();
+    let mut errors: BTreeMap<(Tier, EventKey), Vec<f64>> = BTreeMap::new();
+    for window in 0..windows {
+        let tier = if window % 2 == 0 {
+            Tier::Softirq
+        } else {
+            Tier::Sampled
+        };
+        sampler.set_tier(tier);
+        sampler.drain(|_| {})?;
+        collector.collect(Default::default())?;
+        let end = Instant::now() + Duration::from_secs(u64::from(seconds));
+        while Instant::now() < end {
+            thread::sleep(Duration::from_millis(100));
+            sampler.drain(|s| folder.add(s.cpu, s.context, None, s.frames))?;
+        }
+        let exact = collector.collect(Default::default())?;
+        symbolizer.refresh()?;
+        let mut stacks = folder.take(&mut symbolizer, |_| None);
+        leave_out_softirq_loop(&mut stacks);
+        let mut estimated = exact.clone();
+        estimated.tier = tier;
+        estimate_unmeasured(&mut estimated, &stacks, ESTIMATE_HZ);
+        for key in EventKey::ALL.into_iter().filter(|&k| !tier.measures(k)) {
+            let truth = exact.event(key).total_ns as f64;
+            let guess = estimated.event(key);
+            if truth > 0.0 {
+                ratios
+                    .entry((tier, key))
+                    .or_default()
+                    .push(guess.total_ns as f64 / truth);
+                errors
+                    .entry((tier, key))
+                    .or_default()
+                    .push(guess.error_ns.unwrap_or(0) as f64 / truth);
+            }
+        }
+    }
+    println!(
+        "\nestimates against exact, {windows} windows of {seconds} s, {ESTIMATE_HZ} Hz, \
+         iperf3 bbr (tiers alternating; load average {})",
+        load_average()
+    );
+    println!(
+        "{:<9} {:<15} {:>14} {:>16} {:>10} {:>8}",
+        "tier", "event", "median ratio", "min..max", "error/exact", "target"
+    );
+    for ((tier, key), values) in &mut ratios {
+        let (lo, hi) = values
+            .iter()
+            .fold((f64::MAX, f64::MIN), |(lo, hi), &v| (lo.min(v), hi.max(v)));
+        let target = match key {
+            EventKey::SockSend | EventKey::SockRecv => 0.15,
+            _ => 0.10,
+        };
+        let errs = errors
+            .get_mut(&(*tier, *key))
+            .expect("errors beside ratios");
+        println!(
+            "{:<9} {:<15} {:>14.3} {:>16} {:>10.3} {:>7.0} %",
+            tier.name(),
+            key.name(),
+            median(values),
+            format!("{lo:.3}..{hi:.3}"),
+            median(errs),
+            target * 100.0
+        );
+    }
+    Ok(())
+}
+
+/// `netto serve` with its default budget (1 % of one CPU) under the load:
+/// its cost averaged over `seconds` once it has settled (`/metrics`:
+/// `netto_own_cpu_seconds_total` over `netto_measured_seconds_total`), the
+/// tier it ended in, and the throughput against runs without it,
+/// interleaved.
+fn serve_budget(pair: &VethPair, rounds: u32, settle: u32, seconds: u32) -> Result<()> {
+    const LISTEN: &str = "127.0.0.1:9479";
+    let metrics = || -> Result<BTreeMap<String, f64>> {
+        let out = Command::new("curl")
+            .args(["-s", &format!("http://{LISTEN}/metrics")])
+            .output()
+            .context("curl (Debian package curl)")?;
+        Ok(String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter(|l| !l.starts_with('#'))
+            .filter_map(|l| {
+                let (name, value) = l.rsplit_once(' ')?;
+                Some((name.to_owned(), value.parse().ok()?))
+            })
+            .collect())
+    };
+    let (mut without, mut with, mut costs, mut tiers) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for round in 0..rounds {
+        for serve_first in [round % 2 == 0, round % 2 != 0] {
+            if !serve_first {
+                without.push(iperf3(pair, seconds)?);
+                continue;
+            }
+            let serve = Killed(
+                Command::new("taskset")
+                    .args(["-c", "0", NETTO, "serve", "--listen", LISTEN])
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::null())
+                    .spawn()
+                    .context("starting netto serve")?,
+            );
+            iperf3(pair, settle)?;
+            let before = metrics()?;
+            with.push(iperf3(pair, seconds)?);
+            let after = metrics()?;
+            let delta = |name: &str| {
+                after.get(name).copied().unwrap_or(0.0) - before.get(name).copied().unwrap_or(0.0)
+            };
+            costs.push(
+                delta("netto_own_cpu_seconds_total") / delta("netto_measured_seconds_total")
+                    * 100.0,
+            );
+            tiers.push(
+                ["exact", "softirq", "sampled"]
+                    .into_iter()
+                    .find(|t| after.get(&format!("netto_tier{{tier=\"{t}\"}}")) == Some(&1.0))
+                    .unwrap_or("?"),
+            );
+            drop(serve);
+        }
+    }
+    let (base, measured) = (median(&mut without), median(&mut with));
+    println!(
+        "\nnetto serve, default budget 1 %, {rounds} rounds: settled {settle} s, then {seconds} s \
+         measured (load average {})",
+        load_average()
+    );
+    println!(
+        "throughput {measured:.2} / {base:.2} Gbit/s = {:.3}; own cost over {seconds} s: median {:.2} % \
+         (each: {}); tier at the end: {}",
+        measured / base,
+        median(&mut costs.clone()),
+        costs.iter().map(|c| format!("{c:.2}")).collect::<Vec<_>>().join(", "),
+        tiers.join(", ")
+    );
+    Ok(())
+}
+
+/// The 1, 5 and 15 minute load averages, as /proc/loadavg has them.
+fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|l| l.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_else(|_| "?".into())
+}
+
 fn main() -> Result<()> {
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
@@ -740,11 +971,30 @@ fn main() -> Result<()> {
             .context("starting iperf3 in the namespace")?,
     );
     thread::sleep(Duration::from_millis(500));
-    println!("netto overhead: iperf3 TCP through veth, {rounds} interleaved rounds of {seconds} s per mode");
-    throughput(&pair, rounds, seconds)?;
-    per_call(rounds)?;
-    report_costs(&cost_run(&pair, seconds, &[])?);
-    attribution_cost(&pair, rounds, seconds)?;
+    let sections = std::env::var("NETTO_BENCH_SECTIONS")
+        .unwrap_or_else(|_| "throughput,calls,cost,attribution,tiers".into());
+    println!(
+        "netto overhead: iperf3 TCP through veth, {rounds} interleaved rounds of {seconds} s per mode \
+         (load average {})",
+        load_average()
+    );
+    if sections.contains("throughput") {
+        throughput(&pair, rounds, seconds)?;
+    }
+    if sections.contains("calls") {
+        per_call(rounds)?;
+    }
+    if sections.contains("cost") {
+        report_costs(&cost_run(&pair, seconds, &[])?);
+    }
+    if sections.contains("attribution") {
+        attribution_cost(&pair, rounds, seconds)?;
+    }
+    if sections.contains("tiers") {
+        accuracy(&pair, env_or("NETTO_BENCH_WINDOWS", 12), 10)?;
+        serve_budget(&pair, rounds, env_or("NETTO_BENCH_SETTLE", 60), 20)?;
+    }
+    println!("\nload average at the end: {}", load_average());
     let _ = std::fs::remove_file(RECORD_OUT);
     let _ = std::fs::remove_file(PERF_OUT);
     Ok(())

@@ -302,9 +302,9 @@ fn bench(c: &mut Criterion) {
         group.bench_function(format!("pipeline/{n}_samples"), |b| {
             b.iter(|| {
                 for &(context, raw) in &samples {
-                    folder.add(0, Some(context), raw);
+                    folder.add(0, Some(context), None, raw);
                 }
-                let folded = folder.take(&mut symbolizer);
+                let folded = folder.take(&mut symbolizer, |_| None);
                 black_box(breakdowns(&folded, &events, 999))
             })
         });
@@ -327,9 +327,9 @@ fn bench(c: &mut Criterion) {
 
     let mut folder = Folder::new();
     for (context, raw) in &stacks {
-        folder.add(0, Some(*context), raw);
+        folder.add(0, Some(*context), None, raw);
     }
-    let folded = folder.take(&mut Symbolizer::new(table.clone()));
+    let folded = folder.take(&mut Symbolizer::new(table.clone()), |_| None);
     let frames: Vec<Vec<&str>> = folded
         .iter()
         .map(|s| s.frames.iter().map(String::as_str).collect())

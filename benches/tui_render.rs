@@ -98,6 +98,7 @@ fn stacks(seed: u64) -> Vec<StackCount> {
                     frames,
                     count,
                     cpus: Default::default(),
+                    group: None,
                 });
             }
         }

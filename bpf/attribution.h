@@ -15,6 +15,8 @@
 #ifndef NETTO_ATTRIBUTION_H
 #define NETTO_ATTRIBUTION_H
 
+#include "attr_switch.h"
+
 /* group key -> its time per event, per CPU */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
@@ -23,12 +25,6 @@ struct {
 	__type(key, struct netto_group_key);
 	__type(value, struct netto_group_time);
 } groups SEC(".maps");
-
-/* Whether settled time is given to groups (user space turns it on with the
- * add-on's links). Marks move either way, so turning it on mid-run gives
- * nobody time from before. A section of its own: user space writes it
- * with a map update, without owning the skeleton's mapped data. */
-__u32 attribution_on SEC(".data.attr");
 
 /* Adds `ns` of event `ev` to `key`'s time on this CPU. */
 static __always_inline void attr_give(struct netto_cpu *c, const struct netto_group_key *key,
@@ -84,17 +80,6 @@ static __always_inline int window_event(__u32 window)
 	if (window == NETTO_WIN_RECV)
 		return NETTO_EV_SOCK_RECV;
 	return -1;
-}
-
-/* The running task as a group key (at sched_switch the running task is
- * still `prev`). */
-static __always_inline void current_key(struct netto_group_key *key)
-{
-	struct task_struct *task = bpf_get_current_task_btf();
-
-	key->cgroup = bpf_get_current_cgroup_id();
-	key->tgid = bpf_get_current_pid_tgid() >> 32;
-	key->netns = task->nsproxy ? task->nsproxy->net_ns->ns.inum : 0;
 }
 
 /* ---- called from the accounting's hooks, after they charged ------------- */

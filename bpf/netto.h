@@ -306,8 +306,16 @@ struct netto_sample {
 	netto_u32 context;  /* enum netto_sample_context */
 	netto_u32 nr_frames;
 	netto_u32 pad;
+	/* Whom the sampled work was for, when attribution is on (netns 0:
+	 * nobody): the running task in a socket call, else the owner of the
+	 * softirq run's (or callback's) latest delivery point. */
+	struct netto_group_key group;
 	netto_u64 frames[NETTO_MAX_FRAMES]; /* leaf first */
 };
+
+/* Slots of the mmap buffer are an array of these: 8-byte aligned fields
+ * stay aligned in every slot, and `ready` is a 64-bit atomic. */
+_Static_assert(sizeof(struct netto_sample) % 8 == 0, "netto_sample: a multiple of 8 bytes");
 
 /*
  * Control block of the mmap double buffer (one mmapable array element).

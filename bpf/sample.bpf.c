@@ -8,13 +8,15 @@
  * left to user space, which reads it from the stack's frames. Two
  * transports, chosen at load time: an mmapable array used as a double
  * buffer (read by user space without a syscall per sample) and the BPF
- * ring buffer, kept to compare the two.
+ * ring buffer, kept to compare the two. With attribution on, each sample
+ * also says whom its work was for.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 #include "netto.h"
 #include "cpus_map.h"
+#include "attr_switch.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -119,8 +121,38 @@ static __always_inline int sample_context(struct bpf_perf_event_data *ctx, struc
 	return -1;
 }
 
+/*
+ * Whom a sample's work was for (attribution on): in a socket call, the
+ * calling task, exactly as its window's time is given; in a softirq run,
+ * callback or threaded NAPI poll, the owner of the run's latest delivery
+ * point, and none before its first (the time such a sample stands for is
+ * settled at that point, to the owner of the packet it was working on,
+ * which may not be the latest one's). The timer softirq's own work around
+ * network callbacks is its callbacks' owner when they had one, as
+ * attr_softirq_exit gives that time.
+ */
+static __always_inline void sample_group(struct netto_cpu *c, int context,
+					 struct netto_group_key *key)
+{
+	__u32 cb = c->callback - 1;
+
+	if (context == NETTO_CTX_SOCK_SEND || context == NETTO_CTX_SOCK_RECV) {
+		current_key(key);
+		return;
+	}
+	if (context == NETTO_CTX_NET_RX)
+		*key = c->attr.last[NETTO_EV_NET_RX_SOFTIRQ];
+	else if (context == NETTO_CTX_NET_TX)
+		*key = c->attr.last[NETTO_EV_NET_TX_SOFTIRQ];
+	else if (cb < NETTO_MAX_CALLBACKS)
+		*key = c->attr.last[NETTO_EV_NET_TIMERS];
+	else if (!c->attr.timer_mixed)
+		*key = c->attr.timer_run;
+}
+
 static __always_inline int fill(struct bpf_perf_event_data *ctx, struct netto_sample *s,
-				int context, struct netto_sample_ctl *ctl)
+				int context, const struct netto_group_key *group,
+				struct netto_sample_ctl *ctl)
 {
 	long n = bpf_get_stack(ctx, s->frames, sizeof(s->frames), 0);
 
@@ -131,10 +163,12 @@ static __always_inline int fill(struct bpf_perf_event_data *ctx, struct netto_sa
 	s->nr_frames = n / sizeof(s->frames[0]);
 	s->cpu = bpf_get_smp_processor_id();
 	s->context = context;
+	s->group = *group;
 	return 0;
 }
 
 static __always_inline void to_ring(struct bpf_perf_event_data *ctx, int context,
+				    const struct netto_group_key *group,
 				    struct netto_sample_ctl *ctl)
 {
 	struct netto_sample *s = bpf_ringbuf_reserve(&sample_ring, sizeof(*s), 0);
@@ -143,7 +177,7 @@ static __always_inline void to_ring(struct bpf_perf_event_data *ctx, int context
 		__sync_fetch_and_add(&ctl->dropped, 1);
 		return;
 	}
-	if (fill(ctx, s, context, ctl))
+	if (fill(ctx, s, context, group, ctl))
 		bpf_ringbuf_discard(s, 0);
 	else
 		bpf_ringbuf_submit(s, 0);
@@ -169,6 +203,7 @@ static __always_inline __u64 ordered_add(__u64 *counter, __s64 value)
 }
 
 static __always_inline void to_mmap(struct bpf_perf_event_data *ctx, int context,
+				    const struct netto_group_key *group,
 				    struct netto_sample_ctl *ctl)
 {
 	__u32 half = ctl->active & 1;
@@ -197,7 +232,7 @@ static __always_inline void to_mmap(struct bpf_perf_event_data *ctx, int context
 	 * gave up on the half, see netto.h): clear it, fully ordered, before
 	 * the first byte of the new stack is written. */
 	__sync_lock_test_and_set(&s->ready, 0);
-	if (fill(ctx, s, context, ctl))
+	if (fill(ctx, s, context, group, ctl))
 		s->nr_frames = 0;
 	/* Full barrier: the slot's content is visible before `ready`. */
 	__sync_lock_test_and_set(&s->ready, 1);
@@ -210,6 +245,7 @@ int netto_sample(struct bpf_perf_event_data *ctx)
 {
 	struct netto_sample_ctl *ctl;
 	struct netto_cpu *c = this_cpu();
+	struct netto_group_key group = {};
 	__u32 zero = 0;
 	int context;
 
@@ -222,9 +258,12 @@ int netto_sample(struct bpf_perf_event_data *ctx)
 	context = sample_context(ctx, c, ctl->tier);
 	if (context < 0)
 		return 0;
+	/* Attribution runs in the exact tier only: every context is known. */
+	if (attribution_on)
+		sample_group(c, context, &group);
 	if (transport == NETTO_TRANSPORT_RINGBUF)
-		to_ring(ctx, context, ctl);
+		to_ring(ctx, context, &group, ctl);
 	else
-		to_mmap(ctx, context, ctl);
+		to_mmap(ctx, context, &group, ctl);
 	return 0;
 }

@@ -7,7 +7,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::collect::attribution::{Config as AttributionConfig, DEFAULT_MAX_GROUPS};
 use crate::collect::estimate::ESTIMATE_HZ;
-use crate::frontends::flame::Weight;
+use crate::frontends::flame::{Scope, Weight};
 use crate::kernel::backend::BackendChoice;
 use crate::kernel::sampler::Transport;
 use crate::sketch::config as sketch_config;
@@ -172,7 +172,6 @@ impl From<TierArg> for Tier {
         }
     }
 }
-
 
 /// `--budget`: a percentage of one CPU, or `off`.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -394,9 +393,29 @@ pub struct ReportArgs {
     /// first).
     #[arg(long, value_enum, default_value_t = WeightArg::Time)]
     pub weight: WeightArg,
+    /// Draw one group of a recording made with --by: its stacks only, in
+    /// its own exact time (NAME as the recording's attribution names it:
+    /// a cgroup path, a pid, a namespace inode; --cgroup is the same).
+    #[arg(long, visible_alias = "cgroup", value_name = "NAME")]
+    pub group: Option<String>,
+    /// Draw every group of a recording made with --by under a root frame of
+    /// its own, in its own exact time (pprof: a `group` label).
+    #[arg(long, conflicts_with = "group")]
+    pub group_frames: bool,
     /// Overwrite an existing output file.
     #[arg(long)]
     pub force: bool,
+}
+
+impl ReportArgs {
+    /// Whose stacks to draw.
+    pub fn scope(&self) -> Scope<'_> {
+        match (&self.group, self.group_frames) {
+            (Some(name), _) => Scope::Group(name),
+            (None, true) => Scope::EachGroup,
+            (None, false) => Scope::All,
+        }
+    }
 }
 
 /// Longest history and flame graph window the live views (`top`, `serve`)
@@ -830,7 +849,9 @@ mod tests {
 
     #[test]
     fn a_tier_that_estimates_samples_even_where_the_command_does_not() {
-        let Command::Stat(stat) = parse(&["stat", "--tier", "softirq"]).unwrap().into_command()
+        let Command::Stat(stat) = parse(&["stat", "--tier", "softirq"])
+            .unwrap()
+            .into_command()
         else {
             panic!("stat");
         };
@@ -841,15 +862,28 @@ mod tests {
             panic!("stat");
         };
         let config = stat.measure.live_config(None, None, false);
-        assert_eq!((config.tier, config.sampling.is_none()), (Tier::Exact, true));
+        assert_eq!(
+            (config.tier, config.sampling.is_none()),
+            (Tier::Exact, true)
+        );
         let Command::Record(record) = parse(&[
-            "record", "--duration", "1", "-o", "x.svg", "--tier", "sampled", "--frequency", "49",
+            "record",
+            "--duration",
+            "1",
+            "-o",
+            "x.svg",
+            "--tier",
+            "sampled",
+            "--frequency",
+            "49",
         ])
         .unwrap()
         .into_command() else {
             panic!("record");
         };
-        let config = record.measure.live_config(Some(&record.sampling), None, false);
+        let config = record
+            .measure
+            .live_config(Some(&record.sampling), None, false);
         assert_eq!(config.sampling.map(|s| s.frequency_hz), Some(49));
     }
 

@@ -26,8 +26,8 @@ impl Entry for Snapshot {
     }
 }
 
-/// The heap bytes of symbolized stacks: each frame's string and the
-/// vectors that hold them.
+/// The heap bytes of symbolized stacks: each frame's string, the group's
+/// name, and the vectors that hold them.
 pub fn stack_bytes(stacks: &[StackCount]) -> usize {
     stacks
         .iter()
@@ -35,6 +35,7 @@ pub fn stack_bytes(stacks: &[StackCount]) -> usize {
             size_of::<StackCount>()
                 + s.frames.len() * size_of::<String>()
                 + s.frames.iter().map(String::len).sum::<usize>()
+                + s.group.as_ref().map_or(0, String::len)
         })
         .sum()
 }
@@ -193,9 +194,9 @@ mod tests {
     fn stack_bytes_count_every_frame() {
         let stacks = [
             StackCount::of(SampleContext::NetRx, &["abc", "de"], 1),
-            StackCount::of(SampleContext::NetTx, &["f"], 7),
+            StackCount::of(SampleContext::NetTx, &["f"], 7).for_group("/g"),
         ];
-        let expected = 2 * size_of::<StackCount>() + 3 * size_of::<String>() + 6;
+        let expected = 2 * size_of::<StackCount>() + 3 * size_of::<String>() + 6 + 2;
         assert_eq!(stack_bytes(&stacks), expected);
     }
 }

@@ -33,10 +33,13 @@ fn main() -> ExitCode {
         Ok(code) => code,
         Err(e) => {
             eprintln!("netto: error: {e:#}");
-            // A malformed recording is bad input, like a bad argument.
+            // A malformed recording is bad input, like a bad argument; so
+            // is a group the recording does not have.
             let bad_input = e
                 .downcast_ref::<netto::recording::RecordingError>()
-                .is_some_and(|e| e.is_bad_input());
+                .is_some_and(|e| e.is_bad_input())
+                || e.downcast_ref::<netto::frontends::flame::ScopeError>()
+                    .is_some();
             ExitCode::from(if bad_input { 2 } else { 1 })
         }
     }

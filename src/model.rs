@@ -97,7 +97,9 @@ impl SoftirqVector {
 /// detaches more of it, so netto costs less, and estimates from stack
 /// samples what it no longer measures: every such value says so
 /// ([`CpuTime::estimated`]).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Tier {
     /// Every event exact: every hook attached.
@@ -351,16 +353,20 @@ impl BudgetStatus {
                  with their errors)",
                 from.name(),
                 to.name(),
-                if to == Tier::Sampled { "every event" } else { "socket calls" }
+                if to == Tier::Sampled {
+                    "every event"
+                } else {
+                    "socket calls"
+                }
             ),
             BudgetChange::TierUp { from, to } => format!(
                 "budget {budget} %: room under it, tier {} -> {}",
                 from.name(),
                 to.name()
             ),
-            BudgetChange::Exceeded => format!(
-                "budget {budget} % exceeded with every knob at its floor; measuring on"
-            ),
+            BudgetChange::Exceeded => {
+                format!("budget {budget} % exceeded with every knob at its floor; measuring on")
+            }
             BudgetChange::Kept => format!("budget {budget} % kept again"),
         })
     }
@@ -659,6 +665,13 @@ pub struct StackCount {
     /// empty in recordings from before netto kept it.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub cpus: BTreeMap<u32, u64>,
+    /// Whom the sampled work was for (with `--by`): the `name` of a group
+    /// of the snapshot's `attribution`. Absent when the sample was for
+    /// nobody known (its time is the unattributed part), without `--by`,
+    /// and in recordings from before netto kept it. The same frames of two
+    /// groups are two entries.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group: Option<String>,
 }
 
 #[cfg(test)]
@@ -670,7 +683,14 @@ impl StackCount {
             frames: frames.iter().map(|&f| f.to_owned()).collect(),
             count,
             cpus: BTreeMap::new(),
+            group: None,
         }
+    }
+
+    /// Test shorthand: the stack as sampled for `group`.
+    pub(crate) fn for_group(mut self, group: &str) -> StackCount {
+        self.group = Some(group.to_owned());
+        self
     }
 }
 
@@ -824,13 +844,14 @@ impl Recording {
     }
 }
 
-/// The stacks of several intervals as one entry per (context, frames),
-/// ordered by context, then most samples first.
+/// The stacks of several intervals as one entry per (context, frames,
+/// group), ordered by context, then most samples first.
 pub fn merge_stacks<'a>(snapshots: impl IntoIterator<Item = &'a Snapshot>) -> Vec<StackCount> {
-    let mut merged: HashMap<(SampleContext, &[String]), StackCount> = HashMap::new();
+    type Merged<'s> = HashMap<(SampleContext, &'s [String], Option<&'s str>), StackCount>;
+    let mut merged: Merged<'_> = HashMap::new();
     for stack in snapshots.into_iter().flat_map(|s| &s.stacks) {
         let into = merged
-            .entry((stack.context, &stack.frames))
+            .entry((stack.context, &stack.frames, stack.group.as_deref()))
             .or_insert_with(|| StackCount {
                 count: 0,
                 cpus: BTreeMap::new(),
@@ -843,10 +864,11 @@ pub fn merge_stacks<'a>(snapshots: impl IntoIterator<Item = &'a Snapshot>) -> Ve
     }
     let mut merged: Vec<StackCount> = merged.into_values().collect();
     merged.sort_by(|a, b| {
-        (a.context, std::cmp::Reverse(a.count), &a.frames).cmp(&(
+        (a.context, std::cmp::Reverse(a.count), &a.frames, &a.group).cmp(&(
             b.context,
             std::cmp::Reverse(b.count),
             &b.frames,
+            &b.group,
         ))
     });
     merged

@@ -492,6 +492,7 @@ fn check_stacks(at: &str, s: &Snapshot, host_ns: f64) -> Result<(), Invalid> {
             }
         }
         check_stack_cpus(&format!("{at}.stacks[{j}]"), stack, s.cpus)?;
+        check_stack_group(&format!("{at}.stacks[{j}].group"), stack, s)?;
         samples += stack.count as f64;
     }
     if samples > most_samples {
@@ -504,6 +505,19 @@ fn check_stacks(at: &str, s: &Snapshot, host_ns: f64) -> Result<(), Invalid> {
         ));
     }
     Ok(())
+}
+
+/// A stack's group, when it has one, is a group of the snapshot's
+/// attribution: its time is what a group's flame graph shares out.
+fn check_stack_group(at: &str, stack: &StackCount, s: &Snapshot) -> Result<(), Invalid> {
+    let Some(name) = &stack.group else {
+        return Ok(());
+    };
+    let groups = s.attribution.as_ref().map_or(&[][..], |a| &a.groups[..]);
+    if groups.iter().any(|g| &g.name == name) {
+        return Ok(());
+    }
+    Err(invalid(at, "names no group of the snapshot's attribution"))
 }
 
 /// A stack's samples by CPU, when kept: CPUs the snapshot has, adding up
@@ -644,6 +658,7 @@ mod tests {
                 frames: vec!["net_rx_action".into()],
                 count: 3,
                 cpus: cpus.iter().copied().collect(),
+                group: None,
             }];
             validate(&recording)
         };
@@ -796,6 +811,31 @@ mod tests {
         assert!(err.problem.contains("twice"), "{err}");
         let err = with(|a| a.on = false).unwrap_err();
         assert!(err.problem.contains("off"), "{err}");
+    }
+
+    #[test]
+    fn a_stacks_group_is_a_group_of_its_snapshot() {
+        use crate::model::{Group, GroupBy, SampleContext};
+        let with = |attributed: bool, group: &str| {
+            let mut r = recording(1, 1.0);
+            r.snapshots[0].stacks =
+                vec![StackCount::of(SampleContext::NetRx, &["net_rx_action"], 1).for_group(group)];
+            r.snapshots[0].attribution = attributed.then(|| Attribution {
+                by: GroupBy::Cgroup,
+                on: true,
+                groups: vec![Group {
+                    name: "/a".into(),
+                    label: "a".into(),
+                    events: Attribution::zero_events(),
+                }],
+                unattributed: Attribution::zero_events(),
+            });
+            validate(&r)
+        };
+        assert_eq!(with(true, "/a"), Ok(()));
+        let err = with(true, "/b").unwrap_err();
+        assert_eq!(err.at, "snapshots[0].stacks[0].group");
+        assert_eq!(with(false, "/a").unwrap_err().at, err.at);
     }
 
     #[test]

@@ -262,6 +262,7 @@ fn valid_recording() -> impl Strategy<Value = Recording> {
                         frames: frames.into_iter().map(str::to_owned).collect(),
                         count,
                         cpus: Default::default(),
+                        group: None,
                     })
                     .collect();
                 s.breakdown = breakdowns(&s.stacks, &s.events, hz);
@@ -369,6 +370,7 @@ fn the_extremes_a_valid_recording_may_have_play_through_top_and_serve() {
         frames: vec!["net_rx_action".into(); 512],
         count: interval_s as u64 * 10_000 * cpus as u64,
         cpus: Default::default(),
+        group: None,
     }];
     s.breakdown = breakdowns(&s.stacks, &s.events, 10_000);
     let mut recording = small_recording().clone();

@@ -206,7 +206,8 @@ fn tiers_change_between_intervals_without_a_gap_or_a_stale_charge() {
         s
     };
     let windows = || common::links_of(|name| name.starts_with("netto_sys_"));
-    let accounting = || common::links_of(|name| name.starts_with("netto_") && name != "netto_sample");
+    let accounting =
+        || common::links_of(|name| name.starts_with("netto_") && name != "netto_sample");
     let exact = next();
     assert_eq!(exact.tier, Tier::Exact);
     assert!(windows() > 0 && EventKey::ALL.iter().all(|&k| !exact.event(k).estimated));
@@ -256,11 +257,25 @@ fn check_interval(s: &Snapshot, previous: Option<&Snapshot>) {
     let most = (s.interval_s * 1e9 * 1.02) as u64;
     for key in EventKey::ALL {
         for (cpu, &ns) in s.event(key).per_cpu_ns.iter().enumerate() {
-            assert!(ns <= most, "{:?} {key:?} cpu{cpu}: {ns} ns in {} s", s.tier, s.interval_s);
+            assert!(
+                ns <= most,
+                "{:?} {key:?} cpu{cpu}: {ns} ns in {} s",
+                s.tier,
+                s.interval_s
+            );
         }
     }
     let per_cpu: Vec<u64> = (0..s.cpus)
-        .map(|cpu| EventKey::ALL.iter().map(|&k| s.event(k).per_cpu_ns[cpu]).sum())
+        .map(|cpu| {
+            EventKey::ALL
+                .iter()
+                .map(|&k| s.event(k).per_cpu_ns[cpu])
+                .sum()
+        })
         .collect();
-    assert!(per_cpu.iter().all(|&ns| ns <= most), "{:?}: {per_cpu:?}", s.tier);
+    assert!(
+        per_cpu.iter().all(|&ns| ns <= most),
+        "{:?}: {per_cpu:?}",
+        s.tier
+    );
 }

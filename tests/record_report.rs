@@ -235,3 +235,128 @@ fn bad_input_is_one_line_and_non_zero() {
     }
     assert!(!out.exists(), "a failed run left a file behind");
 }
+
+const DEMO: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/fixtures/recordings/demo.json"
+);
+
+/// The recorded demo as if recorded with `--by cgroup`: half of every
+/// event's time for cgroup `/a`, sampled for it alone, the rest
+/// unattributed. Returns the path and `/a`'s time.
+fn attributed_demo(dir: &Path) -> (PathBuf, u64) {
+    let mut recording: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(DEMO).unwrap()).unwrap();
+    let mut own = 0;
+    for snapshot in recording["snapshots"].as_array_mut().unwrap() {
+        let (mut mine, mut rest) = (serde_json::Map::new(), serde_json::Map::new());
+        for (key, time) in snapshot["events"].as_object().unwrap() {
+            let total = time["total_ns"].as_u64().unwrap();
+            own += total / 2;
+            mine.insert(key.clone(), (total / 2).into());
+            rest.insert(key.clone(), (total - total / 2).into());
+        }
+        snapshot["attribution"] = serde_json::json!({
+            "by": "cgroup",
+            "on": true,
+            "groups": [{"name": "/a", "label": "a", "events": mine}],
+            "unattributed": rest,
+        });
+        for stack in snapshot["stacks"].as_array_mut().unwrap() {
+            stack["group"] = "/a".into();
+        }
+    }
+    let path = path_in(dir, "attributed.json");
+    std::fs::write(&path, recording.to_string()).unwrap();
+    (path, own)
+}
+
+#[test]
+fn a_groups_graph_of_a_recording_needs_no_root() {
+    let dir = tempfile::tempdir().unwrap();
+    let (json, own) = attributed_demo(dir.path());
+    let folded = path_in(dir.path(), "a.folded");
+    let out = netto(&["report", s(&json), "--cgroup", "/a", "-o", s(&folded)]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let parsed = parse_folded(std::fs::read(&folded).unwrap().as_slice()).unwrap();
+    assert_eq!(parsed.iter().map(|f| f.count).sum::<u64>(), own);
+    let svg = path_in(dir.path(), "a.svg");
+    assert!(netto(&["report", s(&json), "--group", "/a", "-o", s(&svg)])
+        .status
+        .success());
+    assert!(std::fs::read_to_string(&svg).unwrap().contains(" for /a"));
+}
+
+#[test]
+fn bad_group_flags_are_one_line_and_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let (json, _) = attributed_demo(dir.path());
+    let out = path_in(dir.path(), "out.svg");
+    let json_out = path_in(dir.path(), "out.json");
+    for (args, mentions, code) in [
+        (
+            vec!["report", DEMO, "--cgroup", "/a", "-o", s(&out)],
+            "recorded without --by",
+            2,
+        ),
+        (
+            vec!["report", DEMO, "--group-frames", "-o", s(&out)],
+            "recorded without --by",
+            2,
+        ),
+        (
+            vec!["report", s(&json), "--cgroup", "/nope", "-o", s(&out)],
+            "no group \"/nope\" (by cgroup); groups: /a",
+            2,
+        ),
+        (
+            vec![
+                "report",
+                "--diff",
+                s(&json),
+                DEMO,
+                "--group",
+                "/a",
+                "-o",
+                s(&out),
+            ],
+            "demo.json: recorded without --by",
+            2,
+        ),
+        (
+            vec![
+                "report",
+                s(&json),
+                "--group",
+                "/a",
+                "--group-frames",
+                "-o",
+                s(&out),
+            ],
+            "--group-frames",
+            2,
+        ),
+        (
+            vec!["report", s(&json), "--group", "/a", "-o", s(&json_out)],
+            "written whole",
+            1,
+        ),
+        (
+            vec!["report", s(&json), "--group", "-o", s(&out)],
+            "--group",
+            2,
+        ),
+    ] {
+        let done = netto(&args);
+        assert_one_line_failure(&done, mentions);
+        assert_eq!(done.status.code(), Some(code), "{args:?}");
+    }
+    assert!(
+        !out.exists() && !json_out.exists(),
+        "a failed run left a file behind"
+    );
+}

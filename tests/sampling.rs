@@ -103,7 +103,7 @@ fn run(
         thread::sleep(reader.every);
         sampler
             .drain(|s| {
-                folder.add(s.cpu, s.context, s.frames);
+                folder.add(s.cpu, s.context, s.group, s.frames);
                 let plausible = !s.frames.is_empty()
                     && s.frames.len() <= 64
                     && s.frames.iter().all(|&f| f >= KERNEL_SPACE);
@@ -115,7 +115,7 @@ fn run(
     }
     let snapshot = collector.collect(Default::default()).unwrap();
     load.join().unwrap();
-    let mut stacks = folder.take(&mut symbolizer);
+    let mut stacks = folder.take(&mut symbolizer, |_| None);
     let mut tally = Tally {
         per_context: [0; SampleContext::ALL.len()],
         softirq_loop: leave_out_softirq_loop(&mut stacks),

@@ -3,26 +3,34 @@
 //! (one hash of the stack per sample) and each distinct stack is symbolized
 //! once, when the counts are taken. Raw stacks that differ only in return
 //! addresses inside the same functions become the same symbolized stack
-//! and are merged there.
+//! and are merged there. A sample that says whom its work was for (a
+//! group key, with `--by`) is counted apart from the same stack for
+//! another, and the key is named when the counts are taken. A sample the
+//! sampler could not place (the tiers that estimate) is placed by its
+//! frames then ([`placement`]).
 
 use std::collections::{BTreeMap, HashMap};
 
 use super::placement;
+use crate::kernel::attribution::Key;
 use crate::model::{SampleContext, StackCount};
 use crate::symbols::symbolizer::{trim_stack, FastState, FrameId, Symbolizer};
 
-/// Distinct raw stacks of one context and how often each was sampled.
+/// Distinct raw stacks of one context and group, and how often each was
+/// sampled.
 type RawCounts = HashMap<Box<[u64]>, u64, FastState>;
 
-/// One CPU's raw stacks, indexed by `SampleContext as usize`, and last
-/// those still to be placed by their frames ([`BY_FRAMES`]).
-type ByContext = [RawCounts; SampleContext::ALL.len() + 1];
+/// One CPU's raw stacks, indexed by `SampleContext as usize` and last
+/// those still to be placed by their frames ([`BY_FRAMES`]), then by whom
+/// they were for (nearly always one or a few keys).
+type ByContext = [HashMap<Option<Key>, RawCounts, FastState>; SampleContext::ALL.len() + 1];
 
 /// The slot of stacks the sampler could not place in a context.
 const BY_FRAMES: usize = SampleContext::ALL.len();
 
-/// Stacks of one context by symbolized frames: their count, and it by CPU.
-type Merged = HashMap<Vec<FrameId>, (u64, BTreeMap<u32, u64>), FastState>;
+/// One context's stacks by group name, then by symbolized frames: their
+/// count, and it by CPU.
+type Merged = HashMap<Option<String>, HashMap<Vec<FrameId>, (u64, BTreeMap<u32, u64>), FastState>>;
 
 /// Accumulates samples until [`take`](Folder::take) turns them into stacks.
 /// Counts are kept per CPU so that a profile can be cut by CPU (pprof's
@@ -42,10 +50,16 @@ impl Folder {
     }
 
     /// Counts one sample taken on `cpu` in `context` (`None`: to be placed
-    /// by its frames, see [`placement`]): `raw` as `bpf_get_stack` returned
-    /// it, leaf first, zero padding allowed.
-    pub fn add(&mut self, cpu: u32, context: Option<SampleContext>, raw: &[u64]) {
-        self.add_count(cpu, context, raw, 1);
+    /// by its frames) for `group`: `raw` as `bpf_get_stack` returned it,
+    /// leaf first, zero padding allowed.
+    pub fn add(
+        &mut self,
+        cpu: u32,
+        context: Option<SampleContext>,
+        group: Option<Key>,
+        raw: &[u64],
+    ) {
+        self.add_count(cpu, context, group, raw, 1);
     }
 
     /// Counts `count` samples of the same stack on `cpu`.
@@ -53,6 +67,7 @@ impl Folder {
         &mut self,
         cpu: u32,
         context: Option<SampleContext>,
+        group: Option<Key>,
         raw: &[u64],
         count: u64,
     ) {
@@ -62,7 +77,7 @@ impl Folder {
             self.by_cpu.resize_with(cpu + 1, ByContext::default);
         }
         let slot = context.map_or(BY_FRAMES, |c| c as usize);
-        let counts = &mut self.by_cpu[cpu][slot];
+        let counts = self.by_cpu[cpu][slot].entry(group).or_default();
         match counts.get_mut(raw) {
             Some(n) => *n += count,
             None => {
@@ -77,11 +92,6 @@ impl Folder {
         self.samples
     }
 
-    /// Distinct raw stacks counted since the last [`take`](Self::take).
-    pub fn distinct_stacks(&self) -> usize {
-        self.by_cpu.iter().flatten().map(HashMap::len).sum()
-    }
-
     /// Samples the last [`take`](Self::take) placed in no context: kernel
     /// stacks outside the network, taken in the tiers that place samples
     /// by their frames.
@@ -89,62 +99,85 @@ impl Folder {
         self.unplaced
     }
 
+    /// Distinct raw stacks counted since the last [`take`](Self::take).
+    pub fn distinct_stacks(&self) -> usize {
+        self.by_cpu
+            .iter()
+            .flatten()
+            .flat_map(HashMap::values)
+            .map(HashMap::len)
+            .sum()
+    }
+
     /// The counted samples as symbolized stacks, frames outermost first,
-    /// one entry per context and distinct frame list; ordered by context,
-    /// then most samples first, then frames compared from the leaf.
-    /// Stacks still to be placed join the context their frames name.
-    /// Empties the folder.
-    pub fn take(&mut self, symbolizer: &mut Symbolizer) -> Vec<StackCount> {
+    /// one entry per context, group and distinct frame list; ordered by
+    /// context, then most samples first, then frames compared from the
+    /// leaf, then group. Stacks still to be placed join the context their
+    /// frames name. `name` gives a key its group's name (`None`: the
+    /// sample counts as for nobody), so keys of one group (under `--by
+    /// cgroup`, every process in it) merge. Empties the folder.
+    pub fn take(
+        &mut self,
+        symbolizer: &mut Symbolizer,
+        mut name: impl FnMut(&Key) -> Option<String>,
+    ) -> Vec<StackCount> {
         let mut merged: [Merged; SampleContext::ALL.len()] = Default::default();
         let mut frames = Vec::new();
         self.unplaced = 0;
         for (cpu, by_context) in (0u32..).zip(&mut self.by_cpu) {
-            for (slot, counts) in by_context.iter_mut().enumerate() {
-                for (raw, count) in counts.drain() {
-                    symbolizer.symbolize_into(&raw, &mut frames);
-                    let context = match SampleContext::ALL.get(slot) {
-                        Some(&context) => context,
-                        None => {
-                            let names = frames.iter().rev().map(|&f| symbolizer.name(f));
-                            match placement::place(names) {
-                                Some(context) => context,
-                                None => {
-                                    self.unplaced += count;
-                                    continue;
+            for (slot, by_group) in by_context.iter_mut().enumerate() {
+                for (key, counts) in by_group.drain() {
+                    let group = key.as_ref().and_then(&mut name);
+                    for (raw, count) in counts {
+                        symbolizer.symbolize_into(&raw, &mut frames);
+                        let context = match SampleContext::ALL.get(slot) {
+                            Some(&context) => context,
+                            None => {
+                                let names = frames.iter().rev().map(|&f| symbolizer.name(f));
+                                match placement::place(names) {
+                                    Some(context) => context,
+                                    None => {
+                                        self.unplaced += count;
+                                        continue;
+                                    }
                                 }
                             }
-                        }
-                    };
-                    let merged = &mut merged[context as usize];
-                    let (total, cpus) = match merged.get_mut(frames.as_slice()) {
-                        Some(entry) => entry,
-                        None => merged.entry(frames.clone()).or_default(),
-                    };
-                    *total += count;
-                    *cpus.entry(cpu).or_default() += count;
+                        };
+                        let by_frames = merged[context as usize].entry(group.clone()).or_default();
+                        let (total, cpus) = match by_frames.get_mut(frames.as_slice()) {
+                            Some(entry) => entry,
+                            None => by_frames.entry(frames.clone()).or_default(),
+                        };
+                        *total += count;
+                        *cpus.entry(cpu).or_default() += count;
+                    }
                 }
             }
         }
         let mut stacks = Vec::new();
         for (context, merged) in SampleContext::ALL.into_iter().zip(merged) {
             let start = stacks.len();
-            stacks.extend(merged.into_iter().map(|(frames, (count, cpus))| {
-                StackCount {
-                    context,
-                    frames: frames
-                        .iter()
-                        .map(|&f| symbolizer.name(f).to_owned())
-                        .collect(),
-                    count,
-                    cpus,
-                }
-            }));
+            for (group, by_frames) in merged {
+                stacks.extend(by_frames.into_iter().map(|(frames, (count, cpus))| {
+                    StackCount {
+                        context,
+                        frames: frames
+                            .iter()
+                            .map(|&f| symbolizer.name(f).to_owned())
+                            .collect(),
+                        count,
+                        cpus,
+                        group: group.clone(),
+                    }
+                }));
+            }
             // Ties broken from the leaf: outer frames are shared by most
             // stacks, so comparing from there would walk deep every time.
             stacks[start..].sort_by(|a, b| {
                 b.count
                     .cmp(&a.count)
                     .then_with(|| a.frames.iter().rev().cmp(b.frames.iter().rev()))
+                    .then_with(|| a.group.cmp(&b.group))
             });
         }
         self.samples = 0;
@@ -174,20 +207,21 @@ mod tests {
     fn folds_identical_stacks_and_merges_same_functions() {
         let mut folder = Folder::new();
         for _ in 0..5 {
-            folder.add(0, Some(SampleContext::NetRx), &STACK);
+            folder.add(0, Some(SampleContext::NetRx), None, &STACK);
         }
         folder.add(
             0,
             Some(SampleContext::NetRx),
+            None,
             &[STACK[0], STACK[1], STACK[2], 0, 0],
         );
-        folder.add_count(3, Some(SampleContext::NetRx), &SAME_FUNCTIONS, 4);
-        folder.add(3, Some(SampleContext::NetRx), &BRIDGE);
-        folder.add(1, Some(SampleContext::SockRecv), &STACK);
+        folder.add_count(3, Some(SampleContext::NetRx), None, &SAME_FUNCTIONS, 4);
+        folder.add(3, Some(SampleContext::NetRx), None, &BRIDGE);
+        folder.add(1, Some(SampleContext::SockRecv), None, &STACK);
         assert_eq!(folder.samples(), 12);
         assert_eq!(folder.distinct_stacks(), 4);
 
-        let stacks = folder.take(&mut symbolizer());
+        let stacks = folder.take(&mut symbolizer(), |_| None);
         let tcp = vec![
             "veth_poll".to_owned(),
             "netif_receive_skb".into(),
@@ -202,24 +236,60 @@ mod tests {
                     frames: tcp.clone(),
                     count: 10,
                     cpus: [(0, 6), (3, 4)].into(),
+                    group: None,
                 },
                 StackCount {
                     context: SampleContext::NetRx,
                     frames: bridge,
                     count: 1,
                     cpus: [(3, 1)].into(),
+                    group: None,
                 },
                 StackCount {
                     context: SampleContext::SockRecv,
                     frames: tcp,
                     count: 1,
                     cpus: [(1, 1)].into(),
+                    group: None,
                 },
             ]
         );
         assert_eq!(folder.samples(), 0);
         assert_eq!(folder.distinct_stacks(), 0);
-        assert!(folder.take(&mut symbolizer()).is_empty());
+        assert!(folder.take(&mut symbolizer(), |_| None).is_empty());
+    }
+
+    #[test]
+    fn keys_of_one_group_merge_and_groups_stay_apart() {
+        let key = |cgroup, tgid| Key {
+            cgroup,
+            tgid,
+            netns: 4026531840,
+        };
+        let mut folder = Folder::new();
+        // Two processes of cgroup 7, one of cgroup 9, and a sample for
+        // nobody known; grouped by cgroup, 7's processes are one group.
+        folder.add_count(0, Some(SampleContext::NetRx), Some(key(7, 100)), &STACK, 3);
+        folder.add_count(
+            1,
+            Some(SampleContext::NetRx),
+            Some(key(7, 101)),
+            &SAME_FUNCTIONS,
+            2,
+        );
+        folder.add_count(0, Some(SampleContext::NetRx), Some(key(9, 200)), &STACK, 4);
+        folder.add(0, Some(SampleContext::NetRx), None, &STACK);
+        folder.add(0, Some(SampleContext::NetRx), Some(key(11, 300)), &STACK);
+        let name = |k: &Key| (k.cgroup != 11).then(|| format!("/g{}", k.cgroup));
+        let stacks = folder.take(&mut symbolizer(), name);
+        let got: Vec<(Option<&str>, u64)> = stacks
+            .iter()
+            .map(|s| (s.group.as_deref(), s.count))
+            .collect();
+        // A key without a name (not shown) is for nobody, with the rest.
+        assert_eq!(got, [(Some("/g7"), 5), (Some("/g9"), 4), (None, 2)]);
+        assert_eq!(stacks[0].cpus, [(0, 3), (1, 2)].into());
+        assert!(stacks.iter().all(|s| s.frames == stacks[0].frames));
     }
 
     #[test]
@@ -235,9 +305,10 @@ mod tests {
         folder.add(
             0,
             Some(SampleContext::NetTx),
+            None,
             &[0xffffffff80000000, 0xffffffff81dbcf10],
         );
-        let stacks = folder.take(&mut symbolizer());
+        let stacks = folder.take(&mut symbolizer(), |_| None);
         assert_eq!(stacks[0].frames, ["veth_poll", "[unknown]"]);
     }
 }

@@ -84,7 +84,12 @@ mod tests {
         ];
         assert_eq!(placed(&send), Some(SampleContext::NetRx));
         assert_eq!(placed(&send[..4]), Some(SampleContext::SockSend));
-        let read = ["ksys_read", "vfs_read", "sock_read_iter.cold", "tcp_recvmsg"];
+        let read = [
+            "ksys_read",
+            "vfs_read",
+            "sock_read_iter.cold",
+            "tcp_recvmsg",
+        ];
         assert_eq!(placed(&read), Some(SampleContext::SockRecv));
         let pacing = [
             "handle_softirqs",

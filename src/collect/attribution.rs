@@ -20,6 +20,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use super::snapshot::EVENT_IDS;
 use crate::abi::{netto_group_key, netto_group_time, NETTO_MAX_GROUPS};
+use crate::kernel::attribution::Key;
 use crate::model::{Attribution, CpuTime, EventKey, Group, GroupBy, OTHER_GROUP};
 
 const EVENTS: usize = EVENT_IDS.len();
@@ -49,34 +50,6 @@ impl GroupId {
             GroupId::Process(id) | GroupId::Netns(id) => id != 0,
         };
         known.then_some(id)
-    }
-}
-
-/// A group map key as Rust compares it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct Key {
-    pub cgroup: u64,
-    pub tgid: u32,
-    pub netns: u32,
-}
-
-impl From<&netto_group_key> for Key {
-    fn from(k: &netto_group_key) -> Key {
-        Key {
-            cgroup: k.cgroup,
-            tgid: k.tgid,
-            netns: k.netns,
-        }
-    }
-}
-
-impl From<Key> for netto_group_key {
-    fn from(k: Key) -> netto_group_key {
-        netto_group_key {
-            cgroup: k.cgroup,
-            tgid: k.tgid,
-            netns: k.netns,
-        }
     }
 }
 
@@ -131,6 +104,10 @@ pub struct Ledger {
     weights: HashMap<GroupId, f64>,
     /// Measured seconds since the start.
     clock_s: f64,
+    /// The groups of the last interval by name, and whether it had an
+    /// `other`: what the interval's stack samples are named by.
+    named: HashMap<GroupId, String>,
+    other: bool,
 }
 
 impl Ledger {
@@ -143,6 +120,8 @@ impl Ledger {
             carry: HashMap::new(),
             weights: HashMap::new(),
             clock_s: 0.0,
+            named: HashMap::new(),
+            other: false,
         };
         ledger.deltas(start);
         ledger
@@ -171,6 +150,8 @@ impl Ledger {
         }
         if !on {
             self.carry.clear();
+            self.named.clear();
+            self.other = false;
             return Attribution {
                 by: self.config.by,
                 on,
@@ -196,6 +177,19 @@ impl Ledger {
             on,
             groups,
             unattributed: by_event(unattributed),
+        }
+    }
+
+    /// The name of the group `key` was in over the last interval, as its
+    /// attribution says it: a group shown, else [`OTHER_GROUP`] when the
+    /// interval had one; `None` for a key no group of the interval holds
+    /// (its field unknown under `--by`, or attribution off), like time no
+    /// group claimed.
+    pub fn name_of(&self, key: &Key) -> Option<String> {
+        let id = GroupId::of(key, self.config.by)?;
+        match self.named.get(&id) {
+            Some(name) => Some(name.clone()),
+            None => self.other.then(|| OTHER_GROUP.to_owned()),
         }
     }
 
@@ -295,13 +289,22 @@ impl Ledger {
 
     /// The heaviest groups by weight (even without time this interval, so
     /// the groups shown stay put), then `other` for the time of the rest.
-    fn fold(&self, shown: &BTreeMap<GroupId, [u64; EVENTS]>, namer: &mut impl Namer) -> Vec<Group> {
+    fn fold(
+        &mut self,
+        shown: &BTreeMap<GroupId, [u64; EVENTS]>,
+        namer: &mut impl Namer,
+    ) -> Vec<Group> {
         let mut ranked: Vec<(GroupId, f64)> =
             self.weights.iter().map(|(id, w)| (*id, *w)).collect();
         ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
         ranked.truncate(self.config.max_groups);
         let kept: Vec<GroupId> = ranked.into_iter().map(|(id, _)| id).collect();
         let names = namer.names(&kept);
+        self.named = kept
+            .iter()
+            .zip(&names)
+            .map(|(id, (name, _))| (*id, name.clone()))
+            .collect();
         let mut groups: Vec<Group> = kept
             .iter()
             .zip(names)
@@ -319,6 +322,7 @@ impl Ledger {
                 *total += n;
             }
         }
+        self.other = folded > 0;
         if folded > 0 {
             groups.push(Group {
                 name: OTHER_GROUP.to_owned(),
@@ -544,11 +548,20 @@ mod tests {
         assert_eq!(names, ["Process(2)", "Process(3)", OTHER_GROUP]);
         assert_eq!(a.groups[2].events[&EventKey::NetRxSoftirq], 150);
         assert_eq!(a.groups[2].label, "2 more");
+        // Samples are named as the interval's groups are.
+        let name = |k| ledger.name_of(&Key::from(&k));
+        assert_eq!(name(key(9, 2, 9)).as_deref(), Some("Process(2)"));
+        assert_eq!(name(key(1, 4, 1)).as_deref(), Some(OTHER_GROUP));
+        assert_eq!(name(key(1, 0, 1)), None, "no process known");
         // A quiet interval: the heaviest stay shown, at zero; nothing to fold.
         let a = ledger.interval(&reading, &events(&[]), 1.0, true, &mut ById);
         let names: Vec<&str> = a.groups.iter().map(|g| g.name.as_str()).collect();
         assert_eq!(names, ["Process(2)", "Process(3)"]);
         assert!(a.groups.iter().all(|g| g.total_ns() == 0));
+        assert_eq!(ledger.name_of(&Key::from(&key(1, 4, 1))), None);
+        // Off: nobody.
+        ledger.interval(&reading, &events(&[]), 1.0, false, &mut ById);
+        assert_eq!(ledger.name_of(&Key::from(&key(1, 2, 1))), None);
     }
 
     #[test]

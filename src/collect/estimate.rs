@@ -137,7 +137,10 @@ mod tests {
         estimate_unmeasured(&mut s, &stacks, 1000);
         assert!(EventKey::ALL.iter().all(|&k| s.event(k).estimated));
         let timers = s.event(EventKey::NetTimers);
-        assert_eq!((timers.total_ns, timers.error_ns), (9_000_000, Some(3_000_000)));
+        assert_eq!(
+            (timers.total_ns, timers.error_ns),
+            (9_000_000, Some(3_000_000))
+        );
         assert_eq!(timers.per_cpu_ns, [0, 9_000_000]);
         assert!(s.softirq.is_empty() && s.net_timer_callbacks.is_empty());
         assert_eq!(s.hardirq, CpuTime::default());

@@ -11,6 +11,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use crate::groups::resolve::Resolver;
 use crate::kernel::accounting::Accounting;
+use crate::kernel::attribution::Key;
 use crate::kernel::KernelError;
 use crate::model::Snapshot;
 use attribution::Ledger;
@@ -139,6 +140,13 @@ impl<'a, 'obj> Collector<'a, 'obj> {
             on: true,
         });
         Ok(notes)
+    }
+
+    /// The group a stack sample's key was in over the interval just
+    /// collected, by the name its attribution gives it; `None` without
+    /// `--by` or for nobody known.
+    pub fn group_name(&self, key: &Key) -> Option<String> {
+        self.attribution.as_ref()?.ledger.name_of(key)
     }
 
     /// Whether the kernel side of attribution runs: snapshots say so.

@@ -122,6 +122,10 @@ mod tests {
             }
             grown = busy(cpu_times().unwrap()).saturating_sub(before);
         }
-        assert!(grown >= Duration::from_millis(20), "{grown:?} in {:?}", spin.elapsed());
+        assert!(
+            grown >= Duration::from_millis(20),
+            "{grown:?} in {:?}",
+            spin.elapsed()
+        );
     }
 }

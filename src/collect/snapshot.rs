@@ -9,9 +9,7 @@ use crate::abi::{netto_cpu, netto_event};
 use crate::kernel::accounting::recursion_miss_is_loss;
 use crate::kernel::hooks::HOOKS;
 use crate::kernel::stats::{ProgramRun, RunStats};
-use crate::model::{
-    percent, CpuTime, EventKey, Losses, Overhead, Snapshot, SoftirqVector, Tier,
-};
+use crate::model::{percent, CpuTime, EventKey, Losses, Overhead, Snapshot, SoftirqVector, Tier};
 
 /// Cumulative counters at one instant.
 #[derive(Debug, Clone)]

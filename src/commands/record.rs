@@ -6,6 +6,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use anyhow::{bail, Result};
 use netto::cli::{Format, RecordArgs};
+use netto::frontends::flame::Scope;
 use netto::kernel::sampler::Transport;
 use netto::model::{Recording, RecordingHeader};
 
@@ -80,6 +81,7 @@ pub fn run(args: &RecordArgs) -> Result<ExitCode> {
         &recording,
         format,
         args.weight.into(),
+        Scope::All,
         &args.output,
         args.force,
     )?;

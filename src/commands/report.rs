@@ -3,9 +3,12 @@
 
 use std::process::ExitCode;
 
-use anyhow::{bail, Result};
+use std::path::Path;
+
+use anyhow::{bail, Context, Result};
 use netto::cli::{Format, ReportArgs};
-use netto::recording::load;
+use netto::frontends::flame::check_scope;
+use netto::recording::{load, ValidRecording};
 
 use super::write::{write_diff, write_recording};
 
@@ -15,23 +18,25 @@ pub fn run(args: &ReportArgs) -> Result<ExitCode> {
         .unwrap_or_else(|| Format::for_path(&args.output));
     match (&args.diff, &args.recording) {
         (Some(pair), _) => {
-            let before = load(&pair[0])?;
-            let after = load(&pair[1])?;
+            let before = load_for(&pair[0], args)?;
+            let after = load_for(&pair[1], args)?;
             write_diff(
                 &before,
                 &after,
                 format,
                 args.weight.into(),
+                args.scope(),
                 &args.output,
                 args.force,
             )?;
         }
         (None, Some(path)) => {
-            let recording = load(path)?;
+            let recording = load_for(path, args)?;
             write_recording(
                 &recording,
                 format,
                 args.weight.into(),
+                args.scope(),
                 &args.output,
                 args.force,
             )?;
@@ -40,4 +45,12 @@ pub fn run(args: &ReportArgs) -> Result<ExitCode> {
     }
     eprintln!("netto: wrote {}", args.output.display());
     Ok(ExitCode::SUCCESS)
+}
+
+/// Loads a recording and checks that it can be drawn as `args` ask (has
+/// the group asked for), before anything is written.
+fn load_for(path: &Path, args: &ReportArgs) -> Result<ValidRecording> {
+    let recording = load(path)?;
+    check_scope(&recording.snapshots, args.scope()).with_context(|| path.display().to_string())?;
+    Ok(recording)
 }

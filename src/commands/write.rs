@@ -7,35 +7,39 @@ use anyhow::{bail, Context, Result};
 use netto::cli::Format;
 use netto::frontends::flame::svg;
 use netto::frontends::flame::{
-    any_estimated, diff, flame_stacks, folded, pprof, FlameStack, Labels, Weight,
+    any_estimated, diff, flame_stacks, folded, pprof, FlameStack, Labels, Scope, Weight,
 };
 use netto::model::Recording;
 use netto::output::write_atomically;
 
+/// Writes `recording` as `format`, the graphs of its stacks in `scope`
+/// (checked by the caller; refused for json, which is the whole
+/// recording).
 pub fn write_recording(
     recording: &Recording,
     format: Format,
     weight: Weight,
+    scope: Scope<'_>,
     path: &Path,
     force: bool,
 ) -> Result<()> {
-    let labels = Labels::for_recording(recording);
+    if format == Format::Json && scope != Scope::All {
+        bail!("a recording is written whole: --group and --group-frames draw svg, folded or pprof");
+    }
+    let labels = Labels::for_recording(recording).scoped(scope);
+    let stacks = || flame_stacks(&recording.snapshots, weight, scope);
     write_atomically(path, force, |out| match format {
         Format::Json => {
             serde_json::to_writer(&mut *out, recording)?;
             out.write_all(b"\n")
         }
-        Format::Folded => folded::write_folded(&flame_stacks(&recording.snapshots, weight), out),
-        Format::Svg => Ok(svg::write_categorized_svg(
-            &flame_stacks(&recording.snapshots, weight),
-            &labels,
-            weight,
-            out,
-        )?),
+        Format::Folded => folded::write_folded(&stacks(), out),
+        Format::Svg => Ok(svg::write_categorized_svg(&stacks(), &labels, weight, out)?),
         Format::Pprof => Ok(pprof::write_pprof(
             &recording.snapshots,
             &labels,
             weight,
+            scope,
             out,
         )?),
     })
@@ -62,6 +66,7 @@ pub fn write_diff(
     after: &Recording,
     format: Format,
     weight: Weight,
+    scope: Scope<'_>,
     path: &Path,
     force: bool,
 ) -> Result<()> {
@@ -79,8 +84,9 @@ pub fn write_diff(
             format.name()
         );
     }
-    let b = flame_stacks(&before.snapshots, weight);
-    let a = flame_stacks(&after.snapshots, weight);
+    let labels = labels.scoped(scope);
+    let b = flame_stacks(&before.snapshots, weight, scope);
+    let a = flame_stacks(&after.snapshots, weight, scope);
     write_atomically(path, force, |out| {
         if format == Format::Folded {
             diff::write_diff_folded(&b, &a, true, out)

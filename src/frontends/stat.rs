@@ -307,7 +307,10 @@ mod tests {
         assert!(!text.contains("HRTIMER"), "{text}");
         // Exact rows carry no mark.
         let exact = render_table(&snapshot());
-        assert!(!exact.contains('~') && !exact.contains("ms  estimated"), "{exact}");
+        assert!(
+            !exact.contains('~') && !exact.contains("ms  estimated"),
+            "{exact}"
+        );
     }
 
     #[test]

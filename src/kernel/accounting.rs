@@ -56,7 +56,8 @@ fn ends_a_state(section: &str) -> bool {
 /// of the host (or every socket function call).
 fn is_window_program(name: &str, section: &str) -> bool {
     FunctionHook::from_program(name, section).is_some()
-        || tracepoints::from_section(section).is_some_and(|tp| tracepoints::SYSCALL_WINDOWS.contains(&tp))
+        || tracepoints::from_section(section)
+            .is_some_and(|tp| tracepoints::SYSCALL_WINDOWS.contains(&tp))
 }
 
 /// One loaded accounting program and its link while attached.
@@ -360,7 +361,10 @@ impl<'obj> Accounting<'obj> {
         }
         std::thread::sleep(DETACH_GRACE);
         self.write_epochs(state, window)?;
-        for attached in links.iter_mut().filter(|a| a.wanted_in(tier) && a.link.is_none()) {
+        for attached in links
+            .iter_mut()
+            .filter(|a| a.wanted_in(tier) && a.link.is_none())
+        {
             attached.link = Some(self.attach(&attached.name)?);
         }
         self.tier.set(tier);
@@ -395,7 +399,9 @@ impl<'obj> Accounting<'obj> {
             .object()
             .progs()
             .find(|p| p.name() == name)
-            .ok_or(KernelError::Object("a program to attach is not in the object"))?;
+            .ok_or(KernelError::Object(
+                "a program to attach is not in the object",
+            ))?;
         // SAFETY: libbpf-rs attaches only through a `ProgramMut`, which the
         // shared skeleton cannot hand out. No Rust reference to the
         // program's libbpf struct exists (the skeleton holds pointers), the
@@ -454,6 +460,12 @@ impl Accounting<'_> {
                 map: "attribution switch",
                 source,
             })
+    }
+
+    /// The attribution switch's map, which the sampler shares: it reads
+    /// the switch to know whether to say whom a sample was for.
+    pub fn attribution_switch_map(&self) -> std::os::fd::BorrowedFd<'_> {
+        self.skel.maps.data_attr.as_fd()
     }
 
     /// The group map, which the delivery points share.

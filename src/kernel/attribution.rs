@@ -14,6 +14,45 @@ use libbpf_rs::{Btf, Link, OpenObject};
 use super::accounting::Accounting;
 use super::skel::attribute::{AttributeSkel, AttributeSkelBuilder};
 use super::{tracepoints, KernelError};
+use crate::abi::netto_group_key;
+
+/// A group map key as Rust compares it (the group map's, and a stack
+/// sample's: whom the sampled work was for).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Key {
+    pub cgroup: u64,
+    pub tgid: u32,
+    pub netns: u32,
+}
+
+impl From<&netto_group_key> for Key {
+    fn from(k: &netto_group_key) -> Key {
+        Key {
+            cgroup: k.cgroup,
+            tgid: k.tgid,
+            netns: k.netns,
+        }
+    }
+}
+
+impl From<Key> for netto_group_key {
+    fn from(k: Key) -> netto_group_key {
+        netto_group_key {
+            cgroup: k.cgroup,
+            tgid: k.tgid,
+            netns: k.netns,
+        }
+    }
+}
+
+impl Key {
+    /// The key a sample carries: none when the BPF side left it empty
+    /// (attribution off, or no delivery point yet; every real key has a
+    /// network namespace).
+    pub fn of_sample(k: &netto_group_key) -> Option<Key> {
+        (k.netns != 0).then(|| Key::from(k))
+    }
+}
 
 /// One delivery point: its program, the tracepoint it needs, and what a
 /// kernel without that tracepoint leaves unattributed.

@@ -14,6 +14,7 @@ use libbpf_rs::skel::{OpenSkel, SkelBuilder};
 use libbpf_rs::{Link, OpenObject, RingBuffer, RingBufferBuilder};
 
 use super::accounting::Accounting;
+use super::attribution::Key;
 use super::mmap::Mapping;
 use super::perf::open_cpu_clock;
 use super::skel::sample::{SampleSkel, SampleSkelBuilder};
@@ -74,13 +75,15 @@ pub fn slots_for(frequency_hz: u64, cpus: usize, drain_period: Duration) -> u32 
     u32::try_from((per_period * HEADROOM).clamp(16, cap)).unwrap_or(u32::MAX)
 }
 
-/// A drained sample: where it was taken and its stack, leaf first.
+/// A drained sample: where it was taken, whom it was for (with
+/// attribution on) and its stack, leaf first.
 pub struct RawSample<'a> {
     pub cpu: u32,
     /// `None`: a kernel stack the sampler could not place, because the
     /// tier in force detached the programs that would have said where it
     /// was taken; its frames say (`breakdown::placement`).
     pub context: Option<SampleContext>,
+    pub group: Option<Key>,
     pub frames: &'a [u64],
 }
 
@@ -174,6 +177,10 @@ impl<'obj> Sampler<'obj> {
         open.maps
             .cpus
             .reuse_fd(accounting.cpus_map())
+            .map_err(load_err)?;
+        open.maps
+            .data_attr
+            .reuse_fd(accounting.attribution_switch_map())
             .map_err(load_err)?;
         let rodata =
             open.maps.rodata_data.as_deref_mut().ok_or_else(|| {
@@ -324,6 +331,7 @@ impl<'obj> Sampler<'obj> {
                 each(RawSample {
                     cpu: s.cpu,
                     context,
+                    group: Key::of_sample(&s.group),
                     frames: &s.frames[..n],
                 });
             }

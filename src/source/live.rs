@@ -36,9 +36,7 @@ use crate::kernel::sampler::{
 };
 use crate::kernel::selection;
 use crate::kernel::stats::RunStats;
-use crate::model::{
-    percent, EventKey, ProgramCost, SamplingStats, SketchSnapshot, Snapshot, Tier,
-};
+use crate::model::{percent, EventKey, ProgramCost, SamplingStats, SketchSnapshot, Snapshot, Tier};
 use crate::sketch::{Host, SketchConfig};
 use crate::symbols::symbolizer::Symbolizer;
 use crate::workload::demo::DemoProcess;
@@ -245,7 +243,11 @@ impl<'obj> Opened<'obj> {
                 "measuring in the {} tier ({attached} accounting programs attached): {} \
                  estimated from stack samples at {} Hz, each with its error",
                 tier.name(),
-                if tier == Tier::Softirq { "socket calls" } else { "every event" },
+                if tier == Tier::Softirq {
+                    "socket calls"
+                } else {
+                    "every event"
+                },
                 sampling.frequency_hz
             ),
         });
@@ -550,7 +552,7 @@ impl<'c, 'a, 'obj> Measure<'c, 'a, 'obj> {
             if let Some(sampler) = sampler.as_deref_mut() {
                 let folder = &mut self.folder;
                 sampler.follow_cpus()?;
-                sampler.drain(|s| folder.add(s.cpu, s.context, s.frames))?;
+                sampler.drain(|s| folder.add(s.cpu, s.context, s.group, s.frames))?;
             }
             let now = Instant::now();
             match wake {
@@ -714,7 +716,11 @@ impl<'c, 'a, 'obj> Measure<'c, 'a, 'obj> {
             (sampler, self.symbolizer.as_mut(), counters, counted)
         {
             symbolizer.refresh().context("re-reading kernel symbols")?;
-            let mut stacks = self.folder.take(symbolizer);
+            // Named after the interval's attribution was made, as its groups.
+            let collector = &self.collector;
+            let mut stacks = self
+                .folder
+                .take(symbolizer, |key| collector.group_name(key));
             let softirq_loop = leave_out_softirq_loop(&mut stacks);
             estimate_unmeasured(&mut snapshot, &stacks, sampler.frequency_hz());
             snapshot.breakdown = breakdowns(&stacks, &snapshot.events, sampler.frequency_hz());

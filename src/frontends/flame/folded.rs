@@ -4,7 +4,8 @@
 //! (nanoseconds of exact time, or samples: [`super::Weight`]). The sample
 //! context is the root frame (`net_rx;__do_softirq;... 12`), so the same
 //! kernel path under two contexts stays two towers instead of silently
-//! merging.
+//! merging; in a graph of every group, the group's frame is above it
+//! (`[/system.slice/nginx.service];net_rx;... 12`).
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -36,7 +37,12 @@ pub fn write_folded(stacks: &[FlameStack], out: &mut dyn Write) -> io::Result<()
 pub(super) fn fold(stacks: &[FlameStack]) -> BTreeMap<String, u64> {
     let mut folded = BTreeMap::new();
     for stack in stacks.iter().filter(|s| s.width > 0) {
-        let mut line = String::from(stack.context.name());
+        let mut line = String::new();
+        if let Some(root) = &stack.root {
+            line.push_str(&frame_label(root));
+            line.push(';');
+        }
+        line.push_str(stack.context.name());
         for frame in &stack.frames {
             line.push(';');
             line.push_str(&frame_label(frame));

@@ -21,14 +21,14 @@ pub mod pprof;
 pub mod readback;
 pub mod svg;
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::io::{self, Write};
 
 use inferno::flamegraph::Options;
 use thiserror::Error;
 
 use crate::breakdown::split_ns;
-use crate::model::{merge_stacks, Recording, SampleContext, Snapshot, StackCount, Tier};
+use crate::model::{EventKey, Recording, SampleContext, Snapshot, StackCount, Tier};
 
 /// What a flame graph's widths stand for. The names are public (the
 /// `--weight` option, serve's `weight` query parameter).
@@ -60,10 +60,40 @@ impl Weight {
     }
 }
 
+/// Whose stacks a graph shows, and whose exact time they share out. A
+/// stack says whom it was sampled for (`StackCount::group`, with `--by`);
+/// the snapshot's attribution says how much time each group took.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Scope<'a> {
+    /// Every stack, sharing out each context's whole exact time.
+    #[default]
+    All,
+    /// The stacks sampled for one group (a `name` of the attribution),
+    /// sharing out that group's exact time per event.
+    Group(&'a str),
+    /// Every stack under a root frame of its group ([`group_frame`]), each
+    /// group's time its own and what no group claimed under
+    /// [`UNATTRIBUTED_FRAME`]; the groups add up to the whole.
+    EachGroup,
+}
+
+/// The root frame of the stacks no group claimed, in a graph of
+/// [`Scope::EachGroup`].
+pub const UNATTRIBUTED_FRAME: &str = "[unattributed]";
+
+/// A group's root frame in a graph of [`Scope::EachGroup`]: bracketed, as
+/// frames that name no function are.
+pub fn group_frame(name: &str) -> String {
+    format!("[{name}]")
+}
+
 /// One tower of a flame graph: a stack of a context and its width.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FlameStack {
     pub context: SampleContext,
+    /// A frame above the context: the group the stack was for, in a graph
+    /// of [`Scope::EachGroup`].
+    pub root: Option<String>,
     /// Outermost first.
     pub frames: Vec<String>,
     /// Nanoseconds or samples, as the [`Weight`] says.
@@ -76,6 +106,7 @@ impl FlameStack {
     pub(crate) fn of(context: SampleContext, frames: &[&str], width: u64) -> FlameStack {
         FlameStack {
             context,
+            root: None,
             frames: frames.iter().map(|&f| f.to_owned()).collect(),
             width,
         }
@@ -87,84 +118,156 @@ impl FlameStack {
 /// nanosecond measured.
 pub const NOT_SAMPLED: &str = "[not sampled]";
 
-/// The stacks of `snapshots` as flame graph towers, merged across
-/// snapshots, ordered by context, then widest first.
+/// One context's exact time in one snapshot, for the scope's group (or
+/// for everyone), and the stacks with samples that share it out.
+struct Part<'s> {
+    context: SampleContext,
+    /// The group whose time it is: none for everyone ([`Scope::All`]) or
+    /// for what no group claimed ([`Scope::EachGroup`]).
+    group: Option<&'s str>,
+    total_ns: u64,
+    stacks: Vec<&'s StackCount>,
+}
+
+/// Whose time a part is: a group's name and its time per event; for
+/// everyone or for what no group claimed, no name, and the events' own
+/// totals or the unattributed part (`None`: the totals).
+type Owner<'s> = (Option<&'s str>, Option<&'s BTreeMap<EventKey, u64>>);
+
+/// `snapshot`'s parts under `scope`, every context's. A snapshot without
+/// attribution has no group's time: under [`Scope::EachGroup`] it is all
+/// unattributed.
+fn parts<'s>(snapshot: &'s Snapshot, scope: Scope<'s>) -> Vec<Part<'s>> {
+    let attribution = snapshot.attribution.as_ref();
+    let groups = attribution.map_or(&[][..], |a| &a.groups[..]);
+    let owners: Vec<Owner<'s>> = match scope {
+        Scope::All => vec![(None, None)],
+        Scope::Group(name) => {
+            let group = groups.iter().find(|g| g.name == name);
+            vec![(Some(name), Some(group.map_or(&NO_TIME, |g| &g.events)))]
+        }
+        Scope::EachGroup => groups
+            .iter()
+            .map(|g| (Some(g.name.as_str()), Some(&g.events)))
+            .chain([(None, attribution.map(|a| &a.unattributed))])
+            .collect(),
+    };
+    let mut parts = Vec::new();
+    for context in SampleContext::ALL {
+        let event = context.event();
+        for &(group, times) in &owners {
+            let total_ns = match times {
+                Some(times) => times.get(&event).copied().unwrap_or(0),
+                None => snapshot.events.get(&event).map_or(0, |t| t.total_ns),
+            };
+            let stacks = snapshot
+                .stacks
+                .iter()
+                .filter(|s| s.context == context && s.count > 0)
+                .filter(|s| scope == Scope::All || s.group.as_deref() == group)
+                .collect();
+            parts.push(Part {
+                context,
+                group,
+                total_ns,
+                stacks,
+            });
+        }
+    }
+    parts
+}
+
+/// A group absent from a snapshot took no time in it.
+static NO_TIME: BTreeMap<EventKey, u64> = BTreeMap::new();
+
+/// The stacks of `snapshots` under `scope` as flame graph towers, merged
+/// across snapshots, ordered by context, then widest first.
 pub fn flame_stacks<'a>(
     snapshots: impl IntoIterator<Item = &'a Snapshot>,
     weight: Weight,
+    scope: Scope<'a>,
 ) -> Vec<FlameStack> {
-    let towers: Vec<FlameStack> = match weight {
-        Weight::Samples => merge_stacks(snapshots)
-            .into_iter()
-            .map(|stack| FlameStack {
-                context: stack.context,
-                frames: stack.frames,
-                width: stack.count,
-            })
-            .collect(),
-        Weight::Time => {
-            let mut widths: HashMap<(SampleContext, &[String]), u64> = HashMap::new();
-            let not_sampled = [NOT_SAMPLED.to_owned()];
-            for snapshot in snapshots {
-                let shares = exact_shares(snapshot);
-                for (stack, ns) in &shares {
-                    *widths.entry((stack.context, &stack.frames)).or_default() += ns;
+    let not_sampled = [NOT_SAMPLED.to_owned()];
+    let mut widths: HashMap<(SampleContext, Option<String>, &[String]), u64> = HashMap::new();
+    for snapshot in snapshots {
+        for part in parts(snapshot, scope) {
+            let root = part.root(scope);
+            match weight {
+                Weight::Samples => {
+                    for stack in &part.stacks {
+                        *widths
+                            .entry((part.context, root.clone(), &stack.frames))
+                            .or_default() += stack.count;
+                    }
                 }
-                for context in SampleContext::ALL {
-                    if !shares.iter().any(|(stack, _)| stack.context == context) {
-                        let ns = snapshot
-                            .events
-                            .get(&context.event())
-                            .map_or(0, |t| t.total_ns);
-                        *widths.entry((context, &not_sampled[..])).or_default() += ns;
+                Weight::Time if part.stacks.is_empty() => {
+                    *widths
+                        .entry((part.context, root, &not_sampled[..]))
+                        .or_default() += part.total_ns;
+                }
+                Weight::Time => {
+                    for (stack, ns) in part.shares() {
+                        *widths
+                            .entry((part.context, root.clone(), &stack.frames))
+                            .or_default() += ns;
                     }
                 }
             }
-            // The borrowed keys end with the loop: own them.
-            widths
-                .into_iter()
-                .filter(|&(_, width)| width > 0)
-                .map(|((context, frames), width)| FlameStack {
-                    context,
-                    frames: frames.to_vec(),
-                    width,
-                })
-                .collect()
         }
-    };
-    let mut towers = towers;
+    }
+    // The borrowed keys end with the loop: own them.
+    let mut towers: Vec<FlameStack> = widths
+        .into_iter()
+        .filter(|&(_, width)| width > 0)
+        .map(|((context, root, frames), width)| FlameStack {
+            context,
+            root,
+            frames: frames.to_vec(),
+            width,
+        })
+        .collect();
     towers.sort_by(|a, b| {
-        (a.context, std::cmp::Reverse(a.width), &a.frames).cmp(&(
+        (a.context, std::cmp::Reverse(a.width), &a.root, &a.frames).cmp(&(
             b.context,
             std::cmp::Reverse(b.width),
+            &b.root,
             &b.frames,
         ))
     });
     towers
 }
 
-/// Each stack of `snapshot` that has samples, with its part of its
-/// context's exact time in the snapshot: the time shared out in proportion
-/// to samples, by largest remainder as the breakdown shares it
-/// ([`split_ns`]), so a context's stacks add up to its exact time. A
-/// context without samples in the snapshot has no stack here.
-pub fn exact_shares(snapshot: &Snapshot) -> Vec<(&StackCount, u64)> {
-    let mut shares = Vec::new();
-    for context in SampleContext::ALL {
-        let of_context: Vec<&StackCount> = snapshot
-            .stacks
+impl<'s> Part<'s> {
+    /// The root frame of its towers.
+    fn root(&self, scope: Scope<'_>) -> Option<String> {
+        (scope == Scope::EachGroup).then(|| {
+            self.group
+                .map_or_else(|| UNATTRIBUTED_FRAME.to_owned(), group_frame)
+        })
+    }
+
+    /// Its stacks, each with its part of the time: shared out in
+    /// proportion to samples, by largest remainder as the breakdown shares
+    /// it ([`split_ns`]), so the stacks add up to the part's time.
+    fn shares(&self) -> impl Iterator<Item = (&'s StackCount, u64)> + '_ {
+        let counts: Vec<u64> = self.stacks.iter().map(|s| s.count).collect();
+        self.stacks
             .iter()
-            .filter(|s| s.context == context && s.count > 0)
-            .collect();
-        if of_context.is_empty() {
-            continue;
-        }
-        let counts: Vec<u64> = of_context.iter().map(|s| s.count).collect();
-        let total_ns = snapshot
-            .events
-            .get(&context.event())
-            .map_or(0, |t| t.total_ns);
-        shares.extend(of_context.into_iter().zip(split_ns(total_ns, &counts)));
+            .copied()
+            .zip(split_ns(self.total_ns, &counts))
+    }
+}
+
+/// Each stack of `snapshot` that has samples, under `scope`, with its part
+/// of its context's exact time in the snapshot (for [`Scope::Group`], of
+/// the group's): the time shared out in proportion to samples, by largest
+/// remainder as the breakdown shares it ([`split_ns`]), so a context's
+/// stacks add up to its exact time. A context without samples in the
+/// snapshot has no stack here.
+pub fn exact_shares<'s>(snapshot: &'s Snapshot, scope: Scope<'s>) -> Vec<(&'s StackCount, u64)> {
+    let mut shares = Vec::new();
+    for part in parts(snapshot, scope) {
+        shares.extend(part.shares());
     }
     shares
 }
@@ -177,6 +280,70 @@ pub enum FlameError {
     NoSamples,
     #[error(transparent)]
     Io(#[from] io::Error),
+}
+
+/// A [`Scope`] the snapshots cannot be drawn in.
+#[derive(Debug, Error, PartialEq, Eq)]
+pub enum ScopeError {
+    #[error(
+        "recorded without --by: it has no groups to draw (record with --by process|cgroup|netns)"
+    )]
+    NoAttribution,
+    #[error("no group {name:?} (by {by}); groups: {known}")]
+    NoSuchGroup {
+        name: String,
+        by: &'static str,
+        /// The heaviest groups' names, for the user to pick from.
+        known: String,
+    },
+}
+
+/// How many of the heaviest groups an unknown name's error lists.
+const GROUPS_LISTED: usize = 5;
+
+/// Whether `snapshots` can be drawn in `scope`: a group's graph, or one of
+/// every group, needs attribution, and a group must be one of them (a
+/// name that matches none would draw an empty graph).
+pub fn check_scope(snapshots: &[Snapshot], scope: Scope<'_>) -> Result<(), ScopeError> {
+    if scope == Scope::All {
+        return Ok(());
+    }
+    let attributions: Vec<_> = snapshots
+        .iter()
+        .filter_map(|s| s.attribution.as_ref())
+        .collect();
+    let Some(first) = attributions.first() else {
+        return Err(ScopeError::NoAttribution);
+    };
+    let Scope::Group(name) = scope else {
+        return Ok(());
+    };
+    let mut totals: HashMap<&str, u64> = HashMap::new();
+    for group in attributions.iter().flat_map(|a| &a.groups) {
+        *totals.entry(&group.name).or_default() += group.total_ns();
+    }
+    if totals.contains_key(name) {
+        return Ok(());
+    }
+    let mut heaviest: Vec<(&str, u64)> = totals.into_iter().collect();
+    heaviest.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+    let mut known: Vec<String> = heaviest
+        .iter()
+        .take(GROUPS_LISTED)
+        .map(|(name, _)| (*name).to_owned())
+        .collect();
+    if heaviest.len() > GROUPS_LISTED {
+        known.push(format!("and {} more", heaviest.len() - GROUPS_LISTED));
+    }
+    Err(ScopeError::NoSuchGroup {
+        name: name.to_owned(),
+        by: first.by.name(),
+        known: if known.is_empty() {
+            "none".to_owned()
+        } else {
+            known.join(", ")
+        },
+    })
 }
 
 /// Lets a renderer run inside [`crate::output::write_atomically`],
@@ -203,6 +370,16 @@ pub struct Labels {
 }
 
 impl Labels {
+    /// Says whose stacks a graph of `scope` shows.
+    pub fn scoped(mut self, scope: Scope<'_>) -> Labels {
+        match scope {
+            Scope::All => {}
+            Scope::Group(name) => self.title.push_str(&format!(" for {name}")),
+            Scope::EachGroup => self.title.push_str(" by group"),
+        }
+        self
+    }
+
     pub fn for_recording(recording: &Recording) -> Labels {
         let header = &recording.header;
         Labels {
@@ -347,7 +524,7 @@ mod tests {
             ),
         ];
         let towers = |weight| -> Vec<(SampleContext, String, u64)> {
-            flame_stacks(&snapshots, weight)
+            flame_stacks(&snapshots, weight, Scope::All)
                 .into_iter()
                 .map(|t| (t.context, t.frames.join(";"), t.width))
                 .collect()
@@ -370,6 +547,203 @@ mod tests {
                 (SampleContext::NetRx, tcp.join(";"), 2),
                 (SampleContext::NetTimers, pace.join(";"), 4),
             ]
+        );
+    }
+
+    /// An interval of NET_RX time 1000 ns and net_timers 100 ns, 600 and
+    /// 60 of it for cgroup /a, 300 and 0 for /b, the rest for nobody known;
+    /// sampled 3:1:1 (/a, /b, nobody) in NET_RX and once, for /a, in the
+    /// timers.
+    fn attributed() -> Snapshot {
+        use crate::model::{Attribution, Group, GroupBy};
+        let tcp = ["net_rx_action", "tcp_v4_rcv"];
+        let gro = ["net_rx_action", "napi_gro_receive"];
+        let pace = ["hrtimer_run_softirq", "tcp_pace_kick"];
+        let mut s = interval(
+            1_000,
+            100,
+            vec![
+                StackCount::of(SampleContext::NetRx, &tcp, 2).for_group("/a"),
+                StackCount::of(SampleContext::NetRx, &gro, 1).for_group("/a"),
+                StackCount::of(SampleContext::NetRx, &tcp, 1).for_group("/b"),
+                StackCount::of(SampleContext::NetRx, &gro, 1),
+                StackCount::of(SampleContext::NetTimers, &pace, 1).for_group("/a"),
+            ],
+        );
+        let events = |rx, timers| {
+            let mut events = Attribution::zero_events();
+            events.insert(EventKey::NetRxSoftirq, rx);
+            events.insert(EventKey::NetTimers, timers);
+            events
+        };
+        let group = |name: &str, rx, timers| Group {
+            name: name.into(),
+            label: name.into(),
+            events: events(rx, timers),
+        };
+        s.attribution = Some(Attribution {
+            by: GroupBy::Cgroup,
+            on: true,
+            groups: vec![group("/a", 600, 60), group("/b", 300, 0)],
+            unattributed: events(100, 40),
+        });
+        s
+    }
+
+    fn towers(
+        snapshots: &[Snapshot],
+        weight: Weight,
+        scope: Scope<'_>,
+    ) -> Vec<(Option<String>, String, u64)> {
+        flame_stacks(snapshots, weight, scope)
+            .into_iter()
+            .map(|t| {
+                let frames = format!("{};{}", t.context.name(), t.frames.join(";"));
+                (t.root, frames, t.width)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_groups_graph_shares_out_its_own_time() {
+        let snapshots = [attributed(), attributed()];
+        let tower = |frames: &str, width| (None, frames.to_owned(), width);
+        // Per interval /a's 600 ns of NET_RX over its 2 + 1 samples, its
+        // 60 ns of timers over its one.
+        assert_eq!(
+            towers(&snapshots, Weight::Time, Scope::Group("/a")),
+            [
+                tower("net_rx;net_rx_action;tcp_v4_rcv", 800),
+                tower("net_rx;net_rx_action;napi_gro_receive", 400),
+                tower("net_timers;hrtimer_run_softirq;tcp_pace_kick", 120),
+            ]
+        );
+        // /b had timer time in no interval: nothing to draw there; its
+        // NET_RX time is all its one stack's.
+        assert_eq!(
+            towers(&snapshots, Weight::Time, Scope::Group("/b")),
+            [tower("net_rx;net_rx_action;tcp_v4_rcv", 600)]
+        );
+        assert_eq!(
+            towers(&snapshots, Weight::Samples, Scope::Group("/a")),
+            [
+                tower("net_rx;net_rx_action;tcp_v4_rcv", 4),
+                tower("net_rx;net_rx_action;napi_gro_receive", 2),
+                tower("net_timers;hrtimer_run_softirq;tcp_pace_kick", 2),
+            ]
+        );
+        // A group a snapshot does not have took no time in it.
+        assert!(towers(&snapshots, Weight::Time, Scope::Group("/c")).is_empty());
+    }
+
+    #[test]
+    fn a_group_with_time_and_no_samples_is_not_sampled() {
+        let mut s = attributed();
+        s.stacks
+            .retain(|stack| stack.group.as_deref() != Some("/b"));
+        assert_eq!(
+            towers(&[s], Weight::Time, Scope::Group("/b")),
+            [(None, format!("net_rx;{NOT_SAMPLED}"), 300)]
+        );
+    }
+
+    #[test]
+    fn every_group_under_its_own_root_adds_up_to_the_whole() {
+        let snapshots = [attributed()];
+        let got = towers(&snapshots, Weight::Time, Scope::EachGroup);
+        let root = |name: &str| Some(name.to_owned());
+        assert_eq!(
+            got,
+            [
+                (root("[/a]"), "net_rx;net_rx_action;tcp_v4_rcv".into(), 400),
+                (root("[/b]"), "net_rx;net_rx_action;tcp_v4_rcv".into(), 300),
+                (
+                    root("[/a]"),
+                    "net_rx;net_rx_action;napi_gro_receive".into(),
+                    200
+                ),
+                (
+                    root(UNATTRIBUTED_FRAME),
+                    "net_rx;net_rx_action;napi_gro_receive".into(),
+                    100
+                ),
+                (
+                    root("[/a]"),
+                    "net_timers;hrtimer_run_softirq;tcp_pace_kick".into(),
+                    60
+                ),
+                (
+                    root(UNATTRIBUTED_FRAME),
+                    format!("net_timers;{NOT_SAMPLED}"),
+                    40
+                ),
+            ]
+        );
+        let total: u64 = got.iter().map(|t| t.2).sum();
+        assert_eq!(total, 1_000 + 100, "every nanosecond measured");
+        // The same as all stacks in the whole time, but for the roots.
+        let all: u64 = towers(&snapshots, Weight::Time, Scope::All)
+            .iter()
+            .map(|t| t.2)
+            .sum();
+        assert_eq!(all, total);
+        let folded = folded::fold(&flame_stacks(&snapshots, Weight::Time, Scope::EachGroup));
+        assert_eq!(
+            folded.get("[/b];net_rx;net_rx_action;tcp_v4_rcv"),
+            Some(&300)
+        );
+    }
+
+    #[test]
+    fn without_a_scope_groups_change_nothing() {
+        let mut plain = attributed();
+        for stack in &mut plain.stacks {
+            stack.group = None;
+        }
+        plain.attribution = None;
+        let fold = |s: Snapshot| folded::fold(&flame_stacks(&[s], Weight::Time, Scope::All));
+        assert_eq!(fold(attributed()), fold(plain));
+    }
+
+    #[test]
+    fn scopes_need_attribution_and_a_known_group() {
+        let snapshots = [attributed()];
+        assert_eq!(check_scope(&snapshots, Scope::Group("/a")), Ok(()));
+        assert_eq!(check_scope(&snapshots, Scope::EachGroup), Ok(()));
+        let err = check_scope(&snapshots, Scope::Group("/nope")).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "no group \"/nope\" (by cgroup); groups: /a, /b"
+        );
+        let mut bare = attributed();
+        bare.attribution = None;
+        assert_eq!(check_scope(&[bare.clone()], Scope::All), Ok(()));
+        for scope in [Scope::Group("/a"), Scope::EachGroup] {
+            assert_eq!(
+                check_scope(&[bare.clone()], scope),
+                Err(ScopeError::NoAttribution)
+            );
+        }
+    }
+
+    #[test]
+    fn an_unknown_groups_error_lists_the_heaviest_few() {
+        use crate::model::{Attribution, Group};
+        let mut s = attributed();
+        let attribution = s.attribution.as_mut().unwrap();
+        for i in 0..7u64 {
+            let mut events = Attribution::zero_events();
+            events.insert(EventKey::SockSend, 1_000 * (i + 1));
+            attribution.groups.push(Group {
+                name: format!("/g{i}"),
+                label: String::new(),
+                events,
+            });
+        }
+        let err = check_scope(&[s], Scope::Group("/nope")).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "no group \"/nope\" (by cgroup); groups: /g6, /g5, /g4, /g3, /g2, and 4 more"
         );
     }
 

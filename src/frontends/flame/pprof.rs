@@ -15,7 +15,10 @@
 //! leave netto this way either. A location's mapping is `[kernel.kallsyms]`,
 //! or `[MODULE]` for a function of a module (`[bpf]` for BPF programs), as
 //! perf names them. The sample context and the stack's category
-//! are labels (`context`, `category`), not frames.
+//! are labels (`context`, `category`), not frames; so is the group a stack
+//! was for (`group`) in a profile of every group ([`Scope::EachGroup`]).
+//! A profile of one group ([`Scope::Group`]) holds its stacks and time
+//! only.
 
 use std::collections::HashMap;
 use std::io::Write;
@@ -25,7 +28,7 @@ use flate2::Compression;
 use prost::Message;
 
 use super::folded::frame_label;
-use super::{exact_shares, FlameError, Labels, Weight};
+use super::{exact_shares, FlameError, Labels, Scope, Weight, UNATTRIBUTED_FRAME};
 use crate::breakdown::{split_ns, Categorizer};
 use crate::model::{SampleContext, Snapshot};
 
@@ -172,9 +175,10 @@ pub fn write_pprof<'a>(
     snapshots: impl IntoIterator<Item = &'a Snapshot>,
     labels: &Labels,
     weight: Weight,
+    scope: Scope<'a>,
     out: &mut dyn Write,
 ) -> Result<(), FlameError> {
-    let profile = profile(snapshots, labels, weight);
+    let profile = profile(snapshots, labels, weight, scope);
     let mut gzip = GzEncoder::new(out, Compression::default());
     gzip.write_all(&profile.encode_to_vec())?;
     gzip.finish()?;
@@ -193,6 +197,7 @@ pub fn profile<'a>(
     snapshots: impl IntoIterator<Item = &'a Snapshot>,
     labels: &Labels,
     weight: Weight,
+    scope: Scope<'a>,
 ) -> proto::Profile {
     let mut stacks: HashMap<StackKey<'_>, Totals> = HashMap::new();
     let mut modules: HashMap<&str, &str> = HashMap::new();
@@ -209,7 +214,7 @@ pub fn profile<'a>(
         for (name, module) in &snapshot.modules {
             modules.entry(name).or_insert(module);
         }
-        add_snapshot(snapshot, &mut stacks);
+        add_snapshot(snapshot, scope, &mut stacks);
     }
 
     let mut builder = Builder::default();
@@ -217,14 +222,15 @@ pub fn profile<'a>(
     let mut sorted: Vec<_> = stacks.into_iter().collect();
     sorted.sort_by(|a, b| a.0.cmp(&b.0));
     let mut categorizer = Categorizer::default();
-    let (context_key, category_key, cpu_key) = (
+    let (context_key, category_key, cpu_key, group_key) = (
         builder.string("context"),
         builder.string("category"),
         builder.string("cpu"),
+        builder.string("group"),
     );
     let sample = sorted
         .into_iter()
-        .map(|((context, frames, cpu), totals)| proto::Sample {
+        .map(|((context, frames, cpu, group), totals)| proto::Sample {
             location_id: frames
                 .iter()
                 .rev()
@@ -243,6 +249,7 @@ pub fn profile<'a>(
                 Some(builder.label(context_key, context.name())),
                 Some(builder.label(category_key, categorizer.categorize(context, frames).name())),
                 cpu.map(|cpu| builder.label(cpu_key, &cpu.to_string())),
+                group.map(|group| builder.label(group_key, group)),
             ]
             .into_iter()
             .flatten()
@@ -286,17 +293,26 @@ pub fn profile<'a>(
 }
 
 /// A sample of the profile: a stack of a context on one CPU (`None` for
-/// recordings that did not keep the CPU).
-type StackKey<'a> = (SampleContext, &'a [String], Option<u32>);
+/// recordings that did not keep the CPU), for a group (labelled only in a
+/// profile of every group).
+type StackKey<'a> = (SampleContext, &'a [String], Option<u32>, Option<&'a str>);
 
 /// Adds one snapshot's stacks, each with its part of its context's exact
-/// time in this snapshot ([`exact_shares`]), and that part split again
-/// among the CPUs the stack was sampled on.
-fn add_snapshot<'a>(snapshot: &'a Snapshot, stacks: &mut HashMap<StackKey<'a>, Totals>) {
-    for (stack, cpu_ns) in exact_shares(snapshot) {
+/// time in this snapshot under `scope` ([`exact_shares`]), and that part
+/// split again among the CPUs the stack was sampled on.
+fn add_snapshot<'a>(
+    snapshot: &'a Snapshot,
+    scope: Scope<'a>,
+    stacks: &mut HashMap<StackKey<'a>, Totals>,
+) {
+    for (stack, cpu_ns) in exact_shares(snapshot, scope) {
         let context = stack.context;
+        let group = (scope == Scope::EachGroup)
+            .then(|| stack.group.as_deref().unwrap_or(UNATTRIBUTED_FRAME));
         if stack.cpus.is_empty() {
-            let totals = stacks.entry((context, &stack.frames, None)).or_default();
+            let totals = stacks
+                .entry((context, &stack.frames, None, group))
+                .or_default();
             totals.samples += stack.count;
             totals.cpu_ns += cpu_ns;
             continue;
@@ -304,7 +320,7 @@ fn add_snapshot<'a>(snapshot: &'a Snapshot, stacks: &mut HashMap<StackKey<'a>, T
         let per_cpu: Vec<u64> = stack.cpus.values().copied().collect();
         for ((&cpu, &samples), cpu_ns) in stack.cpus.iter().zip(split_ns(cpu_ns, &per_cpu)) {
             let totals = stacks
-                .entry((context, &stack.frames, Some(cpu)))
+                .entry((context, &stack.frames, Some(cpu), group))
                 .or_default();
             totals.samples += samples;
             totals.cpu_ns += cpu_ns;
@@ -480,7 +496,7 @@ mod tests {
 
     fn written(snapshots: &[Snapshot]) -> proto::Profile {
         let mut out = Vec::new();
-        write_pprof(snapshots, &labels(), Weight::Time, &mut out).unwrap();
+        write_pprof(snapshots, &labels(), Weight::Time, Scope::All, &mut out).unwrap();
         decode(&out)
     }
 
@@ -518,6 +534,68 @@ mod tests {
         frames.iter().map(|&f| f.to_owned()).collect()
     }
 
+    /// The second snapshot's sends were for process 7 (60 of its 90 ns)
+    /// and nobody known (30 ns), sampled 2:1.
+    fn attributed() -> Vec<Snapshot> {
+        use crate::model::{Attribution, Group, GroupBy};
+        let mut snapshots = snapshots();
+        let s = &mut snapshots[1];
+        s.stacks = vec![
+            StackCount::of(SampleContext::SockSend, SEND, 2).for_group("7"),
+            StackCount::of(SampleContext::SockSend, SEND, 1),
+        ];
+        let sends = |ns| {
+            let mut events = Attribution::zero_events();
+            events.insert(EventKey::SockSend, ns);
+            events
+        };
+        let mut unattributed = sends(30);
+        unattributed.insert(EventKey::NetRxSoftirq, 500);
+        s.attribution = Some(Attribution {
+            by: GroupBy::Process,
+            on: true,
+            groups: vec![Group {
+                name: "7".into(),
+                label: "iperf3".into(),
+                events: sends(60),
+            }],
+            unattributed,
+        });
+        snapshots
+    }
+
+    #[test]
+    fn a_groups_profile_holds_its_time_and_every_groups_labels_it() {
+        let one = samples(&profile(
+            &attributed(),
+            &labels(),
+            Weight::Time,
+            Scope::Group("7"),
+        ));
+        assert_eq!(one.len(), 1);
+        assert_eq!(one[0].0, strings(SEND));
+        assert_eq!(one[0].2, [2, 60]);
+        assert!(!one[0].1.contains_key("group"));
+        let each = samples(&profile(
+            &attributed(),
+            &labels(),
+            Weight::Time,
+            Scope::EachGroup,
+        ));
+        let sends: BTreeMap<String, Vec<i64>> = each
+            .iter()
+            .filter(|(_, labels, _)| labels["context"] == "sock_send")
+            .map(|(_, labels, values)| (labels["group"].clone(), values.clone()))
+            .collect();
+        assert_eq!(
+            sends,
+            BTreeMap::from([
+                ("7".to_owned(), vec![2, 60]),
+                (UNATTRIBUTED_FRAME.to_owned(), vec![1, 30]),
+            ])
+        );
+    }
+
     #[test]
     fn header_fields_name_types_period_time_and_kernel_mapping() {
         let p = written(&snapshots());
@@ -530,7 +608,7 @@ mod tests {
             .collect();
         assert_eq!(types, [("samples", "count"), ("cpu", "nanoseconds")]);
         assert_eq!(s(p.default_sample_type), "cpu");
-        let by_samples = profile(&snapshots(), &labels(), Weight::Samples);
+        let by_samples = profile(&snapshots(), &labels(), Weight::Samples, Scope::All);
         assert_eq!(
             by_samples.string_table[usize::try_from(by_samples.default_sample_type).unwrap()],
             "samples",

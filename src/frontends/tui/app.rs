@@ -8,7 +8,7 @@
 use super::table::{self, Grid};
 use super::tree::{Expansion, NodeId, Row, Tree};
 use crate::breakdown::Categorizer;
-use crate::frontends::flame::{any_estimated, flame_stacks, FlameStack, Weight};
+use crate::frontends::flame::{any_estimated, flame_stacks, FlameStack, Scope, Weight};
 use crate::history::History;
 use crate::model::{EventKey, Snapshot};
 use crate::source::{Origin, SourceInfo};
@@ -181,7 +181,11 @@ impl App {
     /// The flame graph of the last `seconds` (at most the flame graph
     /// span), weighted as the settings say.
     pub fn flame_stacks(&self, seconds: f64) -> Vec<FlameStack> {
-        flame_stacks(self.recent.last(seconds), self.settings.flame_weight)
+        flame_stacks(
+            self.recent.last(seconds),
+            self.settings.flame_weight,
+            Scope::All,
+        )
     }
 
     /// Whether some of the last `seconds` were in a tier that estimates.

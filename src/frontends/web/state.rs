@@ -21,7 +21,7 @@ use serde::{Deserialize, Serialize};
 use super::metrics::{Metrics, MetricsError};
 use super::stream::{self, StreamError, Streams};
 use crate::frontends::flame::{
-    any_estimated, flame_stacks, folded, pprof, svg, FlameError, FlameStack, Labels, Weight,
+    any_estimated, flame_stacks, folded, pprof, svg, FlameError, FlameStack, Labels, Scope, Weight,
 };
 use crate::history::{stack_bytes, Entry, History};
 use crate::model::{Snapshot, StackCount};
@@ -417,6 +417,7 @@ impl State {
             part.sampled.iter().map(Arc::as_ref),
             &labels,
             weight,
+            Scope::All,
             &mut out,
         )
         .expect("writing to memory cannot fail");
@@ -507,7 +508,7 @@ fn sampled(
 
 impl WindowStacks {
     fn towers(&self, weight: Weight) -> Vec<FlameStack> {
-        flame_stacks(self.sampled.iter().map(Arc::as_ref), weight)
+        flame_stacks(self.sampled.iter().map(Arc::as_ref), weight, Scope::All)
     }
 }
 

@@ -21,7 +21,8 @@ pub fn draw(app: &App, frame: &mut Frame<'_>, area: Rect) {
             field("host", info.host.clone()),
             field("kernel", info.kernel.clone()),
             field("backend", info.backend.clone()),
-            app.latest().map_or_else(Vec::new, |s| field("tier", tier(s))),
+            app.latest()
+                .map_or_else(Vec::new, |s| field("tier", tier(s))),
             vec![Span::styled(origin, Style::new().fg(Color::Cyan))],
         ]
         .concat(),
