@@ -293,6 +293,51 @@ mod tests {
     }
 
     #[test]
+    fn stacks_the_sampler_could_not_place_are_placed_by_their_frames() {
+        let table = "ffffffff81000000 T do_idle\n\
+                     ffffffff81000100 T __sys_sendto\n\
+                     ffffffff81000200 T tcp_sendmsg\n\
+                     ffffffff81000300 T net_rx_action\n\
+                     ffffffff81000400 T tcp_v4_rcv\n\
+                     ffffffff81000500 T _etext\n";
+        let mut symbolizer = Symbolizer::new(SymbolTable::parse(table).unwrap());
+        let mut folder = Folder::new();
+        // Leaf first: tcp_sendmsg <- __sys_sendto, a socket send.
+        folder.add_count(1, None, None, &[0xffffffff81000210, 0xffffffff81000110], 3);
+        // A softirq inline in that call: its innermost entry decides.
+        let inline = [
+            0xffffffff81000410,
+            0xffffffff81000310,
+            0xffffffff81000210,
+            0xffffffff81000110,
+        ];
+        folder.add_count(1, None, None, &inline, 2);
+        // Idle: nowhere.
+        folder.add_count(0, None, None, &[0xffffffff81000010], 5);
+        // A placed sample stays where the sampler put it.
+        folder.add(
+            0,
+            Some(SampleContext::SockRecv),
+            None,
+            &[0xffffffff81000010],
+        );
+        let stacks = folder.take(&mut symbolizer, |_| None);
+        let placed: Vec<(SampleContext, u64)> =
+            stacks.iter().map(|s| (s.context, s.count)).collect();
+        assert_eq!(
+            placed,
+            [
+                (SampleContext::NetRx, 2),
+                (SampleContext::SockSend, 3),
+                (SampleContext::SockRecv, 1)
+            ]
+        );
+        assert_eq!(stacks[1].frames, ["__sys_sendto", "tcp_sendmsg"]);
+        assert_eq!(stacks[1].cpus, [(1, 3)].into());
+        assert_eq!(folder.unplaced(), 5);
+    }
+
+    #[test]
     fn contexts_index_in_declaration_order() {
         for (i, context) in SampleContext::ALL.into_iter().enumerate() {
             assert_eq!(context as usize, i);
