@@ -166,20 +166,8 @@ fn attribution_turns_off_and_on_while_running() {
 /// whole time detached).
 #[test]
 fn tiers_change_between_intervals_without_a_gap_or_a_stale_charge() {
-    let port = 5611;
-    let dest = format!("127.0.0.1:{port}");
-    let seconds = 16.0;
-    let _sink = common::Server::start(common::loadgen(&format!(
-        "discard --proto udp --listen {dest} --duration {}",
-        seconds + 2.0
-    )));
-    let sender = std::thread::spawn(move || {
-        common::run_client(common::loadgen(&format!(
-            "send --proto udp --syscall sendto --dest {dest} --duration {seconds} --cpu 1"
-        )))
-    });
     let source = live::start(LiveConfig {
-        backend: BackendChoice::Tracepoint,
+        backend: common::test_backend(),
         bpf_stats: false,
         interval: Duration::from_millis(500),
         duration: None,
@@ -195,6 +183,22 @@ fn tiers_change_between_intervals_without_a_gap_or_a_stale_charge() {
         tier: Tier::Exact,
     })
     .expect("starting the live source");
+    // Started once the programs are loaded (which takes long in an
+    // emulated guest), to last the test's 13 intervals and more.
+    let dest = "127.0.0.1:5611";
+    let seconds = common::scaled_secs(12);
+    let _sink = common::Server::start(common::loadgen(&format!(
+        "discard --proto udp --listen {dest} --duration {}",
+        seconds + 2
+    )));
+    let sender = std::thread::spawn(move || {
+        common::run_client(common::loadgen(&format!(
+            "send --proto udp --syscall sendto --dest {dest} --duration {seconds} --cpu 1"
+        )))
+    });
+    std::thread::sleep(Duration::from_millis(300));
+    // The interval in progress began before the load.
+    let _ = source.snapshots.recv_timeout(Duration::from_secs(5));
     let mut previous: Option<Snapshot> = None;
     let mut next = || {
         let s = source
@@ -205,7 +209,7 @@ fn tiers_change_between_intervals_without_a_gap_or_a_stale_charge() {
         previous = Some(s.clone());
         s
     };
-    let windows = || common::links_of(|name| name.starts_with("netto_sys_"));
+    let windows = || common::links_of(common::is_window_program);
     let accounting =
         || common::links_of(|name| name.starts_with("netto_") && name != "netto_sample");
     let exact = next();

@@ -16,7 +16,7 @@ use common::*;
 use libbpf_rs::skel::{OpenSkel, SkelBuilder};
 use netto::kernel::skel::floor::FloorSkelBuilder;
 use netto::kernel::stats::{run_stats, StatsGuard};
-use netto::model::{percent, BudgetChange, BudgetStatus, EventKey, Snapshot};
+use netto::model::{percent, BudgetChange, BudgetStatus, EventKey, Snapshot, Tier};
 use std::mem::MaybeUninit;
 use std::os::fd::AsFd;
 
@@ -256,6 +256,96 @@ fn the_budget_steps_sampling_down_under_load_and_back_up_after() {
     assert!(stderr.contains("room under it, sampling"), "{stderr}");
     let last = budgets.last().unwrap();
     assert!(last.steps_down >= 1 && last.steps_up >= 1);
+}
+
+/// `--budget` with sampling at its floor: the tier is the knob. Under the
+/// load netto steps down the tiers, so that the socket calls (then every
+/// event) are estimated, each estimate marked with its error; every
+/// interval is in the tier the last change left; once the load has
+/// stopped, the tiers come back up. Every step is on stderr.
+#[test]
+fn the_budget_steps_the_tier_down_under_load_and_back_up_after() {
+    let (load_s, record_s, interval_s) = (8.0, 26.0, 0.5);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("tiers.json");
+    let (sink, sender) = steady_load(5604, load_s);
+    let (record, budget) = (record_s.to_string(), BUDGET_PERCENT.to_string());
+    let out = netto(&[
+        "record",
+        "--budget",
+        &budget,
+        "--frequency",
+        "2",
+        "--interval",
+        &interval_s.to_string(),
+        "--duration",
+        &record,
+        "-o",
+        path.to_str().unwrap(),
+    ]);
+    sender.join().unwrap();
+    drop(sink);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let recording = netto::recording::load(&path).expect("a valid recording");
+    let snaps = &recording.snapshots;
+    let budgets: Vec<&BudgetStatus> = snaps.iter().map(|s| s.budget.as_ref().unwrap()).collect();
+    for (s, b) in snaps.iter().zip(&budgets) {
+        eprintln!(
+            "{:8} {:5} Hz  cost {:.3} %  send {:.3} s  {:?}",
+            s.tier.name(),
+            s.sampling.as_ref().unwrap().frequency_hz,
+            s.overhead.cost_percent.unwrap(),
+            s.event(EventKey::SockSend).total_ns as f64 / 1e9,
+            b.change
+        );
+    }
+    assert_eq!(snaps[0].tier, Tier::Exact);
+    // Every interval is in the tier the last change left, and says what
+    // that tier estimates.
+    for (i, pair) in snaps.windows(2).enumerate() {
+        let expected = match budgets[i].change {
+            Some(BudgetChange::TierDown { to, .. } | BudgetChange::TierUp { to, .. }) => to,
+            _ => pair[0].tier,
+        };
+        assert_eq!(pair[1].tier, expected, "interval {}", i + 1);
+    }
+    for s in snaps {
+        for key in EventKey::ALL {
+            assert_eq!(
+                s.event(key).estimated,
+                !s.tier.measures(key),
+                "{:?} {key:?}",
+                s.tier
+            );
+        }
+    }
+    let tier_down = budgets
+        .iter()
+        .position(|b| matches!(b.change, Some(BudgetChange::TierDown { .. })))
+        .expect("no tier step down under load");
+    let loaded = |s: &Snapshot| s.event(EventKey::SockSend).total_ns > 50_000_000;
+    assert!(
+        loaded(&snaps[tier_down]),
+        "the tier stepped down without load"
+    );
+    assert!(
+        stderr.contains(&format!(
+            "netto: budget {BUDGET_PERCENT} %: over it, tier exact -> softirq"
+        )),
+        "{stderr}"
+    );
+    let last_loaded = snaps
+        .iter()
+        .rposition(loaded)
+        .expect("no interval under load");
+    assert!(
+        budgets[last_loaded..]
+            .iter()
+            .any(|b| matches!(b.change, Some(BudgetChange::TierUp { .. }))),
+        "no tier step up after the load stopped"
+    );
+    assert!(stderr.contains("room under it, tier"), "{stderr}");
 }
 
 /// `--budget` with `--by` and no sampling: attribution is the knob. Under

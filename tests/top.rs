@@ -235,7 +235,8 @@ fn replay_shows_the_recording_and_q_restores_the_terminal() {
             h.backend.as_str()
         ]
     );
-    assert_eq!(header[6..8], ["replay", "of"]);
+    // Recorded before tiers: exact throughout.
+    assert_eq!(header[6..10], ["tier", "exact", "replay", "of"]);
     for key in [
         EventKey::NetRxSoftirq,
         EventKey::NetTxSoftirq,

@@ -35,6 +35,25 @@ fn requested_backend() -> Option<String> {
         .filter(|b| !b.is_empty())
 }
 
+/// The backend a library test loads: `NETTO_TEST_BACKEND` (the kernel
+/// matrix sets it), else `auto`.
+pub fn test_backend() -> netto::kernel::backend::BackendChoice {
+    requested_backend()
+        .map_or(BackendArg::Auto, |b| {
+            BackendArg::from_str(&b, true).unwrap_or_else(|e| panic!("NETTO_TEST_BACKEND={b}: {e}"))
+        })
+        .into()
+}
+
+/// Whether the (kernel-truncated) program name is one of the socket window
+/// programs of either backend: the syscall hooks, or the hooked socket
+/// functions' entries and exits.
+pub fn is_window_program(name: &str) -> bool {
+    ["netto_sys_", "netto_send_", "netto_recv_", "netto_exit_"]
+        .iter()
+        .any(|prefix| name.starts_with(prefix))
+}
+
 /// The lowest share of a socket call's system time its window may hold.
 /// The fentry backend's windows are the socket functions only: the system
 /// call's entry, the fd lookup and, for sendfile, the page-cache side of the
@@ -57,10 +76,7 @@ pub fn backend_args() -> Vec<String> {
 /// The same choice for tests that drive the library directly, resolved
 /// and loaded as netto resolves `--backend`.
 pub fn library_accounting(storage: &mut Storage) -> Accounting<'_> {
-    let arg = requested_backend().map_or(BackendArg::Auto, |b| {
-        BackendArg::from_str(&b, true).unwrap_or_else(|e| panic!("NETTO_TEST_BACKEND={b}: {e}"))
-    });
-    select(arg.into(), &Features::detect(), storage)
+    select(test_backend(), &Features::detect(), storage)
         .expect("no backend can run here")
         .accounting
 }
