@@ -5,13 +5,14 @@
 
 mod common;
 
+use std::collections::BTreeMap;
 use std::ffi::OsStr;
 use std::time::{Duration, Instant};
 
 use common::serve::Serve;
 use headless_chrome::protocol::cdp::Page::CaptureScreenshotFormatOption;
 use headless_chrome::{Browser, LaunchOptions, Tab};
-use netto::model::{EventKey, Recording};
+use netto::model::{Attribution, EventKey, Group, GroupBy, Recording, Tier};
 
 const RECORDING: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
@@ -37,20 +38,14 @@ fn wait_for(tab: &Tab, expression: &str) -> serde_json::Value {
     }
 }
 
-#[test]
-fn the_page_shows_the_recorded_numbers_and_a_flame_graph() {
-    let recording: Recording =
-        serde_json::from_str(&std::fs::read_to_string(RECORDING).unwrap()).unwrap();
-    let serve = Serve::start(&["--replay", RECORDING, "--speed", "inf"]);
-    serve.wait_ended();
-
-    let profile = tempfile::tempdir().unwrap();
-    let browser = Browser::new(LaunchOptions {
+/// Headless Chromium with a profile of its own in `profile`.
+fn browser(profile: &std::path::Path) -> Browser {
+    Browser::new(LaunchOptions {
         headless: true,
         sandbox: false,
         enable_gpu: false,
         path: Some("/usr/bin/chromium".into()),
-        user_data_dir: Some(profile.path().to_owned()),
+        user_data_dir: Some(profile.to_owned()),
         window_size: Some((1400, 3000)),
         args: [
             "--headless",
@@ -64,7 +59,18 @@ fn the_page_shows_the_recorded_numbers_and_a_flame_graph() {
         idle_browser_timeout: Duration::from_secs(120),
         ..LaunchOptions::default()
     })
-    .expect("starting chromium (Debian package chromium, see scripts/install-deps.sh)");
+    .expect("starting chromium (Debian package chromium, see scripts/install-deps.sh)")
+}
+
+#[test]
+fn the_page_shows_the_recorded_numbers_and_a_flame_graph() {
+    let recording: Recording =
+        serde_json::from_str(&std::fs::read_to_string(RECORDING).unwrap()).unwrap();
+    let serve = Serve::start(&["--replay", RECORDING, "--speed", "inf"]);
+    serve.wait_ended();
+
+    let profile = tempfile::tempdir().unwrap();
+    let browser = browser(profile.path());
     let tab = browser.new_tab().unwrap();
     tab.navigate_to(&format!("{}/", serve.base))
         .unwrap()
@@ -164,4 +170,105 @@ fn the_page_shows_the_recorded_numbers_and_a_flame_graph() {
     let artifact = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("serve-page.png");
     std::fs::write(&artifact, png).unwrap();
     eprintln!("screenshot: {}", artifact.display());
+}
+
+/// The demo recording made to say more: its last interval in the
+/// `softirq` tier (socket calls estimated) and every interval attributed
+/// to two cgroups, 3:1, and the rest unattributed.
+fn tiered_and_attributed() -> Recording {
+    let mut recording: Recording =
+        serde_json::from_str(&std::fs::read_to_string(RECORDING).unwrap()).unwrap();
+    for snapshot in &mut recording.snapshots {
+        // Each event's time: 3/8 to one group, 1/8 to the other.
+        let part = |eighths: u64| -> BTreeMap<EventKey, u64> {
+            EventKey::ALL
+                .iter()
+                .map(|&k| (k, snapshot.event(k).total_ns / 8 * eighths))
+                .collect()
+        };
+        let (web, batch) = (part(3), part(1));
+        let unattributed = EventKey::ALL
+            .iter()
+            .map(|&k| (k, snapshot.event(k).total_ns - web[&k] - batch[&k]))
+            .collect();
+        snapshot.attribution = Some(Attribution {
+            by: GroupBy::Cgroup,
+            on: true,
+            groups: vec![
+                Group {
+                    name: "/system.slice/web.service".into(),
+                    label: "web.service".into(),
+                    events: web,
+                },
+                Group {
+                    name: "/system.slice/batch.service".into(),
+                    label: "batch.service".into(),
+                    events: batch,
+                },
+            ],
+            unattributed,
+        });
+    }
+    let last = recording.snapshots.last_mut().unwrap();
+    last.tier = Tier::Softirq;
+    for key in [EventKey::SockSend, EventKey::SockRecv] {
+        let time = last.events.get_mut(&key).unwrap();
+        time.estimated = true;
+        time.error_ns = Some(1_500_000);
+    }
+    recording
+}
+
+/// Who pays, in the browser: the groups' table, heaviest first, with
+/// `unattributed` last; and the estimates of a lower tier marked on the
+/// cards, with the tier beside the title.
+#[test]
+fn the_page_shows_who_pays_and_marks_estimates() {
+    let recording = tiered_and_attributed();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("tiered.json");
+    std::fs::write(&path, serde_json::to_vec(&recording).unwrap()).unwrap();
+    netto::recording::load(&path).expect("a valid recording");
+    let serve = Serve::start(&["--replay", path.to_str().unwrap(), "--speed", "inf"]);
+    serve.wait_ended();
+    let profile = tempfile::tempdir().unwrap();
+    let browser = browser(profile.path());
+    let tab = browser.new_tab().unwrap();
+    tab.navigate_to(&format!("{}/", serve.base))
+        .unwrap()
+        .wait_until_navigated()
+        .unwrap();
+
+    let rows = wait_for(
+        &tab,
+        "(() => { const r = [...document.querySelectorAll('#groups tbody tr')]\
+           .map(tr => tr.querySelector('td').childNodes[0].textContent); return r.length ? r : null })()",
+    );
+    assert_eq!(
+        rows,
+        serde_json::json!(["web.service", "batch.service", "unattributed"])
+    );
+    let by = wait_for(&tab, "document.getElementById('groups-by').textContent");
+    assert!(by.as_str().unwrap().contains("cgroup"), "{by}");
+
+    let send = wait_for(
+        &tab,
+        "document.getElementById('value-sock_send')?.textContent",
+    );
+    assert!(send.as_str().unwrap().starts_with('~'), "{send}");
+    let rx = wait_for(
+        &tab,
+        "document.getElementById('value-net_rx_softirq')?.textContent",
+    );
+    assert!(!rx.as_str().unwrap().starts_with('~'), "{rx}");
+    let detail = wait_for(
+        &tab,
+        "document.querySelector('.card.ev-sock_send .runs')?.textContent",
+    );
+    assert!(
+        detail.as_str().unwrap().starts_with("estimated ± 1.5 ms"),
+        "{detail}"
+    );
+    let tier = wait_for(&tab, "document.getElementById('tier')?.textContent");
+    assert!(tier.as_str().unwrap().starts_with("tier softirq"), "{tier}");
 }

@@ -63,17 +63,6 @@ const MATRIX: &[Row] = &[
         needs: &["tracepoints", "task_storage"],
         timeout: Duration::from_secs(10 * MINUTES),
     },
-    // Tier changes detach and attach the fentry backend's window programs,
-    // whose entries nest (the host, without fentry, tests the tracepoint
-    // backend's).
-    Row {
-        feature: "tier changes, fentry backend",
-        test: "live_source",
-        filter: &["tiers_change"],
-        env: &[("NETTO_TEST_BACKEND", "fentry")],
-        needs: &["fentry_fexit", "perf_events"],
-        timeout: Duration::from_secs(5 * MINUTES),
-    },
     // Only the tests that say whether sampling works: the NET_RX agreement
     // tests (an accuracy bound) cannot hold in an emulated guest, where the
     // host preempts qemu's vCPU threads and the cpu-clock hrtimer loses
