@@ -37,8 +37,8 @@
 //!
 //! Run as root: `cargo bench --bench overhead` (NETTO_BENCH_ROUNDS and
 //! NETTO_BENCH_SECONDS override the defaults of 3 rounds of 5 s per mode;
-//! NETTO_BENCH_MODES=accounting runs only the throughput modes whose name
-//! contains that text, `none` none of them; NETTO_BENCH_SECTIONS picks
+//! NETTO_BENCH_MODES=accounting,tier runs only the throughput modes whose
+//! name contains one of those texts, `none` none of them; NETTO_BENCH_SECTIONS picks
 //! sections among throughput,calls,cost,attribution,tiers;
 //! NETTO_BENCH_WINDOWS and NETTO_BENCH_SETTLE size the tier sections).
 
@@ -348,7 +348,10 @@ fn throughput(pair: &VethPair, rounds: u32, seconds: u32) -> Result<()> {
         "mode", "without Gbit/s", "with Gbit/s", "ratio", "mode CPU ms/s", "own cost % (error)"
     );
     let only = std::env::var("NETTO_BENCH_MODES").unwrap_or_default();
-    for mode in MODES.iter().filter(|m| m.name.contains(only.as_str())) {
+    for mode in MODES
+        .iter()
+        .filter(|m| only.split(',').any(|o| m.name.contains(o)))
+    {
         let (mut without, mut with, mut cpu) = (Vec::new(), Vec::new(), Vec::new());
         let mut costs = Vec::new();
         for round in 0..rounds {
