@@ -143,9 +143,9 @@ pub struct MeasureArgs {
     pub max_groups: usize,
     /// Keep netto's whole cost (its processes and BPF programs) under this
     /// percentage of one CPU by turning the sampling frequency down, then
-    /// attribution (--by) off, and back when there is room; `off`: no
-    /// budget. The exact accounting is never turned down: when it alone
-    /// costs more, netto says so.
+    /// attribution (--by) off, then (when sampling) the tier down, and back
+    /// when there is room; `off`: no budget. Estimates are marked with
+    /// their errors; when every knob is at its floor, netto says so.
     #[arg(long, value_name = "PERCENT", default_value = "off", allow_negative_numbers = true, value_parser = parse_budget)]
     pub budget: BudgetArg,
     /// How much of the accounting runs: `exact` (every event exact),

@@ -325,7 +325,8 @@ pub enum BudgetChange {
     /// One tier back up toward the asked one: there was room.
     TierUp { from: Tier, to: Tier },
     /// Over the budget with every knob at its floor: the budget is not kept
-    /// (netto does not give up exactness to keep it).
+    /// (netto goes on measuring; without sampling, the exact accounting has
+    /// nothing to turn down).
     Exceeded,
     /// Back under the budget after [`BudgetChange::Exceeded`].
     Kept,

@@ -54,6 +54,23 @@ fn charged(snaps: &[Snapshot], run: &LoadReport, key: EventKey) -> (u64, u64) {
     (event_on_cpu(&window, key, UNDER_TEST), softirq)
 }
 
+/// The least share of a sender's system time its window and softirqs hold.
+/// A splice sender makes two system calls a round, file -> pipe (page
+/// cache, no socket call) and pipe -> socket, as a splice receiver does:
+/// half the floor, like the receiver's. sendfile makes the same round inside
+/// one system call (the kernel's own pipe): a tracepoint window holds all of
+/// it, a fentry window only the socket function (6.12 guest: 0.47-0.80 of
+/// the system time), so with fentry it has splice's floor.
+fn send_floor(syscall: &str) -> f64 {
+    let through_a_pipe =
+        syscall == "splice" || (syscall == "sendfile" && windows_are_socket_functions());
+    if through_a_pipe {
+        window_floor() / 2.0
+    } else {
+        window_floor()
+    }
+}
+
 #[test]
 fn every_send_variant_is_charged_like_the_kernel_charges_it() {
     let bench = Bench::new("send");
@@ -100,20 +117,14 @@ fn every_send_variant_is_charged_like_the_kernel_charges_it() {
             "{proto} {syscall}: sock_send {send} + softirq {softirq} ns vs system time {sys} ns: \
              {ratio:.2}, alone {alone:.2}"
         );
-        // A splice sender makes two system calls a round, file -> pipe
-        // (page cache, no socket call) and pipe -> socket, as a splice
-        // receiver does: half the floor, like the receiver's.
-        let floor = if *syscall == "splice" {
-            window_floor() / 2.0
-        } else {
-            window_floor()
-        };
+        let floor = send_floor(syscall);
         assert!(
             (floor..=1.05).contains(&ratio),
             "{proto} {syscall}: sock_send+softirq is {ratio:.2} of system time"
         );
+        // Most of it is the sender's own window, not the softirq beside it.
         assert!(
-            alone >= 0.25,
+            alone >= 0.8 * floor,
             "{proto} {syscall}: sock_send alone is {alone:.2} of system time"
         );
     }

@@ -63,6 +63,25 @@ const MATRIX: &[Row] = &[
         needs: &["tracepoints", "task_storage"],
         timeout: Duration::from_secs(10 * MINUTES),
     },
+    // Each program's ns/run and each socket call's window cost, one row per
+    // backend in the same guest: README's fentry-against-tracepoint figures
+    // (emulated, so ratios only). fentry cannot be measured on the host.
+    Row {
+        feature: "program cost, fentry backend",
+        test: "own_cost",
+        filter: &["each_program_and_each_socket_call"],
+        env: &[("NETTO_TEST_BACKEND", "fentry")],
+        needs: &["fentry_fexit", "task_storage", "bpf_stats"],
+        timeout: Duration::from_secs(4 * MINUTES),
+    },
+    Row {
+        feature: "program cost, tracepoint backend",
+        test: "own_cost",
+        filter: &["each_program_and_each_socket_call"],
+        env: &[("NETTO_TEST_BACKEND", "tracepoint")],
+        needs: &["tracepoints", "task_storage", "bpf_stats"],
+        timeout: Duration::from_secs(4 * MINUTES),
+    },
     // Only the tests that say whether sampling works: the NET_RX agreement
     // tests (an accuracy bound) cannot hold in an emulated guest, where the
     // host preempts qemu's vCPU threads and the cpu-clock hrtimer loses

@@ -54,12 +54,18 @@ pub fn is_window_program(name: &str) -> bool {
         .any(|prefix| name.starts_with(prefix))
 }
 
+/// Whether the windows under test are the fentry backend's: the socket
+/// functions, not whole system calls.
+pub fn windows_are_socket_functions() -> bool {
+    requested_backend().as_deref() == Some("fentry")
+}
+
 /// The lowest share of a socket call's system time its window may hold.
 /// The fentry backend's windows are the socket functions only: the system
-/// call's entry, the fd lookup and, for sendfile, the page-cache side of the
-/// splice stay outside (guests: sendfile 0.49-0.80, recvmmsg 0.52-0.93).
+/// call's entry and the fd lookup stay outside (guests: recvmmsg
+/// 0.52-0.93).
 pub fn window_floor() -> f64 {
-    if requested_backend().as_deref() == Some("fentry") {
+    if windows_are_socket_functions() {
         0.4
     } else {
         0.6

@@ -2,6 +2,7 @@
 //! qemu exits 0 whatever happens inside, so results are read from files the
 //! guest wrote to the share; a job without a `status` file never finished.
 
+use std::collections::HashMap;
 use std::fs;
 use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
@@ -47,8 +48,9 @@ pub struct Boot {
     pub results: Vec<JobResult>,
     pub serial_log: PathBuf,
     pub timed_out: bool,
-    /// Where the vCPUs were when the guest was found hung (its heartbeat
-    /// stopped), symbolized with the guest's own kallsyms.
+    /// Why the guest was found hung (its heartbeat stopped, or a job could
+    /// not be ended), and where its vCPUs were, symbolized with the
+    /// guest's own kallsyms.
     pub hung: Option<String>,
     pub wall: Duration,
 }
@@ -109,12 +111,21 @@ pub fn boot(kernel: &Kernel, share: &Path, dir: &Path, jobs: &[Job]) -> Boot {
     }
     let mut qemu = qemu.spawn().expect("starting qemu");
     let mut hung = None;
+    let mut begun = HashMap::new();
     let timed_out = loop {
         if qemu.try_wait().unwrap().is_some() {
             break false;
         }
-        if heartbeat_stopped(&dir.join("heartbeat")) {
-            hung = Some(where_cpus_are(&monitor, &dir.join("kallsyms")));
+        let stuck = stuck_job(&jobs_dir, jobs, &mut begun, Instant::now());
+        if stuck.is_some() || heartbeat_stopped(&dir.join("heartbeat")) {
+            let why = stuck.map_or_else(
+                || "heartbeat stopped".to_owned(),
+                |name| format!("job {name} could not be ended past its timeout"),
+            );
+            hung = Some(format!(
+                "{why}; vCPUs at:\n{}",
+                where_cpus_are(&monitor, &dir.join("kallsyms"))
+            ));
             let _ = qemu.kill();
             let _ = qemu.wait();
             break false;
@@ -138,6 +149,29 @@ pub fn boot(kernel: &Kernel, share: &Path, dir: &Path, jobs: &[Job]) -> Boot {
         hung,
         wall: started.elapsed(),
     }
+}
+
+/// The job that began (its `started` mark) more than its timeout and
+/// [`HANG_AFTER`] ago and has no `status`: the guest's own timeout could
+/// not end it, so part of the guest is stuck while the heartbeat may go on.
+/// When a job began is when the host first saw its mark (`begun`), by the
+/// host's clock: the guest's clock drifts under TCG.
+fn stuck_job<'j>(
+    jobs_dir: &Path,
+    jobs: &'j [Job],
+    begun: &mut HashMap<&'j str, Instant>,
+    now: Instant,
+) -> Option<&'j str> {
+    jobs.iter()
+        .find(|job| {
+            let dir = jobs_dir.join(&job.name);
+            if dir.join("status").exists() || !dir.join("started").exists() {
+                return false;
+            }
+            let at = *begun.entry(job.name.as_str()).or_insert(now);
+            now.saturating_duration_since(at) > job.timeout + HANG_AFTER
+        })
+        .map(|job| job.name.as_str())
 }
 
 /// Whether the guest's heartbeat, once started, has not beaten for
@@ -233,8 +267,8 @@ impl Symbols {
 /// a panic, or a hang (its heartbeat stopped). Every job after the one it
 /// was running then has no result through no fault of its own.
 pub fn kernel_stopped(boot: &Boot) -> Option<String> {
-    if let Some(cpus) = &boot.hung {
-        return Some(format!("hung (heartbeat stopped); vCPUs at:\n{cpus}"));
+    if let Some(why) = &boot.hung {
+        return Some(format!("hung: {why}"));
     }
     fs::read_to_string(&boot.serial_log)
         .is_ok_and(|log| log.contains("Kernel panic"))
@@ -296,6 +330,50 @@ mod tests {
         let results = [result(Some(0)), result(Some(1)), result(None), result(None)];
         assert_eq!(unfinished(&results), [2, 3]);
         assert!(unfinished(&results[..2]).is_empty());
+    }
+
+    #[test]
+    fn a_job_begun_long_past_its_timeout_without_a_status_is_stuck() {
+        let dir = tempfile::tempdir().unwrap();
+        let job = |name: &str, timeout_s| Job {
+            name: name.to_owned(),
+            program: PathBuf::new(),
+            args: Vec::new(),
+            env: Vec::new(),
+            timeout: Duration::from_secs(timeout_s),
+        };
+        let jobs = [
+            job("01-done", 0),
+            job("02-running", 0),
+            job("03-waiting", 0),
+        ];
+        for name in ["01-done", "02-running", "03-waiting"] {
+            fs::create_dir(dir.path().join(name)).unwrap();
+        }
+        let mark = |name: &str| fs::write(dir.path().join(name).join("started"), "").unwrap();
+        mark("01-done");
+        fs::write(dir.path().join("01-done/status"), "0").unwrap();
+        let mut begun = HashMap::new();
+        let first_seen = Instant::now();
+        // Not begun yet: never stuck, however long the host waits.
+        let later = first_seen + HANG_AFTER + Duration::from_secs(5);
+        assert_eq!(stuck_job(dir.path(), &jobs, &mut begun, first_seen), None);
+        mark("02-running");
+        // Begun when first seen: within its timeout and the margin...
+        assert_eq!(stuck_job(dir.path(), &jobs, &mut begun, first_seen), None);
+        // ...and stuck once both have passed, by the host's clock.
+        assert_eq!(
+            stuck_job(dir.path(), &jobs, &mut begun, later),
+            Some("02-running")
+        );
+        // A longer timeout gives it longer.
+        let patient = [job("02-running", 60)];
+        let mut begun = HashMap::new();
+        assert_eq!(
+            stuck_job(dir.path(), &patient, &mut begun, first_seen),
+            None
+        );
+        assert_eq!(stuck_job(dir.path(), &patient, &mut begun, later), None);
     }
 
     #[test]

@@ -32,7 +32,9 @@ fi
 ip link set lo up
 # For the host: the kernel's symbols, to name where the vCPUs are if the
 # guest hangs, and a heartbeat that stops when the guest's user space can
-# no longer run (a job's own timeout then never fires either).
+# no longer run (a job's own timeout then never fires either). `started`
+# marks a job begun: one still without `status` well past its timeout could
+# not be ended (its process stuck in the kernel) while the heartbeat beats.
 cat /proc/kallsyms >"$RESULTS/kallsyms"
 (while :; do date +%s >"$RESULTS/heartbeat"; sleep 5; done) &
 
@@ -41,6 +43,7 @@ for job in "$RESULTS"/jobs/*/; do
     name=$(basename "$job")
     echo "netto-vm: job $name"
     start=$(date +%s)
+    : >"$job/started"
     timeout "$(cat "$job/timeout")" sh "$job/run" >"$job/output" 2>&1
     echo $? >"$job/status"
     echo $(($(date +%s) - start)) >"$job/seconds"
