@@ -59,8 +59,8 @@ fn charged(snaps: &[Snapshot], run: &LoadReport, key: EventKey) -> (u64, u64) {
 /// cache, no socket call) and pipe -> socket, as a splice receiver does:
 /// half the floor, like the receiver's. sendfile makes the same round inside
 /// one system call (the kernel's own pipe): a tracepoint window holds all of
-/// it, a fentry window only the socket function (6.12 guest: 0.47-0.80 of
-/// the system time), so with fentry it has splice's floor.
+/// it, a fentry window only the socket function (guests: 0.47-0.80 of the
+/// system time), so with fentry it has splice's floor.
 fn send_floor(syscall: &str) -> f64 {
     let through_a_pipe =
         syscall == "splice" || (syscall == "sendfile" && windows_are_socket_functions());
