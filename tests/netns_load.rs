@@ -248,6 +248,21 @@ fn sweep_stale_reaps_only_namespaces_of_dead_processes() {
     assert!(namespace_exists(live.ns_name()), "live namespace was swept");
 }
 
+/// What a killed test run (a terminal's Ctrl-C, SIGKILL) or a restart left
+/// behind goes at the next creation of a pair with its tag.
+#[test]
+fn creating_a_pair_sweeps_what_a_dead_process_left_of_its_tag() {
+    let stale = NsGuard::add(format!("netto-sweepnext-{}-0", dead_pid()));
+    let other_tag = NsGuard::add(format!("netto-sweepother-{}-0", dead_pid()));
+    let pair = VethPair::create("sweepnext").expect("create pair");
+    assert!(!namespace_exists(&stale.0), "stale namespace survived");
+    assert!(namespace_exists(pair.ns_name()));
+    assert!(
+        namespace_exists(&other_tag.0),
+        "another tag's namespace was swept"
+    );
+}
+
 #[test]
 fn udp_each_send_syscall_reaches_a_receiver_in_the_namespace() {
     let pair = VethPair::create("test").expect("create pair");

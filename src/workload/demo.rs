@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use anyhow::{anyhow, Context};
 
-use crate::workload::netns::{self, VethPair};
+use crate::workload::netns::VethPair;
 use crate::workload::traffic::{
     self, Discard, Proto, SendConfig, SendSyscall, TrafficError, Until,
 };
@@ -40,7 +40,6 @@ pub struct Demo {
 impl Demo {
     /// Must be called from a thread in the host's network namespace.
     pub fn start() -> anyhow::Result<Demo> {
-        netns::sweep_stale("demo");
         let pair = VethPair::create("demo").context("cannot set up the demo namespace")?;
         // From here on, dropping `demo` stops whatever was started and removes the namespace.
         let mut demo = Demo {

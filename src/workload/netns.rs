@@ -17,6 +17,7 @@ use std::net::Ipv4Addr;
 use std::os::fd::AsRawFd;
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, SystemTime};
 
 /// First address of 198.18.0.0/15, the RFC 2544 benchmarking range: it is never routed
 /// on the internet, so even a misrouted packet from a test cannot reach a real host.
@@ -80,7 +81,10 @@ impl VethPair {
     /// Creates namespace `netto-{tag}-{pid}-{n}` and a veth pair addressed from a free
     /// /30 of 198.18.0.0/15. Must be called from a thread in the host namespace, since
     /// the `ip` child processes inherit the calling thread's namespace.
+    /// Leftovers of dead processes with the same tag are swept first
+    /// ([`sweep_stale`]).
     pub fn create(tag: &str) -> Result<VethPair, NetnsError> {
+        sweep_stale(tag);
         let n = NEXT_PAIR.fetch_add(1, Ordering::Relaxed);
         VethPair::create_numbered(tag, std::process::id(), n)
     }
@@ -205,8 +209,11 @@ impl Drop for VethPair {
 }
 
 /// Deletes namespaces `netto-{tag}-{pid}-*` whose process is gone, so leftovers of a
-/// netto that was SIGKILLed (and so never ran its destructors) are reaped at the next
-/// start. Best effort: anything it cannot inspect or delete is left alone.
+/// process that was killed (SIGKILL, a terminal's Ctrl-C on a test run, a machine
+/// restart: no destructor ran) are reaped by the next one that makes a pair of that
+/// tag. A live pid that started after the namespace was made is not its owner but a
+/// reuse of the number (after a restart, pids start over). Best effort: anything it
+/// cannot inspect or delete is left alone.
 pub fn sweep_stale(tag: &str) {
     if check_tag(tag).is_err() {
         return;
@@ -216,10 +223,26 @@ pub fn sweep_stale(tag: &str) {
     };
     let prefix = format!("{NS_PREFIX}{tag}-");
     for name in listing.lines().filter_map(|l| l.split_whitespace().next()) {
-        let owner = name.strip_prefix(&prefix).and_then(owner_pid);
-        if owner.is_some_and(|pid| !process_alive(pid)) {
+        let Some(pid) = name.strip_prefix(&prefix).and_then(owner_pid) else {
+            continue;
+        };
+        let made = std::fs::metadata(format!("/run/netns/{name}")).and_then(|m| m.modified());
+        if !owner_alive(process_alive(pid), process_started(pid), made.ok()) {
             let _ = ip(&["netns", "del", name]);
         }
+    }
+}
+
+/// How much earlier than it really did a process may seem to start: the boot time the
+/// kernel gives is in whole seconds.
+const START_SLACK: Duration = Duration::from_secs(2);
+
+/// Whether a namespace's owner may still run: its pid is alive and did not start after
+/// the namespace was made. Unknown times count as alive.
+fn owner_alive(alive: bool, started: Option<SystemTime>, made: Option<SystemTime>) -> bool {
+    match (started, made) {
+        (Some(started), Some(made)) => alive && started <= made + START_SLACK,
+        _ => alive,
     }
 }
 
@@ -234,6 +257,35 @@ fn process_alive(pid: libc::pid_t) -> bool {
     // SAFETY: signal 0 only checks that the process exists; nothing is delivered.
     let found = unsafe { libc::kill(pid, 0) } == 0;
     found || io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+}
+
+/// When a process started: the boot time (`btime` of /proc/stat) plus its start in
+/// clock ticks after boot (field 22 of /proc/PID/stat).
+fn process_started(pid: libc::pid_t) -> Option<SystemTime> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let boot = std::fs::read_to_string("/proc/stat").ok()?;
+    let btime: u64 = boot
+        .lines()
+        .find_map(|l| l.strip_prefix("btime "))?
+        .trim()
+        .parse()
+        .ok()?;
+    // SAFETY: sysconf has no preconditions.
+    let hz = u64::try_from(unsafe { libc::sysconf(libc::_SC_CLK_TCK) }).ok()?;
+    let ticks = start_ticks(&stat)?;
+    Some(
+        SystemTime::UNIX_EPOCH
+            + Duration::from_secs(btime)
+            + Duration::from_millis(ticks * 1000 / hz.max(1)),
+    )
+}
+
+/// Field 22 (starttime) of a /proc/PID/stat line. The command name (field 2) is in
+/// parentheses and may hold spaces and parentheses itself, so fields are counted
+/// from after its last `)`, where field 3 begins.
+fn start_ticks(stat: &str) -> Option<u64> {
+    let (_, rest) = stat.rsplit_once(')')?;
+    rest.split_whitespace().nth(22 - 3)?.parse().ok()
 }
 
 fn check_tag(tag: &str) -> Result<(), NetnsError> {
@@ -339,6 +391,50 @@ mod tests {
         assert!(host.len() <= 15 && peer.len() <= 15, "{host} {peer}");
         assert_ne!(host, peer);
         assert_ne!(interface_names(1, 12).0, interface_names(11, 2).0);
+    }
+
+    #[test]
+    fn a_start_time_is_read_past_a_command_name_with_spaces_and_parentheses() {
+        let stat = "42 (a) b (c)) S 1 42 42 0 -1 4194560 100 0 0 0 5 3 0 0 20 0 1 0 \
+                    987654 1000 10 18446744073709551615";
+        assert_eq!(start_ticks(stat), Some(987654));
+        assert_eq!(start_ticks("42 (truncated"), None);
+    }
+
+    #[test]
+    fn a_process_starts_after_boot_and_before_now() {
+        let before_spawn = SystemTime::now();
+        let mut child = Command::new("sleep").arg("5").spawn().unwrap();
+        let pid = child.id() as libc::pid_t;
+        let started = process_started(pid);
+        let _ = child.kill();
+        let _ = child.wait();
+        let started = started.expect("a live child's start time");
+        assert!(
+            started + START_SLACK >= before_spawn,
+            "{started:?} vs {before_spawn:?}"
+        );
+        assert!(started <= SystemTime::now());
+    }
+
+    #[test]
+    fn a_reused_pid_does_not_own_an_older_namespace() {
+        let made = SystemTime::now();
+        let minute = Duration::from_secs(60);
+        // The owner started before its namespace, and runs.
+        assert!(owner_alive(true, Some(made - minute), Some(made)));
+        // Within the boot time's rounding: still the owner.
+        assert!(owner_alive(
+            true,
+            Some(made + Duration::from_secs(1)),
+            Some(made)
+        ));
+        // The pid is alive but started long after: a reuse, so stale.
+        assert!(!owner_alive(true, Some(made + minute), Some(made)));
+        // Dead is dead; unknown times leave a live pid alone.
+        assert!(!owner_alive(false, Some(made - minute), Some(made)));
+        assert!(owner_alive(true, None, Some(made)));
+        assert!(owner_alive(true, Some(made), None));
     }
 
     #[test]
