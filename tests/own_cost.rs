@@ -17,7 +17,7 @@ use common::*;
 use libbpf_rs::skel::{OpenSkel, SkelBuilder};
 use netto::kernel::skel::floor::FloorSkelBuilder;
 use netto::kernel::stats::{run_stats, StatsGuard};
-use netto::model::{percent, BudgetChange, BudgetStatus, EventKey, Snapshot, Tier};
+use netto::model::{percent, BudgetChange, BudgetStatus, EventKey, Recording, Snapshot, Tier};
 use std::mem::MaybeUninit;
 use std::os::fd::AsFd;
 
@@ -243,35 +243,40 @@ fn each_program_and_each_socket_call_has_a_measured_cost() {
     );
 }
 
-/// `--budget`: under a load that puts netto over its budget it steps the
-/// sampling frequency down within a few intervals, and back up once the
-/// load has stopped; each step is in the recording and on stderr.
-#[test]
-fn the_budget_steps_sampling_down_under_load_and_back_up_after() {
-    let (load_s, record_s, interval_s) = (6.0, 13.0, 0.5);
+/// `netto record` under [`BUDGET_PERCENT`] at `hz`, in 0.5 s intervals, for
+/// `record_s` while [`steady_load`] runs for `load_s` on `port`: the
+/// recording (loaded and checked as `report` loads it) and netto's stderr.
+fn record_under_budget(port: u16, hz: u32, load_s: f64, record_s: f64) -> (Recording, String) {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("budget.json");
-    let (sink, sender) = steady_load(5602, load_s);
-    let (record, budget) = (record_s.to_string(), BUDGET_PERCENT.to_string());
+    let (sink, sender) = steady_load(port, load_s);
     let out = netto(&[
         "record",
         "--budget",
-        &budget,
+        &BUDGET_PERCENT.to_string(),
         "--frequency",
-        "4000",
+        &hz.to_string(),
         "--interval",
-        &interval_s.to_string(),
+        "0.5",
         "--duration",
-        &record,
+        &record_s.to_string(),
         "-o",
         path.to_str().unwrap(),
     ]);
     sender.join().unwrap();
     drop(sink);
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     assert!(out.status.success(), "{stderr}");
-    let text = std::fs::read_to_string(&path).unwrap();
-    let recording: netto::model::Recording = serde_json::from_str(&text).unwrap();
+    let recording = netto::recording::load(&path).expect("a valid recording");
+    (recording.into_inner(), stderr)
+}
+
+/// `--budget`: under a load that puts netto over its budget it steps the
+/// sampling frequency down within a few intervals, and back up once the
+/// load has stopped; each step is in the recording and on stderr.
+#[test]
+fn the_budget_steps_sampling_down_under_load_and_back_up_after() {
+    let (recording, stderr) = record_under_budget(5602, 4000, 6.0, 13.0);
     let snaps = &recording.snapshots;
     let frequency = |s: &Snapshot| s.sampling.as_ref().unwrap().frequency_hz;
     let budgets: Vec<&BudgetStatus> = snaps.iter().map(|s| s.budget.as_ref().unwrap()).collect();
@@ -330,29 +335,7 @@ fn the_budget_steps_sampling_down_under_load_and_back_up_after() {
 /// stopped, the tiers come back up. Every step is on stderr.
 #[test]
 fn the_budget_steps_the_tier_down_under_load_and_back_up_after() {
-    let (load_s, record_s, interval_s) = (8.0, 26.0, 0.5);
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("tiers.json");
-    let (sink, sender) = steady_load(5604, load_s);
-    let (record, budget) = (record_s.to_string(), BUDGET_PERCENT.to_string());
-    let out = netto(&[
-        "record",
-        "--budget",
-        &budget,
-        "--frequency",
-        "2",
-        "--interval",
-        &interval_s.to_string(),
-        "--duration",
-        &record,
-        "-o",
-        path.to_str().unwrap(),
-    ]);
-    sender.join().unwrap();
-    drop(sink);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{stderr}");
-    let recording = netto::recording::load(&path).expect("a valid recording");
+    let (recording, stderr) = record_under_budget(5604, 2, 8.0, 26.0);
     let snaps = &recording.snapshots;
     let budgets: Vec<&BudgetStatus> = snaps.iter().map(|s| s.budget.as_ref().unwrap()).collect();
     for (s, b) in snaps.iter().zip(&budgets) {

@@ -7,6 +7,8 @@ mod common;
 
 use std::collections::BTreeMap;
 use std::ffi::OsStr;
+use std::path::Path;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::serve::Serve;
@@ -38,14 +40,26 @@ fn wait_for(tab: &Tab, expression: &str) -> serde_json::Value {
     }
 }
 
-/// Headless Chromium with a profile of its own in `profile`.
-fn browser(profile: &std::path::Path) -> Browser {
-    Browser::new(LaunchOptions {
+/// serve's page of a recording replayed at full speed to its end, open in
+/// headless Chromium with a profile of its own. Fields drop in order: the
+/// tab and the browser before the profile they use, serve last.
+struct Page {
+    tab: Arc<Tab>,
+    _browser: Browser,
+    _profile: tempfile::TempDir,
+    _serve: Serve,
+}
+
+fn open_page(recording: &Path) -> Page {
+    let serve = Serve::start(&["--replay", recording.to_str().unwrap(), "--speed", "inf"]);
+    serve.wait_ended();
+    let profile = tempfile::tempdir().unwrap();
+    let browser = Browser::new(LaunchOptions {
         headless: true,
         sandbox: false,
         enable_gpu: false,
         path: Some("/usr/bin/chromium".into()),
-        user_data_dir: Some(profile.to_owned()),
+        user_data_dir: Some(profile.path().to_owned()),
         window_size: Some((1400, 3000)),
         args: [
             "--headless",
@@ -59,23 +73,26 @@ fn browser(profile: &std::path::Path) -> Browser {
         idle_browser_timeout: Duration::from_secs(120),
         ..LaunchOptions::default()
     })
-    .expect("starting chromium (Debian package chromium, see scripts/install-deps.sh)")
+    .expect("starting chromium (Debian package chromium, see scripts/install-deps.sh)");
+    let tab = browser.new_tab().unwrap();
+    tab.navigate_to(&format!("{}/", serve.base))
+        .unwrap()
+        .wait_until_navigated()
+        .unwrap();
+    Page {
+        tab,
+        _browser: browser,
+        _profile: profile,
+        _serve: serve,
+    }
 }
 
 #[test]
 fn the_page_shows_the_recorded_numbers_and_a_flame_graph() {
     let recording: Recording =
         serde_json::from_str(&std::fs::read_to_string(RECORDING).unwrap()).unwrap();
-    let serve = Serve::start(&["--replay", RECORDING, "--speed", "inf"]);
-    serve.wait_ended();
-
-    let profile = tempfile::tempdir().unwrap();
-    let browser = browser(profile.path());
-    let tab = browser.new_tab().unwrap();
-    tab.navigate_to(&format!("{}/", serve.base))
-        .unwrap()
-        .wait_until_navigated()
-        .unwrap();
+    let page = open_page(Path::new(RECORDING));
+    let tab = Arc::clone(&page.tab);
 
     // The cards show each event's CPU% of the last recorded interval.
     let last = recording.snapshots.last().unwrap();
@@ -229,15 +246,8 @@ fn the_page_shows_who_pays_and_marks_estimates() {
     let path = dir.path().join("tiered.json");
     std::fs::write(&path, serde_json::to_vec(&recording).unwrap()).unwrap();
     netto::recording::load(&path).expect("a valid recording");
-    let serve = Serve::start(&["--replay", path.to_str().unwrap(), "--speed", "inf"]);
-    serve.wait_ended();
-    let profile = tempfile::tempdir().unwrap();
-    let browser = browser(profile.path());
-    let tab = browser.new_tab().unwrap();
-    tab.navigate_to(&format!("{}/", serve.base))
-        .unwrap()
-        .wait_until_navigated()
-        .unwrap();
+    let page = open_page(&path);
+    let tab = Arc::clone(&page.tab);
 
     let rows = wait_for(
         &tab,
