@@ -233,8 +233,9 @@ pub fn sweep_stale(tag: &str) {
     }
 }
 
-/// How much earlier than it really did a process may seem to start: the boot time the
-/// kernel gives is in whole seconds.
+/// How far a process's start time, as read here, may be off its real one: `btime` is
+/// in whole seconds, and it is the wall clock less the uptime, so it moves when the
+/// clock is set. An owner whose start seems a little after its namespace stays one.
 const START_SLACK: Duration = Duration::from_secs(2);
 
 /// Whether a namespace's owner may still run: its pid is alive and did not start after
@@ -423,7 +424,7 @@ mod tests {
         let minute = Duration::from_secs(60);
         // The owner started before its namespace, and runs.
         assert!(owner_alive(true, Some(made - minute), Some(made)));
-        // Within the boot time's rounding: still the owner.
+        // Within the start time's slack: still the owner.
         assert!(owner_alive(
             true,
             Some(made + Duration::from_secs(1)),
