@@ -7,11 +7,14 @@
 //! frame by frame, so the sketch sees every flow. (A repeated test run
 //! switches the XDP dispatcher to the program, which takes milliseconds of
 //! wall time per call though no CPU time is measured: hence a small pool
-//! and long repeats.) Programs are measured in interleaved rounds on CPU 0
-//! and compared by medians, so drift of the machine hits all alike.
+//! and long repeats.) On CPU 0, each frame runs through the no-op and then
+//! every variant, round after round; each variant's test run is paired
+//! with the no-op's of the same frame just before it, and the middle half
+//! of the pairs is averaged (`measure` says why), so drift of the machine
+//! and another tenant of the CPU hit all alike.
 //!
 //! Run as root: `cargo bench --bench sketch` (NETTO_BENCH_ROUNDS overrides
-//! the default of 5 rounds). It runs unattended and ends with a Markdown
+//! the default of 10 rounds, 320 pairs per variant). It runs unattended and ends with a Markdown
 //! table for README.
 //!
 //! A ratio to the no-op only means something next to the no-op's own cost
@@ -75,36 +78,45 @@ fn pool() -> Vec<Vec<u8>> {
         .collect()
 }
 
-/// Mean ns per packet of one pass over the pool; a sketch's ring is
-/// topped up after every test run.
-fn pass(
+/// Mean ns per packet of one test run of `packet`; a sketch's ring is
+/// topped up after it.
+fn test_run(
     prog: &ProgramMut<'_>,
-    mut sketch: Option<(&Loaded<'_>, &mut Variates)>,
-    pool: &[Vec<u8>],
+    sketch: Option<(&Loaded<'_>, &mut Variates)>,
+    packet: &[u8],
 ) -> Result<f64> {
-    let mut total_ns = 0u128;
-    for packet in pool {
-        let input = ProgramInput {
-            data_in: Some(packet),
-            repeat: REPEAT,
-            ..Default::default()
-        };
-        let out = prog.test_run(input).context("BPF_PROG_TEST_RUN")?;
-        total_ns += out.duration.as_nanos() * u128::from(REPEAT);
-        if let Some((loaded, variates)) = sketch.as_mut() {
-            let (cursor, limit) = loaded.slots().ring_position(0);
-            let rows = loaded.geometry().rows();
-            loaded
-                .slots()
-                .refill(0, &variates.top_up(rows, cursor, limit));
-        }
+    let input = ProgramInput {
+        data_in: Some(packet),
+        repeat: REPEAT,
+        ..Default::default()
+    };
+    let out = prog.test_run(input).context("BPF_PROG_TEST_RUN")?;
+    if let Some((loaded, variates)) = sketch {
+        let (cursor, limit) = loaded.slots().ring_position(0);
+        let rows = loaded.geometry().rows();
+        loaded
+            .slots()
+            .refill(0, &variates.top_up(rows, cursor, limit));
     }
-    Ok(total_ns as f64 / (pool.len() as f64 * f64::from(REPEAT)))
+    Ok(out.duration.as_nanos() as f64)
 }
 
-fn median(mut values: Vec<f64>) -> f64 {
-    values.sort_by(f64::total_cmp);
-    values[values.len() / 2]
+fn quantile(values: &[f64], q: f64) -> f64 {
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    sorted[((sorted.len() - 1) as f64 * q).round() as usize]
+}
+
+/// The mean of the middle half: the kernel reports whole ns per run, so
+/// a median of test runs moves in steps of 1 ns, while this mean resolves
+/// less and still leaves out the test runs another tenant of the CPU
+/// slowed down.
+fn middle_mean(values: &[f64]) -> f64 {
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let quarter = sorted.len() / 4;
+    let middle = &sorted[quarter..sorted.len() - quarter];
+    middle.iter().sum::<f64>() / middle.len() as f64
 }
 
 struct Variant<'obj> {
@@ -134,17 +146,36 @@ fn loadavg() -> f64 {
         .unwrap_or(f64::NAN)
 }
 
-/// One table's figures: medians, and the load around the measurement.
+/// A variant's figures: means of the middle half over every (round, frame)
+/// pair.
+struct Figures {
+    ns: f64,
+    /// The paired difference with the no-op's test run of the same frame
+    /// just before it, and its interquartile range: the noise the
+    /// comparison has left.
+    above: f64,
+    above_iqr: (f64, f64),
+    /// The paired ratios no-op / variant.
+    rate: f64,
+}
+
+/// One table's figures, and the load around the measurement.
 struct Run {
     noop_ns: f64,
-    ns: Vec<f64>,
+    figures: Vec<Figures>,
+    pairs: usize,
     load_before: f64,
     load_after: f64,
     /// Warned about: the ratios say little about the targets.
     busy: bool,
 }
 
-/// Interleaved rounds: the no-op and every variant once per round.
+/// Every frame of the pool runs through the no-op and then through every
+/// variant, round after round: each variant's test run is compared with
+/// the no-op's of the same frame a few milliseconds before, and the middle
+/// half of the paired figures is averaged. A whole-pass mean per round (as this
+/// benchmark took before) let slow drift and the odd preempted test run
+/// move p = 0.01 % and p = 1 % by more than their difference.
 fn measure(
     floor: &ProgramMut<'_>,
     variants: &mut [Variant<'_>],
@@ -152,18 +183,35 @@ fn measure(
     rounds: usize,
 ) -> Result<Run> {
     let load_before = loadavg();
-    let mut floor_ns = Vec::new();
+    let mut noop = Vec::new();
     let mut ns = vec![Vec::new(); variants.len()];
+    let mut above = vec![Vec::new(); variants.len()];
+    let mut rate = vec![Vec::new(); variants.len()];
     for _ in 0..rounds {
-        floor_ns.push(pass(floor, None, pool)?);
-        for (v, samples) in variants.iter_mut().zip(&mut ns) {
-            let program = v.loaded.program();
-            samples.push(pass(program, Some((&v.loaded, &mut v.variates)), pool)?);
+        for packet in pool {
+            let base = test_run(floor, None, packet)?;
+            noop.push(base);
+            for (i, v) in variants.iter_mut().enumerate() {
+                let program = v.loaded.program();
+                let t = test_run(program, Some((&v.loaded, &mut v.variates)), packet)?;
+                ns[i].push(t);
+                above[i].push(t - base);
+                rate[i].push(base / t);
+            }
         }
     }
+    let figures = (0..variants.len())
+        .map(|i| Figures {
+            ns: middle_mean(&ns[i]),
+            above: middle_mean(&above[i]),
+            above_iqr: (quantile(&above[i], 0.25), quantile(&above[i], 0.75)),
+            rate: middle_mean(&rate[i]),
+        })
+        .collect();
     let mut run = Run {
-        noop_ns: median(floor_ns),
-        ns: ns.into_iter().map(median).collect(),
+        noop_ns: middle_mean(&noop),
+        figures,
+        pairs: noop.len(),
         load_before,
         load_after: loadavg(),
         busy: false,
@@ -195,31 +243,34 @@ fn warn_if_busy(run: &Run) -> bool {
 
 fn report(title: &str, variants: &[Variant<'_>], run: &Run) {
     println!(
-        "\n{title} (load average {:.2} before, {:.2} after; no-op {:.2} ns/packet)",
-        run.load_before, run.load_after, run.noop_ns
+        "\n{title} (load average {:.2} before, {:.2} after; no-op {:.2} ns/packet; \
+         middle-half means of {} pairs)",
+        run.load_before, run.load_after, run.noop_ns, run.pairs
     );
     println!(
-        "{:<28} {:>9} {:>9} {:>9} {:>12} {:>10}",
-        "PROGRAM", "ns/pkt", "+ns", "Mpps", "% no-op rate", "x no-op ns"
+        "{:<28} {:>9} {:>9} {:>15} {:>9} {:>12} {:>10}",
+        "PROGRAM", "ns/pkt", "+ns", "+ns IQR", "Mpps", "% no-op rate", "x no-op ns"
     );
     println!(
-        "{:<28} {:>9.2} {:>9} {:>9.1} {:>12} {:>10}",
+        "{:<28} {:>9.2} {:>9} {:>15} {:>9.1} {:>12} {:>10}",
         "no-op XDP",
         run.noop_ns,
         "0",
+        "",
         1e3 / run.noop_ns,
         "100.0",
         "1.00"
     );
-    for (v, &n) in variants.iter().zip(&run.ns) {
+    for (v, f) in variants.iter().zip(&run.figures) {
         println!(
-            "{:<28} {:>9.2} {:>9.2} {:>9.1} {:>12.1} {:>10.2}",
+            "{:<28} {:>9.2} {:>9.2} {:>15} {:>9.1} {:>12.1} {:>10.2}",
             v.label,
-            n,
-            n - run.noop_ns,
-            1e3 / n,
-            run.noop_ns / n * 100.0,
-            n / run.noop_ns
+            f.ns,
+            f.above,
+            format!("{:.2}..{:.2}", f.above_iqr.0, f.above_iqr.1),
+            1e3 / f.ns,
+            f.rate * 100.0,
+            1.0 / f.rate
         );
     }
 }
@@ -227,19 +278,22 @@ fn report(title: &str, variants: &[Variant<'_>], run: &Run) {
 /// The same figures as a Markdown table, ready for README.
 fn markdown(variants: &[Variant<'_>], run: &Run) {
     println!(
-        "\nMarkdown (load average {:.2} before, {:.2} after):\n",
-        run.load_before, run.load_after
+        "\nMarkdown (load average {:.2} before, {:.2} after; middle-half means of {} pairs):\n",
+        run.load_before, run.load_after, run.pairs
     );
-    println!("| program | ns/packet | ns above no-op | % of no-op rate | x no-op ns |");
+    println!("| program | ns/packet | ns above no-op (IQR) | % of no-op rate | x no-op ns |");
     println!("|---|---|---|---|---|");
     println!("| no-op XDP | {:.2} | 0 | 100.0 | 1.00 |", run.noop_ns);
-    for (v, &n) in variants.iter().zip(&run.ns) {
+    for (v, f) in variants.iter().zip(&run.figures) {
         println!(
-            "| {} | {n:.2} | {:.2} | {:.1} | {:.2} |",
+            "| {} | {:.2} | {:.2} ({:.2} to {:.2}) | {:.1} | {:.2} |",
             v.label.split_whitespace().collect::<Vec<_>>().join(" "),
-            n - run.noop_ns,
-            run.noop_ns / n * 100.0,
-            n / run.noop_ns
+            f.ns,
+            f.above,
+            f.above_iqr.0,
+            f.above_iqr.1,
+            f.rate * 100.0,
+            1.0 / f.rate
         );
     }
 }
@@ -256,14 +310,14 @@ fn main() -> Result<()> {
         libc::sched_setaffinity(0, size_of::<libc::cpu_set_t>(), &set);
     }
     libbpf_rs::set_print(None);
-    let rounds = env_or("NETTO_BENCH_ROUNDS", 5);
+    let rounds = env_or("NETTO_BENCH_ROUNDS", 10);
     let pool = pool();
     let mut storage = MaybeUninit::uninit();
     let floor = XdpFloorSkelBuilder::default().open(&mut storage)?.load()?;
     let floor_prog = &floor.progs.floor_xdp;
     println!(
         "netto sketch benchmark: BPF_PROG_TEST_RUN, {FRAME}-byte UDP frames of {FLOWS} flows, \
-         {REPEAT} runs per frame, median of {rounds} interleaved rounds, CPU 0"
+         {REPEAT} runs per frame, {rounds} interleaved rounds, CPU 0"
     );
 
     let (rows, columns) = (DEFAULT_ROWS, DEFAULT_COLUMNS);
@@ -281,7 +335,7 @@ fn main() -> Result<()> {
         &main_variants,
         &main_run,
     );
-    let (noop, ns) = (main_run.noop_ns, &main_run.ns[1..]);
+    let (low, full) = (&main_run.figures[1], &main_run.figures[3]);
     let verdict = |met: bool| match (main_run.busy, met) {
         (true, _) => "not judged: busy machine",
         (false, true) => "met",
@@ -290,12 +344,12 @@ fn main() -> Result<()> {
     println!(
         "targets: p=1% at >= 95% of the no-op rate: {:.1}%, {:+.2} ns ({}); \
          p=100% at <= 2x the no-op ns: {:.2}x, {:+.2} ns ({})",
-        noop / ns[0] * 100.0,
-        ns[0] - noop,
-        verdict(noop / ns[0] >= 0.95),
-        ns[2] / noop,
-        ns[2] - noop,
-        verdict(ns[2] / noop <= 2.0),
+        low.rate * 100.0,
+        low.above,
+        verdict(low.rate >= 0.95),
+        1.0 / full.rate,
+        full.above,
+        verdict(1.0 / full.rate <= 2.0),
     );
 
     let geometries = [

@@ -4,6 +4,14 @@
  * flows of IPv4 and IPv6 by 5-tuple, other packets by protocol, and always
  * passes the packet on unchanged.
  *
+ * One program per column count (netto_sketch_4 to netto_sketch_15, by
+ * log2 of the columns), user space loads the one its geometry needs: with
+ * the column count a compile-time constant, a row's column mask, sign bit
+ * and stride are immediates instead of values the row loop spilled to the
+ * stack and reloaded (README, "Benchmark", has the figures). Rows stay a
+ * load-time constant: the verifier removes the rows the geometry does not
+ * have.
+ *
  * The cost model (see sketch.h for the layout): a skipped packet indexes
  * this CPU's hot line by CPU number (no map lookup, no stack), counts
  * itself and compares its count with the number of the next sampled
@@ -69,32 +77,31 @@ static __always_inline __u64 mix(__u64 h)
 	return h;
 }
 
-/* fasthash64 of the 40-byte flow key: five whole words, no tail. */
-static __always_inline __u64 flow_hash(const __u64 key[KEY_WORDS])
+/* fasthash64 of `n` whole words (no tail). Each word's step is one
+ * multiply on the hash's dependency chain, which is what a sampled packet
+ * waits for. */
+static __always_inline __u64 fasthash(const __u64 *words, const int n)
 {
 	const __u64 m = 0x880355f21e6d1965ULL;
-	__u64 h = SKETCH_HASH_SEED ^ (sizeof(struct sketch_flow) * m);
+	__u64 h = SKETCH_HASH_SEED ^ (n * sizeof(__u64) * m);
 
 #pragma unroll
-	for (int i = 0; i < KEY_WORDS; i++) {
-		h ^= mix(key[i]);
+	for (int i = 0; i < n; i++) {
+		h ^= mix(words[i]);
 		h *= m;
 	}
 	return mix(h);
 }
 
-/* The key's last word (ports as on the wire, protocol, family) and the
- * key's hash. Inlined into each family, so the hash of an IPv4 key folds
- * its two zero words away. */
+/* The key's last word: ports as on the wire, protocol, family. */
 static __always_inline __u32 ports(void *l4, void *data_end, __u8 proto, __u8 family,
-				   __u64 key[KEY_WORDS], __u64 *hash)
+				   __u64 key[KEY_WORDS])
 {
 	__u32 *p = l4;
 
 	if ((void *)(p + 1) > data_end)
 		return SKETCH_PROTO_OTHER;
 	key[4] = *p | (__u64)proto << 32 | (__u64)family << 40;
-	*hash = flow_hash(key);
 	return CLASS_FLOW;
 }
 
@@ -120,7 +127,14 @@ static __always_inline __u32 ipv4(void *l3, void *data_end, __u64 key[KEY_WORDS]
 	key[1] = 0;
 	key[2] = ip->daddr;
 	key[3] = 0;
-	return ports(l3 + header, data_end, ip->protocol, SKETCH_FAMILY_IPV4, key, hash);
+	if (ports(l3 + header, data_end, ip->protocol, SKETCH_FAMILY_IPV4, key) != CLASS_FLOW)
+		return SKETCH_PROTO_OTHER;
+	/* An IPv4 key's words 1 and 3 are zero: its hash is over two words,
+	 * both addresses in one (src/sketch/hash.rs says the same). */
+	__u64 words[2] = { key[0] | key[2] << 32, key[4] };
+
+	*hash = fasthash(words, 2);
+	return CLASS_FLOW;
 }
 
 static __always_inline __u32 ipv6(void *l3, void *data_end, __u64 key[KEY_WORDS], __u64 *hash)
@@ -137,7 +151,10 @@ static __always_inline __u32 ipv6(void *l3, void *data_end, __u64 key[KEY_WORDS]
 	key[1] = addrs[1];
 	key[2] = addrs[2];
 	key[3] = addrs[3];
-	return ports(ip + 1, data_end, ip->nexthdr, SKETCH_FAMILY_IPV6, key, hash);
+	if (ports(ip + 1, data_end, ip->nexthdr, SKETCH_FAMILY_IPV6, key) != CLASS_FLOW)
+		return SKETCH_PROTO_OTHER;
+	*hash = fasthash(key, KEY_WORDS);
+	return CLASS_FLOW;
 }
 
 /* CLASS_FLOW with the words of the flow's struct sketch_flow in `key` and
@@ -197,21 +214,23 @@ static __always_inline void vote(struct sketch_state *s, const __u64 key[KEY_WOR
 }
 
 /* Adds a sampled packet's weight to the cells of its sampled rows, each
- * row's column and sign from its lane of the hash. */
+ * row's column and sign from its lane of the hash; `bits` is log2 of the
+ * columns, a constant in each program. */
 static __always_inline void count_flow(struct sketch_state *s, __u64 hash, __u32 sampled,
-				       __s64 packets, __s64 bytes)
+				       __s64 packets, __s64 bytes, const __u32 bits)
 {
-	const __u32 rows = geometry.rows;
-	const __u32 columns = geometry.columns;
-	const __u32 bits = geometry.column_bits;
+	const __u32 columns = 1U << bits;
 	struct sketch_cell *row_cells = s->cells;
 
+	/* Only the geometry's rows (user space samples no others): the
+	 * verifier knows rows, so it knows this mask, drops the rows past it
+	 * and bounds each cell from the unrolled row number and the constant
+	 * columns alone; at run time a row costs one bit test. */
+	sampled &= (1U << geometry.rows) - 1;
 #pragma unroll
 	for (int row = 0; row < SKETCH_MAX_ROWS; row++) {
-		/* The verifier knows rows and columns as constants, so it
-		 * bounds the cell from the unrolled row number alone. (A
-		 * break at the last row would keep clang from unrolling.) */
-		if (row < rows && (sampled >> row) & 1) {
+		/* (A break at the last row would keep clang from unrolling.) */
+		if ((sampled >> row) & 1) {
 			struct sketch_cell *cell = &row_cells[hash & (columns - 1)];
 			/* 0 or -1: the sign, applied without a branch. */
 			__s64 sign = -(__s64)((hash >> bits) & 1);
@@ -248,7 +267,7 @@ static __always_inline struct sketch_variate next_variate(struct sketch_state *s
  * callee-saved registers it would keep off the skip path.
  */
 static __always_inline void sample(struct sketch_hot *hot, __u64 n, __u32 cpu, void *data,
-				   void *data_end)
+				   void *data_end, const __u32 bits)
 {
 	struct sketch_variate next;
 	struct sketch_state *s;
@@ -267,7 +286,7 @@ static __always_inline void sample(struct sketch_hot *hot, __u64 n, __u32 cpu, v
 
 		if (class == CLASS_FLOW) {
 			vote(s, key, hash);
-			count_flow(s, hash, sampled, packets, bytes);
+			count_flow(s, hash, sampled, packets, bytes, bits);
 		} else if (class < SKETCH_PROTO_COUNT) {
 			__u32 times = __builtin_popcount(sampled);
 
@@ -281,8 +300,7 @@ static __always_inline void sample(struct sketch_hot *hot, __u64 n, __u32 cpu, v
 	s->weight = next.weight;
 }
 
-SEC("xdp")
-int netto_sketch(struct xdp_md *ctx)
+static __always_inline int run(struct xdp_md *ctx, const __u32 bits)
 {
 	/* The helper returns the CPU number zero-extended; taken as 64 bits
 	 * it needs no extension before indexing. */
@@ -295,6 +313,28 @@ int netto_sketch(struct xdp_md *ctx)
 	hot->packets = n;
 	hot->bytes += data_end - data;
 	if (n >= hot->due)
-		sample(hot, n, cpu, data, data_end);
+		sample(hot, n, cpu, data, data_end, bits);
 	return XDP_PASS;
 }
+
+_Static_assert(SKETCH_MIN_COLUMNS == 1 << 4 && SKETCH_MAX_COLUMNS == 1 << 15,
+	       "one program below for every column count");
+
+#define SKETCH_PROGRAM(bits)                                   \
+	SEC("xdp") int netto_sketch_##bits(struct xdp_md *ctx) \
+	{                                                      \
+		return run(ctx, bits);                         \
+	}
+
+SKETCH_PROGRAM(4)
+SKETCH_PROGRAM(5)
+SKETCH_PROGRAM(6)
+SKETCH_PROGRAM(7)
+SKETCH_PROGRAM(8)
+SKETCH_PROGRAM(9)
+SKETCH_PROGRAM(10)
+SKETCH_PROGRAM(11)
+SKETCH_PROGRAM(12)
+SKETCH_PROGRAM(13)
+SKETCH_PROGRAM(14)
+SKETCH_PROGRAM(15)

@@ -71,21 +71,20 @@ enum sketch_protocol {
 	SKETCH_PROTO_COUNT,
 };
 
-/* Read-only data, fixed when the program is loaded. */
+/* Read-only data, fixed when the program is loaded. The column count is
+ * not here: it is the program's (one program per column count). */
 struct sketch_config {
 	sketch_u32 rows;
-	sketch_u32 columns;
-	/* log2(columns): the index bits of a row's hash lane. */
-	sketch_u32 column_bits;
 	/* Entries of the hot array minus one: they are a power of two at
 	 * least the possible CPUs, so a mask bounds the CPU number. */
 	sketch_u32 cpu_mask;
 };
 
 /*
- * A TCP or UDP flow, hashed as five little-endian 64-bit words. IPv4
- * addresses fill the first 4 bytes of src/dst, the rest is zero; ports are
- * in network byte order, as on the wire.
+ * A TCP or UDP flow: five little-endian 64-bit words, all hashed for IPv6;
+ * IPv4 addresses fill the first 4 bytes of src/dst, the rest is zero, and
+ * an IPv4 key is hashed as two words (both addresses, then the last word).
+ * Ports are in network byte order, as on the wire.
  */
 struct sketch_flow {
 	sketch_u8 src[16];

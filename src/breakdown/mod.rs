@@ -950,10 +950,14 @@ mod tests {
             "veth_poll",
             "veth_xdp_rcv",
             "veth_xdp_rcv_skb",
-            "netto_sketch",
+            "netto_sketch_11",
         ];
         assert_eq!(categorize(sketch), XdpSketch);
-        let sketch_generic = &["do_xdp_generic", "bpf_prog_run_generic_xdp", "netto_sketch"];
+        let sketch_generic = &[
+            "do_xdp_generic",
+            "bpf_prog_run_generic_xdp",
+            "netto_sketch_8",
+        ];
         assert_eq!(categorize(sketch_generic), XdpSketch);
     }
 
@@ -1164,7 +1168,10 @@ mod tests {
             Netto
         );
         // The sketch is measured apart.
-        assert_eq!(categorize(&["veth_xdp_rcv_skb", "netto_sketch"]), XdpSketch);
+        assert_eq!(
+            categorize(&["veth_xdp_rcv_skb", "netto_sketch_15"]),
+            XdpSketch
+        );
     }
 
     #[test]

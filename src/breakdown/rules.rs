@@ -98,9 +98,10 @@ pub static RULES: &[(Pattern, Action)] = &[
     (Exact("veth_xdp_rcv_skb"), Is(Xdp)),
     (Exact("veth_xdp_rcv_one"), Is(Xdp)),
     (Exact("virtnet_xdp_handler"), Is(Xdp)),
-    // netto's XDP sketch, named as the symbolizer names BPF programs
+    // netto's XDP sketch, named as the symbolizer names BPF programs: one
+    // program per column count, netto_sketch_4 to netto_sketch_15
     // (sketch::program::PROGRAM).
-    (Exact("netto_sketch"), Is(XdpSketch)),
+    (Prefix("netto_sketch_"), Is(XdpSketch)),
     // GRO.
     (Exact("napi_gro_receive"), Is(Gro)),
     (Exact("dev_gro_receive"), Is(Gro)),

@@ -62,9 +62,14 @@ impl FlowKey {
             && (family == abi::SKETCH_FAMILY_IPV4 || family == abi::SKETCH_FAMILY_IPV6)
     }
 
+    /// SKETCH_FAMILY_IPV4 or SKETCH_FAMILY_IPV6.
+    pub fn family(&self) -> u32 {
+        u32::from(self.0[FAMILY])
+    }
+
     fn addr(&self, at: usize) -> IpAddr {
         let bytes: [u8; 16] = self.0[at..at + 16].try_into().expect("16 bytes");
-        if u32::from(self.0[FAMILY]) == abi::SKETCH_FAMILY_IPV4 {
+        if self.family() == abi::SKETCH_FAMILY_IPV4 {
             IpAddr::V4(Ipv4Addr::new(bytes[0], bytes[1], bytes[2], bytes[3]))
         } else {
             IpAddr::V6(Ipv6Addr::from(bytes))

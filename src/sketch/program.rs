@@ -1,6 +1,7 @@
-//! Loading `netto_sketch` for one geometry, through its generated skeleton:
-//! rows and columns go into its read-only data and size its per-CPU slots
-//! before the verifier sees it.
+//! Loading the sketch for one geometry, through its generated skeleton:
+//! the object has one program per column count (bpf/sketch.bpf.c says why),
+//! only the geometry's is loaded; rows go into its read-only data, and rows
+//! and columns size its per-CPU slots before the verifier sees it.
 
 use std::io;
 use std::mem::MaybeUninit;
@@ -10,15 +11,42 @@ use libbpf_rs::skel::{OpenSkel, SkelBuilder};
 use libbpf_rs::{OpenObject, ProgramMut};
 
 use crate::abi::sketch::sketch_hot;
-use crate::kernel::skel::sketch::{types, SketchSkel, SketchSkelBuilder};
+use crate::kernel::skel::sketch::{types, SketchProgs, SketchSkel, SketchSkelBuilder};
 
 use super::config::Geometry;
 use super::error::SketchError;
 use super::slots::{slot_bytes, Slots};
 use super::variates::Variates;
 
-/// The program's name, which is also how its JIT-ed frames are symbolized.
+/// What every sketch program's name starts with: its JIT-ed frames are
+/// symbolized by that name (`netto_sketch_11` for 2048 columns).
 pub const PROGRAM: &str = "netto_sketch";
+
+/// The name of the program for `geometry`'s column count.
+fn program_name(geometry: Geometry) -> String {
+    format!("{PROGRAM}_{}", geometry.column_bits())
+}
+
+/// The loaded program of each column count, by log2 of the columns: the
+/// skeleton has a field per program.
+fn program_of<'a, 'obj>(progs: &'a SketchProgs<'obj>, column_bits: u32) -> &'a ProgramMut<'obj> {
+    match column_bits {
+        4 => &progs.netto_sketch_4,
+        5 => &progs.netto_sketch_5,
+        6 => &progs.netto_sketch_6,
+        7 => &progs.netto_sketch_7,
+        8 => &progs.netto_sketch_8,
+        9 => &progs.netto_sketch_9,
+        10 => &progs.netto_sketch_10,
+        11 => &progs.netto_sketch_11,
+        12 => &progs.netto_sketch_12,
+        13 => &progs.netto_sketch_13,
+        14 => &progs.netto_sketch_14,
+        // Geometry holds 16 to 32768 columns (its unit tests and the
+        // program list's _Static_assert keep the two in step).
+        _ => &progs.netto_sketch_15,
+    }
+}
 
 /// A loaded, not necessarily attached, sketch program and its state.
 pub struct Loaded<'obj> {
@@ -48,10 +76,13 @@ impl<'obj> Loaded<'obj> {
         })?;
         rodata.geometry = types::sketch_config {
             rows: geometry.rows(),
-            columns: geometry.columns(),
-            column_bits: geometry.column_bits(),
             cpu_mask: u32::try_from(hot_lines - 1).expect("CPU count fits u32"),
         };
+        let wanted = program_name(geometry);
+        for mut prog in open.open_object_mut().progs_mut() {
+            let load = prog.name() == wanted.as_str();
+            prog.set_autoload(load);
+        }
         let hot_bytes = u32::try_from(hot_lines * size_of::<sketch_hot>())
             .expect("hot lines are far below 4 GiB");
         open.maps
@@ -93,7 +124,7 @@ impl<'obj> Loaded<'obj> {
 
     /// The program (mutable only in libbpf-rs's sense: test runs need it).
     pub fn program(&self) -> &ProgramMut<'obj> {
-        &self.skel.progs.netto_sketch
+        program_of(&self.skel.progs, self.geometry.column_bits())
     }
 
     /// Runs the program once on `packet` (BPF_PROG_TEST_RUN) on this CPU
@@ -116,12 +147,30 @@ impl<'obj> Loaded<'obj> {
 mod tests {
     use super::*;
     use crate::breakdown::{categorize, Category};
+    use crate::sketch::config::{SKETCH_MAX_COLUMNS, SKETCH_MIN_COLUMNS};
 
     #[test]
-    fn breakdown_knows_the_program_by_name() {
+    fn breakdown_knows_every_program_by_name() {
+        for columns in [SKETCH_MIN_COLUMNS, 2048, SKETCH_MAX_COLUMNS] {
+            let name = program_name(Geometry::new(1, columns).expect("valid geometry"));
+            assert_eq!(
+                categorize(&["veth_xdp_rcv_skb", &name]),
+                Category::XdpSketch,
+                "{name}"
+            );
+        }
+    }
+
+    #[test]
+    fn program_names_fit_the_kernel_and_say_the_columns() {
+        // The kernel keeps 15 characters of a program's name.
+        let names: Vec<String> = [SKETCH_MIN_COLUMNS, 2048, SKETCH_MAX_COLUMNS]
+            .map(|c| program_name(Geometry::new(1, c).expect("valid geometry")))
+            .into();
         assert_eq!(
-            categorize(&["veth_xdp_rcv_skb", PROGRAM]),
-            Category::XdpSketch
+            names,
+            ["netto_sketch_4", "netto_sketch_11", "netto_sketch_15"]
         );
+        assert!(names.iter().all(|n| n.len() <= 15));
     }
 }
