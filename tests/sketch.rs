@@ -316,7 +316,7 @@ fn every_column_counts_program_counts_exactly_as_the_reference() {
     while columns <= SKETCH_MAX_COLUMNS {
         let bits = columns.trailing_zeros();
         let rows = (64 / (bits + 1)).min(8);
-        exact_trace(rows, columns, &[1.0, 0.2], 14, Some(1_000), (2_000, 500));
+        exact_trace(rows, columns, &[1.0, 0.2], 14, Some(500), (1_000, 250));
         columns *= 2;
     }
 }
