@@ -5,7 +5,7 @@
 use crate::abi::sketch::{SKETCH_FAMILY_IPV4, SKETCH_HASH_SEED};
 
 use super::config::Geometry;
-use super::flow::FlowKey;
+use super::flow::{FlowKey, KEY_BYTES};
 
 const M: u64 = 0x8803_55f2_1e6d_1965;
 
@@ -31,11 +31,10 @@ fn fasthash(words: &[u64]) -> u64 {
 /// and 3 are zero) and the ports' word. Each word is a multiply on the
 /// program's dependency chain for every sampled packet.
 pub fn flow_hash(key: &FlowKey) -> u64 {
-    let words: Vec<u64> = key
-        .0
-        .chunks_exact(8)
-        .map(|w| u64::from_le_bytes(w.try_into().expect("8-byte chunk")))
-        .collect();
+    let mut words = [0u64; KEY_BYTES / 8];
+    for (word, bytes) in words.iter_mut().zip(key.0.chunks_exact(8)) {
+        *word = u64::from_le_bytes(bytes.try_into().expect("8-byte chunk"));
+    }
     if key.family() == SKETCH_FAMILY_IPV4 {
         fasthash(&[words[0] | words[2] << 32, words[4]])
     } else {
