@@ -220,9 +220,11 @@ fn groups_pay_in_proportion_to_their_traffic() {
         time(&fast),
         time(&slow)
     );
+    // 20 %: runs on this machine gave 2.60 to 3.47 (README, "Tests"); a
+    // group charged another's time would be far outside.
     assert!(
-        (2.55..=3.45).contains(&ratio),
-        "fast/slow network time {ratio:.2}, not 3 within 15 % (bytes {sent:.2})"
+        (2.4..=3.6).contains(&ratio),
+        "fast/slow network time {ratio:.2}, not 3 within 20 % (bytes {sent:.2})"
     );
     for group in [&fast, &slow] {
         let calls = sum(totals.get(&group.path), &SOCKET_CALLS) as f64;
