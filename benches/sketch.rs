@@ -14,8 +14,8 @@
 //! and another tenant of the CPU hit all alike.
 //!
 //! Run as root: `cargo bench --bench sketch` (NETTO_BENCH_ROUNDS overrides
-//! the default of 10 rounds, 320 pairs per variant). It runs unattended and ends with a Markdown
-//! table for README.
+//! the default of 10 rounds, 320 pairs per variant). It runs unattended and
+//! ends with a Markdown table for README.
 //!
 //! A ratio to the no-op only means something next to the no-op's own cost
 //! and the machine's load: a busy machine slows the test-run loop itself
@@ -101,9 +101,14 @@ fn test_run(
     Ok(out.duration.as_nanos() as f64)
 }
 
-fn quantile(values: &[f64], q: f64) -> f64 {
+fn sorted(values: &[f64]) -> Vec<f64> {
     let mut sorted = values.to_vec();
     sorted.sort_by(f64::total_cmp);
+    sorted
+}
+
+/// The `q` quantile of values already sorted.
+fn quantile(sorted: &[f64], q: f64) -> f64 {
     sorted[((sorted.len() - 1) as f64 * q).round() as usize]
 }
 
@@ -112,8 +117,7 @@ fn quantile(values: &[f64], q: f64) -> f64 {
 /// less and still leaves out the test runs another tenant of the CPU
 /// slowed down.
 fn middle_mean(values: &[f64]) -> f64 {
-    let mut sorted = values.to_vec();
-    sorted.sort_by(f64::total_cmp);
+    let sorted = sorted(values);
     let quarter = sorted.len() / 4;
     let middle = &sorted[quarter..sorted.len() - quarter];
     middle.iter().sum::<f64>() / middle.len() as f64
@@ -173,9 +177,9 @@ struct Run {
 /// Every frame of the pool runs through the no-op and then through every
 /// variant, round after round: each variant's test run is compared with
 /// the no-op's of the same frame a few milliseconds before, and the middle
-/// half of the paired figures is averaged. A whole-pass mean per round (as this
-/// benchmark took before) let slow drift and the odd preempted test run
-/// move p = 0.01 % and p = 1 % by more than their difference.
+/// half of the paired figures is averaged. A whole-pass mean per round (as
+/// this benchmark took before) let slow drift and the odd preempted test
+/// run move p = 0.01 % and p = 1 % by more than their difference.
 fn measure(
     floor: &ProgramMut<'_>,
     variants: &mut [Variant<'_>],
@@ -201,11 +205,14 @@ fn measure(
         }
     }
     let figures = (0..variants.len())
-        .map(|i| Figures {
-            ns: middle_mean(&ns[i]),
-            above: middle_mean(&above[i]),
-            above_iqr: (quantile(&above[i], 0.25), quantile(&above[i], 0.75)),
-            rate: middle_mean(&rate[i]),
+        .map(|i| {
+            let above_sorted = sorted(&above[i]);
+            Figures {
+                ns: middle_mean(&ns[i]),
+                above: middle_mean(&above_sorted),
+                above_iqr: (quantile(&above_sorted, 0.25), quantile(&above_sorted, 0.75)),
+                rate: middle_mean(&rate[i]),
+            }
         })
         .collect();
     let mut run = Run {

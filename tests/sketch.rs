@@ -14,7 +14,8 @@ use std::time::{Duration, Instant};
 
 use netto::model::{SketchSnapshot, XdpMode};
 use netto::sketch::config::{
-    Geometry, Sampling, DEFAULT_COLUMNS, DEFAULT_ROWS, SKETCH_MAX_COLUMNS, SKETCH_MIN_COLUMNS,
+    Geometry, Sampling, DEFAULT_COLUMNS, DEFAULT_ROWS, SKETCH_MAX_COLUMNS, SKETCH_MAX_ROWS,
+    SKETCH_MIN_COLUMNS,
 };
 use netto::sketch::estimate::{self, Estimate, TopK};
 use netto::sketch::flow::FlowKey;
@@ -307,15 +308,17 @@ fn kernel_counts_exactly_what_the_reference_counts() {
 }
 
 /// Each column count has its own program (the column mask and stride are
-/// its constants): every one, from 16 to 32768 columns, with as many rows
-/// as the hash has bits for, counts what the reference counts. (A short
-/// trace of few flows: the kernel matrix runs this under emulation.)
+/// its constants): every one, from 16 to 32768 columns, with the most rows
+/// a geometry of that width takes, counts what the reference counts. (A
+/// short trace of few flows: the kernel matrix runs this under emulation.)
 #[test]
 fn every_column_counts_program_counts_exactly_as_the_reference() {
     let mut columns = SKETCH_MIN_COLUMNS;
     while columns <= SKETCH_MAX_COLUMNS {
-        let bits = columns.trailing_zeros();
-        let rows = (64 / (bits + 1)).min(8);
+        let rows = (1..=SKETCH_MAX_ROWS)
+            .rev()
+            .find(|&rows| Geometry::new(rows, columns).is_ok())
+            .expect("one row fits every width");
         exact_trace(rows, columns, &[1.0, 0.2], 14, Some(500), (1_000, 250));
         columns *= 2;
     }
