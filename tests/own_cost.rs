@@ -43,6 +43,14 @@ fn ns_per_run(s: &Snapshot) -> f64 {
     s.overhead.bpf_run_time_ns as f64 / runs.max(1) as f64
 }
 
+/// An interval under the steady load. In an idle one a few hundred runs
+/// make the whole cost, so one run that falls between the reading of the
+/// counters and of the statistics is a percent of it (seen in the kernel
+/// matrix's guests, where those readings are further apart).
+fn is_busy(s: &Snapshot) -> bool {
+    s.overhead.programs.iter().map(|p| p.run_count).sum::<u64>() > 10_000
+}
+
 fn median(mut values: Vec<f64>) -> f64 {
     values.sort_by(f64::total_cmp);
     values[values.len() / 2]
@@ -154,7 +162,7 @@ fn estimated_intervals_price_runs_like_fully_measured_ones() {
 
     let busy: Vec<&Snapshot> = snaps[1..snaps.len() - 1]
         .iter()
-        .filter(|s| s.overhead.programs.iter().map(|p| p.run_count).sum::<u64>() > 10_000)
+        .filter(|s| is_busy(s))
         .collect();
     let (exact, estimated): (Vec<&Snapshot>, Vec<&Snapshot>) =
         busy.iter().partition(|s| !s.overhead.estimated);
@@ -197,15 +205,20 @@ fn each_program_and_each_socket_call_has_a_measured_cost() {
     drop(sink);
 
     let mut programs: BTreeMap<String, (u64, u64)> = BTreeMap::new();
+    let mut busy = 0;
     for (i, s) in snaps.iter().enumerate() {
         // Held throughout, the statistics measured every run but strays
         // (counters and statistics are read microseconds apart), save in
         // the first interval, which began before netto's first reading.
+        // Only intervals under the load are judged (see `is_busy`).
         let o = &s.overhead;
-        assert!(
-            i == 0 || o.bpf_error_ns * 100 <= o.bpf_run_time_ns,
-            "statistics were held, yet interval {i} has an error over 1 %: {o:?}"
-        );
+        if i > 0 && is_busy(s) {
+            busy += 1;
+            assert!(
+                o.bpf_error_ns * 100 <= o.bpf_run_time_ns,
+                "statistics were held, yet interval {i} has an error over 1 %: {o:?}"
+            );
+        }
         for p in &o.programs {
             let sum = programs.entry(p.name.clone()).or_default();
             sum.0 += p.run_count;
@@ -236,6 +249,7 @@ fn each_program_and_each_socket_call_has_a_measured_cost() {
         run.calls
     );
     assert!(run.calls > 1000, "only {} calls", run.calls);
+    assert!(busy >= 2, "only {busy} intervals under the load");
     assert!(
         window_runs >= 2 * run.calls,
         "{window_runs} window program runs for {} socket calls",
