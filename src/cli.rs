@@ -133,6 +133,10 @@ pub struct MeasureArgs {
     /// `netto sketch`): its heaviest flows and its own cost in every snapshot.
     #[arg(long, value_name = "IFACE")]
     pub xdp_sketch: Option<String>,
+    /// The co-hosted sketch's probability, in (0, 1] (as `netto sketch
+    /// --probability`); with --budget, the ceiling it steps back up to.
+    #[arg(long, value_name = "P", requires = "xdp_sketch", default_value_t = sketch_config::DEFAULT_PROBABILITY, allow_negative_numbers = true, value_parser = parse_probability)]
+    pub xdp_sketch_probability: f64,
     /// Attribute every event's time to the process, cgroup or network
     /// namespace it was for (socket calls: the caller; softirq work: the
     /// socket's owner, or the device's namespace for forwarded traffic).
@@ -143,7 +147,8 @@ pub struct MeasureArgs {
     pub max_groups: usize,
     /// Keep netto's whole cost (its processes and BPF programs) under this
     /// percentage of one CPU by turning the sampling frequency down, then
-    /// attribution (--by) off, then (when sampling) the tier down, and back
+    /// attribution (--by) off, then the XDP sketch's probability
+    /// (--xdp-sketch) down, then (when sampling) the tier down, and back
     /// when there is room; `off`: no budget. Estimates are marked with
     /// their errors; when every knob is at its floor, netto says so.
     #[arg(long, value_name = "PERCENT", default_value = "off", allow_negative_numbers = true, value_parser = parse_budget)]
@@ -206,10 +211,15 @@ impl MeasureArgs {
                 }),
             demo: self.demo.into(),
             flush_on_stop,
-            xdp_sketch: self
-                .xdp_sketch
-                .as_ref()
-                .map(|iface| (iface.clone(), SketchConfig::default())),
+            xdp_sketch: self.xdp_sketch.as_ref().map(|iface| {
+                (
+                    iface.clone(),
+                    SketchConfig {
+                        probability: self.xdp_sketch_probability,
+                        ..SketchConfig::default()
+                    },
+                )
+            }),
             attribution: self.attribution(),
             budget: self.budget.0,
             tier: self.tier.into(),
@@ -888,8 +898,56 @@ mod tests {
     }
 
     #[test]
+    fn the_cohosted_sketch_samples_at_the_asked_probability() {
+        let sketch = |args: &[&str]| {
+            let Command::Stat(stat) = parse(args).unwrap().into_command() else {
+                panic!("stat");
+            };
+            let config = stat.measure.live_config(None, None, false);
+            config.xdp_sketch.map(|(iface, c)| (iface, c.probability))
+        };
+        assert_eq!(sketch(&["stat"]), None);
+        assert_eq!(
+            sketch(&["stat", "--xdp-sketch", "lo"]),
+            Some(("lo".to_owned(), sketch_config::DEFAULT_PROBABILITY))
+        );
+        assert_eq!(
+            sketch(&[
+                "stat",
+                "--xdp-sketch",
+                "lo",
+                "--xdp-sketch-probability",
+                "0.5"
+            ]),
+            Some(("lo".to_owned(), 0.5))
+        );
+    }
+
+    #[test]
     fn rejects_bad_values() {
         for bad in [
+            &["stat", "--xdp-sketch-probability", "0.5"] as &[&str],
+            &[
+                "stat",
+                "--xdp-sketch",
+                "lo",
+                "--xdp-sketch-probability",
+                "0",
+            ],
+            &[
+                "stat",
+                "--xdp-sketch",
+                "lo",
+                "--xdp-sketch-probability",
+                "1.5",
+            ],
+            &[
+                "top",
+                "--xdp-sketch",
+                "lo",
+                "--xdp-sketch-probability",
+                "nan",
+            ],
             &["stat", "--interval", "0"][..],
             &["stat", "--interval", "-1"],
             &["stat", "--interval", "nan"],

@@ -281,8 +281,9 @@ pub struct Snapshot {
 }
 
 /// netto keeping its whole cost (`overhead.cost_percent`) under a share of
-/// one CPU by turning its sampling frequency down, and back up when there
-/// is room (`source::budget` says when).
+/// one CPU by turning its knobs down (sampling frequency, attribution, the
+/// XDP sketch's probability, the tier), and back up when there is room
+/// (`source::budget` says when and in which order).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct BudgetStatus {
     /// The budget, in percent of one CPU.
@@ -290,13 +291,19 @@ pub struct BudgetStatus {
     /// Whether netto's cost was over the budget in this interval.
     pub over: bool,
     /// Whether every knob is at its floor (sampling at its lowest
-    /// frequency or not sampling, and attribution off or not asked for):
-    /// nothing is left to turn down.
+    /// frequency or not sampling, attribution off or not asked for, the
+    /// sketch at its lowest probability or not co-hosted, the lowest tier
+    /// or not sampling): nothing is left to turn down.
     pub at_floor: bool,
     /// The sampling frequency asked for (command line, `+`/`-`, the web
     /// API): the ceiling the budget steps back up to.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub asked_frequency_hz: Option<u64>,
+    /// The co-hosted XDP sketch's probability asked for (`--xdp-sketch`):
+    /// the ceiling its steps come back up to; the one in force is the
+    /// sketch's own `probability`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub asked_sketch_probability: Option<f64>,
     /// What the budget changed at the end of this interval.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub change: Option<BudgetChange>,
@@ -319,6 +326,12 @@ pub enum BudgetChange {
     AttributionOff,
     /// Attribution back on: there was room.
     AttributionOn,
+    /// The XDP sketch's probability stepped down, attribution being off:
+    /// its flow estimates widen (its totals stay exact).
+    SketchDown { from: f64, to: f64 },
+    /// The sketch's probability back up toward the asked one: there was
+    /// room.
+    SketchUp { from: f64, to: f64 },
     /// One tier down, sampling being at its floor and attribution off:
     /// what the lower tier does not measure is estimated from then on.
     TierDown { from: Tier, to: Tier },
@@ -348,6 +361,13 @@ impl BudgetStatus {
             ),
             BudgetChange::AttributionOn => {
                 format!("budget {budget} %: room under it, attribution on again")
+            }
+            BudgetChange::SketchDown { from, to } => format!(
+                "budget {budget} %: over it, XDP sketch probability {from} -> {to} (wider flow \
+                 estimates; packet and byte totals stay exact)"
+            ),
+            BudgetChange::SketchUp { from, to } => {
+                format!("budget {budget} %: room under it, XDP sketch probability {from} -> {to}")
             }
             BudgetChange::TierDown { from, to } => format!(
                 "budget {budget} %: over it, tier {} -> {} ({} estimated from stack samples, \

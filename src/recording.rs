@@ -16,8 +16,8 @@ use thiserror::Error;
 
 use crate::kernel::sampler::MAX_FREQUENCY_HZ;
 use crate::model::{
-    Attribution, CpuTime, EventKey, Recording, Snapshot, SoftirqVector, StackCount, MAX_DURATION_S,
-    MAX_INTERVAL_S,
+    Attribution, BudgetChange, CpuTime, EventKey, Recording, Snapshot, SoftirqVector, StackCount,
+    MAX_DURATION_S, MAX_INTERVAL_S,
 };
 
 /// Most CPUs a recording may have: the kernel's own ceiling (`NR_CPUS`
@@ -266,6 +266,15 @@ fn check_snapshot(at: &str, s: &Snapshot) -> Result<(), Invalid> {
         if let Some(hz) = budget.asked_frequency_hz {
             check_frequency(&format!("{at}.budget.asked_frequency_hz"), hz)?;
         }
+        if let Some(p) = budget.asked_sketch_probability {
+            check_probability(&format!("{at}.budget.asked_sketch_probability"), p)?;
+        }
+        if let Some(BudgetChange::SketchDown { from, to } | BudgetChange::SketchUp { from, to }) =
+            budget.change
+        {
+            check_probability(&format!("{at}.budget.change.from"), from)?;
+            check_probability(&format!("{at}.budget.change.to"), to)?;
+        }
     }
     if let Some(sampling) = &s.sampling {
         check_frequency(
@@ -290,12 +299,7 @@ fn check_snapshot(at: &str, s: &Snapshot) -> Result<(), Invalid> {
             sketch.interval_s,
             with_overrun(MAX_INTERVAL_S),
         )?;
-        if !(sketch.probability > 0.0 && sketch.probability <= 1.0) {
-            return Err(invalid(
-                format!("{at}.probability"),
-                format!("{} is outside (0, 1]", sketch.probability),
-            ));
-        }
+        check_probability(&format!("{at}.probability"), sketch.probability)?;
         for (j, flow) in sketch.top.iter().enumerate() {
             check_share(&format!("{at}.top[{j}].share"), flow.share)?;
         }
@@ -612,6 +616,14 @@ fn check_at_most(at: &str, value: f64, most: f64) -> Result<(), Invalid> {
             at,
             format!("{value} is above {most:.0}, the most possible"),
         ));
+    }
+    Ok(())
+}
+
+/// A sampling probability: the sketch samples at least now and then.
+fn check_probability(at: &str, p: f64) -> Result<(), Invalid> {
+    if !(p > 0.0 && p <= 1.0) {
+        return Err(invalid(at, format!("{p} is outside (0, 1]")));
     }
     Ok(())
 }

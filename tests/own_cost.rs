@@ -18,6 +18,7 @@ use libbpf_rs::skel::{OpenSkel, SkelBuilder};
 use netto::kernel::skel::floor::FloorSkelBuilder;
 use netto::kernel::stats::{run_stats, StatsGuard};
 use netto::model::{percent, BudgetChange, BudgetStatus, EventKey, Recording, Snapshot, Tier};
+use netto::source::budget::SKETCH_FLOOR;
 use std::mem::MaybeUninit;
 use std::os::fd::AsFd;
 
@@ -416,29 +417,7 @@ fn the_budget_steps_the_tier_down_under_load_and_back_up_after() {
 /// it back on once the load has stopped; both in the output and on stderr.
 #[test]
 fn the_budget_turns_attribution_off_under_load_and_back_on_after() {
-    let (load_s, run_s) = (6.0, 14.0);
-    let (sink, sender) = steady_load(5603, load_s);
-    let budget = BUDGET_PERCENT.to_string();
-    let out = netto(&[
-        "stat",
-        "--json",
-        "--by",
-        "process",
-        "--budget",
-        &budget,
-        "--interval",
-        "0.5",
-        "--duration",
-        &run_s.to_string(),
-    ]);
-    sender.join().unwrap();
-    drop(sink);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{stderr}");
-    let snaps: Vec<Snapshot> = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(|line| serde_json::from_str(line).expect("a snapshot per line"))
-        .collect();
+    let (snaps, stderr) = stat_under_budget(5603, 6.0, 14.0, &["--by", "process"]);
     let on = |s: &Snapshot| s.attribution.as_ref().expect("attribution").on;
     let change = |s: &Snapshot| s.budget.as_ref().expect("budget").change;
     for s in &snaps {
@@ -478,6 +457,135 @@ fn the_budget_turns_attribution_off_under_load_and_back_on_after() {
         "netto: budget {BUDGET_PERCENT} %: over it, attribution off"
     )));
     assert!(stderr.contains("attribution on again"), "{stderr}");
+}
+
+/// `netto stat --json` under [`BUDGET_PERCENT`] in 0.5 s intervals with
+/// `args`, for `run_s` while [`steady_load`] runs for `load_s` on `port`:
+/// its snapshots and its stderr.
+fn stat_under_budget(port: u16, load_s: f64, run_s: f64, args: &[&str]) -> (Vec<Snapshot>, String) {
+    let (sink, sender) = steady_load(port, load_s);
+    let budget = BUDGET_PERCENT.to_string();
+    let run = run_s.to_string();
+    let mut all = vec![
+        "stat",
+        "--json",
+        "--budget",
+        &budget,
+        "--interval",
+        "0.5",
+        "--duration",
+        &run,
+    ];
+    all.extend_from_slice(args);
+    let out = netto(&all);
+    sender.join().unwrap();
+    drop(sink);
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{stderr}");
+    let snaps = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|line| serde_json::from_str(line).expect("a snapshot per line"))
+        .collect();
+    (snaps, stderr)
+}
+
+/// `--budget` with `--xdp-sketch` and no sampling: the sketch's probability
+/// is the knob (attribution not asked for). The load's datagrams cross
+/// loopback, where the sketch runs: netto goes over the budget, steps the
+/// probability down to its floor and says the budget is exceeded (the
+/// accounting alone is over it), then steps it back up once the load has
+/// stopped. Every interval's sketch samples at the probability the last
+/// change left, and its packet total stays exact throughout.
+#[test]
+fn the_budget_steps_the_sketch_probability_down_under_load_and_back_up_after() {
+    let asked = 1.0;
+    let (snaps, stderr) = stat_under_budget(
+        5606,
+        14.0,
+        24.0,
+        &[
+            "--xdp-sketch",
+            "lo",
+            "--xdp-sketch-probability",
+            &asked.to_string(),
+        ],
+    );
+    let sketch = |s: &Snapshot| s.sketch.clone().expect("a sketch in every snapshot");
+    let change = |s: &Snapshot| s.budget.as_ref().expect("budget").change;
+    for s in &snaps {
+        let k = sketch(s);
+        eprintln!(
+            "p {:<8} {:>8} packets {:>8} sent {:>6.1} ns/packet  cost {:.3} %  {:?}",
+            k.probability,
+            k.packets,
+            s.event(EventKey::SockSend).count,
+            k.cost.ns_per_packet,
+            s.overhead.cost_percent.unwrap_or(f64::NAN),
+            change(s)
+        );
+    }
+    let near = |a: f64, b: f64| (a - b).abs() <= b * 1e-3;
+    assert!(near(sketch(&snaps[0]).probability, asked));
+    for (i, pair) in snaps.windows(2).enumerate() {
+        let budget = pair[0].budget.as_ref().unwrap();
+        assert_eq!(budget.asked_sketch_probability, Some(asked));
+        let expected = match budget.change {
+            Some(BudgetChange::SketchDown { to, .. } | BudgetChange::SketchUp { to, .. }) => to,
+            _ => sketch(&pair[0]).probability,
+        };
+        let p = sketch(&pair[1]).probability;
+        assert!(
+            near(p, expected),
+            "interval {}: p {p}, {expected} expected",
+            i + 1
+        );
+    }
+    let down = snaps
+        .iter()
+        .position(|s| matches!(change(s), Some(BudgetChange::SketchDown { .. })))
+        .expect("the sketch's probability never stepped down under load");
+    let loaded = |s: &Snapshot| s.event(EventKey::SockSend).count > 1000;
+    assert!(loaded(&snaps[down]), "stepped down without load");
+    let floor = snaps
+        .iter()
+        .map(|s| sketch(s).probability)
+        .fold(f64::INFINITY, f64::min);
+    assert!(near(floor, SKETCH_FLOOR), "lowest p {floor}");
+    assert!(
+        snaps
+            .iter()
+            .any(|s| change(s) == Some(BudgetChange::Exceeded)),
+        "the accounting alone is over the budget: exceeded at the floor"
+    );
+    let last_loaded = snaps.iter().rposition(loaded).unwrap();
+    assert!(
+        snaps[last_loaded..]
+            .iter()
+            .any(|s| matches!(change(s), Some(BudgetChange::SketchUp { .. }))),
+        "the probability never stepped back up after the load"
+    );
+    // The totals are counted, not sampled: every datagram sent while netto
+    // ran crossed lo (the two are read a little apart at each interval's
+    // end, and lo carries a few packets more).
+    let packets: u64 = snaps.iter().map(|s| sketch(s).packets).sum();
+    let sent: u64 = snaps
+        .iter()
+        .map(|s| s.event(EventKey::SockSend).count)
+        .sum();
+    assert!(
+        (packets as f64 / sent as f64 - 1.0).abs() < 0.01,
+        "{packets} packets for {sent} datagrams"
+    );
+    assert!(
+        stderr.contains(&format!(
+            "netto: budget {BUDGET_PERCENT} %: over it, XDP sketch probability"
+        )),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("room under it, XDP sketch probability"),
+        "{stderr}"
+    );
 }
 
 /// A budget the loaded host puts netto over at 4000 Hz, and that it is

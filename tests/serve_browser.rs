@@ -14,7 +14,9 @@ use std::time::{Duration, Instant};
 use common::serve::Serve;
 use headless_chrome::protocol::cdp::Page::CaptureScreenshotFormatOption;
 use headless_chrome::{Browser, LaunchOptions, Tab};
-use netto::model::{Attribution, EventKey, Group, GroupBy, Recording, Tier};
+use netto::model::{
+    Attribution, BudgetChange, BudgetStatus, EventKey, Group, GroupBy, Recording, Tier,
+};
 
 const RECORDING: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
@@ -281,4 +283,61 @@ fn the_page_shows_who_pays_and_marks_estimates() {
     );
     let tier = wait_for(&tab, "document.getElementById('tier')?.textContent");
     assert!(tier.as_str().unwrap().starts_with("tier softirq"), "{tier}");
+}
+
+/// A budget that stepped the co-hosted sketch's probability down, in the
+/// browser: the sketch's summary gives the probability in force, the cost
+/// table's budget row the one asked for.
+#[test]
+fn the_page_shows_the_sketch_probability_in_force_and_the_one_asked() {
+    let mut recording: Recording =
+        serde_json::from_str(&std::fs::read_to_string(RECORDING).unwrap()).unwrap();
+    let last = recording.snapshots.last_mut().unwrap();
+    last.sketch = Some(
+        serde_json::from_value(serde_json::json!({
+            "ts": last.ts, "interval_s": last.interval_s, "iface": "veth-a",
+            "mode": "native", "probability": 0.0025, "rows": 4, "columns": 2048,
+            "packets": 50000, "bytes": 125000000, "gaps_reused": 0, "top": [],
+            "other_protocols": {},
+            "cost": {"run_count": 50000, "run_time_ns": 2000000,
+                     "ns_per_packet": 40.0, "cpu_percent": 0.1}
+        }))
+        .expect("a sketch snapshot"),
+    );
+    last.budget = Some(BudgetStatus {
+        percent: 1.0,
+        over: true,
+        at_floor: false,
+        asked_frequency_hz: None,
+        asked_sketch_probability: Some(0.01),
+        change: Some(BudgetChange::SketchDown {
+            from: 0.0025,
+            to: 0.001,
+        }),
+        steps_down: 1,
+        steps_up: 0,
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("budget.json");
+    std::fs::write(&path, serde_json::to_vec(&recording).unwrap()).unwrap();
+    netto::recording::load(&path).expect("a valid recording");
+    let page = open_page(&path);
+    let tab = Arc::clone(&page.tab);
+
+    let summary = wait_for(&tab, "document.querySelector('#sketch p')?.textContent");
+    assert!(
+        summary
+            .as_str()
+            .unwrap()
+            .starts_with("veth-a (native), p=0.0025,"),
+        "{summary}"
+    );
+    let budget = wait_for(
+        &tab,
+        "[...document.querySelectorAll('#overhead tr')]\
+           .map(tr => tr.textContent).find(t => t.startsWith('budget')) ?? null",
+    );
+    let budget = budget.as_str().unwrap();
+    assert!(budget.contains("1 % of one CPU: over"), "{budget}");
+    assert!(budget.ends_with("sketch asked p=0.01)"), "{budget}");
 }

@@ -274,7 +274,8 @@ function renderOverhead(s) {
   const b = s.budget;
   if (b) {
     const state = b.over ? (b.at_floor ? "over, every knob at its floor" : "over") : "kept";
-    const asked = b.asked_frequency_hz == null ? "" : `, sampling asked ${b.asked_frequency_hz} Hz`;
+    const asked = (b.asked_frequency_hz == null ? "" : `, sampling asked ${b.asked_frequency_hz} Hz`) +
+      (b.asked_sketch_probability == null ? "" : `, sketch asked p=${b.asked_sketch_probability}`);
     rows.push(["budget", `${b.percent} % of one CPU: ${state} (${b.steps_down} steps down, ${b.steps_up} up${asked})`]);
   }
   if (s.sampling) {
@@ -314,7 +315,7 @@ function renderSketch(s) {
   if (!sk) {
     return;
   }
-  const summary = el("p", {}, `${sk.iface} (${sk.mode}), ${fmtInt(sk.packets)} packets, ${fmtInt(sk.bytes)} bytes` +
+  const summary = el("p", {}, `${sk.iface} (${sk.mode}), p=${sk.probability}, ${fmtInt(sk.packets)} packets, ${fmtInt(sk.bytes)} bytes` +
     (sk.cost ? `, ${sk.cost.ns_per_packet.toFixed(1)} ns/packet, ${fmtPct(sk.cost.cpu_percent)} % CPU` : ""));
   const head = el("tr", {}, el("th", {}, "flow"), el("th", {}, "packets"), el("th", {}, "bytes"), el("th", {}, "share"));
   const flows = (sk.top || []).map((f) => el("tr", {}, el("td", {}, `${f.flow.proto} ${f.flow.src}:${f.flow.sport} → ${f.flow.dst}:${f.flow.dport}`), el("td", {}, fmtInt(f.packets)), el("td", {}, fmtInt(f.bytes)), el("td", {}, fmtPct(f.share * 100) + " %")));

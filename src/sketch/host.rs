@@ -10,7 +10,7 @@ use libbpf_rs::OpenObject;
 use crate::kernel::stats::{run_stats, RunStats};
 use crate::model::{percent, FlowEstimate, PacketUnit, SketchCost, SketchSnapshot, XdpMode};
 
-use super::config::{Geometry, SketchConfig};
+use super::config::{Geometry, Sampling, SketchConfig};
 use super::counters::Counters;
 use super::error::SketchError;
 use super::estimate::{self, TopK};
@@ -67,6 +67,21 @@ impl<'obj> Host<'obj> {
     /// The probability as applied (see [`super::config::Sampling`]).
     pub fn probability(&self) -> f64 {
         self.variates.sampling().probability()
+    }
+
+    /// Samples at `probability` from the next packet with a sampled row on:
+    /// each CPU's ring is drawn anew from its cursor. The program may take
+    /// an entry meanwhile; it gets an old variate or a new one, whole, and
+    /// either carries the weight it was drawn with, so estimates across
+    /// the change stay unbiased.
+    pub fn set_probability(&mut self, probability: f64) -> Result<(), SketchError> {
+        self.variates.set_sampling(Sampling::new(probability)?);
+        let (slots, rows) = (self.loaded.slots(), self.geometry().rows());
+        for cpu in 0..slots.cpus() {
+            let (cursor, _) = slots.ring_position(cpu);
+            slots.refill(cpu, &self.variates.rewrite(rows, cursor));
+        }
+        Ok(())
     }
 
     /// Fresh variates for every entry taken since the last top-up.

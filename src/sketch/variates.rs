@@ -80,10 +80,9 @@ impl Variates {
         self.sampling
     }
 
-    /// Later variates are drawn with `sampling`. Only the tests change p
-    /// in mid-run: each variate carries its weight, and they hold the
-    /// program to it.
-    #[cfg(any(test, feature = "test-support"))]
+    /// Later variates are drawn with `sampling` (the budget turns p at run
+    /// time). Each variate carries its weight, so the ones drawn before
+    /// keep the program adding what they were sampled with.
     pub fn set_sampling(&mut self, sampling: Sampling) {
         self.sampling = sampling;
         self.gaps = geometric(sampling);
@@ -163,7 +162,6 @@ impl Variates {
 
     /// Every entry from `cursor` on drawn anew (a change of p): the whole
     /// ring, none of it taken yet.
-    #[cfg(any(test, feature = "test-support"))]
     pub fn rewrite(&mut self, rows: u32, cursor: u32) -> Refill {
         Refill {
             start: cursor,

@@ -4,10 +4,15 @@
 //! The knobs, in the order they are turned down: the stack sampling
 //! frequency, on a ladder of halvings of the asked frequency down to
 //! [`MIN_FREQUENCY_HZ`]; then attribution (`--by`), whose per-event work
-//! goes while its time is left `unattributed`; then the tier, one step at
-//! a time from the asked one down to `sampled`, when netto samples (the
-//! lower tiers estimate from samples, at [`ESTIMATE_HZ`] at least, so the
-//! sampling frequency comes back up to that with the first tier step).
+//! goes while its time is left `unattributed`; then the co-hosted XDP
+//! sketch's probability (`--xdp-sketch`), divided by [`SKETCH_STEP`] a step
+//! down to [`SKETCH_FLOOR`]: its flow estimates widen, its packet and byte
+//! totals stay exact, and it pays per sampled packet, so on a fast link it
+//! can be most of netto's cost; then the tier, one step at a time from the
+//! asked one down to `sampled`, when netto samples (the lower tiers
+//! estimate from samples, at [`ESTIMATE_HZ`] at least, so the sampling
+//! frequency comes back up to that with the first tier step). The tier
+//! goes last because it is the one knob that makes accounting estimate.
 //! They come back up in the reverse order. When every knob is at its floor
 //! and netto still costs more, the snapshot and one line say so
 //! ([`BudgetChange::Exceeded`]). Whatever the tier, every estimate is
@@ -37,15 +42,27 @@ pub const ROOM: f64 = 0.6;
 pub const LONGEST_UP_WAIT: u32 = 80;
 pub const SETTLE: u32 = 2;
 
+/// A step of the sketch's probability: a quarter of the last, so that the
+/// few steps from the default 1 % reach the floor in seconds, each still
+/// a clear change of its cost.
+pub const SKETCH_STEP: f64 = 4.0;
+
+/// The lowest probability the budget takes the sketch to. Below it the
+/// sketch's cost hardly falls (its packets then run the skip path alone,
+/// README "XDP sketch"), while its estimates keep widening.
+pub const SKETCH_FLOOR: f64 = 0.001;
+
 /// Lowest and highest budget, in percent of one CPU.
 pub const MIN_PERCENT: f64 = 0.01;
 pub const MAX_PERCENT: f64 = 100.0;
 
 /// What the budget turns at the end of an interval.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Knob {
     Frequency(u64),
     Attribution(bool),
+    /// The XDP sketch's sampling probability.
+    Sketch(f64),
     /// The tier, and the sampling frequency that goes with it.
     Tier(Tier, u64),
 }
@@ -61,6 +78,10 @@ pub struct Budget {
     attributing: bool,
     /// Attribution turned off by the budget.
     attribution_off: bool,
+    /// The sketch's asked probability; `None` without a sketch.
+    asked_sketch: Option<f64>,
+    /// Steps of the sketch's probability in force.
+    sketch_level: u32,
     /// The tier asked for (the ceiling) and the one in force.
     asked_tier: Tier,
     tier: Tier,
@@ -85,6 +106,8 @@ impl Budget {
             level: 0,
             attributing,
             attribution_off: false,
+            asked_sketch: None,
+            sketch_level: 0,
             asked_tier,
             tier: asked_tier,
             over_for: 0,
@@ -98,6 +121,14 @@ impl Budget {
         }
     }
 
+    /// The co-hosted sketch, sampling at `probability`, is one more knob.
+    pub fn with_sketch(self, probability: Option<f64>) -> Budget {
+        Budget {
+            asked_sketch: probability,
+            ..self
+        }
+    }
+
     /// A front end asked for a frequency: it becomes the ceiling, in force
     /// now, and the budget judges it afresh (attribution stays as it is).
     pub fn asked(&mut self, hz: u64) {
@@ -107,7 +138,9 @@ impl Budget {
                 steps_up: self.steps_up,
                 attribution_off: self.attribution_off,
                 tier: self.tier,
+                sketch_level: self.sketch_level,
                 ..Budget::new(self.percent, Some(hz), self.attributing, self.asked_tier)
+                    .with_sketch(self.asked_sketch)
             };
             self.settling = SETTLE;
         }
@@ -122,6 +155,13 @@ impl Budget {
         } else {
             hz.max(ESTIMATE_HZ)
         })
+    }
+
+    /// The sketch's probability the budget wants in force.
+    pub fn sketch_probability(&self) -> Option<f64> {
+        let asked = self.asked_sketch?;
+        let stepped = asked / SKETCH_STEP.powf(f64::from(self.sketch_level));
+        Some(stepped.max(SKETCH_FLOOR.min(asked)))
     }
 
     /// The tier the budget wants in force.
@@ -145,13 +185,20 @@ impl Budget {
         !self.attributing || self.attribution_off
     }
 
+    fn sketch_at_floor(&self) -> bool {
+        self.sketch_probability().is_none_or(|p| p <= SKETCH_FLOOR)
+    }
+
     /// Only a run that samples can estimate what a lower tier leaves out.
     fn tier_at_floor(&self) -> bool {
         self.asked_hz.is_none() || self.tier.lower().is_none()
     }
 
     fn at_floor(&self) -> bool {
-        self.frequency_at_floor() && self.attribution_at_floor() && self.tier_at_floor()
+        self.frequency_at_floor()
+            && self.attribution_at_floor()
+            && self.sketch_at_floor()
+            && self.tier_at_floor()
     }
 
     /// Judges one interval's cost; returns what the interval's snapshot
@@ -171,6 +218,9 @@ impl Budget {
             }
             Some(BudgetChange::AttributionOff) => Some(Knob::Attribution(false)),
             Some(BudgetChange::AttributionOn) => Some(Knob::Attribution(true)),
+            Some(BudgetChange::SketchDown { to, .. } | BudgetChange::SketchUp { to, .. }) => {
+                Some(Knob::Sketch(to))
+            }
             Some(BudgetChange::TierDown { to, .. } | BudgetChange::TierUp { to, .. }) => {
                 Some(Knob::Tier(to, self.frequency_hz().unwrap_or(ESTIMATE_HZ)))
             }
@@ -195,6 +245,7 @@ impl Budget {
             over: self.is_over(overhead),
             at_floor: self.at_floor(),
             asked_frequency_hz: self.asked_hz,
+            asked_sketch_probability: self.asked_sketch,
             change,
             steps_down: self.steps_down,
             steps_up: self.steps_up,
@@ -220,7 +271,10 @@ impl Budget {
             }
             return Some(self.step_down());
         }
-        let below_asked = self.level > 0 || self.attribution_off || self.tier != self.asked_tier;
+        let below_asked = self.level > 0
+            || self.attribution_off
+            || self.sketch_level > 0
+            || self.tier != self.asked_tier;
         if self.room_for >= self.up_wait && below_asked {
             self.room_for = 0;
             self.since_up = Some(0);
@@ -230,7 +284,7 @@ impl Budget {
     }
 
     /// One step down: the frequency while it can go lower, then
-    /// attribution, then the tier.
+    /// attribution, then the sketch's probability, then the tier.
     fn step_down(&mut self) -> BudgetChange {
         self.settling = SETTLE;
         self.steps_down += 1;
@@ -238,6 +292,11 @@ impl Budget {
             if !self.attribution_at_floor() {
                 self.attribution_off = true;
                 return BudgetChange::AttributionOff;
+            }
+            if let (false, Some(from)) = (self.sketch_at_floor(), self.sketch_probability()) {
+                self.sketch_level += 1;
+                let to = self.sketch_probability().unwrap_or(from);
+                return BudgetChange::SketchDown { from, to };
             }
             let from = self.tier;
             // at_floor() was false, so there is a lower tier.
@@ -264,6 +323,11 @@ impl Budget {
                 from,
                 to: self.tier,
             };
+        }
+        if let (true, Some(from)) = (self.sketch_level > 0, self.sketch_probability()) {
+            self.sketch_level -= 1;
+            let to = self.sketch_probability().unwrap_or(from);
+            return BudgetChange::SketchUp { from, to };
         }
         if std::mem::replace(&mut self.attribution_off, false) {
             return BudgetChange::AttributionOn;
@@ -522,6 +586,84 @@ mod tests {
         let steps: Vec<_> = run(&mut blind, 1.0, 6).into_iter().flatten().collect();
         assert_eq!(steps, [BudgetChange::Exceeded]);
         assert_eq!(blind.tier(), Tier::Exact);
+    }
+
+    fn sketch_down(from: f64, to: f64) -> BudgetChange {
+        BudgetChange::SketchDown { from, to }
+    }
+
+    #[test]
+    fn the_sketch_goes_after_attribution_and_before_the_tier_and_comes_back_between() {
+        let mut budget = Budget::new(0.05, Some(4), true, Tier::Exact).with_sketch(Some(0.01));
+        let steps: Vec<_> = run(&mut budget, 1.0, 36).into_iter().flatten().collect();
+        assert_eq!(
+            steps,
+            [
+                down(4, 2).unwrap(),
+                down(2, 1).unwrap(),
+                BudgetChange::AttributionOff,
+                sketch_down(0.01, 0.0025),
+                sketch_down(0.0025, SKETCH_FLOOR),
+                tier_down(Tier::Exact, Tier::Softirq),
+                tier_down(Tier::Softirq, Tier::Sampled),
+                BudgetChange::Exceeded
+            ]
+        );
+        let (status, _) = budget.observe(&cost(1.0, 0.0));
+        assert!(status.at_floor);
+        assert_eq!(status.asked_sketch_probability, Some(0.01));
+        // A front end's frequency leaves the sketch where the budget put it.
+        budget.asked(4);
+        assert_eq!(budget.sketch_probability(), Some(SKETCH_FLOOR));
+        let mut knobs = Vec::new();
+        for _ in 0..100 {
+            knobs.extend(budget.observe(&cost(0.001, 0.0)).1);
+        }
+        assert_eq!(
+            knobs,
+            [
+                Knob::Tier(Tier::Softirq, ESTIMATE_HZ),
+                Knob::Tier(Tier::Exact, 4),
+                Knob::Sketch(0.0025),
+                Knob::Sketch(0.01),
+                Knob::Attribution(true)
+            ]
+        );
+        assert_eq!(
+            budget.sketch_probability(),
+            Some(0.01),
+            "never above the asked"
+        );
+    }
+
+    #[test]
+    fn without_sampling_the_sketch_steps_by_quarters_to_its_floor() {
+        let mut budget = Budget::new(0.5, None, false, Tier::Exact).with_sketch(Some(1.0));
+        let steps: Vec<_> = run(&mut budget, 0.9, 30).into_iter().flatten().collect();
+        let mut expected: Vec<_> = [1.0, 0.25, 0.0625, 0.015625, 0.00390625]
+            .windows(2)
+            .map(|p| sketch_down(p[0], p[1]))
+            .collect();
+        expected.extend([
+            sketch_down(0.00390625, SKETCH_FLOOR),
+            BudgetChange::Exceeded,
+        ]);
+        assert_eq!(steps, expected);
+        let line = budget.observe(&cost(0.9, 0.0)).0;
+        assert!(line.at_floor);
+        // Asked at or below the floor, the sketch is no knob.
+        let mut low = Budget::new(0.5, None, false, Tier::Exact).with_sketch(Some(0.0005));
+        let steps: Vec<_> = run(&mut low, 0.9, 4).into_iter().flatten().collect();
+        assert_eq!(steps, [BudgetChange::Exceeded]);
+        assert_eq!(low.sketch_probability(), Some(0.0005));
+        let mut status = Budget::new(1.0, None, false, Tier::Exact)
+            .with_sketch(Some(0.01))
+            .last(&cost(0.1, 0.0));
+        status.change = Some(sketch_down(0.01, 0.0025));
+        assert!(status
+            .change_line()
+            .unwrap()
+            .contains("over it, XDP sketch probability 0.01 -> 0.0025"));
     }
 
     #[test]

@@ -493,7 +493,9 @@ impl<'c, 'a, 'obj> Measure<'c, 'a, 'obj> {
             duty,
             budget: config.budget.map(|percent| {
                 let asked_hz = config.sampling.map(|s| s.frequency_hz);
+                let sketch = config.xdp_sketch.as_ref().map(|(_, c)| c.probability);
                 Budget::new(percent, asked_hz, config.attribution.is_some(), config.tier)
+                    .with_sketch(sketch)
             }),
             next_knob: None,
             next_tier: (config.tier != Tier::Exact).then_some(config.tier),
@@ -586,6 +588,11 @@ impl<'c, 'a, 'obj> Measure<'c, 'a, 'obj> {
                             }
                         }
                         Some(Knob::Attribution(on)) => self.switch_attribution(on)?,
+                        Some(Knob::Sketch(probability)) => {
+                            if let Some(sketch) = self.sketch.as_mut() {
+                                sketch.set_probability(probability)?;
+                            }
+                        }
                         Some(Knob::Tier(tier, hz)) => {
                             self.next_tier = Some(tier);
                             self.switch_tier(sampler.as_deref())?;

@@ -390,10 +390,14 @@ impl Metrics {
             Some(
                 BudgetChange::Down { .. }
                 | BudgetChange::AttributionOff
+                | BudgetChange::SketchDown { .. }
                 | BudgetChange::TierDown { .. },
             ) => "down",
             Some(
-                BudgetChange::Up { .. } | BudgetChange::AttributionOn | BudgetChange::TierUp { .. },
+                BudgetChange::Up { .. }
+                | BudgetChange::AttributionOn
+                | BudgetChange::SketchUp { .. }
+                | BudgetChange::TierUp { .. },
             ) => "up",
             Some(BudgetChange::Exceeded | BudgetChange::Kept) | None => return,
         };
@@ -595,6 +599,7 @@ mod tests {
             over: true,
             at_floor: false,
             asked_frequency_hz: Some(99),
+            asked_sketch_probability: None,
             change: Some(BudgetChange::Down {
                 from_hz: 99,
                 to_hz: 49,

@@ -15,8 +15,15 @@ use crate::model::SketchSnapshot;
 const VALUE_WIDTH: u16 = 9;
 
 pub fn draw(app: &App, sketch: &SketchSnapshot, frame: &mut Frame<'_>, area: Rect) {
+    let asked = app
+        .latest()
+        .and_then(|s| s.budget.as_ref()?.asked_sketch_probability)
+        // The applied probability is the asked one rounded to a whole
+        // weight (under 0.1 % off); a step of the budget is a factor.
+        .filter(|&asked| (asked - sketch.probability).abs() > asked * 1e-3)
+        .map_or(String::new(), |asked| format!(" (budget; asked {asked})"));
     let title = format!(
-        " XDP sketch on {} ({}) p={} {}x{} ",
+        " XDP sketch on {} ({}) p={}{asked} {}x{} ",
         sketch.iface,
         sketch.mode.name(),
         sketch.probability,

@@ -7,7 +7,7 @@ use super::*;
 use crate::frontends::tui::app::App;
 use crate::frontends::tui::fixture;
 use crate::frontends::tui::tree::NodeId;
-use crate::model::{EventKey, SampleContext};
+use crate::model::{BudgetStatus, EventKey, SampleContext};
 use crate::source::Origin;
 
 fn screen(app: &App, width: u16, height: u16) -> Vec<String> {
@@ -337,6 +337,35 @@ fn who_pays_says_when_attribution_is_off() {
     a.groups.clear();
     let shown = screen(&fixture::app_showing(off), 80, 24);
     line(&shown, "attribution is off in this interval");
+}
+
+#[test]
+fn sketch_panel_says_when_the_budget_holds_the_probability_under_the_asked() {
+    let budgeted = |asked: f64| {
+        let mut snapshot = fixture::snapshot();
+        snapshot.sketch = Some(fixture::sketch());
+        snapshot.budget = Some(BudgetStatus {
+            percent: 1.0,
+            over: false,
+            at_floor: false,
+            asked_frequency_hz: None,
+            asked_sketch_probability: Some(asked),
+            change: None,
+            steps_down: 1,
+            steps_up: 0,
+        });
+        screen(&fixture::app_showing(snapshot), 200, 60)
+    };
+    has_row(
+        &budgeted(0.5),
+        &[
+            "XDP", "sketch", "p=0.125", "(budget;", "asked", "0.5)", "4x2048",
+        ],
+    );
+    // At the asked probability (as applied, to a whole weight) nothing more.
+    let at_asked = budgeted(0.125);
+    has_row(&at_asked, &["XDP", "sketch", "p=0.125", "4x2048"]);
+    assert!(!at_asked.iter().any(|l| l.contains("budget; asked")));
 }
 
 #[test]
