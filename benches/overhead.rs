@@ -39,7 +39,7 @@
 //! NETTO_BENCH_SECONDS override the defaults of 3 rounds of 5 s per mode;
 //! NETTO_BENCH_MODES=accounting,tier runs only the throughput modes whose
 //! name contains one of those texts, `none` none of them; NETTO_BENCH_SECTIONS picks
-//! sections among throughput,calls,cost,attribution,tiers;
+//! sections among throughput,calls,cost,attribution,estimates,serve;
 //! NETTO_BENCH_WINDOWS and NETTO_BENCH_SETTLE size the tier sections).
 
 use std::collections::BTreeMap;
@@ -975,7 +975,7 @@ fn main() -> Result<()> {
     );
     thread::sleep(Duration::from_millis(500));
     let sections = std::env::var("NETTO_BENCH_SECTIONS")
-        .unwrap_or_else(|_| "throughput,calls,cost,attribution,tiers".into());
+        .unwrap_or_else(|_| "throughput,calls,cost,attribution,estimates,serve".into());
     println!(
         "netto overhead: iperf3 TCP through veth, {rounds} interleaved rounds of {seconds} s per mode \
          (load average {})",
@@ -993,8 +993,10 @@ fn main() -> Result<()> {
     if sections.contains("attribution") {
         attribution_cost(&pair, rounds, seconds)?;
     }
-    if sections.contains("tiers") {
+    if sections.contains("estimates") {
         accuracy(&pair, env_or("NETTO_BENCH_WINDOWS", 12), 10)?;
+    }
+    if sections.contains("serve") {
         serve_budget(&pair, rounds, env_or("NETTO_BENCH_SETTLE", 60), 20)?;
     }
     println!("\nload average at the end: {}", load_average());

@@ -11,7 +11,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use super::placement;
+use super::placement::{self, Place};
 use crate::kernel::attribution::Key;
 use crate::model::{SampleContext, StackCount};
 use crate::symbols::symbolizer::{trim_stack, FastState, FrameId, Symbolizer};
@@ -122,6 +122,7 @@ impl Folder {
         mut name: impl FnMut(&Key) -> Option<String>,
     ) -> Vec<StackCount> {
         let mut merged: [Merged; SampleContext::ALL.len()] = Default::default();
+        let mut timers = TimerWork::default();
         let mut frames = Vec::new();
         self.unplaced = 0;
         for (cpu, by_context) in (0u32..).zip(&mut self.by_cpu) {
@@ -135,7 +136,25 @@ impl Folder {
                             None => {
                                 let names = frames.iter().rev().map(|&f| symbolizer.name(f));
                                 match placement::place(names) {
-                                    Some(context) => context,
+                                    Some(Place::In(context)) => {
+                                        if context == SampleContext::NetTimers {
+                                            timers.cpu(cpu).network += count;
+                                        }
+                                        context
+                                    }
+                                    Some(Place::TimerWork { callback: true, .. }) => {
+                                        timers.cpu(cpu).other += count;
+                                        self.unplaced += count;
+                                        continue;
+                                    }
+                                    Some(Place::TimerWork {
+                                        callback: false, ..
+                                    }) => {
+                                        let work = timers.cpu(cpu);
+                                        work.work += count;
+                                        work.stacks.push((group.clone(), frames.clone(), count));
+                                        continue;
+                                    }
                                     None => {
                                         self.unplaced += count;
                                         continue;
@@ -143,14 +162,26 @@ impl Folder {
                                 }
                             }
                         };
-                        let by_frames = merged[context as usize].entry(group.clone()).or_default();
-                        let (total, cpus) = match by_frames.get_mut(frames.as_slice()) {
-                            Some(entry) => entry,
-                            None => by_frames.entry(frames.clone()).or_default(),
-                        };
-                        *total += count;
-                        *cpus.entry(cpu).or_default() += count;
+                        merge(&mut merged[context as usize], &group, &frames, cpu, count);
                     }
+                }
+            }
+        }
+        for (cpu, work) in (0u32..).zip(timers.by_cpu) {
+            let shared = placement::share_timer_work(work.work, work.network, work.other);
+            self.unplaced += work.work - shared;
+            // Each stack its part of the share, rounded so that the parts
+            // add up to it.
+            let mut before = 0u128;
+            let part =
+                |seen: u128| (seen * u128::from(shared) / u128::from(work.work.max(1))) as u64;
+            for (group, frames, count) in work.stacks {
+                let after = before + u128::from(count);
+                let taken = part(after) - part(before);
+                before = after;
+                if taken > 0 {
+                    let net_timers = &mut merged[SampleContext::NetTimers as usize];
+                    merge(net_timers, &group, &frames, cpu, taken);
                 }
             }
         }
@@ -182,6 +213,47 @@ impl Folder {
         }
         self.samples = 0;
         stacks
+    }
+}
+
+/// Counts `count` samples of `frames` on `cpu` for `group` into `merged`.
+fn merge(merged: &mut Merged, group: &Option<String>, frames: &[FrameId], cpu: u32, count: u64) {
+    let by_frames = merged.entry(group.clone()).or_default();
+    let (total, cpus) = match by_frames.get_mut(frames) {
+        Some(entry) => entry,
+        None => by_frames.entry(frames.to_vec()).or_default(),
+    };
+    *total += count;
+    *cpus.entry(cpu).or_default() += count;
+}
+
+/// One interval's samples of the timer softirqs placed by their frames,
+/// per CPU: their own work outside callbacks is shared out to
+/// `net_timers` once every stack has been placed
+/// ([`placement::share_timer_work`]).
+#[derive(Default)]
+struct TimerWork {
+    by_cpu: Vec<CpuTimerWork>,
+}
+
+#[derive(Default)]
+struct CpuTimerWork {
+    /// Samples in network callbacks.
+    network: u64,
+    /// Samples in other callbacks.
+    other: u64,
+    /// Samples in the softirqs' own work, and their stacks.
+    work: u64,
+    stacks: Vec<(Option<String>, Vec<FrameId>, u64)>,
+}
+
+impl TimerWork {
+    fn cpu(&mut self, cpu: u32) -> &mut CpuTimerWork {
+        let cpu = cpu as usize;
+        if cpu >= self.by_cpu.len() {
+            self.by_cpu.resize_with(cpu + 1, CpuTimerWork::default);
+        }
+        &mut self.by_cpu[cpu]
     }
 }
 
@@ -292,15 +364,29 @@ mod tests {
         assert!(stacks.iter().all(|s| s.frames == stacks[0].frames));
     }
 
+    /// Kernel text of `names`, 0x100 bytes each from 0xffffffff81000000:
+    /// the address 0x10 into the i-th is in `names[i]`.
+    fn functions(names: &[&str]) -> Symbolizer {
+        let mut table: String = (0u64..)
+            .zip(names)
+            .map(|(i, name)| format!("{:x} T {name}\n", 0xffffffff81000000 + i * 0x100))
+            .collect();
+        table += &format!(
+            "{:x} T _etext\n",
+            0xffffffff81000000 + names.len() as u64 * 0x100
+        );
+        Symbolizer::new(SymbolTable::parse(&table).unwrap())
+    }
+
     #[test]
     fn stacks_the_sampler_could_not_place_are_placed_by_their_frames() {
-        let table = "ffffffff81000000 T do_idle\n\
-                     ffffffff81000100 T __sys_sendto\n\
-                     ffffffff81000200 T tcp_sendmsg\n\
-                     ffffffff81000300 T net_rx_action\n\
-                     ffffffff81000400 T tcp_v4_rcv\n\
-                     ffffffff81000500 T _etext\n";
-        let mut symbolizer = Symbolizer::new(SymbolTable::parse(table).unwrap());
+        let mut symbolizer = functions(&[
+            "do_idle",
+            "__sys_sendto",
+            "tcp_sendmsg",
+            "net_rx_action",
+            "tcp_v4_rcv",
+        ]);
         let mut folder = Folder::new();
         // Leaf first: tcp_sendmsg <- __sys_sendto, a socket send.
         folder.add_count(1, None, None, &[0xffffffff81000210, 0xffffffff81000110], 3);
@@ -335,6 +421,49 @@ mod tests {
         assert_eq!(stacks[1].frames, ["__sys_sendto", "tcp_sendmsg"]);
         assert_eq!(stacks[1].cpus, [(1, 3)].into());
         assert_eq!(folder.unplaced(), 5);
+    }
+
+    #[test]
+    fn a_timer_softirqs_own_work_goes_to_net_timers_in_the_network_callbacks_share() {
+        let mut symbolizer = functions(&[
+            "hrtimer_run_softirq",
+            "__hrtimer_run_queues",
+            "_raw_spin_unlock_irqrestore",
+            "tcp_pace_kick",
+            "hrtimer_wakeup",
+        ]);
+        let mut folder = Folder::new();
+        let (softirq, queues, unlock) =
+            (0xffffffff81000010, 0xffffffff81000110, 0xffffffff81000210);
+        let (pacing, wakeup) = (0xffffffff81000310, 0xffffffff81000410);
+        // CPU 1: 1 pacing sample to 3 of another callback, so a quarter
+        // of the 8 samples of the softirq's own work (in two stacks).
+        folder.add_count(1, None, None, &[pacing, queues, softirq], 1);
+        folder.add_count(1, None, None, &[wakeup, queues, softirq], 3);
+        folder.add_count(1, None, None, &[unlock, queues, softirq], 5);
+        folder.add_count(1, None, None, &[softirq], 3);
+        // CPU 0: network callbacks only, so all of its work; and samples
+        // the sampler placed itself do not count toward any share.
+        folder.add_count(0, None, None, &[pacing, queues, softirq], 2);
+        folder.add_count(0, None, None, &[softirq], 4);
+        folder.add_count(0, Some(SampleContext::NetTimers), None, &[wakeup], 7);
+        let stacks = folder.take(&mut symbolizer, |_| None);
+        let on = |cpu: u32| -> u64 {
+            stacks
+                .iter()
+                .filter(|s| s.context == SampleContext::NetTimers)
+                .filter_map(|s| s.cpus.get(&cpu))
+                .sum()
+        };
+        assert_eq!(on(1), 1 + 2);
+        assert_eq!(on(0), 2 + 4 + 7);
+        assert!(stacks.iter().all(|s| s.context == SampleContext::NetTimers));
+        // The other callback's 3 and the 6 of the work not shared.
+        assert_eq!(folder.unplaced(), 3 + 6);
+        // The work keeps its frames under net_timers.
+        assert!(stacks
+            .iter()
+            .any(|s| s.frames == ["hrtimer_run_softirq"] && s.cpus.get(&0) == Some(&4)));
     }
 
     #[test]
