@@ -4,10 +4,12 @@
 //! pinned to CPU 1 (unpinned veth throughput swings too much between
 //! batches to compare); whatever is measured runs pinned to CPU 0.
 //!
-//! Throughput: for each mode (netto accounting only; `netto record` sampling
-//! at 1 and 10 kHz through either transport; `perf record -a -g` at the same
-//! frequencies, the tool a user would otherwise run), runs with the mode and
-//! without anything are interleaved and medians compared; the mode's own
+//! Throughput: for each mode (netto accounting only; `netto stat` in the
+//! estimating tiers; `netto record` sampling at 1 and 10 kHz through either
+//! transport, and at 1 kHz in the sampled tier, the sampler alone; `perf
+//! record -a -g` at the same frequencies, the tool a user would otherwise
+//! run), runs with the mode and without anything are interleaved and
+//! medians compared; the mode's own
 //! process CPU per second is reported too. netto runs with default options
 //! (BPF run-time statistics on for a tenth of each interval), and `netto
 //! stat` says what it cost itself (`overhead.cost_percent`, its median and
@@ -142,6 +144,25 @@ const MODES: &[Mode] = &[
             "1000",
             "--transport",
             "ringbuf",
+            "--force",
+            "-o",
+            RECORD_OUT,
+        ],
+        ready: Some("netto: recording"),
+        reports_cost: false,
+    },
+    // The sampler alone, as perf samples: no accounting program.
+    Mode {
+        name: "netto record 1 kHz tier sampled",
+        program: NETTO,
+        args: &[
+            "record",
+            "--duration",
+            "3600",
+            "--frequency",
+            "1000",
+            "--tier",
+            "sampled",
             "--force",
             "-o",
             RECORD_OUT,

@@ -94,14 +94,15 @@ const MATRIX: &[Row] = &[
         needs: &["perf_events"],
         timeout: Duration::from_secs(4 * MINUTES),
     },
+    // The Zipf accuracy tests run the Rust reference alone, no kernel: the
+    // host's suite runs them, and under emulation they were over half of
+    // this row's time.
     Row {
         feature: "XDP sketch",
         test: "sketch",
-        filter: &[],
+        filter: &["--skip", "zipf_"],
         env: &[],
         needs: &["xdp"],
-        // About 290 s in both guests before the test of every column
-        // count's program.
         timeout: Duration::from_secs(8 * MINUTES),
     },
 ];
