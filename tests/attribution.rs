@@ -9,7 +9,7 @@ mod common;
 
 use std::collections::BTreeMap;
 use std::fs;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::thread;
 use std::time::Duration;
@@ -19,24 +19,34 @@ use common::*;
 use netto::frontends::flame::readback::{parse_folded, FoldedStack};
 use netto::groups::resolve::v2_hierarchy;
 use netto::model::{EventKey, Recording, SampleContext, Snapshot};
+use netto::workload::undo::{self, Registered};
 
-/// A cgroup made under the v2 root; on drop, whatever still runs in it goes
-/// back to the root and the directory is removed.
+/// A cgroup made under the v2 root; on drop (or on a signal:
+/// `common::undo_on_signals`), whatever still runs in it goes back to the
+/// root and the directory is removed.
 struct Cgroup {
     dir: PathBuf,
     /// Its path under the v2 root, as `--by cgroup` names it.
     path: String,
+    /// Forgotten once `drop` has removed the group.
+    _undo: Registered,
 }
 
 impl Cgroup {
     fn new(tag: &str) -> Cgroup {
+        common::undo_on_signals();
         let root = v2_hierarchy().expect("a cgroup v2 hierarchy is mounted");
         let name = format!("netto-attr-{}-{tag}", std::process::id());
         let dir = root.join(&name);
         fs::create_dir(&dir).unwrap_or_else(|e| panic!("mkdir {}: {e}", dir.display()));
+        let undo = {
+            let dir = dir.clone();
+            undo::register(move || remove_cgroup(&dir))
+        };
         Cgroup {
             dir,
             path: format!("/{name}"),
+            _undo: undo,
         }
     }
 
@@ -65,18 +75,27 @@ impl Cgroup {
 
 impl Drop for Cgroup {
     fn drop(&mut self) {
-        let root = self.dir.parent().unwrap().join("cgroup.procs");
-        for _ in 0..50 {
-            for pid in fs::read_to_string(self.procs()).unwrap_or_default().lines() {
-                let _ = fs::write(&root, pid);
-            }
-            if fs::remove_dir(&self.dir).is_ok() || !self.dir.exists() {
-                return;
-            }
-            thread::sleep(Duration::from_millis(100));
-        }
-        eprintln!("could not remove {}", self.dir.display());
+        remove_cgroup(&self.dir);
     }
+}
+
+/// Moves whatever runs in cgroup `dir` back to its parent and removes it,
+/// trying for up to 5 s (exiting tasks leave a group a little late).
+fn remove_cgroup(dir: &Path) {
+    let Some(parent) = dir.parent() else {
+        return;
+    };
+    let (procs, root) = (dir.join("cgroup.procs"), parent.join("cgroup.procs"));
+    for _ in 0..50 {
+        for pid in fs::read_to_string(&procs).unwrap_or_default().lines() {
+            let _ = fs::write(&root, pid);
+        }
+        if fs::remove_dir(dir).is_ok() || !dir.exists() {
+            return;
+        }
+        thread::sleep(Duration::from_millis(100));
+    }
+    eprintln!("could not remove {}", dir.display());
 }
 
 /// Every snapshot's groups and unattributed time add up to each event's

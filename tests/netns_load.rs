@@ -1,6 +1,9 @@
 //! End-to-end checks of the test topology, the load generator and the demo. They
 //! create real namespaces and veth pairs, so they need root; every resource they make
-//! sits in a guard that removes it even when an assertion fails.
+//! sits in a guard that removes it even when an assertion fails, and a signal that
+//! ends the test process removes what is left (`common::undo_on_signals`).
+
+mod common;
 
 use std::fs;
 use std::io::{BufRead, BufReader, Read};
@@ -12,6 +15,7 @@ use std::time::{Duration, Instant};
 
 use netto::workload::demo::Demo;
 use netto::workload::netns::{self, VethPair};
+use netto::workload::undo::{self, Registered};
 use serde_json::Value;
 
 const LOADGEN: &str = env!("CARGO_BIN_EXE_netto-loadgen");
@@ -33,14 +37,27 @@ impl Drop for ChildGuard {
     }
 }
 
-/// A namespace created by hand with `ip netns add`, deleted when dropped.
-struct NsGuard(String);
+/// A namespace created by hand with `ip netns add`, deleted when dropped (or
+/// on a signal, by the undo it holds).
+struct NsGuard(String, #[allow(dead_code)] Registered);
 
 impl NsGuard {
     fn add(name: String) -> NsGuard {
-        let guard = NsGuard(name);
+        let guard = NsGuard::adopt(name);
         assert!(ip(&["netns", "add", &guard.0]).status.success());
         guard
+    }
+
+    /// Namespace `name`, whoever made it, deleted when dropped or on a signal.
+    fn adopt(name: String) -> NsGuard {
+        common::undo_on_signals();
+        let undo = {
+            let name = name.clone();
+            undo::register(move || {
+                let _ = ip(&["netns", "del", &name]);
+            })
+        };
+        NsGuard(name, undo)
     }
 }
 
@@ -163,10 +180,88 @@ fn dead_pid() -> u32 {
     pid
 }
 
+/// Set in the copy of this test binary that
+/// [`a_test_process_ended_by_a_signal_leaves_nothing_behind`] runs and signals.
+const SIGNALLED: &str = "NETTO_TEST_SIGNALLED";
+
+/// A test process ended by SIGINT (a terminal's Ctrl-C on a test run) or
+/// SIGTERM runs no destructor, yet leaves none of its namespaces: this test
+/// runs itself again as the process to end, which makes a veth pair and a
+/// namespace by hand, says their names and waits for the signal.
+#[test]
+fn a_test_process_ended_by_a_signal_leaves_nothing_behind() {
+    if std::env::var_os(SIGNALLED).is_some() {
+        let pair = common::veth_pair("signalled").expect("create pair");
+        let by_hand = NsGuard::add(format!("netto-byhand-{}", std::process::id()));
+        println!(
+            "made {} {} {}",
+            pair.ns_name(),
+            pair.host_ifname(),
+            by_hand.0
+        );
+        loop {
+            thread::sleep(Duration::from_secs(1));
+        }
+    }
+    for signal in [libc::SIGINT, libc::SIGTERM] {
+        let mut child = ChildGuard(
+            Command::new(std::env::current_exe().expect("the test binary"))
+                .args([
+                    "--exact",
+                    "a_test_process_ended_by_a_signal_leaves_nothing_behind",
+                    "--nocapture",
+                ])
+                .env(SIGNALLED, "1")
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("running the test binary again"),
+        );
+        let stdout = BufReader::new(child.0.stdout.take().unwrap());
+        let (tx, rx) = std::sync::mpsc::channel();
+        thread::spawn(move || {
+            for line in stdout.lines().map_while(Result::ok) {
+                if let Some(made) = line.strip_prefix("made ") {
+                    let _ = tx.send(made.to_owned());
+                }
+            }
+        });
+        let made = rx
+            .recv_timeout(Duration::from_secs(30))
+            .expect("the signalled copy never said what it made");
+        let made: Vec<&str> = made.split_whitespace().collect();
+        let [ns, host_if, by_hand] = made[..] else {
+            panic!("made {made:?}");
+        };
+        // Whatever happens below, the namespaces go.
+        let _cleanup: Vec<NsGuard> = [ns, by_hand]
+            .iter()
+            .map(|n| NsGuard::adopt(n.to_string()))
+            .collect();
+        assert!(namespace_exists(ns) && namespace_exists(by_hand));
+        assert!(interface_exists(host_if));
+        // SAFETY: kill only sends the signal to the child, which is ours.
+        assert_eq!(
+            unsafe { libc::kill(child.0.id() as libc::pid_t, signal) },
+            0
+        );
+        let status = child.0.wait().expect("waiting for the signalled copy");
+        let mut stderr = String::new();
+        let _ = child.0.stderr.take().unwrap().read_to_string(&mut stderr);
+        assert_eq!(status.code(), Some(128 + signal), "{stderr}");
+        // The pair's namespace and host end, and the namespace by hand.
+        assert!(stderr.contains("undid 3 things it made"), "{stderr}");
+        for name in [ns, by_hand] {
+            assert!(!namespace_exists(name), "signal {signal} left {name}");
+        }
+        assert!(!interface_exists(host_if), "signal {signal} left {host_if}");
+    }
+}
+
 #[test]
 fn veth_pair_create_and_drop_leave_nothing_behind() {
-    let first = VethPair::create("test").expect("create first pair");
-    let second = VethPair::create("test").expect("create second pair");
+    let first = common::veth_pair("test").expect("create first pair");
+    let second = common::veth_pair("test").expect("create second pair");
     let prefix = format!("netto-test-{}-", std::process::id());
     let snapshot: Vec<(String, String, String)> = [&first, &second]
         .iter()
@@ -211,7 +306,7 @@ fn veth_pair_create_and_drop_leave_nothing_behind() {
 
 #[test]
 fn entering_moves_only_the_calling_thread() {
-    let pair = VethPair::create("test").expect("create pair");
+    let pair = common::veth_pair("test").expect("create pair");
     let peer = SocketAddr::from((pair.peer_addr(), 0));
     assert!(
         UdpSocket::bind(peer).is_err(),
@@ -242,7 +337,7 @@ fn entering_moves_only_the_calling_thread() {
 #[test]
 fn sweep_stale_reaps_only_namespaces_of_dead_processes() {
     let stale = NsGuard::add(format!("netto-sweeptest-{}-0", dead_pid()));
-    let live = VethPair::create("sweeptest").expect("create live pair");
+    let live = common::veth_pair("sweeptest").expect("create live pair");
     netns::sweep_stale("sweeptest");
     assert!(!namespace_exists(&stale.0), "stale namespace survived");
     assert!(namespace_exists(live.ns_name()), "live namespace was swept");
@@ -254,7 +349,7 @@ fn sweep_stale_reaps_only_namespaces_of_dead_processes() {
 fn creating_a_pair_sweeps_what_a_dead_process_left_of_its_tag() {
     let stale = NsGuard::add(format!("netto-sweepnext-{}-0", dead_pid()));
     let other_tag = NsGuard::add(format!("netto-sweepother-{}-0", dead_pid()));
-    let pair = VethPair::create("sweepnext").expect("create pair");
+    let pair = common::veth_pair("sweepnext").expect("create pair");
     assert!(!namespace_exists(&stale.0), "stale namespace survived");
     assert!(namespace_exists(pair.ns_name()));
     assert!(
@@ -265,7 +360,7 @@ fn creating_a_pair_sweeps_what_a_dead_process_left_of_its_tag() {
 
 #[test]
 fn udp_each_send_syscall_reaches_a_receiver_in_the_namespace() {
-    let pair = VethPair::create("test").expect("create pair");
+    let pair = common::veth_pair("test").expect("create pair");
     let pairs = [
         ("sendto", "recvfrom"),
         ("sendmsg", "recvmsg"),
@@ -291,7 +386,7 @@ fn udp_each_send_syscall_reaches_a_receiver_in_the_namespace() {
 
 #[test]
 fn tcp_each_send_syscall_reaches_a_receiver_in_the_namespace() {
-    let pair = VethPair::create("test").expect("create pair");
+    let pair = common::veth_pair("test").expect("create pair");
     let pairs = [
         ("sendto", "recvfrom"),
         ("sendmsg", "recvmsg"),
@@ -319,7 +414,7 @@ fn tcp_each_send_syscall_reaches_a_receiver_in_the_namespace() {
 
 #[test]
 fn tcp_sendfile_reaches_a_sink_in_the_namespace() {
-    let pair = VethPair::create("test").expect("create pair");
+    let pair = common::veth_pair("test").expect("create pair");
     let addr = SocketAddr::from((pair.peer_addr(), 7300));
     let sink = Listener::start(&pair, &format!("discard --proto tcp --listen {addr}"));
     let sent = send(&format!(
@@ -332,7 +427,7 @@ fn tcp_sendfile_reaches_a_sink_in_the_namespace() {
 
 #[test]
 fn tcp_sender_outliving_its_receiver_ends_cleanly() {
-    let pair = VethPair::create("test").expect("create pair");
+    let pair = common::veth_pair("test").expect("create pair");
     let addr = SocketAddr::from((pair.peer_addr(), 7301));
     let listen = format!("recv --proto tcp --syscall read --listen {addr}");
     let listener = Listener::start_for(&pair, &listen, "0.5");
@@ -350,7 +445,7 @@ fn tcp_sender_outliving_its_receiver_ends_cleanly() {
 
 #[test]
 fn udp_sink_discards_datagrams() {
-    let pair = VethPair::create("test").expect("create pair");
+    let pair = common::veth_pair("test").expect("create pair");
     let addr = SocketAddr::from((pair.peer_addr(), 7302));
     let sink = Listener::start(&pair, &format!("discard --proto udp --listen {addr}"));
     let sent = send(&format!(

@@ -20,7 +20,7 @@ use netto::kernel::selection::Storage;
 use netto::kernel::stats::ProgramRun;
 use netto::model::{SampleContext, Snapshot, Tier};
 use netto::symbols::symbolizer::Symbolizer;
-use netto::workload::netns::VethPair;
+use netto::workload::undo::{self, Registered};
 
 /// Lowest address of the x86-64 kernel half: every real frame is above it.
 const KERNEL_SPACE: u64 = 0xffff_8000_0000_0000;
@@ -62,7 +62,7 @@ fn run(
     seconds: u64,
     reader: Reader,
 ) -> Run {
-    let pair = VethPair::create("sample").expect("creating the test namespace");
+    let pair = common::veth_pair("sample").expect("creating the test namespace");
     let dest = format!("{}:5601", pair.peer_addr());
     let mut acct_storage = Storage::default();
     let accounting = library_accounting(&mut acct_storage);
@@ -275,15 +275,23 @@ fn recursion_misses_are_read_and_only_losses_count() {
     assert_eq!(snapshot.losses.task_storage_failures, 0);
 }
 
-/// Takes CPU 1 offline, and brings it back when dropped, whatever happens.
-struct Offline;
+/// Takes CPU 1 offline, and brings it back when dropped, whatever happens
+/// (a signal too: `common::undo_on_signals`).
+struct Offline {
+    /// Forgotten once `drop` has brought the CPU back.
+    _undo: Registered,
+}
 
 const CPU1_ONLINE: &str = "/sys/devices/system/cpu/cpu1/online";
 
 impl Offline {
     fn cpu1() -> Offline {
+        common::undo_on_signals();
+        let undo = undo::register(|| {
+            let _ = std::fs::write(CPU1_ONLINE, "1");
+        });
         std::fs::write(CPU1_ONLINE, "0").expect("taking CPU 1 offline");
-        Offline
+        Offline { _undo: undo }
     }
 }
 
@@ -297,7 +305,7 @@ impl Drop for Offline {
 /// one when it is back, so load on it afterwards is sampled again.
 #[test]
 fn a_cpu_back_from_offline_is_sampled_again() {
-    let pair = VethPair::create("hotplug").expect("creating the test namespace");
+    let pair = common::veth_pair("hotplug").expect("creating the test namespace");
     let dest = format!("{}:5602", pair.peer_addr());
     let mut acct_storage = Storage::default();
     let accounting = library_accounting(&mut acct_storage);

@@ -575,7 +575,7 @@ fn send_flows(pair: &VethPair, flows: &[(u16, u16, usize)], size: usize) {
 
 #[test]
 fn live_top_k_finds_the_flows_on_a_veth() {
-    let pair = VethPair::create("sketch").unwrap();
+    let pair = common::veth_pair("sketch").unwrap();
     let iface = pair.host_ifname().to_owned();
     let (mut child, lines) = start_sketch(
         &iface,
@@ -647,7 +647,7 @@ fn live_top_k_finds_the_flows_on_a_veth() {
 
 #[test]
 fn sigkill_leaves_no_xdp_program_behind() {
-    let pair = VethPair::create("sketchk").unwrap();
+    let pair = common::veth_pair("sketchk").unwrap();
     let iface = pair.host_ifname().to_owned();
     let (mut child, _lines) = start_sketch(&iface, &[]);
     assert!(xdp_on(&iface));
@@ -716,7 +716,7 @@ fn bad_input_is_one_line_and_attaches_nothing() {
 /// of `netto stat` carries its flows and cost, and it is gone afterwards.
 #[test]
 fn stat_cohosts_the_sketch() {
-    let pair = VethPair::create("sketchs").unwrap();
+    let pair = common::veth_pair("sketchs").unwrap();
     let iface = pair.host_ifname().to_owned();
     let stat = common::NettoStat::start(0, &["--interval", "0.5", "--xdp-sketch", &iface]);
     assert!(

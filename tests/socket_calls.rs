@@ -35,7 +35,7 @@ impl Bench {
     /// BPF run-time statistics stay off: they add clock reads to every
     /// syscall hook, which the kernel bills to the process under test.
     fn new(tag: &str) -> Bench {
-        let pair = VethPair::create(tag).expect("creating the test namespace");
+        let pair = common::veth_pair(tag).expect("creating the test namespace");
         pair.set_mtu(9000).expect("setting the veth MTU");
         let netto = NettoStat::start(0, &["--interval", "0.25", "--no-bpf-stats"]);
         Bench { pair, netto }

@@ -14,11 +14,10 @@ use common::*;
 use netto::collect::Collector;
 use netto::kernel::selection::Storage;
 use netto::model::{EventKey, Snapshot, SoftirqVector};
-use netto::workload::netns::VethPair;
 
 #[test]
 fn softirq_vectors_agree_with_proc_stat_and_network_dominates() {
-    let pair = VethPair::create("sirq").expect("creating the test namespace");
+    let pair = common::veth_pair("sirq").expect("creating the test namespace");
     let peer = pair.peer_addr().to_string();
     let tcp_dest = format!("{peer}:5301");
     let udp_dest = format!("{peer}:5302");
@@ -133,7 +132,7 @@ fn napi_threads_cpu_ns() -> u64 {
 /// thread's time to net_rx_softirq (README: What is measured).
 #[test]
 fn threaded_napi_polling_is_net_rx_time() {
-    let pair = VethPair::create("napi").expect("creating the test namespace");
+    let pair = common::veth_pair("napi").expect("creating the test namespace");
     let peer_if = pair.peer_ifname();
     // GRO makes the receiving veth poll through NAPI, for TCP only when the
     // sending side does not hand it TSO super-packets; `threaded` moves
@@ -231,7 +230,7 @@ fn sparse_net_rx(dest: String, stop: Arc<AtomicBool>) -> thread::JoinHandle<u64>
 /// program in src/kernel/accounting.rs's unit test.)
 #[test]
 fn attaching_while_net_rx_runs_leaves_no_idle_time_in_net_rx() {
-    let pair = VethPair::create("attach").expect("creating the test namespace");
+    let pair = common::veth_pair("attach").expect("creating the test namespace");
     let dest = format!("{}:5312", pair.peer_addr());
     let _sink = Server::start(loadgen_in(
         &pair,

@@ -12,7 +12,6 @@ use std::time::{Duration, Instant};
 use common::*;
 use netto::frontends::tui::format;
 use netto::model::{EventKey, Recording, Snapshot};
-use netto::workload::netns::VethPair;
 
 const RECORDING: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
@@ -416,7 +415,7 @@ fn live_under_a_veth_load_then_gone_without_a_trace() {
     });
     assert!(settled, "netto programs of an earlier test still loaded");
     let before = 0;
-    let pair = VethPair::create("top").expect("creating the test namespace");
+    let pair = common::veth_pair("top").expect("creating the test namespace");
     let dest = format!("{}:5611", pair.peer_addr());
     let seconds = 8;
     let _sink = Server::start(loadgen_in(

@@ -1,9 +1,11 @@
 //! Traffic to measure, kept apart from the profiler: the built-in demo
 //! ([`demo`]), throwaway namespaces joined by veth pairs ([`netns`]) and the
 //! traffic generator behind the demo, `netto-loadgen` and the tests
-//! ([`traffic`]). Nothing in the measuring path depends on it except the
+//! ([`traffic`]); and what undoes what they made when a signal ends a
+//! process without its destructors ([`undo`]). Nothing in the measuring path depends on it except the
 //! start-up self-check, which makes one socket call of each kind.
 
 pub mod demo;
 pub mod netns;
 pub mod traffic;
+pub mod undo;

@@ -19,6 +19,8 @@ use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, SystemTime};
 
+use super::undo::{self, Registered};
+
 /// First address of 198.18.0.0/15, the RFC 2544 benchmarking range: it is never routed
 /// on the internet, so even a misrouted packet from a test cannot reach a real host.
 const BENCH_BASE: u32 = u32::from_be_bytes([198, 18, 0, 0]);
@@ -75,6 +77,9 @@ pub struct VethPair {
     /// Whether this pair made `host_if`: a failed setup must not delete an interface
     /// of that name that was already there.
     owns_link: bool,
+    /// The removal of the namespace, then of the host end, for an exit that skips
+    /// `drop` ([`undo`]); forgotten after `drop` has removed them.
+    undos: Vec<Registered>,
 }
 
 impl VethPair {
@@ -96,6 +101,12 @@ impl VethPair {
         let (host_if, peer_if) = interface_names(pid, n);
         let ns = format!("{NS_PREFIX}{tag}-{pid}-{n}");
         ip(&["netns", "add", &ns])?;
+        let undo = {
+            let ns = ns.clone();
+            undo::register(move || {
+                let _ = ip(&["netns", "del", &ns]);
+            })
+        };
         // From here on, dropping `pair` undoes whatever part of the setup succeeded.
         let mut pair = VethPair {
             ns,
@@ -104,6 +115,7 @@ impl VethPair {
             host_addr,
             peer_addr,
             owns_link: false,
+            undos: vec![undo],
         };
         pair.configure()?;
         Ok(pair)
@@ -126,6 +138,12 @@ impl VethPair {
             ns,
         ])?;
         self.owns_link = true;
+        // Before the namespace: deleting it alone frees the pair later, from a
+        // work queue.
+        let host_if = self.host_if.clone();
+        self.undos.push(undo::register(move || {
+            let _ = ip(&["link", "del", &host_if]);
+        }));
         ip(&["addr", "add", &host_cidr, "dev", &self.host_if])?;
         ip(&["link", "set", &self.host_if, "up"])?;
         ip(&["-n", ns, "addr", "add", &peer_cidr, "dev", &self.peer_if])?;

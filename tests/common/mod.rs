@@ -10,7 +10,7 @@ pub mod topology;
 use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
+use std::sync::{mpsc, Once};
 use std::thread;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -20,8 +20,11 @@ use netto::kernel::accounting::Accounting;
 use netto::kernel::features::Features;
 use netto::kernel::selection::{select, Storage};
 use netto::model::{EventKey, Snapshot};
-use netto::workload::netns::VethPair;
+use netto::workload::netns::{NetnsError, VethPair};
+use netto::workload::undo;
 use serde_json::Value;
+use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+use signal_hook::iterator::Signals;
 
 pub const NETTO: &str = env!("CARGO_BIN_EXE_netto");
 pub const LOADGEN: &str = env!("CARGO_BIN_EXE_netto-loadgen");
@@ -118,6 +121,32 @@ pub fn now_unix() -> f64 {
         .duration_since(UNIX_EPOCH)
         .unwrap()
         .as_secs_f64()
+}
+
+/// Undoes what the test made (namespaces, cgroups, a CPU taken offline:
+/// `netto::workload::undo`) when SIGINT, SIGTERM or SIGHUP ends the test
+/// process, as a terminal's Ctrl-C on a test run does, which would otherwise
+/// kill it without running a destructor; then exits as the signal would
+/// have. Installed once, by the first thing made that needs it.
+pub fn undo_on_signals() {
+    static INSTALLED: Once = Once::new();
+    INSTALLED.call_once(|| {
+        let mut signals =
+            Signals::new([SIGINT, SIGTERM, SIGHUP]).expect("installing the test's signal handlers");
+        thread::spawn(move || {
+            if let Some(signal) = signals.forever().next() {
+                let undone = undo::undo_all();
+                eprintln!("test process ended by signal {signal}: undid {undone} things it made");
+                std::process::exit(128 + signal);
+            }
+        });
+    });
+}
+
+/// [`VethPair::create`], undone on a signal as well ([`undo_on_signals`]).
+pub fn veth_pair(tag: &str) -> Result<VethPair, NetnsError> {
+    undo_on_signals();
+    VethPair::create(tag)
 }
 
 /// A child process killed when dropped.

@@ -5,6 +5,8 @@
 use std::process::Command;
 use std::sync::atomic::{AtomicU32, Ordering};
 
+use netto::workload::undo::{self, Registered};
+
 static NEXT: AtomicU32 = AtomicU32::new(0);
 
 /// Runs `ip ARGS`, panicking with its stderr on failure (test set-up).
@@ -24,20 +26,25 @@ pub fn run(program: &str, args: &str) {
     );
 }
 
-/// Namespaces created for one test, all deleted on drop.
+/// Namespaces created for one test, all deleted on drop, or on a signal
+/// ([`super::undo_on_signals`]).
 pub struct Topology {
     prefix: String,
     namespaces: Vec<String>,
     links: u32,
+    /// Forgotten once `drop` has deleted the namespaces.
+    undos: Vec<Registered>,
 }
 
 impl Topology {
     pub fn new(tag: &str) -> Topology {
+        super::undo_on_signals();
         let n = NEXT.fetch_add(1, Ordering::Relaxed);
         Topology {
             prefix: format!("nt{tag}{}x{n}", std::process::id() % 100_000),
             namespaces: Vec::new(),
             links: 0,
+            undos: Vec::new(),
         }
     }
 
@@ -47,6 +54,10 @@ impl Topology {
         let ns = format!("{}{name}", self.prefix);
         ip(&format!("netns add {ns}"));
         self.namespaces.push(ns.clone());
+        let name = ns.clone();
+        self.undos.push(undo::register(move || {
+            let _ = Command::new("ip").args(["netns", "del", &name]).status();
+        }));
         ip(&format!("-n {ns} link set lo up"));
         ns
     }
