@@ -26,7 +26,12 @@
 //! kernel's symbols, which its programs change. A step up that is over the budget again
 //! straight away doubles the wait before the next one (up to
 //! [`LONGEST_UP_WAIT`]), so a cost that sits between two steps does not
-//! swing back and forth every few intervals.
+//! swing back and forth every few intervals. Such an undone step also
+//! teaches what it added per unit of network load (the interval's network
+//! CPU time, exact or estimated): the step is tried again only once the
+//! cost now plus that much for the load now has room, which holds netto
+//! where it is while the load lasts, and lets it back up when the load
+//! falls, without paying for a try that would go over.
 //!
 //! The controller only reads snapshots and answers with a
 //! [`Control`](super::Control) request, which the live source carries out
@@ -34,13 +39,17 @@
 
 use crate::collect::estimate::ESTIMATE_HZ;
 use crate::kernel::sampler::MIN_FREQUENCY_HZ;
-use crate::model::{BudgetChange, BudgetStatus, Overhead, Tier};
+use crate::model::{BudgetChange, BudgetStatus, Overhead, Snapshot, Tier};
 
 pub const DOWN_AFTER: u32 = 2;
 pub const UP_AFTER: u32 = 5;
 pub const ROOM: f64 = 0.6;
 pub const LONGEST_UP_WAIT: u32 = 80;
 pub const SETTLE: u32 = 2;
+
+/// The least network load, in percent of one CPU, an undone step up learns
+/// its cost per unit of load from: below it the division means nothing.
+pub const MIN_LEARNING_LOAD: f64 = 1.0;
 
 /// A step of the sketch's probability: a quarter of the last, so that the
 /// few steps from the default 1 % reach the floor in seconds, each still
@@ -91,6 +100,12 @@ pub struct Budget {
     up_wait: u32,
     /// Intervals since the last step up, while it may still be undone.
     since_up: Option<u32>,
+    /// The cost of the last interval before the last step up.
+    cost_before_up: f64,
+    /// What the step up from the knobs in force added to netto's cost per
+    /// percent of one CPU of network load, the last time it was tried and
+    /// undone; `None` when never tried from here.
+    up_cost_per_load: Option<f64>,
     /// Intervals still not judged after a step.
     settling: u32,
     exceeded: bool,
@@ -114,6 +129,8 @@ impl Budget {
             room_for: 0,
             up_wait: UP_AFTER,
             since_up: None,
+            cost_before_up: 0.0,
+            up_cost_per_load: None,
             settling: 0,
             exceeded: false,
             steps_down: 0,
@@ -201,16 +218,24 @@ impl Budget {
             && self.tier_at_floor()
     }
 
-    /// Judges one interval's cost; returns what the interval's snapshot
-    /// says about the budget, and the knob to turn, if any.
-    pub fn observe(&mut self, overhead: &Overhead) -> (BudgetStatus, Option<Knob>) {
-        let cost = overhead.cost_percent;
-        let room = cost.is_some_and(|c| c + 2.0 * overhead.error_percent < ROOM * self.percent);
+    /// Judges one interval's cost (`snapshot.overhead`) under its network
+    /// load; returns what the interval's snapshot says about the budget,
+    /// and the knob to turn, if any.
+    pub fn observe(&mut self, snapshot: &Snapshot) -> (BudgetStatus, Option<Knob>) {
+        let overhead = &snapshot.overhead;
+        let load = network_load(snapshot);
+        let room_for = |extra: f64| {
+            overhead
+                .cost_percent
+                .is_some_and(|c| c + extra + 2.0 * overhead.error_percent < ROOM * self.percent)
+        };
+        let room = room_for(0.0);
+        let room_above = room_for(self.up_cost_per_load.map_or(0.0, |k| k * load));
         let change = if self.settling > 0 {
             self.settling -= 1;
             None
         } else {
-            self.judge(self.is_over(overhead), room)
+            self.judge(overhead, load, room, room_above)
         };
         let knob = match change {
             Some(BudgetChange::Down { to_hz, .. } | BudgetChange::Up { to_hz, .. }) => {
@@ -252,8 +277,25 @@ impl Budget {
         }
     }
 
-    fn judge(&mut self, over: bool, room: bool) -> Option<BudgetChange> {
-        self.since_up = self.since_up.map(|n| n + 1).filter(|&n| n <= DOWN_AFTER);
+    /// `room`: the cost has room under the budget; `room_above`: it has
+    /// room for what the step up added per unit of load, when known.
+    fn judge(
+        &mut self,
+        overhead: &Overhead,
+        load: f64,
+        room: bool,
+        room_above: bool,
+    ) -> Option<BudgetChange> {
+        let over = self.is_over(overhead);
+        let cost = overhead.cost_percent.unwrap_or(0.0);
+        if let Some(n) = self.since_up.as_mut() {
+            *n += 1;
+            if *n > DOWN_AFTER {
+                // The step up held: the knobs in force are new.
+                self.since_up = None;
+                self.up_cost_per_load = None;
+            }
+        }
         self.over_for = if over { self.over_for + 1 } else { 0 };
         self.room_for = if room { self.room_for + 1 } else { 0 };
         if self.exceeded && !over {
@@ -266,18 +308,25 @@ impl Budget {
                 return (!std::mem::replace(&mut self.exceeded, true))
                     .then_some(BudgetChange::Exceeded);
             }
-            if self.since_up.take().is_some() {
+            let undone = self.since_up.take().is_some();
+            if undone {
                 self.up_wait = (self.up_wait * 2).min(LONGEST_UP_WAIT);
             }
-            return Some(self.step_down());
+            let change = self.step_down();
+            // Back where the step up started: what it added per unit of
+            // load, for the next try. Any other step down lands elsewhere.
+            self.up_cost_per_load = (undone && load >= MIN_LEARNING_LOAD)
+                .then(|| (cost - self.cost_before_up).max(0.0) / load);
+            return Some(change);
         }
         let below_asked = self.level > 0
             || self.attribution_off
             || self.sketch_level > 0
             || self.tier != self.asked_tier;
-        if self.room_for >= self.up_wait && below_asked {
+        if self.room_for >= self.up_wait && below_asked && room_above {
             self.room_for = 0;
             self.since_up = Some(0);
+            self.cost_before_up = cost;
             return Some(self.step_up());
         }
         None
@@ -339,6 +388,17 @@ impl Budget {
     }
 }
 
+/// The interval's network CPU time (every event, exact or estimated), in
+/// percent of one CPU: what a step's cost grows with.
+fn network_load(snapshot: &Snapshot) -> f64 {
+    let ns: u64 = snapshot.events.values().map(|e| e.total_ns).sum();
+    if snapshot.interval_s > 0.0 {
+        ns as f64 / (snapshot.interval_s * 1e9) * 100.0
+    } else {
+        0.0
+    }
+}
+
 fn at_level(asked_hz: u64, level: u32) -> u64 {
     asked_hz
         .checked_shr(level)
@@ -350,12 +410,29 @@ fn at_level(asked_hz: u64, level: u32) -> u64 {
 mod tests {
     use super::*;
 
-    fn cost(percent: f64, error: f64) -> Overhead {
-        Overhead {
-            cost_percent: Some(percent),
-            error_percent: error,
-            ..Overhead::default()
-        }
+    /// A 1 s interval of `cost` with `load` percent of one CPU of network
+    /// time.
+    fn loaded(cost: Overhead, load: f64) -> Snapshot {
+        let mut s = Snapshot::empty("tracepoint", 2);
+        s.interval_s = 1.0;
+        s.overhead = cost;
+        s.events
+            .get_mut(&crate::model::EventKey::NetRxSoftirq)
+            .unwrap()
+            .total_ns = (load * 1e7) as u64;
+        s
+    }
+
+    /// An idle 1 s interval that cost `percent` with `error`.
+    fn cost(percent: f64, error: f64) -> Snapshot {
+        loaded(
+            Overhead {
+                cost_percent: Some(percent),
+                error_percent: error,
+                ..Overhead::default()
+            },
+            0.0,
+        )
     }
 
     /// Feeds `intervals` snapshots of one cost; returns each change made.
@@ -393,6 +470,63 @@ mod tests {
         assert!(status.over && !status.at_floor);
         assert_eq!((status.steps_down, status.steps_up), (2, 0));
         assert_eq!(status.asked_frequency_hz, Some(1000));
+    }
+
+    /// A step up undone under load is not tried again while that load
+    /// lasts (it would cost what it cost before), and is once it falls.
+    #[test]
+    fn an_undone_step_up_waits_for_the_load_that_makes_room_for_it() {
+        let mut budget = Budget::new(1.0, Some(99), false, Tier::Softirq);
+        // What each tier costs under a load (percent of one CPU).
+        let cost_of = |tier: Tier, load: f64| match tier {
+            Tier::Sampled => 0.4,
+            _ => 0.3 + 0.04 * load,
+        };
+        // The steps taken over `intervals` at `load`.
+        let feed = |budget: &mut Budget, load: f64, intervals: usize| {
+            let mut steps = Vec::new();
+            for _ in 0..intervals {
+                let interval = loaded(
+                    Overhead {
+                        cost_percent: Some(cost_of(budget.tier(), load)),
+                        error_percent: 0.01,
+                        ..Overhead::default()
+                    },
+                    load,
+                );
+                steps.extend(budget.observe(&interval).0.change);
+            }
+            steps
+        };
+        let steps = feed(&mut budget, 60.0, 200);
+        let tier_up = BudgetChange::TierUp {
+            from: Tier::Sampled,
+            to: Tier::Softirq,
+        };
+        // Down, one try up, undone; then nothing for the rest of the load.
+        assert_eq!(
+            steps,
+            [
+                tier_down(Tier::Softirq, Tier::Sampled),
+                tier_up,
+                tier_down(Tier::Softirq, Tier::Sampled)
+            ]
+        );
+        // 2.7 % against 0.4 % at 60 % of load.
+        let learned = budget
+            .up_cost_per_load
+            .expect("learned from the undone step");
+        assert!((learned - 2.3 / 60.0).abs() < 1e-9, "{learned}");
+        // The load falls to 5 %: 0.4 + 0.19, with twice the error, has no
+        // room under 0.6 either.
+        assert_eq!(feed(&mut budget, 5.0, 100), []);
+        // At 2 %, 0.48 has: up again, and it holds.
+        assert_eq!(feed(&mut budget, 2.0, 100), [tier_up]);
+        assert_eq!(budget.tier(), Tier::Softirq);
+        assert_eq!(
+            budget.up_cost_per_load, None,
+            "a step that held is new ground"
+        );
     }
 
     #[test]
@@ -500,7 +634,7 @@ mod tests {
     fn the_last_interval_reports_and_changes_nothing() {
         let mut budget = Budget::new(1.0, Some(99), false, Tier::Exact);
         budget.observe(&cost(2.0, 0.0));
-        let status = budget.last(&cost(2.0, 0.0));
+        let status = budget.last(&cost(2.0, 0.0).overhead);
         assert!(status.over && status.change.is_none());
         assert_eq!((budget.frequency_hz(), status.steps_down), (Some(99), 0));
     }
@@ -509,7 +643,7 @@ mod tests {
     fn no_cost_figure_no_judgement() {
         let mut budget = Budget::new(1.0, Some(99), false, Tier::Exact);
         for _ in 0..10 {
-            let (status, to) = budget.observe(&Overhead::default());
+            let (status, to) = budget.observe(&loaded(Overhead::default(), 0.0));
             assert!(!status.over && to.is_none());
         }
     }
@@ -658,7 +792,7 @@ mod tests {
         assert_eq!(low.sketch_probability(), Some(0.0005));
         let mut status = Budget::new(1.0, None, false, Tier::Exact)
             .with_sketch(Some(0.01))
-            .last(&cost(0.1, 0.0));
+            .last(&cost(0.1, 0.0).overhead);
         status.change = Some(sketch_down(0.01, 0.0025));
         assert!(status
             .change_line()

@@ -756,7 +756,7 @@ impl<'c, 'a, 'obj> Measure<'c, 'a, 'obj> {
             snapshot.budget = Some(if last {
                 budget.last(&snapshot.overhead)
             } else {
-                let (status, knob) = budget.observe(&snapshot.overhead);
+                let (status, knob) = budget.observe(&snapshot);
                 // The budget judged a front end's request already (see
                 // `Budget::asked`): its own step, if any, wins.
                 self.next_knob = knob.or(self.next_knob.take());
