@@ -17,7 +17,7 @@ use std::time::Duration;
 use common::topology::{run, Topology};
 use common::*;
 use netto::frontends::flame::readback::{parse_folded, FoldedStack};
-use netto::groups::resolve::v2_hierarchy;
+use netto::kernel::cgroup::v2_hierarchy;
 use netto::model::{EventKey, Recording, SampleContext, Snapshot};
 use netto::workload::undo::{self, Registered};
 

@@ -4,7 +4,7 @@
 //! detached at run time with the accounting's switch, so attribution is a
 //! knob that costs nothing while off. Each point is optional: a kernel
 //! without one leaves what it would have claimed unattributed, and
-//! [`POINTS`] says what that is.
+//! [`POINTS`](tracepoints::POINTS) says what that is.
 
 use std::mem::MaybeUninit;
 
@@ -13,7 +13,8 @@ use libbpf_rs::{Btf, Link, OpenObject};
 
 use super::accounting::Accounting;
 use super::skel::attribute::{AttributeSkel, AttributeSkelBuilder};
-use super::{tracepoints, KernelError};
+use super::tracepoints::{missing_points, Point};
+use super::KernelError;
 use crate::abi::netto_group_key;
 
 /// A group map key as Rust compares it (the group map's, and a stack
@@ -52,56 +53,6 @@ impl Key {
     pub fn of_sample(k: &netto_group_key) -> Option<Key> {
         (k.netns != 0).then(|| Key::from(k))
     }
-}
-
-/// One delivery point: its program, the tracepoint it needs, and what a
-/// kernel without that tracepoint leaves unattributed.
-#[derive(Debug)]
-pub struct Point {
-    pub program: &'static str,
-    pub tracepoint: &'static str,
-    pub without: &'static str,
-}
-
-pub const POINTS: &[Point] = &[
-    Point {
-        program: "netto_attr_data_ready",
-        tracepoint: "sk_data_ready",
-        without: "receive time of packets for UDP and other non-TCP sockets stays unattributed",
-    },
-    Point {
-        program: "netto_attr_tcp_probe",
-        tracepoint: "tcp_probe",
-        without: "receive time of TCP segments without new data (ACKs to a sender) stays unattributed",
-    },
-    Point {
-        program: "netto_attr_dev_xmit",
-        tracepoint: "net_dev_xmit",
-        without: "softirq and timer time up to a transmit, and forwarded or bridged traffic, stay unattributed",
-    },
-    Point {
-        program: "netto_attr_consume",
-        tracepoint: "consume_skb",
-        without: "transmit completions stay unattributed",
-    },
-    Point {
-        program: "netto_attr_send_owner",
-        tracepoint: "sock_send_length",
-        without: "softirq time goes to the cgroup each socket was created in, and to no process, unless the socket also receives",
-    },
-    Point {
-        program: "netto_attr_recv_owner",
-        tracepoint: "sock_recv_length",
-        without: "softirq time goes to the cgroup each socket was created in, and to no process, unless the socket also sends",
-    },
-];
-
-/// The points this kernel lacks.
-pub fn missing_points(btf: &Btf<'_>) -> Vec<&'static Point> {
-    POINTS
-        .iter()
-        .filter(|point| !tracepoints::exists(btf, point.tracepoint))
-        .collect()
 }
 
 /// The loaded delivery points, attached while attribution is on.
@@ -191,6 +142,7 @@ impl<'obj> Points<'obj> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::kernel::tracepoints::POINTS;
 
     #[test]
     fn every_point_is_a_program_of_the_object() {

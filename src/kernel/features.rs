@@ -12,7 +12,7 @@ use serde::Serialize;
 
 use super::skel::probe::ProbeSkelBuilder;
 use super::tracepoints::{self, OptionalGroup};
-use super::{attribution, perf, privileges};
+use super::{perf, privileges};
 use crate::symbols::kallsyms::Kallsyms;
 
 /// The outcome of one probe.
@@ -253,15 +253,15 @@ fn attribution_probe(btf: &Btf<'_>, privileged: bool) -> Probe {
     if !storage.ok {
         return Probe::no(format!("socket storage: {}", storage.detail));
     }
-    let mut detail = match crate::groups::resolve::v2_hierarchy() {
+    let mut detail = match super::cgroup::v2_hierarchy() {
         Some(root) => format!("cgroup v2 at {}", root.display()),
         None => "no cgroup v2 hierarchy mounted: --by cgroup shows only /".to_owned(),
     };
-    let missing = attribution::missing_points(btf);
+    let missing = tracepoints::missing_points(btf);
     if missing.is_empty() {
         detail.push_str(&format!(
             "; all {} delivery points present",
-            attribution::POINTS.len()
+            tracepoints::POINTS.len()
         ));
     }
     for point in missing {

@@ -6,6 +6,7 @@ pub mod accounting;
 pub mod attribution;
 pub mod backend;
 pub mod callbacks;
+pub mod cgroup;
 pub mod features;
 pub mod functions;
 pub mod hooks;

@@ -123,6 +123,57 @@ pub fn missing_groups(btf: &Btf<'_>) -> Vec<&'static OptionalGroup> {
         .collect()
 }
 
+/// One of attribution's delivery points (`kernel::attribution`), all
+/// optional: its program, the tracepoint it needs, and what a kernel
+/// without that tracepoint leaves unattributed.
+#[derive(Debug)]
+pub struct Point {
+    pub program: &'static str,
+    pub tracepoint: &'static str,
+    pub without: &'static str,
+}
+
+pub const POINTS: &[Point] = &[
+    Point {
+        program: "netto_attr_data_ready",
+        tracepoint: "sk_data_ready",
+        without: "receive time of packets for UDP and other non-TCP sockets stays unattributed",
+    },
+    Point {
+        program: "netto_attr_tcp_probe",
+        tracepoint: "tcp_probe",
+        without: "receive time of TCP segments without new data (ACKs to a sender) stays unattributed",
+    },
+    Point {
+        program: "netto_attr_dev_xmit",
+        tracepoint: "net_dev_xmit",
+        without: "softirq and timer time up to a transmit, and forwarded or bridged traffic, stay unattributed",
+    },
+    Point {
+        program: "netto_attr_consume",
+        tracepoint: "consume_skb",
+        without: "transmit completions stay unattributed",
+    },
+    Point {
+        program: "netto_attr_send_owner",
+        tracepoint: "sock_send_length",
+        without: "softirq time goes to the cgroup each socket was created in, and to no process, unless the socket also receives",
+    },
+    Point {
+        program: "netto_attr_recv_owner",
+        tracepoint: "sock_recv_length",
+        without: "softirq time goes to the cgroup each socket was created in, and to no process, unless the socket also sends",
+    },
+];
+
+/// The points this kernel lacks.
+pub fn missing_points(btf: &Btf<'_>) -> Vec<&'static Point> {
+    POINTS
+        .iter()
+        .filter(|point| !exists(btf, point.tracepoint))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
