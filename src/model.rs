@@ -760,7 +760,9 @@ pub struct SamplingStats {
     pub softirq_loop: u64,
     /// Kernel samples whose frames name no network context, in the tiers
     /// that place samples by their frames (0 in `exact`, where the sampler
-    /// keeps only network context). Part of `samples`.
+    /// keeps only network context): among them a timer softirq's samples
+    /// in other callbacks, and the part of its own work not shared out to
+    /// `net_timers`. Part of `samples`.
     #[serde(default)]
     pub unplaced: u64,
     /// Memory of the sample buffer.
