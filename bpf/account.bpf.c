@@ -176,7 +176,6 @@ static __always_inline int hardirq_enter(void)
 	c->hook_runs[NETTO_HOOK_HARDIRQ]++;
 	charge(c, bpf_ktime_get_ns());
 	c->in_hardirq = 1;
-	c->hardirq_count++;
 	return 0;
 }
 

@@ -237,9 +237,9 @@ struct netto_cpu {
 	/* ---- counters, cumulative since load ---- */
 	netto_u64 event_ns[NETTO_NR_EVENTS];
 	/* Hardirq handler time, charged to no event; reported so the user
-	 * sees what was left out. */
+	 * sees what was left out. (Their count is
+	 * hook_runs[NETTO_HOOK_HARDIRQ].) */
 	netto_u64 hardirq_ns;
-	netto_u64 hardirq_count;
 	/* The share of run_idle_ns given to net_timers (see below). */
 	netto_u64 callback_overhead_ns;
 	netto_u64 event_count[NETTO_NR_EVENTS];

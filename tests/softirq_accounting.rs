@@ -33,6 +33,7 @@ fn softirq_vectors_agree_with_proc_stat_and_network_dominates() {
 
     let started = now_unix();
     let softirq_before = proc_stat_softirq_ns();
+    let interrupts_before = proc_interrupts_hooked();
     let tcp = thread::spawn(move || {
         run_client(loadgen(&format!(
             "send --proto tcp --syscall write --dest {tcp_dest} --duration 4 --congestion bbr"
@@ -43,6 +44,7 @@ fn softirq_vectors_agree_with_proc_stat_and_network_dominates() {
     )));
     let tcp = tcp.join().expect("tcp sender");
     let softirq_after = proc_stat_softirq_ns();
+    let interrupts_after = proc_interrupts_hooked();
     let ended = now_unix();
     let snaps = netto.stop();
     drop((tcp_sink, udp_sink));
@@ -60,6 +62,17 @@ fn softirq_vectors_agree_with_proc_stat_and_network_dominates() {
     assert!(
         (0.7..=1.3).contains(&ratio),
         "netto softirq {softirq_ns} ns vs /proc/stat {kernel_ns} ns (ratio {ratio:.2})"
+    );
+
+    // BBR's pacing timers interrupt tens of thousands of times a second:
+    // netto's count of hardirqs follows the kernel's.
+    let hardirqs: u64 = window.iter().map(|s| s.hardirq.count).sum();
+    let kernel_irqs = interrupts_after - interrupts_before;
+    let ratio = hardirqs as f64 / kernel_irqs as f64;
+    eprintln!("hardirqs: netto {hardirqs}, /proc/interrupts {kernel_irqs}");
+    assert!(
+        kernel_irqs > 10_000 && (0.9..=1.1).contains(&ratio),
+        "netto counted {hardirqs} hardirqs, /proc/interrupts {kernel_irqs} (ratio {ratio:.2})"
     );
 
     for vector in netto::model::SoftirqVector::ALL {

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use super::cost::{BpfCost, HookRuns};
-use crate::abi::{netto_cpu, netto_event};
+use crate::abi::{netto_cpu, netto_event, netto_hook};
 use crate::kernel::accounting::recursion_miss_is_loss;
 use crate::kernel::hooks::HOOKS;
 use crate::kernel::stats::{ProgramRun, RunStats};
@@ -140,7 +140,11 @@ pub fn build(
         net_timer_callbacks.insert(TIMER_SOFTIRQ_OVERHEAD.to_owned(), overhead_ns);
     }
 
-    let hardirq = time(|c, _| c.hardirq_ns, |c, _| c.hardirq_count, 0);
+    let hardirq = time(
+        |c, _| c.hardirq_ns,
+        |c, _| c.hook_runs[netto_hook::NETTO_HOOK_HARDIRQ as usize],
+        0,
+    );
     Snapshot {
         ts: cur
             .wall

@@ -77,8 +77,9 @@ pub struct VethPair {
     /// Whether this pair made `host_if`: a failed setup must not delete an interface
     /// of that name that was already there.
     owns_link: bool,
-    /// The removal of the namespace, then of the host end, for an exit that skips
-    /// `drop` ([`undo`]); forgotten after `drop` has removed them.
+    /// The removals of the namespace and of the host end, registered in that
+    /// order and so undone host end first (newest first), for an exit that
+    /// skips `drop` ([`undo`]); forgotten after `drop` has removed them.
     undos: Vec<Registered>,
 }
 

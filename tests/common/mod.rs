@@ -344,6 +344,31 @@ pub fn proc_stat_softirq_ns() -> u64 {
     ticks * 1_000_000_000 / hz
 }
 
+/// Interrupts of the kinds netto's hardirq hooks see, on every CPU, from
+/// the kernel's own counts in /proc/interrupts: device interrupts (the
+/// numbered rows), local timer (LOC), rescheduling (RES), function call
+/// (CAL, TLB shootdowns included) and irq_work (IWI) interrupts.
+pub fn proc_interrupts_hooked() -> u64 {
+    let text = std::fs::read_to_string("/proc/interrupts").unwrap();
+    let cpus = text.lines().next().unwrap().split_whitespace().count();
+    text.lines()
+        .skip(1)
+        .filter_map(|line| {
+            let (name, counts) = line.split_once(':')?;
+            let name = name.trim();
+            let hooked = name.chars().all(|c| c.is_ascii_digit())
+                || ["LOC", "RES", "CAL", "IWI"].contains(&name);
+            hooked.then(|| {
+                counts
+                    .split_whitespace()
+                    .take(cpus)
+                    .map(|n| n.parse::<u64>().unwrap_or(0))
+                    .sum::<u64>()
+            })
+        })
+        .sum()
+}
+
 fn bpftool_json(object: &str) -> Vec<Value> {
     let out = Command::new("bpftool")
         .args([object, "show", "--json"])
