@@ -15,9 +15,11 @@
 //! stat` says what it cost itself (`overhead.cost_percent`, its median and
 //! the median error), to set beside what the traffic lost.
 //!
-//! Cost: one more run with statistics on and empty programs attached on the
-//! same hooks, so netto's per-run cost is compared with the floor of running
-//! any BPF program there, measured in the same run.
+//! Cost: one more run with statistics on and, on the same hooks, empty
+//! programs and programs doing the least an exact hook does (a per-CPU
+//! lookup, one clock read, one store), so netto's per-run cost is compared
+//! with the floor of running any BPF program there and with the floor of
+//! reading the clock there, measured in the same run.
 //!
 //! Per call: system call loops on CPU 1 (a call that is no socket call, a
 //! read that is checked and found not to be a socket, a socket write and
