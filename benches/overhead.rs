@@ -98,6 +98,8 @@ struct Mode {
 
 const RECORD_OUT: &str = "/tmp/netto-bench-record.json";
 const PERF_OUT: &str = "/tmp/netto-bench-perf.data";
+/// Where perf moves the previous recording when it records again.
+const PERF_OLD: &str = "/tmp/netto-bench-perf.data.old";
 
 /// netto's exact accounting with default options, nothing else.
 const ACCOUNTING: Mode = Mode {
@@ -232,6 +234,18 @@ const MODES: &[Mode] = &[
 ];
 
 struct Killed(Child);
+
+/// The files the modes write, removed however the benchmark ends but by
+/// a signal.
+struct Outputs;
+
+impl Drop for Outputs {
+    fn drop(&mut self) {
+        for file in [RECORD_OUT, PERF_OUT, PERF_OLD] {
+            let _ = std::fs::remove_file(file);
+        }
+    }
+}
 
 impl Drop for Killed {
     fn drop(&mut self) {
@@ -995,6 +1009,7 @@ fn main() -> Result<()> {
     if unsafe { libc::geteuid() } != 0 {
         bail!("the overhead benchmark loads BPF programs and builds namespaces: run it as root");
     }
+    let _outputs = Outputs;
     let rounds = env_or("NETTO_BENCH_ROUNDS", 3);
     let seconds = env_or("NETTO_BENCH_SECONDS", 5);
     let pair = VethPair::create("bench")?;
@@ -1032,7 +1047,5 @@ fn main() -> Result<()> {
         serve_budget(&pair, rounds, env_or("NETTO_BENCH_SETTLE", 60), 20)?;
     }
     println!("\nload average at the end: {}", load_average());
-    let _ = std::fs::remove_file(RECORD_OUT);
-    let _ = std::fs::remove_file(PERF_OUT);
     Ok(())
 }
