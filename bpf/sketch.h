@@ -115,9 +115,11 @@ struct sketch_variate {
 };
 
 /*
- * A bucket of flows sharing hash bits, held by a majority vote: a sampled
- * packet of the holder adds a vote, one of another flow takes one away,
- * and a flow takes an empty bucket over. Heavy flows hold their buckets.
+ * A bucket of flows sharing hash bits, held by a majority vote. Each flow
+ * has two buckets: a sampled packet of a holder adds a vote to its bucket;
+ * one of another flow takes a vote from the weaker holder of its two, or
+ * takes that bucket over once it is empty. Heavy flows hold their buckets,
+ * and two flows sharing one bucket both keep one.
  */
 struct sketch_candidate {
 	struct sketch_flow flow;

@@ -19,6 +19,7 @@ use netto::sketch::config::{
 };
 use netto::sketch::estimate::{self, Estimate, TopK};
 use netto::sketch::flow::FlowKey;
+use netto::sketch::hash::flow_hash;
 use netto::sketch::packet::{
     arp, frame, ipv4_with_options, make_later_fragment, set_ipv4_total_length,
 };
@@ -331,6 +332,46 @@ fn exact_with_odd_rows_full_sampling_and_a_change_of_p() {
 
 /// Without top-ups the ring runs dry: every gap taken again is counted,
 /// and the program and the reference pick the same ones.
+/// Two flows whose first buckets are the same, one after the other at
+/// p = 1: the later one takes its second bucket, so both stay candidates
+/// (a bucket per flow lost the earlier one to the later, heavier or not),
+/// in the kernel as in the reference.
+#[test]
+fn flows_sharing_a_bucket_are_both_candidates() {
+    let _pinned = PinnedToCpu0::new();
+    let bucket = |key: &FlowKey| {
+        let hash = flow_hash(key);
+        [(hash >> 32) as u8, (hash >> 40) as u8]
+    };
+    let (src, dst) = (IpAddr::from([10, 1, 2, 3]), IpAddr::from([10, 4, 5, 6]));
+    let first = FlowKey::new(src, dst, 1000, 53, 17);
+    let sport = (1001..=u16::MAX)
+        .find(|&sport| {
+            let other = bucket(&FlowKey::new(src, dst, sport, 53, 17));
+            other[0] == bucket(&first)[0] && !bucket(&first).contains(&other[1])
+        })
+        .expect("some port shares the first bucket only");
+    let second = FlowKey::new(src, dst, sport, 53, 17);
+    let geometry = Geometry::new(4, 256).unwrap();
+    let sampling = Sampling::new(1.0).unwrap();
+    let mut variates = Variates::new(sampling, 5);
+    let mut storage = MaybeUninit::uninit();
+    let loaded = Loaded::load(&mut storage, geometry, &mut variates).expect("loading the sketch");
+    let mut reference = Reference::new(geometry, Variates::new(sampling, 5).slot_start(4));
+    // The earlier flow banks every vote it can; the later one is lighter.
+    for (sport, count) in [(1000, 100), (sport, 40)] {
+        let packet = frame(src, dst, sport, 53, 17, false, 100);
+        for _ in 0..count {
+            assert_eq!(loaded.test_run(&packet).unwrap(), 2, "XDP_PASS");
+            reference.process(&packet);
+        }
+    }
+    let kernel: HashSet<FlowKey> = loaded.slots().candidates().into_iter().collect();
+    let expected: HashSet<FlowKey> = reference.candidates().copied().collect();
+    assert_eq!(kernel, expected);
+    assert_eq!(kernel, HashSet::from([first, second]));
+}
+
 #[test]
 fn a_dry_ring_reuses_gaps_counted_and_exactly_as_the_reference() {
     exact_run(3, 1024, &[1.0, 0.5], 13, None);

@@ -15,9 +15,10 @@
 //! the holders (and the previous ranking) with the sketch and ranks them.
 //! A heavy flow wins its bucket and keeps it for a while after it stops,
 //! unlike a ring of recent keys, which forgets a heavy flow that ended
-//! early in an interval. The packet path pays one 64-bit compare (of the
-//! holder's hash) per sampled packet: no sort, no median, no hash map in
-//! the kernel, and nothing at all on skipped packets.
+//! early in an interval. Each flow has two buckets, so two flows sharing
+//! one both keep a bucket. The packet path pays one or two 64-bit compares
+//! (of the holders' hashes) per sampled packet: no sort, no median, no hash
+//! map in the kernel, and nothing at all on skipped packets.
 
 pub mod config;
 pub mod counters;

@@ -68,14 +68,29 @@ impl Reference {
             .map(|(key, _, _)| key)
     }
 
+    /// The program's `vote`: a flow's two buckets are two bytes of its
+    /// hash's high half; a newcomer takes an empty one or a vote from the
+    /// weaker holder (the first bucket on a tie).
     fn vote(&mut self, key: FlowKey, hash: u64) {
-        let bucket = (hash >> 32) as usize & (self.candidates.len() - 1);
-        let (holder, holder_hash, votes) = &mut self.candidates[bucket];
-        if *holder_hash == hash && *votes > 0 {
+        let mask = self.candidates.len() - 1;
+        let buckets = [(hash >> 32) as usize & mask, (hash >> 40) as usize & mask];
+        let held =
+            |(_, holder_hash, votes): &(FlowKey, u64, u32)| *holder_hash == hash && *votes > 0;
+        if let Some(&bucket) = buckets.iter().find(|&&b| held(&self.candidates[b])) {
+            let votes = &mut self.candidates[bucket].2;
             if *votes < SKETCH_VOTES_MAX {
                 *votes += 1;
             }
-        } else if *votes > 0 {
+            return;
+        }
+        let [a, b] = buckets;
+        let weaker = if self.candidates[a].2 <= self.candidates[b].2 {
+            a
+        } else {
+            b
+        };
+        let (holder, holder_hash, votes) = &mut self.candidates[weaker];
+        if *votes > 0 {
             *votes -= 1;
         } else {
             *holder = key;
