@@ -51,6 +51,8 @@ use std::io::{BufRead, BufReader};
 use std::mem::MaybeUninit;
 use std::os::fd::AsFd;
 use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, LazyLock};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -235,8 +237,14 @@ const MODES: &[Mode] = &[
 
 struct Killed(Child);
 
-/// The files the modes write, removed however the benchmark ends but by
-/// a signal.
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// The files the modes write, removed however the benchmark ends.
 struct Outputs;
 
 impl Drop for Outputs {
@@ -247,11 +255,19 @@ impl Drop for Outputs {
     }
 }
 
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
+/// Set by SIGINT, SIGTERM or SIGHUP instead of dying at once: the benchmark
+/// stops at its next measurement and returns an error, so the guards
+/// (`Killed`, `Outputs`, the veth pair) remove its children, files and
+/// namespace. A terminal's Ctrl-C also ends the iperf3 and netto running
+/// then; a signal sent to the benchmark alone waits for the run in
+/// progress (at most the longest iperf3 run, the serve section's settling).
+static STOP: LazyLock<Arc<AtomicBool>> = LazyLock::new(Arc::default);
+
+fn go_on() -> Result<()> {
+    if STOP.load(Ordering::Relaxed) {
+        bail!("interrupted: the benchmark stops and removes what it made");
     }
+    Ok(())
 }
 
 fn env_or(name: &str, default: u32) -> u32 {
@@ -275,6 +291,7 @@ fn median(values: &mut [f64]) -> f64 {
 
 /// Gbit/s of one pinned iperf3 run.
 fn iperf3(pair: &VethPair, seconds: u32) -> Result<f64> {
+    go_on()?;
     let peer = pair.peer_addr().to_string();
     let out = Command::new("iperf3")
         .args([
@@ -290,6 +307,7 @@ fn iperf3(pair: &VethPair, seconds: u32) -> Result<f64> {
         ])
         .output()
         .context("running iperf3 (Debian package iperf3)")?;
+    go_on()?;
     let report: serde_json::Value = serde_json::from_slice(&out.stdout)?;
     let bps = report["end"]["sum_received"]["bits_per_second"]
         .as_f64()
@@ -299,7 +317,8 @@ fn iperf3(pair: &VethPair, seconds: u32) -> Result<f64> {
 
 /// A mode's process, pinned to CPU 0, away from the traffic.
 struct Running {
-    child: Child,
+    /// Killed if the benchmark ends while the mode runs.
+    child: Killed,
     started: Instant,
     cpu_at_start: Duration,
     /// What it said it cost itself: (cost_percent, error_percent) per
@@ -322,6 +341,7 @@ fn process_cpu(pid: u32) -> Duration {
 }
 
 fn start_mode(mode: &Mode) -> Result<Running> {
+    go_on()?;
     let mut child = Command::new("taskset")
         .args(["-c", "0", mode.program])
         .args(mode.args)
@@ -332,8 +352,9 @@ fn start_mode(mode: &Mode) -> Result<Running> {
         })
         .stderr(Stdio::piped())
         .spawn()
+        .map(Killed)
         .with_context(|| format!("starting {}", mode.name))?;
-    let costs = child.stdout.take().map(|stdout| {
+    let costs = child.0.stdout.take().map(|stdout| {
         thread::spawn(move || {
             BufReader::new(stdout)
                 .lines()
@@ -343,7 +364,7 @@ fn start_mode(mode: &Mode) -> Result<Running> {
                 .collect()
         })
     });
-    let mut lines = BufReader::new(child.stderr.take().context("stderr")?).lines();
+    let mut lines = BufReader::new(child.0.stderr.take().context("stderr")?).lines();
     if let Some(ready) = mode.ready {
         loop {
             match lines.next() {
@@ -357,7 +378,7 @@ fn start_mode(mode: &Mode) -> Result<Running> {
     }
     thread::spawn(move || lines.for_each(drop));
     // `taskset` execs the mode's program, so the child's pid is the mode's.
-    let cpu_at_start = process_cpu(child.id());
+    let cpu_at_start = process_cpu(child.0.id());
     Ok(Running {
         child,
         started: Instant::now(),
@@ -371,11 +392,11 @@ impl Running {
     /// costs it reported; then SIGINT, and wait for it to finish (a
     /// recording is written then).
     fn stop(mut self) -> Result<(f64, Vec<(f64, f64)>)> {
-        let cpu = process_cpu(self.child.id()).saturating_sub(self.cpu_at_start);
+        let cpu = process_cpu(self.child.0.id()).saturating_sub(self.cpu_at_start);
         let elapsed = self.started.elapsed();
         // SAFETY: signalling our own child.
-        unsafe { libc::kill(i32::try_from(self.child.id())?, libc::SIGINT) };
-        self.child.wait()?;
+        unsafe { libc::kill(i32::try_from(self.child.0.id())?, libc::SIGINT) };
+        self.child.0.wait()?;
         let costs = match self.costs.take() {
             Some(reader) => reader.join().expect("cost reader"),
             None => Vec::new(),
@@ -526,6 +547,7 @@ enum Column {
 
 /// Runs the loops with `beside` attached or running; ns per call of each.
 fn call_costs_beside(beside: Column, fds: &CallFds) -> Result<Vec<f64>> {
+    go_on()?;
     let mut storage = MaybeUninit::uninit();
     let floor = FloorSkelBuilder::default().open(&mut storage)?.load()?;
     let progs = &floor.progs;
@@ -609,6 +631,7 @@ struct CostRun {
 /// netto stat (with `extra` arguments) with BPF statistics on and the floor
 /// programs attached.
 fn cost_run(pair: &VethPair, seconds: u32, extra: &[&str]) -> Result<CostRun> {
+    go_on()?;
     let _stats = StatsGuard::enable().context("enabling BPF run-time statistics")?;
     let mut child = Command::new("taskset")
         .args(["-c", "0", NETTO, "stat", "--json", "--interval", "1"])
@@ -865,6 +888,7 @@ fn accuracy(pair: &VethPair, windows: u32, seconds: u32) -> Result<()> {
         collector.collect(Default::default())?;
         let end = Instant::now() + Duration::from_secs(u64::from(seconds));
         while Instant::now() < end {
+            go_on()?;
             thread::sleep(Duration::from_millis(100));
             sampler.drain(|s| folder.add(s.cpu, s.context, None, s.frames))?;
         }
@@ -1008,6 +1032,10 @@ fn main() -> Result<()> {
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
         bail!("the overhead benchmark loads BPF programs and builds namespaces: run it as root");
+    }
+    for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+        signal_hook::flag::register(signal, Arc::clone(&STOP))
+            .context("handling the signals that end the benchmark")?;
     }
     let _outputs = Outputs;
     let rounds = env_or("NETTO_BENCH_ROUNDS", 3);
