@@ -12,6 +12,7 @@ use std::process::{Command, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use netto::abi::sketch::SKETCH_CANDIDATES;
 use netto::model::{SketchSnapshot, XdpMode};
 use netto::sketch::config::{
     Geometry, Sampling, DEFAULT_COLUMNS, DEFAULT_ROWS, SKETCH_MAX_COLUMNS, SKETCH_MAX_ROWS,
@@ -330,8 +331,6 @@ fn exact_with_odd_rows_full_sampling_and_a_change_of_p() {
     exact_run(3, 1024, &[1.0, 0.05, 0.5], 12, Some(2_000));
 }
 
-/// Without top-ups the ring runs dry: every gap taken again is counted,
-/// and the program and the reference pick the same ones.
 /// Two flows whose first buckets are the same, one after the other at
 /// p = 1: the later one takes its second bucket, so both stay candidates
 /// (a bucket per flow lost the earlier one to the later, heavier or not),
@@ -339,9 +338,11 @@ fn exact_with_odd_rows_full_sampling_and_a_change_of_p() {
 #[test]
 fn flows_sharing_a_bucket_are_both_candidates() {
     let _pinned = PinnedToCpu0::new();
+    // The program's two buckets of a flow (bpf/sketch.bpf.c, vote).
     let bucket = |key: &FlowKey| {
         let hash = flow_hash(key);
-        [(hash >> 32) as u8, (hash >> 40) as u8]
+        let mask = u64::from(SKETCH_CANDIDATES - 1);
+        [(hash >> 32) & mask, (hash >> 40) & mask]
     };
     let (src, dst) = (IpAddr::from([10, 1, 2, 3]), IpAddr::from([10, 4, 5, 6]));
     let first = FlowKey::new(src, dst, 1000, 53, 17);
@@ -372,6 +373,8 @@ fn flows_sharing_a_bucket_are_both_candidates() {
     assert_eq!(kernel, HashSet::from([first, second]));
 }
 
+/// Without top-ups the ring runs dry: every gap taken again is counted,
+/// and the program and the reference pick the same ones.
 #[test]
 fn a_dry_ring_reuses_gaps_counted_and_exactly_as_the_reference() {
     exact_run(3, 1024, &[1.0, 0.5], 13, None);
