@@ -192,13 +192,15 @@ static __always_inline __u32 classify(void *data, void *data_end, __u64 key[KEY_
 /* The bucket vote of sketch.h's struct sketch_candidate. Holders are told
  * apart by their 64-bit hash: one compare instead of the 40-byte key's five;
  * the key is only written when a flow takes a bucket over. A flow has two
- * buckets (two bytes of the hash's high half): a newcomer takes an empty
+ * buckets (sketch.h's SKETCH_BUCKET_SHIFT_*): a newcomer takes an empty
  * one or a vote from the weaker holder, so a flow is lost only when both
  * its buckets are held by flows that keep winning their votes. */
 static __always_inline void vote(struct sketch_state *s, const __u64 key[KEY_WORDS], __u64 hash)
 {
-	struct sketch_candidate *a = &s->candidates[(hash >> 32) & (SKETCH_CANDIDATES - 1)];
-	struct sketch_candidate *b = &s->candidates[(hash >> 40) & (SKETCH_CANDIDATES - 1)];
+	struct sketch_candidate *a =
+		&s->candidates[(hash >> SKETCH_BUCKET_SHIFT_FIRST) & (SKETCH_CANDIDATES - 1)];
+	struct sketch_candidate *b =
+		&s->candidates[(hash >> SKETCH_BUCKET_SHIFT_SECOND) & (SKETCH_CANDIDATES - 1)];
 	struct sketch_candidate *c;
 
 	if (a->hash == hash && a->votes > 0)

@@ -41,6 +41,12 @@ typedef long long sketch_s64;
 #define SKETCH_RING 16384
 /* Top-K candidate buckets per CPU slot; a power of two. */
 #define SKETCH_CANDIDATES 256
+/* Where a flow's two buckets start in its hash: log2(SKETCH_CANDIDATES)
+ * bits from each, in the high half (the rows' lanes start at bit 0). */
+#define SKETCH_BUCKET_SHIFT_FIRST 32
+#define SKETCH_BUCKET_SHIFT_SECOND 40
+_Static_assert(SKETCH_CANDIDATES <= 1 << (SKETCH_BUCKET_SHIFT_SECOND - SKETCH_BUCKET_SHIFT_FIRST),
+	       "a flow's two buckets come from disjoint bits of its hash");
 /* Votes a bucket's flow can bank: how long a flow that stopped keeps its
  * bucket against newcomers (in sampled packets of that bucket). */
 #define SKETCH_VOTES_MAX 16

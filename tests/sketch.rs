@@ -12,7 +12,6 @@ use std::process::{Command, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use netto::abi::sketch::SKETCH_CANDIDATES;
 use netto::model::{SketchSnapshot, XdpMode};
 use netto::sketch::config::{
     Geometry, Sampling, DEFAULT_COLUMNS, DEFAULT_ROWS, SKETCH_MAX_COLUMNS, SKETCH_MAX_ROWS,
@@ -20,7 +19,7 @@ use netto::sketch::config::{
 };
 use netto::sketch::estimate::{self, Estimate, TopK};
 use netto::sketch::flow::FlowKey;
-use netto::sketch::hash::flow_hash;
+use netto::sketch::hash::{buckets, flow_hash};
 use netto::sketch::packet::{
     arp, frame, ipv4_with_options, make_later_fragment, set_ipv4_total_length,
 };
@@ -338,12 +337,7 @@ fn exact_with_odd_rows_full_sampling_and_a_change_of_p() {
 #[test]
 fn flows_sharing_a_bucket_are_both_candidates() {
     let _pinned = PinnedToCpu0::new();
-    // The program's two buckets of a flow (bpf/sketch.bpf.c, vote).
-    let bucket = |key: &FlowKey| {
-        let hash = flow_hash(key);
-        let mask = u64::from(SKETCH_CANDIDATES - 1);
-        [(hash >> 32) & mask, (hash >> 40) & mask]
-    };
+    let bucket = |key: &FlowKey| buckets(flow_hash(key));
     let (src, dst) = (IpAddr::from([10, 1, 2, 3]), IpAddr::from([10, 4, 5, 6]));
     let first = FlowKey::new(src, dst, 1000, 53, 17);
     let sport = (1001..=u16::MAX)

@@ -2,7 +2,10 @@
 //! reads lane r of the hash, `column_bits` index bits then one sign bit.
 //! The program does the same in C; the reference test holds them equal.
 
-use crate::abi::sketch::{SKETCH_FAMILY_IPV4, SKETCH_HASH_SEED};
+use crate::abi::sketch::{
+    SKETCH_BUCKET_SHIFT_FIRST, SKETCH_BUCKET_SHIFT_SECOND, SKETCH_CANDIDATES, SKETCH_FAMILY_IPV4,
+    SKETCH_HASH_SEED,
+};
 
 use super::config::Geometry;
 use super::flow::{FlowKey, KEY_BYTES};
@@ -47,6 +50,13 @@ pub fn flow_hash(key: &FlowKey) -> u64 {
 pub struct Lane {
     pub cell: usize,
     pub negative: bool,
+}
+
+/// A flow's two top-K candidate buckets, as the program's `vote` picks them.
+pub fn buckets(hash: u64) -> [usize; 2] {
+    let mask = u64::from(SKETCH_CANDIDATES - 1);
+    [SKETCH_BUCKET_SHIFT_FIRST, SKETCH_BUCKET_SHIFT_SECOND]
+        .map(|shift| ((hash >> shift) & mask) as usize)
 }
 
 pub fn lane(hash: u64, geometry: Geometry, row: u32) -> Lane {

@@ -8,7 +8,7 @@ use crate::abi::sketch::{sketch_variate, SKETCH_CANDIDATES, SKETCH_VOTES_MAX};
 use super::config::Geometry;
 use super::counters::Counters;
 use super::flow::{classify, Class, FlowKey, KEY_BYTES};
-use super::hash::{flow_hash, lane, mix};
+use super::hash::{buckets, flow_hash, lane, mix};
 use super::variates::{unpack, Refill, SlotStart, RING};
 
 pub struct Reference {
@@ -68,12 +68,11 @@ impl Reference {
             .map(|(key, _, _)| key)
     }
 
-    /// The program's `vote`: a flow's two buckets are two bytes of its
-    /// hash's high half; a newcomer takes an empty one or a vote from the
-    /// weaker holder (the first bucket on a tie).
+    /// The program's `vote`: a newcomer takes an empty one of the flow's
+    /// two buckets or a vote from the weaker holder (the first bucket on a
+    /// tie).
     fn vote(&mut self, key: FlowKey, hash: u64) {
-        let mask = self.candidates.len() - 1;
-        let buckets = [(hash >> 32) as usize & mask, (hash >> 40) as usize & mask];
+        let buckets = buckets(hash);
         let held =
             |(_, holder_hash, votes): &(FlowKey, u64, u32)| *holder_hash == hash && *votes > 0;
         if let Some(&bucket) = buckets.iter().find(|&&b| held(&self.candidates[b])) {
