@@ -291,7 +291,7 @@ fn record_under_budget(port: u16, hz: u32, load_s: f64, record_s: f64) -> (Recor
 /// load has stopped; each step is in the recording and on stderr.
 #[test]
 fn the_budget_steps_sampling_down_under_load_and_back_up_after() {
-    let (recording, stderr) = record_under_budget(5602, 4000, 6.0, 13.0);
+    let (recording, stderr) = record_under_budget(5602, 1000, 6.0, 13.0);
     let snaps = &recording.snapshots;
     let frequency = |s: &Snapshot| s.sampling.as_ref().unwrap().frequency_hz;
     let budgets: Vec<&BudgetStatus> = snaps.iter().map(|s| s.budget.as_ref().unwrap()).collect();
@@ -305,7 +305,7 @@ fn the_budget_steps_sampling_down_under_load_and_back_up_after() {
         );
     }
     assert!(budgets.iter().all(|b| b.percent == BUDGET_PERCENT));
-    assert_eq!(frequency(&snaps[0]), 4000);
+    assert_eq!(frequency(&snaps[0]), 1000);
     // Every interval samples at the frequency the last change left.
     for (i, pair) in snaps.windows(2).enumerate() {
         let expected = match budgets[i].change {
@@ -324,7 +324,7 @@ fn the_budget_steps_sampling_down_under_load_and_back_up_after() {
         "first step down after interval {first_down}"
     );
     assert!(stderr.contains(&format!(
-        "netto: budget {BUDGET_PERCENT} %: over it, sampling 4000 Hz -> 2000 Hz"
+        "netto: budget {BUDGET_PERCENT} %: over it, sampling 1000 Hz -> 500 Hz"
     )));
     // Up again once the load has stopped, and never up while it ran.
     let loaded = |s: &Snapshot| s.event(EventKey::SockSend).count > 1000;
@@ -588,6 +588,10 @@ fn the_budget_steps_the_sketch_probability_down_under_load_and_back_up_after() {
     );
 }
 
-/// A budget the loaded host puts netto over at 4000 Hz, and that it is
-/// well under once idle (measured: see README, "What netto costs").
+/// A budget the loaded host puts netto over whatever it samples at (the
+/// accounting alone is over it), and that it is well under once idle at
+/// the frequencies the budget steps down to from 1000 Hz. (Idle at 1000 Hz
+/// it is not, on a slow day: 0.6-1.3 %, over the 60 % of the budget that
+/// leaves room for a step up; the test started at 4000 Hz then stayed at
+/// 1000 Hz after the load.)
 const BUDGET_PERCENT: f64 = 2.0;
