@@ -77,9 +77,8 @@ fn record(topology: &Topology, src_ns: &str, dest_ns: &str, dest: &str) -> Recor
     recording
 }
 
-/// The samples of `context` in `recording` by category, as shares; at
-/// least `least` samples.
-fn shares(recording: &Recording, context: SampleContext, least: u64) -> BTreeMap<String, f64> {
+/// The samples of `context` in `recording` by category.
+fn samples(recording: &Recording, context: SampleContext) -> BTreeMap<String, u64> {
     let mut samples: BTreeMap<String, u64> = BTreeMap::new();
     for snapshot in &recording.snapshots {
         for breakdown in snapshot.breakdown.iter().filter(|b| b.context == context) {
@@ -88,12 +87,25 @@ fn shares(recording: &Recording, context: SampleContext, least: u64) -> BTreeMap
             }
         }
     }
-    let total: u64 = samples.values().sum();
+    samples
+}
+
+/// `counts` as shares of their sum.
+fn as_shares(counts: &BTreeMap<String, u64>) -> BTreeMap<String, f64> {
+    let total: u64 = counts.values().sum();
+    counts
+        .iter()
+        .map(|(name, &n)| (name.clone(), n as f64 / total as f64))
+        .collect()
+}
+
+/// The samples of `context` in `recording` by category, as shares; at
+/// least `least` samples.
+fn shares(recording: &Recording, context: SampleContext, least: u64) -> BTreeMap<String, f64> {
+    let counts = samples(recording, context);
+    let total: u64 = counts.values().sum();
     assert!(total >= least, "only {total} {} samples", context.name());
-    let shares = samples
-        .into_iter()
-        .map(|(category, n)| (category, n as f64 / total as f64))
-        .collect();
+    let shares = as_shares(&counts);
     eprintln!("{} shares: {shares:?}", context.name());
     shares
 }
@@ -193,13 +205,42 @@ fn local_delivery() {
 
 /// BBR paces from an hrtimer (`tcp_pace_kick`), whose softirq netto samples
 /// as `net_timers`: the paced transmit and the timer softirq around it.
+/// The reference is netto's exact split of `net_timers` by callback in the
+/// same recording, not a fixed share: how much of it is the timer
+/// softirq's own work (re-arming the timer device is a VM exit on a
+/// virtual machine) differs by machine. Here the paced transmit was
+/// 5.3-7.5 % of the exact time and 4.7-7.5 % of the samples; a CI machine
+/// sampled 2.9 %.
 #[test]
 fn bbr_pacing_is_sampled_as_network_timers() {
     let mut topology = Topology::new("p");
     let (a, b) = pair(&mut topology);
     let recording = record(&topology, &a, &b, "198.18.210.2:5705");
     let timers = shares(&recording, SampleContext::NetTimers, 50);
-    assert_present(&timers, &["tcp_pacing", "timer_softirq"]);
+    let sampled = samples(&recording, SampleContext::NetTimers)
+        .values()
+        .sum::<u64>() as f64;
+    let mut callbacks: BTreeMap<String, u64> = BTreeMap::new();
+    for snapshot in &recording.snapshots {
+        for (callback, ns) in &snapshot.net_timer_callbacks {
+            *callbacks.entry(callback.clone()).or_default() += ns;
+        }
+    }
+    let exact = as_shares(&callbacks);
+    eprintln!("net_timers exact shares: {exact:?}");
+    let paced = share(&exact, "tcp_pace_kick");
+    assert!(paced > 0.0, "BBR never paced: {exact:?}");
+    // Three binomial standard deviations of the sampled share, plus what
+    // the samples hold that the exact split has no name for (netto's own
+    // hooks, about 2 % of the context).
+    let tolerance = 3.0 * (paced * (1.0 - paced) / sampled).sqrt() + 0.02;
+    let pacing = share(&timers, "tcp_pacing");
+    assert!(
+        pacing > 0.0 && (pacing - paced).abs() <= tolerance,
+        "tcp_pacing is {pacing:.3} of the samples but tcp_pace_kick {paced:.3} of the exact \
+         time (tolerance {tolerance:.3})"
+    );
+    assert_present(&timers, &["timer_softirq"]);
     assert_absent(&timers, &["local_tcp"]);
 }
 

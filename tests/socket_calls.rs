@@ -10,7 +10,7 @@ use std::thread;
 use std::time::Duration;
 
 use common::*;
-use netto::model::{EventKey, Snapshot};
+use netto::model::{EventKey, Snapshot, SoftirqVector};
 use netto::workload::netns::VethPair;
 
 const UNDER_TEST: usize = 1;
@@ -54,6 +54,33 @@ fn charged(snaps: &[Snapshot], run: &LoadReport, key: EventKey) -> (u64, u64) {
     (event_on_cpu(&window, key, UNDER_TEST), softirq)
 }
 
+/// What else ran on the CPU under test while `run` was alive, as shares of
+/// its system time, printed beside each ratio to read a failure by:
+/// network timers, the softirq vectors other than NET_RX/NET_TX (the
+/// network timers' among them) and hardirqs. The kernel bills these to
+/// whichever task they interrupt, the idle task included.
+fn beside(snaps: &[Snapshot], run: &LoadReport) -> String {
+    let window = overlapping(snaps, run.started, run.ended);
+    let share = |ns: u64| ns as f64 / run.stime_ns as f64;
+    let timers = event_on_cpu(&window, EventKey::NetTimers, UNDER_TEST);
+    let other: u64 = window
+        .iter()
+        .flat_map(|s| &s.softirq)
+        .filter(|(v, _)| !matches!(v, SoftirqVector::NetRx | SoftirqVector::NetTx))
+        .map(|(_, t)| t.per_cpu_ns[UNDER_TEST])
+        .sum();
+    let hardirq: u64 = window
+        .iter()
+        .map(|s| s.hardirq.per_cpu_ns[UNDER_TEST])
+        .sum();
+    format!(
+        "beside: net_timers {:.3}, other softirqs {:.3}, hardirq {:.3}",
+        share(timers),
+        share(other),
+        share(hardirq)
+    )
+}
+
 /// The least share of a sender's system time its window and softirqs hold.
 /// A splice sender makes two system calls a round, file -> pipe (page
 /// cache, no socket call) and pipe -> socket, as a splice receiver does:
@@ -61,10 +88,20 @@ fn charged(snaps: &[Snapshot], run: &LoadReport, key: EventKey) -> (u64, u64) {
 /// one system call (the kernel's own pipe): a tracepoint window holds all of
 /// it, a fentry window only the socket function (guests: 0.47-0.80 of the
 /// system time), so with fentry it has splice's floor.
-fn send_floor(syscall: &str) -> f64 {
+///
+/// In the emulated guests the system time of a TCP sender, which sleeps on
+/// its full send buffer thousands of times a second, is no steady
+/// reference: the same 9 s sendfile load had 2.73-3.47 s of it on 6.1
+/// while netto's window held 1.90-2.13 s, and 1.92-2.79 s on 6.12 against
+/// 1.24-1.36 s (ratios 0.48-0.85 over five runs of the tracepoint backend).
+/// Neither the interrupts nor the other softirqs the kernel bills to it
+/// (printed beside each ratio: 0.06-0.09 of it) account for the
+/// difference. There TCP senders have half the floor too; on the host
+/// sendfile reads 0.79-0.80.
+fn send_floor(proto: &str, syscall: &str) -> f64 {
     let through_a_pipe =
         syscall == "splice" || (syscall == "sendfile" && windows_are_socket_functions());
-    if through_a_pipe {
+    if through_a_pipe || (proto == "tcp" && emulated()) {
         window_floor() / 2.0
     } else {
         window_floor()
@@ -115,9 +152,10 @@ fn every_send_variant_is_charged_like_the_kernel_charges_it() {
         let alone = send as f64 / sys;
         eprintln!(
             "{proto} {syscall}: sock_send {send} + softirq {softirq} ns vs system time {sys} ns: \
-             {ratio:.2}, alone {alone:.2}"
+             {ratio:.2}, alone {alone:.2}; {}",
+            beside(&snaps, run)
         );
-        let floor = send_floor(syscall);
+        let floor = send_floor(proto, syscall);
         assert!(
             (floor..=1.05).contains(&ratio),
             "{proto} {syscall}: sock_send+softirq is {ratio:.2} of system time"
@@ -179,8 +217,9 @@ fn every_recv_variant_is_charged_like_the_kernel_charges_it() {
         let (recv, _) = charged(&snaps, run, EventKey::SockRecv);
         let ratio = recv as f64 / run.stime_ns as f64;
         eprintln!(
-            "{proto} {syscall}: sock_recv {recv} ns vs system time {} ns: {ratio:.2}",
-            run.stime_ns
+            "{proto} {syscall}: sock_recv {recv} ns vs system time {} ns: {ratio:.2}; {}",
+            run.stime_ns,
+            beside(&snaps, run)
         );
         // A splice receiver makes two system calls a round: socket -> pipe,
         // the window, and pipe -> /dev/null, no socket call, which took

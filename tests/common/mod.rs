@@ -93,7 +93,8 @@ pub fn library_accounting(storage: &mut Storage) -> Accounting<'_> {
 /// How much slower than a real machine the tests run: `NETTO_TEST_TIME_SCALE`
 /// (the VM matrix sets it for guests under qemu TCG, which emulates every
 /// instruction), else 1. Load durations and waits grow by it; ratios and
-/// thresholds stay as they are.
+/// thresholds stay as they are, unless a test says otherwise through
+/// [`emulated`].
 fn time_scale() -> f64 {
     std::env::var("NETTO_TEST_TIME_SCALE")
         .ok()
@@ -104,6 +105,13 @@ fn time_scale() -> f64 {
                 .unwrap_or_else(|| panic!("NETTO_TEST_TIME_SCALE={s}: expected a number >= 1"))
         })
         .unwrap_or(1.0)
+}
+
+/// Whether the tests run in an emulated guest of the kernel matrix: the few
+/// references that do not hold there (each test says which and why) are
+/// relaxed, never the measurement under test.
+pub fn emulated() -> bool {
+    time_scale() > 1.0
 }
 
 /// `seconds` of load, stretched by [`time_scale`].
