@@ -588,10 +588,11 @@ fn the_budget_steps_the_sketch_probability_down_under_load_and_back_up_after() {
     );
 }
 
-/// A budget the loaded host puts netto over whatever it samples at (the
-/// accounting alone is over it), and that it is well under once idle at
-/// the frequencies the budget steps down to from 1000 Hz. (Idle at 1000 Hz
-/// it is not, on a slow day: 0.6-1.3 %, over the 60 % of the budget that
-/// leaves room for a step up; the test started at 4000 Hz then stayed at
-/// 1000 Hz after the load.)
+/// A budget the loaded host keeps netto over at every frequency (the
+/// accounting alone costs more), and that netto is well under once the
+/// load stops, at the frequencies the budget has stepped down to from
+/// 1000 Hz. An idle host at 1000 Hz itself is not always well under it: on
+/// a slow day netto cost 0.6-1.3 % there, too much for the budget to step
+/// up again (the test, which then started at 4000 Hz, stayed at 1000 Hz
+/// after the load).
 const BUDGET_PERCENT: f64 = 2.0;
