@@ -27,7 +27,7 @@ use netto::sketch::config::{Geometry, Sampling};
 use netto::sketch::flow::classify;
 use netto::sketch::packet;
 use netto::sketch::reference::Reference;
-use netto::sketch::variates::Variates;
+use netto::sketch::variates::{SlotStart, Variates};
 use netto::source::{Origin, SourceInfo};
 use netto::symbols::kallsyms::{Kallsyms, SymbolTable};
 use proptest::prelude::*;
@@ -410,10 +410,15 @@ proptest! {
         lookups in proptest::collection::vec(any::<u64>(), 0..20),
     ) {
         let text = lines.join("\n");
-        let names = Kallsyms::parse(&text);
-        for line in &lines {
-            if let Some(name) = line.split_whitespace().nth(2) {
-                let _ = names.address_of(name);
+        let asked: Vec<&str> = lines.iter().filter_map(|l| l.split_whitespace().nth(2)).collect();
+        let names = Kallsyms::parse(&text, &asked);
+        for name in asked {
+            if let Some(addr) = names.address_of(name) {
+                prop_assert!(
+                    text.lines().any(|l| l.contains(name)
+                        && l.split_once(' ').and_then(|(a, _)| u64::from_str_radix(a, 16).ok()) == Some(addr)),
+                    "{name} at an address no line of it has"
+                );
             }
         }
         if let Ok(table) = SymbolTable::parse(&text) {
@@ -561,9 +566,14 @@ proptest! {
     #[test]
     fn any_bytes_through_the_sketchs_packet_parser(frames in proptest::collection::vec(frame_bytes(), 1..8)) {
         let geometry = Geometry::new(5, 2048).unwrap();
-        // p = 1: every packet reaches the parser, in every row.
-        let mut variates = Variates::new(Sampling::new(1.0).unwrap(), 7);
-        let mut reference = Reference::new(geometry, variates.slot_start(geometry.rows()));
+        // p = 1: every packet reaches the parser, in every row. The same
+        // start for every case, drawn once: a ring of variates is most of
+        // a case's time in a debug build.
+        static START: OnceLock<SlotStart> = OnceLock::new();
+        let start = START.get_or_init(|| {
+            Variates::new(Sampling::new(1.0).unwrap(), 7).slot_start(geometry.rows())
+        });
+        let mut reference = Reference::new(geometry, start.clone());
         for frame in &frames {
             let _ = classify(frame);
             reference.process(frame);

@@ -428,7 +428,7 @@ fn load_error(source: libbpf_rs::Error) -> KernelError {
 /// table of those found.
 fn resolve_callbacks() -> Result<(Vec<&'static str>, bool, netto_callback_table), KernelError> {
     let names: Vec<&'static str> = NETWORK_CALLBACKS.iter().map(|(name, _)| *name).collect();
-    let Ok(kallsyms) = Kallsyms::load() else {
+    let Ok(kallsyms) = Kallsyms::load(&names) else {
         return Ok((names, false, netto_callback_table::default()));
     };
     let found: Vec<(u64, u32)> = names

@@ -3,7 +3,6 @@
 //! than `stat` can do.
 
 use std::mem::MaybeUninit;
-use std::path::Path;
 
 use libbpf_rs::libbpf_sys;
 use libbpf_rs::skel::{OpenSkel, SkelBuilder};
@@ -271,7 +270,7 @@ fn attribution_probe(btf: &Btf<'_>, privileged: bool) -> Probe {
 }
 
 fn kallsyms_probe() -> Probe {
-    match Kallsyms::from_file(Path::new("/proc/kallsyms")) {
+    match Kallsyms::load(&[]) {
         Ok(syms) if syms.addresses_hidden() => Probe::no(
             "addresses hidden (kernel.kptr_restrict); net_timers cannot recognise callbacks",
         ),

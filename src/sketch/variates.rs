@@ -35,6 +35,7 @@ pub struct Variates {
 
 /// What a CPU slot starts with: the first sampled packet, and the ring
 /// after it (entries 0 to RING - 1).
+#[derive(Clone)]
 pub struct SlotStart {
     pub first: sketch_variate,
     pub ring: Vec<sketch_variate>,

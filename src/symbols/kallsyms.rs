@@ -6,6 +6,7 @@
 use std::collections::HashMap;
 use std::fmt;
 use std::fs;
+use std::io::{BufRead, BufReader};
 use std::path::Path;
 
 use thiserror::Error;
@@ -25,58 +26,138 @@ pub enum KallsymsError {
     AddressesHidden,
 }
 
-/// Name -> address of the kernel's (and loaded modules') symbols.
+/// The kernel symbols netto asks for by name (the network callbacks), from
+/// one pass over kallsyms. Only the asked names are kept: the file has over
+/// a hundred thousand lines and netto needs a dozen, and every measuring
+/// command reads it at start-up (under the kernel matrix's emulation,
+/// hashing every name took most of netto's start).
 #[derive(Default)]
 pub struct Kallsyms {
-    by_name: HashMap<String, u64>,
+    /// Each asked name and what kallsyms has for it: `None` when the
+    /// kernel has no such symbol, its first address otherwise (zero where
+    /// addresses are hidden).
+    asked: Vec<(String, Option<u64>)>,
     hidden: bool,
 }
 
 impl fmt::Debug for Kallsyms {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Kallsyms")
-            .field("symbols", &self.by_name.len())
+            .field("asked", &self.asked.len())
+            .field(
+                "present",
+                &self.asked.iter().filter(|(_, a)| a.is_some()).count(),
+            )
             .field("hidden", &self.hidden)
             .finish()
     }
 }
 
 impl Kallsyms {
-    pub fn load() -> Result<Self, KallsymsError> {
-        Self::from_file(Path::new("/proc/kallsyms"))
+    /// `names` in /proc/kallsyms.
+    pub fn load(names: &[&str]) -> Result<Self, KallsymsError> {
+        Self::from_file(Path::new("/proc/kallsyms"), names)
     }
 
-    pub fn from_file(path: &Path) -> Result<Self, KallsymsError> {
-        Ok(Self::parse(&read(path)?))
-    }
-
-    pub fn parse(text: &str) -> Self {
-        let mut by_name = HashMap::new();
-        let mut any_address = false;
-        for line in text.lines().filter_map(Line::parse) {
-            any_address |= line.addr != 0;
-            by_name.entry(line.name.to_owned()).or_insert(line.addr);
+    /// Reads `path` line by line and stops as soon as the answer is
+    /// complete (every asked name found and an address seen): the kernel
+    /// formats /proc/kallsyms as it is read, so a short read is cheaper,
+    /// and asking for no name (is anything hidden?) reads a few lines.
+    pub fn from_file(path: &Path, names: &[&str]) -> Result<Self, KallsymsError> {
+        let error = |source| KallsymsError::Read {
+            path: path.display().to_string(),
+            source,
+        };
+        let mut reader = BufReader::new(fs::File::open(path).map_err(error)?);
+        let mut scan = Scan::new(names);
+        let mut line = String::new();
+        loop {
+            line.clear();
+            if reader.read_line(&mut line).map_err(error)? == 0 || scan.take(line.trim_end()) {
+                return Ok(scan.done());
+            }
         }
-        Kallsyms {
-            hidden: !by_name.is_empty() && !any_address,
-            by_name,
-        }
     }
 
-    /// Address of `name`, if the kernel has it and shows addresses.
+    /// `names` in kallsyms `text`; a name listed twice keeps its first line.
+    pub fn parse(text: &str, names: &[&str]) -> Self {
+        let mut scan = Scan::new(names);
+        for line in text.lines() {
+            if scan.take(line) {
+                break;
+            }
+        }
+        scan.done()
+    }
+
+    /// Address of `name`, if it was asked for, the kernel has it and
+    /// shows addresses.
     pub fn address_of(&self, name: &str) -> Option<u64> {
-        self.by_name.get(name).copied().filter(|&addr| addr != 0)
+        self.found(name).filter(|&addr| addr != 0)
     }
 
-    /// Whether the kernel has a symbol of that name, addresses shown or not.
+    /// Whether the kernel has a symbol of that name (asked for), addresses
+    /// shown or not.
     pub fn contains(&self, name: &str) -> bool {
-        self.by_name.contains_key(name)
+        self.found(name).is_some()
+    }
+
+    fn found(&self, name: &str) -> Option<u64> {
+        self.asked
+            .iter()
+            .find(|(n, _)| n == name)
+            .and_then(|&(_, addr)| addr)
     }
 
     /// True when every address reads as zero: kptr_restrict hides them from
     /// this process, so nothing can be resolved.
     pub fn addresses_hidden(&self) -> bool {
         self.hidden
+    }
+}
+
+/// [`Kallsyms`] being built, one line at a time.
+struct Scan {
+    asked: Vec<(String, Option<u64>)>,
+    missing: usize,
+    any_line: bool,
+    any_address: bool,
+}
+
+impl Scan {
+    fn new(names: &[&str]) -> Self {
+        Scan {
+            asked: names.iter().map(|&n| (n.to_owned(), None)).collect(),
+            missing: names.len(),
+            any_line: false,
+            any_address: false,
+        }
+    }
+
+    /// Takes one line; true once nothing later can change the answer.
+    fn take(&mut self, line: &str) -> bool {
+        let Some(line) = Line::parse(line) else {
+            return false;
+        };
+        self.any_line = true;
+        self.any_address |= line.addr != 0;
+        // A length compare first: most lines are no asked name's.
+        if let Some((_, found)) = self
+            .asked
+            .iter_mut()
+            .find(|(n, found)| n.len() == line.name.len() && found.is_none() && n == line.name)
+        {
+            *found = Some(line.addr);
+            self.missing -= 1;
+        }
+        self.any_address && self.missing == 0
+    }
+
+    fn done(self) -> Kallsyms {
+        Kallsyms {
+            asked: self.asked,
+            hidden: self.any_line && !self.any_address,
+        }
     }
 }
 
@@ -96,15 +177,25 @@ struct Line<'a> {
 }
 
 impl<'a> Line<'a> {
+    /// The fields as the kernel prints them (`%px %c %s`, then `\t[%s]`
+    /// for a module's symbol): split at those single bytes rather than at
+    /// any whitespace, which decodes every character and made most of the
+    /// parse's time in a debug build. Any other line is skipped.
     fn parse(line: &'a str) -> Option<Self> {
-        let mut fields = line.split_whitespace();
-        let addr = u64::from_str_radix(fields.next()?, 16).ok()?;
-        let kind = *fields.next()?.as_bytes().first()?;
-        let name = fields.next()?;
-        let module = fields
-            .next()
-            .and_then(|m| m.strip_prefix('[')?.strip_suffix(']'));
-        Some(Line {
+        let (addr, rest) = line.split_once(' ')?;
+        let addr = u64::from_str_radix(addr, 16).ok()?;
+        let (kind, rest) = rest.split_once(' ')?;
+        let &[kind] = kind.as_bytes() else {
+            return None;
+        };
+        let (name, module) = match rest.split_once('\t') {
+            Some((name, module)) => (
+                name,
+                module.strip_prefix('[').and_then(|m| m.strip_suffix(']')),
+            ),
+            None => (rest, None),
+        };
+        (!name.is_empty()).then_some(Line {
             addr,
             kind,
             name,
@@ -389,16 +480,43 @@ ffffffff8202a140 T tcp_pace_kick_alias
 
     #[test]
     fn resolves_kernel_and_module_symbols() {
-        let syms = Kallsyms::parse(FIXTURE);
+        let syms = Kallsyms::parse(
+            FIXTURE,
+            &["tcp_pace_kick", "br_handle_frame", "missing", "tcp_pace"],
+        );
         assert_eq!(syms.address_of("tcp_pace_kick"), Some(0xffffffff8202a140));
         assert_eq!(syms.address_of("br_handle_frame"), Some(0xffffffffc0a01000));
         assert_eq!(syms.address_of("missing"), None);
+        assert!(!syms.contains("tcp_pace"), "a prefix is not the name");
         assert!(!syms.addresses_hidden());
+    }
+
+    /// Only asked names are kept: another one is absent, even when the
+    /// kernel has it.
+    #[test]
+    fn names_not_asked_for_are_not_kept() {
+        let syms = Kallsyms::parse(FIXTURE, &["tcp_write_timer"]);
+        assert!(syms.contains("tcp_write_timer"));
+        assert!(!syms.contains("tcp_pace_kick"));
+    }
+
+    /// The kernel's own layout only: a line split another way is skipped,
+    /// not read with its fields shifted.
+    #[test]
+    fn lines_in_another_layout_are_skipped() {
+        let text = "ffffffff8202a140  T tcp_pace_kick\nffffffff8202d1e0 tt tcp_write_timer\nffffffff8202d1f0 t \n";
+        let syms = Kallsyms::parse(text, &["tcp_pace_kick", "tcp_write_timer"]);
+        assert!(!syms.contains("tcp_pace_kick"));
+        assert!(!syms.contains("tcp_write_timer"));
+        assert!(!syms.addresses_hidden(), "no line read, so nothing hidden");
     }
 
     #[test]
     fn detects_hidden_addresses() {
-        let syms = Kallsyms::parse("0000000000000000 T tcp_pace_kick\n0000000000000000 t x\n");
+        let syms = Kallsyms::parse(
+            "0000000000000000 T tcp_pace_kick\n0000000000000000 t x\n",
+            &["tcp_pace_kick"],
+        );
         assert!(syms.addresses_hidden());
         assert_eq!(syms.address_of("tcp_pace_kick"), None);
         assert!(syms.contains("tcp_pace_kick"));
@@ -406,7 +524,7 @@ ffffffff8202a140 T tcp_pace_kick_alias
 
     #[test]
     fn hidden_addresses_are_a_typed_error() {
-        assert!(Kallsyms::parse(HIDDEN).addresses_hidden());
+        assert!(Kallsyms::parse(HIDDEN, &[]).addresses_hidden());
         assert!(matches!(
             SymbolTable::parse(HIDDEN),
             Err(KallsymsError::AddressesHidden)
@@ -539,9 +657,32 @@ ffffffff8202a140 T tcp_pace_kick_alias
         assert_eq!(bpf_program_name("bpf_prog_run_xdp"), "bpf_prog_run_xdp");
     }
 
+    /// Read from a file, which stops once the answer is complete, the
+    /// answer is the one the whole text gives.
+    #[test]
+    fn a_file_gives_what_its_text_gives() {
+        let mut file = tempfile::NamedTempFile::new().unwrap();
+        std::io::Write::write_all(&mut file, BASIC.as_bytes()).unwrap();
+        for names in [
+            &[][..],
+            &["veth_poll"],
+            &["veth_poll", "br_forward", "no_such_function"],
+        ] {
+            let read = Kallsyms::from_file(file.path(), names).unwrap();
+            let parsed = Kallsyms::parse(BASIC, names);
+            assert_eq!(read.asked, parsed.asked, "{names:?}");
+            assert_eq!(read.hidden, parsed.hidden);
+        }
+        let mut hidden = tempfile::NamedTempFile::new().unwrap();
+        std::io::Write::write_all(&mut hidden, HIDDEN.as_bytes()).unwrap();
+        assert!(Kallsyms::from_file(hidden.path(), &[])
+            .unwrap()
+            .addresses_hidden());
+    }
+
     #[test]
     fn debug_output_shows_no_address() {
-        let shown = format!("{:?} {:?}", table(), Kallsyms::parse(BASIC));
+        let shown = format!("{:?} {:?}", table(), Kallsyms::parse(BASIC, &["veth_poll"]));
         assert!(!shown.contains("ffff"), "{shown}");
         assert!(
             !shown.contains(&0xffffffff81000000u64.to_string()),

@@ -474,9 +474,10 @@ mod tests {
 
     #[test]
     fn same_names_as_the_name_table() {
-        let by_name = Kallsyms::parse(BASIC);
+        let names = ["veth_poll", "netif_receive_skb", "br_forward"];
+        let by_name = Kallsyms::parse(BASIC, &names);
         let mut s = symbolizer();
-        for name in ["veth_poll", "netif_receive_skb", "br_forward"] {
+        for name in names {
             let addr = by_name.address_of(name).unwrap();
             assert_eq!(resolve(&mut s, &[addr + 4]), [name]);
         }
