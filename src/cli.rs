@@ -632,16 +632,16 @@ fn parse_frequency(text: &str) -> Result<u64, String> {
 }
 
 fn parse_budget(text: &str) -> Result<BudgetArg, String> {
-    use crate::source::budget::{MAX_PERCENT, MIN_PERCENT};
+    use crate::model::{MAX_BUDGET_PERCENT, MIN_BUDGET_PERCENT};
     if text == "off" {
         return Ok(BudgetArg(None));
     }
     match text.parse::<f64>() {
-        Ok(percent) if (MIN_PERCENT..=MAX_PERCENT).contains(&percent) => {
+        Ok(percent) if (MIN_BUDGET_PERCENT..=MAX_BUDGET_PERCENT).contains(&percent) => {
             Ok(BudgetArg(Some(percent)))
         }
         Ok(_) => Err(format!(
-            "must be from {MIN_PERCENT} to {MAX_PERCENT} (percent of one CPU), or off"
+            "must be from {MIN_BUDGET_PERCENT} to {MAX_BUDGET_PERCENT} (percent of one CPU), or off"
         )),
         Err(_) => Err(format!("'{text}' is not a percentage (or off)")),
     }

@@ -14,7 +14,6 @@ pub mod breakdown;
 pub mod cli;
 pub mod collect;
 pub mod frontends;
-pub mod groups;
 pub mod history;
 pub mod kernel;
 pub mod model;

@@ -280,6 +280,11 @@ pub struct Snapshot {
     pub budget: Option<BudgetStatus>,
 }
 
+/// Lowest and highest budget, in percent of one CPU: what `--budget` takes
+/// and what a recording's `budget.percent` may say.
+pub const MIN_BUDGET_PERCENT: f64 = 0.01;
+pub const MAX_BUDGET_PERCENT: f64 = 100.0;
+
 /// netto keeping its whole cost (`overhead.cost_percent`) under a share of
 /// one CPU by turning its knobs down (sampling frequency, attribution, the
 /// XDP sketch's probability, the tier), and back up when there is room

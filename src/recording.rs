@@ -17,7 +17,7 @@ use thiserror::Error;
 use crate::kernel::sampler::MAX_FREQUENCY_HZ;
 use crate::model::{
     Attribution, BudgetChange, CpuTime, EventKey, Recording, Snapshot, SoftirqVector, StackCount,
-    MAX_DURATION_S, MAX_INTERVAL_S,
+    MAX_BUDGET_PERCENT, MAX_DURATION_S, MAX_INTERVAL_S,
 };
 
 /// Most CPUs a recording may have: the kernel's own ceiling (`NR_CPUS`
@@ -261,8 +261,11 @@ fn check_snapshot(at: &str, s: &Snapshot) -> Result<(), Invalid> {
         host_percent,
     )?;
     if let Some(budget) = &s.budget {
-        let most = crate::source::budget::MAX_PERCENT;
-        check_percent(&format!("{at}.budget.percent"), budget.percent, most)?;
+        check_percent(
+            &format!("{at}.budget.percent"),
+            budget.percent,
+            MAX_BUDGET_PERCENT,
+        )?;
         if let Some(hz) = budget.asked_frequency_hz {
             check_frequency(&format!("{at}.budget.asked_frequency_hz"), hz)?;
         }

@@ -4,18 +4,19 @@
 pub mod attribution;
 pub mod cost;
 pub mod estimate;
+pub mod groups;
 pub mod process;
 pub mod snapshot;
 
 use std::time::{Duration, Instant, SystemTime};
 
-use crate::groups::resolve::Resolver;
 use crate::kernel::accounting::Accounting;
 use crate::kernel::attribution::Key;
 use crate::kernel::KernelError;
 use crate::model::Snapshot;
 use attribution::Ledger;
 use cost::{CostHistory, HookRuns};
+use groups::resolve::Resolver;
 use process::OwnProcesses;
 use snapshot::{Context, Reading};
 

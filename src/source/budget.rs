@@ -61,10 +61,6 @@ pub const SKETCH_STEP: f64 = 4.0;
 /// README "XDP sketch"), while its estimates keep widening.
 pub const SKETCH_FLOOR: f64 = 0.001;
 
-/// Lowest and highest budget, in percent of one CPU.
-pub const MIN_PERCENT: f64 = 0.01;
-pub const MAX_PERCENT: f64 = 100.0;
-
 /// What the budget turns at the end of an interval.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Knob {
