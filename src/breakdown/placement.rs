@@ -70,8 +70,20 @@ const DISPATCHERS: &[&str] = &[
 
 /// What the dispatchers call around a callback, not as one: the timer
 /// base's lock (a sample due while it holds interrupts off is taken where
-/// it lets them on again) and the timer queue's upkeep.
+/// it lets them on again), the timer queue's upkeep, and the BPF programs
+/// on the dispatchers' own tracepoints (`hrtimer_expire_entry/exit` and
+/// `timer_expire_entry/exit`, run through `bpf_trace_run1`/`2`, or the
+/// tracepoint's iterator where it is no static call): netto's own hooks
+/// in the exact and softirq tiers, anyone's in any tier. Taken for
+/// callbacks, they put the samples in them in other callbacks, never in
+/// `net_timers` (README, "Tiers", has the figures).
 const DISPATCH_HELPERS: &[&str] = &[
+    "bpf_trace_run1",
+    "bpf_trace_run2",
+    "__traceiter_hrtimer_expire_entry",
+    "__traceiter_hrtimer_expire_exit",
+    "__traceiter_timer_expire_entry",
+    "__traceiter_timer_expire_exit",
     "_raw_spin_lock",
     "_raw_spin_unlock",
     "_raw_spin_lock_irq",
@@ -283,6 +295,18 @@ mod tests {
                 callback: true
             })
         );
+        // A BPF program on the dispatcher's own tracepoint, here netto's
+        // hook and its clock read, is the softirq's work.
+        assert_eq!(
+            placed_with(&[
+                "bpf_trace_run2",
+                "netto_hrtimer_entry",
+                "ktime_get_mono_fast_ns",
+                "read_tsc"
+            ]),
+            work
+        );
+        assert_eq!(placed_with(&["bpf_trace_run1"]), work);
         // A network callback under the same machinery.
         assert_eq!(
             placed_with(&["tcp_pace_kick.cold", "tcp_write_xmit"]),
