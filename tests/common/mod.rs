@@ -345,9 +345,23 @@ pub fn loadgen_in(pair: &VethPair, args: &str) -> Command {
 
 /// Softirq time of the whole host from /proc/stat, in ns (tick-sampled).
 pub fn proc_stat_softirq_ns() -> u64 {
+    proc_stat_ns("cpu", 7)
+}
+
+/// Column `column` (the line's name is column 0) of the /proc/stat line
+/// named `line` (`cpu` for the host, `cpuN` for one CPU), from ticks to ns.
+fn proc_stat_ns(line: &str, column: usize) -> u64 {
     let stat = std::fs::read_to_string("/proc/stat").unwrap();
-    let cpu = stat.lines().next().unwrap();
-    let ticks: u64 = cpu.split_whitespace().nth(7).unwrap().parse().unwrap();
+    let fields = stat
+        .lines()
+        .find(|l| l.split_whitespace().next() == Some(line))
+        .unwrap_or_else(|| panic!("no {line} in /proc/stat"));
+    let ticks: u64 = fields
+        .split_whitespace()
+        .nth(column)
+        .unwrap()
+        .parse()
+        .unwrap();
     let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as u64;
     ticks * 1_000_000_000 / hz
 }
@@ -386,15 +400,7 @@ pub fn system_time_ceiling(run: &LoadReport, stolen_ns: u64) -> f64 {
 }
 
 fn cpu_steal_ns(cpu: usize) -> u64 {
-    let stat = std::fs::read_to_string("/proc/stat").unwrap();
-    let name = format!("cpu{cpu}");
-    let line = stat
-        .lines()
-        .find(|l| l.split_whitespace().next() == Some(name.as_str()))
-        .unwrap_or_else(|| panic!("no {name} in /proc/stat"));
-    let ticks: u64 = line.split_whitespace().nth(8).unwrap().parse().unwrap();
-    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as u64;
-    ticks * 1_000_000_000 / hz
+    proc_stat_ns(&format!("cpu{cpu}"), 8)
 }
 
 /// Interrupts of the kinds netto's hardirq hooks see, on every CPU, from
