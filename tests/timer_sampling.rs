@@ -1,0 +1,216 @@
+//! benches/timer_sampling.sh, the check without netto that a timer-driven
+//! sampler (perf's cpu-clock) sees the HRTIMER softirq less often than its
+//! time says: a short run reports every context's samples against its
+//! traced time, bad arguments are one-line errors, and a terminal's Ctrl-C
+//! leaves no namespace, veth, process or file behind. Needs root, perf
+//! and iperf3 (scripts/install-deps.sh).
+
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::thread;
+use std::time::{Duration, Instant};
+
+const SCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/benches/timer_sampling.sh");
+
+/// A private $TMPDIR, so the test can tell that the script's own
+/// temporary directory is gone.
+fn private_tmp(tag: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("timer-sampling-{tag}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn script(tmp: &Path, args: &[&str]) -> Command {
+    let mut command = Command::new("bash");
+    command.arg(SCRIPT).args(args).env("TMPDIR", tmp);
+    command
+}
+
+/// What the script made under its pid and is still there.
+fn remains(pid: u32, tmp: &Path) -> Vec<String> {
+    let mut left = Vec::new();
+    let namespaces = Command::new("ip").args(["netns", "list"]).output().unwrap();
+    let namespace = format!("netto-ts-{pid}");
+    if String::from_utf8_lossy(&namespaces.stdout)
+        .lines()
+        .any(|l| l.split_whitespace().next() == Some(namespace.as_str()))
+    {
+        left.push(namespace);
+    }
+    let veth = format!("nts{pid}a");
+    let link = Command::new("ip")
+        .args(["link", "show", "dev", &veth])
+        .stderr(Stdio::null())
+        .output()
+        .unwrap();
+    if link.status.success() {
+        left.push(veth);
+    }
+    left.extend(
+        std::fs::read_dir(tmp)
+            .unwrap()
+            .map(|entry| entry.unwrap().path().display().to_string()),
+    );
+    left
+}
+
+/// The table's rows: context -> (time share, sample share, ratio).
+fn rows(report: &str) -> Vec<(String, f64, f64, f64)> {
+    let start = report
+        .lines()
+        .position(|l| l.starts_with("softirq"))
+        .expect("no table header");
+    report
+        .lines()
+        .skip(start + 1)
+        .take_while(|l| !l.starts_with("HRTIMER:"))
+        .map(|l| {
+            let cells: Vec<&str> = l.split_whitespace().collect();
+            assert_eq!(cells.len(), 6, "row {l:?}");
+            let number = |i: usize| cells[i].parse::<f64>().unwrap();
+            (cells[0].to_owned(), number(2), number(4), number(5))
+        })
+        .collect()
+}
+
+#[test]
+fn a_short_run_sets_every_context_s_samples_against_its_time() {
+    let tmp = private_tmp("run");
+    let mut child = script(&tmp, &["--seconds", "4"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let out: Output = {
+        let deadline = Instant::now() + Duration::from_secs(120);
+        while child.try_wait().unwrap().is_none() {
+            assert!(
+                Instant::now() < deadline,
+                "the script still runs after 120 s"
+            );
+            thread::sleep(Duration::from_millis(50));
+        }
+        child.wait_with_output().unwrap()
+    };
+    let report = String::from_utf8_lossy(&out.stdout);
+    eprintln!("{report}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "{:?}", out.status);
+    let rows = rows(&report);
+    let names: Vec<&str> = rows.iter().map(|r| r.0.as_str()).collect();
+    for wanted in ["NET_RX", "HRTIMER", "none"] {
+        assert!(names.contains(&wanted), "no {wanted} row in {names:?}");
+    }
+    // Every sample is in exactly one row, and every row's ratio is its
+    // two shares' quotient: the table adds up.
+    let samples: f64 = rows.iter().map(|r| r.2).sum();
+    assert!(
+        (samples - 1.0).abs() < 0.01,
+        "sample shares sum to {samples}"
+    );
+    for (name, time, sample, ratio) in &rows {
+        assert!(
+            (sample / time - ratio).abs() < 0.01 + 0.01 * ratio,
+            "{name}: {sample} / {time} is not {ratio}"
+        );
+    }
+    // The load ran: the veth pair's NET_RX and BBR's pacing timers took
+    // CPU 1's time.
+    let share = |name: &str| rows.iter().find(|r| r.0 == name).unwrap().1;
+    assert!(
+        share("NET_RX") > 0.01,
+        "NET_RX took {} of the time",
+        share("NET_RX")
+    );
+    assert!(
+        share("HRTIMER") > 0.005,
+        "HRTIMER took {} of the time",
+        share("HRTIMER")
+    );
+    let rate = report
+        .lines()
+        .find_map(|l| l.split(": ").nth(1)?.strip_suffix(" of the rate asked"))
+        .expect("no sample rate line")
+        .parse::<f64>()
+        .unwrap();
+    assert!(rate > 0.9, "perf took {rate} of the samples asked");
+    assert!(report.contains("HRTIMER: samples in the first 2 us of a run"));
+    assert_eq!(remains(pid, &tmp), Vec::<String>::new());
+    std::fs::remove_dir(&tmp).unwrap();
+}
+
+#[test]
+fn bad_arguments_are_one_line_errors() {
+    let tmp = private_tmp("args");
+    for args in [
+        &["--seconds", "0"][..],
+        &["--seconds"],
+        &["--period-ns", "1000"],
+        &["--cpu", "100000"],
+        &["--cpu", "x"],
+        &["--nosuch"],
+    ] {
+        let out = script(&tmp, args).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
+        assert!(stderr.starts_with("timer_sampling: "), "{args:?}: {stderr}");
+        assert!(out.stdout.is_empty(), "{args:?}");
+    }
+    assert_eq!(std::fs::read_dir(&tmp).unwrap().count(), 0);
+    std::fs::remove_dir(&tmp).unwrap();
+}
+
+#[test]
+fn ctrl_c_while_perf_records_leaves_nothing() {
+    let tmp = private_tmp("ctrl-c");
+    let mut child = script(&tmp, &["--seconds", "60"])
+        .process_group(0)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    // perf is recording once the warm-up's 2 s have passed.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let recording = || {
+        Command::new("pgrep")
+            .args(["-P", &pid.to_string(), "-x", "perf"])
+            .output()
+            .unwrap()
+            .status
+            .success()
+    };
+    while !recording() {
+        assert!(Instant::now() < deadline, "perf never started");
+        thread::sleep(Duration::from_millis(50));
+    }
+    thread::sleep(Duration::from_secs(1));
+    // What a terminal does on Ctrl-C: SIGINT to every process of the group.
+    // SAFETY: kill(2) with a negative pid signals that process group.
+    assert_eq!(
+        unsafe { libc::kill(-(pid as libc::pid_t), libc::SIGINT) },
+        0
+    );
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(Instant::now() < deadline, "the script ignored Ctrl-C");
+        thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(status.code(), Some(128 + libc::SIGINT), "{status}");
+    assert_eq!(remains(pid, &tmp), Vec::<String>::new());
+    let strays = Command::new("pgrep")
+        .args(["-g", &pid.to_string()])
+        .output()
+        .unwrap();
+    assert!(
+        strays.stdout.is_empty(),
+        "processes of the script's group left: {}",
+        String::from_utf8_lossy(&strays.stdout)
+    );
+    std::fs::remove_dir(&tmp).unwrap();
+}
