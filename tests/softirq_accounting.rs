@@ -167,12 +167,14 @@ fn threaded_napi_polling_is_net_rx_time() {
     ));
     let netto = NettoStat::start(0, &["--interval", "0.5"]);
     let started = now_unix();
+    let stolen = Stolen::start_host();
     let napi_before = napi_threads_cpu_ns();
     let sent = run_client(loadgen(&format!(
         "send --proto udp --syscall sendto --dest {dest} --duration {}",
         scaled_secs(4)
     )));
     let napi_ns = napi_threads_cpu_ns() - napi_before;
+    let stolen = stolen.ns();
     let ended = now_unix();
     let snaps = netto.stop();
     drop(sink);
@@ -189,14 +191,15 @@ fn threaded_napi_polling_is_net_rx_time() {
     let threaded = net_rx - vector;
     eprintln!(
         "net_rx_softirq {net_rx} ns, of it outside the NET_RX softirq {threaded} ns; \
-         NAPI threads ran {napi_ns} ns"
+         NAPI threads ran {napi_ns} ns; the host stole {stolen} ns from the CPUs"
     );
     // The thread's run time also holds the interrupts and softirqs that run
     // inside it, which are charged to keys of their own; the share was
     // 0.47-0.84 over three runs at load 8. Without NAPI threads it is 0.
+    // The run time leaves out what the host stole, netto's clock does not.
     let share = threaded as f64 / napi_ns as f64;
     assert!(
-        (0.4..=1.05).contains(&share),
+        (0.4..=kernel_time_ceiling(napi_ns, stolen)).contains(&share),
         "net_rx_softirq outside the softirq is {share:.2} of the NAPI threads' run time"
     );
 }

@@ -366,41 +366,49 @@ fn proc_stat_ns(line: &str, column: usize) -> u64 {
     ticks * 1_000_000_000 / hz
 }
 
-/// Time the host took from one virtual CPU (its `steal` in /proc/stat) since
-/// [`Stolen::start`]. netto's clock runs on through it, in whatever context
-/// the CPU was in, while the kernel's tick accounting of a process leaves it
-/// out of the process's system time: a run whose CPU lost time to its host
-/// reads high against that reference by up to the time lost (one CI run:
-/// a UDP receiver's windows 4.35 s against 0.90 s of system time, where
-/// this machine reads 0.8 of about 3 s).
+/// Time the host took from virtual CPUs (their `steal` in /proc/stat) since
+/// the start. netto's clock runs on through it, in whatever context the CPU
+/// was in, while the kernel's own accounting of a process or thread (tick
+/// accounting of system time; run time in schedstat) leaves it out: a run
+/// whose CPU lost time to its host reads high against that reference by up
+/// to the time lost (one CI run: a UDP receiver's windows 4.35 s against
+/// 0.90 s of system time, where this machine reads 0.8 of about 3 s).
 pub struct Stolen {
-    cpu: usize,
+    /// The /proc/stat line: `cpuN` for one CPU, `cpu` for the host.
+    line: String,
     before: u64,
 }
 
 impl Stolen {
+    /// From one CPU, for a load pinned to it.
     pub fn start(cpu: usize) -> Stolen {
-        Stolen {
-            cpu,
-            before: cpu_steal_ns(cpu),
-        }
+        Stolen::from_line(format!("cpu{cpu}"))
+    }
+
+    /// From every CPU, for a load the scheduler moves between them.
+    pub fn start_host() -> Stolen {
+        Stolen::from_line("cpu".to_owned())
+    }
+
+    fn from_line(line: String) -> Stolen {
+        let before = proc_stat_ns(&line, STEAL_COLUMN);
+        Stolen { line, before }
     }
 
     pub fn ns(&self) -> u64 {
-        cpu_steal_ns(self.cpu).saturating_sub(self.before)
+        proc_stat_ns(&self.line, STEAL_COLUMN).saturating_sub(self.before)
     }
 }
 
-/// The most of a run's system time netto may charge its socket calls, as a
-/// share of it: 5 % over, and the time its CPU lost to the host
-/// ([`Stolen`]), which netto's clock counts and the kernel's tick
-/// accounting of the process does not.
-pub fn system_time_ceiling(run: &LoadReport, stolen_ns: u64) -> f64 {
-    1.05 + stolen_ns as f64 / run.stime_ns as f64
-}
+/// /proc/stat's `steal` column.
+const STEAL_COLUMN: usize = 8;
 
-fn cpu_steal_ns(cpu: usize) -> u64 {
-    proc_stat_ns(&format!("cpu{cpu}"), 8)
+/// The most of a time the kernel accounted (`reference_ns`: a process's
+/// system time, a thread's run time) netto may charge, as a share of it: 5 %
+/// over, and the time the CPUs lost to the host ([`Stolen`]), which netto's
+/// clock counts and the kernel's accounting does not.
+pub fn kernel_time_ceiling(reference_ns: u64, stolen_ns: u64) -> f64 {
+    1.05 + stolen_ns as f64 / reference_ns as f64
 }
 
 /// Interrupts of the kinds netto's hardirq hooks see, on every CPU, from
