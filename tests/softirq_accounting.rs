@@ -32,6 +32,7 @@ fn softirq_vectors_agree_with_proc_stat_and_network_dominates() {
     let netto = NettoStat::start(0, &["--interval", "0.5"]);
 
     let started = now_unix();
+    let stolen = Stolen::start_host();
     let softirq_before = proc_stat_softirq_ns();
     let interrupts_before = proc_interrupts_hooked();
     let tcp = thread::spawn(move || {
@@ -44,6 +45,7 @@ fn softirq_vectors_agree_with_proc_stat_and_network_dominates() {
     )));
     let tcp = tcp.join().expect("tcp sender");
     let softirq_after = proc_stat_softirq_ns();
+    let stolen = stolen.ns();
     let interrupts_after = proc_interrupts_hooked();
     let ended = now_unix();
     let snaps = netto.stop();
@@ -59,9 +61,14 @@ fn softirq_vectors_agree_with_proc_stat_and_network_dominates() {
     let softirq_ns: u64 = window.iter().map(|s| s.softirq_total_ns()).sum();
     let kernel_ns = softirq_after - softirq_before;
     let ratio = softirq_ns as f64 / kernel_ns as f64;
+    eprintln!(
+        "softirqs: netto {softirq_ns} ns, /proc/stat {kernel_ns} ns; the host stole {stolen} ns"
+    );
+    // /proc/stat leaves stolen ticks out of the softirq time.
     assert!(
-        (0.7..=1.3).contains(&ratio),
-        "netto softirq {softirq_ns} ns vs /proc/stat {kernel_ns} ns (ratio {ratio:.2})"
+        (0.7..=kernel_time_ceiling(1.3, kernel_ns, stolen)).contains(&ratio),
+        "netto softirq {softirq_ns} ns vs /proc/stat {kernel_ns} ns (ratio {ratio:.2}), \
+         the host stole {stolen} ns"
     );
 
     // BBR's pacing timers interrupt tens of thousands of times a second:
@@ -199,7 +206,7 @@ fn threaded_napi_polling_is_net_rx_time() {
     // The run time leaves out what the host stole, netto's clock does not.
     let share = threaded as f64 / napi_ns as f64;
     assert!(
-        (0.4..=kernel_time_ceiling(napi_ns, stolen)).contains(&share),
+        (0.4..=kernel_time_ceiling(1.05, napi_ns, stolen)).contains(&share),
         "net_rx_softirq outside the softirq is {share:.2} of the NAPI threads' run time"
     );
 }

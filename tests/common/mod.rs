@@ -404,11 +404,12 @@ impl Stolen {
 const STEAL_COLUMN: usize = 8;
 
 /// The most of a time the kernel accounted (`reference_ns`: a process's
-/// system time, a thread's run time) netto may charge, as a share of it: 5 %
-/// over, and the time the CPUs lost to the host ([`Stolen`]), which netto's
-/// clock counts and the kernel's accounting does not.
-pub fn kernel_time_ceiling(reference_ns: u64, stolen_ns: u64) -> f64 {
-    1.05 + stolen_ns as f64 / reference_ns as f64
+/// system time, a thread's run time, the host's softirq time) netto may
+/// charge, as a share of it: the test's own `ceiling`, raised by the time
+/// the CPUs lost to the host ([`Stolen`]), which netto's clock counts and
+/// the kernel's accounting does not.
+pub fn kernel_time_ceiling(ceiling: f64, reference_ns: u64, stolen_ns: u64) -> f64 {
+    ceiling + stolen_ns as f64 / reference_ns as f64
 }
 
 /// Interrupts of the kinds netto's hardirq hooks see, on every CPU, from
