@@ -134,8 +134,8 @@ fn a_short_run_sets_every_context_s_samples_against_its_time() {
         .expect("no sample rate line")
         .parse::<f64>()
         .unwrap();
-    // Far from 1 only if the sampler is broken: a virtual CPU the host
-    // stalls loses a few periods (1.3-2.7 % here in some runs).
+    // Far from 1 only if the sampler is broken (some runs here missed
+    // 1.3-2.7 % of the periods, and time the host steals loses more).
     assert!(rate > 0.5, "perf took {rate} of the samples asked");
     assert!(report.contains("HRTIMER: samples in the first 2 us of a run"));
     assert_eq!(remains(pid, &tmp), Vec::<String>::new());
