@@ -74,9 +74,9 @@ trap 'exit 129' HUP
 ip netns add "$ns"
 ip link add "$host_if" type veth peer name "$peer_if"
 ip link set "$peer_if" netns "$ns"
-ip addr add 10.240.$((cpu % 250)).1/30 dev "$host_if"
+ip addr add 10.240.0.1/30 dev "$host_if"
 ip link set "$host_if" up
-ip -n "$ns" addr add 10.240.$((cpu % 250)).2/30 dev "$peer_if"
+ip -n "$ns" addr add 10.240.0.2/30 dev "$peer_if"
 ip -n "$ns" link set "$peer_if" up
 ip -n "$ns" link set lo up
 
@@ -87,7 +87,7 @@ for _ in $(seq 50); do
   sleep 0.1
 done
 # The load outlasts the recording by 2 s of warm-up and 1 s after.
-taskset -c "$cpu" iperf3 -c "10.240.$((cpu % 250)).2" -p "$port" -C bbr -t $((seconds + 3)) \
+taskset -c "$cpu" iperf3 -c 10.240.0.2 -p "$port" -C bbr -t $((seconds + 3)) \
   >"$out/client.txt" 2>&1 &
 client=$!
 sleep 2
