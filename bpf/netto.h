@@ -322,8 +322,8 @@ _Static_assert(sizeof(struct netto_sample) % 8 == 0, "netto_sample: a multiple o
  * Writers (the BPF program, on any CPU) write into half `active`; user space
  * swaps halves, then waits until no writer is still inside the old half
  * before reading it: a writer announces itself in writers[half] and then
- * re-checks `active`, so either it sees the swap and moves on, or user space
- * sees it and waits. Both sides need a full barrier between their store and
+ * re-checks `active`, so either it sees the swap and leaves (to try the new
+ * half), or user space sees it and waits. Both sides need a full barrier between their store and
  * their load for that (a store-buffering pattern), hence fully ordered
  * atomics on the writer's side (see sample.bpf.c). Slots are handed out by
  * reserved[half]; beyond the half's size the sample is counted in

@@ -202,23 +202,45 @@ static __always_inline __u64 ordered_add(__u64 *counter, __s64 value)
 	return before;
 }
 
+/* Tries at entering the active half. A writer that loses the race to a
+ * swap finds the other half active on its next try, and the reader swaps
+ * once per drain: two tries would do, the rest are margin. */
+#define ENTER_TRIES 4
+
+/*
+ * Announces a writer in the active half and confirms it is still the
+ * active one (see the protocol in netto.h): the half, or -1 when the
+ * reader swapped halves under every try. A swap between the announce and
+ * the check costs no sample: the writer leaves and tries the new half.
+ */
+static __always_inline int enter_active_half(struct netto_sample_ctl *ctl)
+{
+#pragma unroll
+	for (int try = 0; try < ENTER_TRIES; try++) {
+		__u32 half = ctl->active & 1;
+
+		ordered_add(&ctl->writers[half], 1);
+		if ((ctl->active & 1) == half)
+			return half;
+		ordered_add(&ctl->writers[half], -1);
+	}
+	return -1;
+}
+
 static __always_inline void to_mmap(struct bpf_perf_event_data *ctx, int context,
 				    const struct netto_group_key *group,
 				    struct netto_sample_ctl *ctl)
 {
-	__u32 half = ctl->active & 1;
+	int entered = enter_active_half(ctl);
 	struct netto_sample *s;
+	__u32 half, key;
 	__u64 idx;
-	__u32 key;
 
-	/* Announce, then confirm the half is still the active one (see the
-	 * protocol in netto.h). */
-	ordered_add(&ctl->writers[half], 1);
-	if ((ctl->active & 1) != half) {
-		ordered_add(&ctl->writers[half], -1);
+	if (entered < 0) {
 		__sync_fetch_and_add(&ctl->dropped, 1);
 		return;
 	}
+	half = entered;
 	idx = ordered_add(&ctl->reserved[half], 1);
 	if (idx >= ctl->slots_per_half) {
 		__sync_fetch_and_add(&ctl->dropped, 1);

@@ -253,6 +253,31 @@ fn late_reader_drops_whole_halves_and_counts_them() {
     assert_eq!(tally.bad_stacks, 0, "garbage stacks delivered");
 }
 
+/// A reader that swaps halves as often as it can, but waits for writers as
+/// netto does, loses no sample: a writer that announced itself in a half
+/// the reader had just retired leaves it and writes into the new one. At
+/// thousands of swaps a second, writers lose that race many times in a
+/// run; the buffer holds a second's samples, so none is lost for room.
+#[test]
+fn swapping_halves_under_writers_loses_nothing() {
+    let reader = Reader {
+        every: Duration::ZERO,
+        writer_wait: WRITER_WAIT,
+    };
+    let Run {
+        tally, counters, ..
+    } = run(Transport::Mmap, 10_000, Some(20_000), 3, reader);
+    let taken: u64 = tally.per_context.iter().sum();
+    eprintln!(
+        "swapping reader: {taken} samples read, {} dropped, {} halves given up",
+        counters.dropped, counters.dropped_halves
+    );
+    assert!(taken > 1000, "only {taken} samples read");
+    assert_eq!(counters.dropped, 0, "samples lost to swaps");
+    assert_eq!(counters.dropped_halves, 0);
+    assert_eq!(tally.bad_stacks, 0, "garbage stacks delivered");
+}
+
 /// Recursion misses are read from every accounting program, with run-time
 /// statistics off. At 10 kHz the sampler's timer interrupts nest in the
 /// hrtimer hooks, which the kernel then skips: read, but no loss (a run in
