@@ -323,13 +323,13 @@ _Static_assert(sizeof(struct netto_sample) % 8 == 0, "netto_sample: a multiple o
  * swaps halves, then waits until no writer is still inside the old half
  * before reading it: a writer announces itself in writers[half] and then
  * re-checks `active`, so either it sees the swap and leaves (to try the new
- * half), or user space sees it and waits. Both sides need a full barrier between their store and
- * their load for that (a store-buffering pattern), hence fully ordered
- * atomics on the writer's side (see sample.bpf.c). Slots are handed out by
- * reserved[half]; beyond the half's size the sample is counted in
- * `dropped`, never written. A writer clears its slot's `ready` before
- * writing it, so a flag left from an earlier round never vouches for a
- * stack being written.
+ * half), or user space sees it and waits. Both sides need a full barrier
+ * between their store and their load for that (a store-buffering pattern),
+ * hence fully ordered atomics on the writer's side (see sample.bpf.c).
+ * Slots are handed out by reserved[half]; beyond the half's size the
+ * sample is counted in `dropped`, never written. A writer clears its
+ * slot's `ready` before writing it, so a flag left from an earlier round
+ * never vouches for a stack being written.
  *
  * A reader that still finds a writer inside the old half after its
  * deadline does not read it: it counts the half's samples as dropped and
