@@ -12,7 +12,7 @@ use std::sync::mpsc::Receiver;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use common::{forward_lines, Guarded, NETTO};
+use common::{forward_lines, topology, Guarded, NETTO};
 
 /// `netto stat --demo` as a shell runs a foreground job: in a process
 /// group of its own, which the demo child joins.
@@ -109,22 +109,7 @@ impl Job {
     }
 
     fn remains(&self) -> Vec<String> {
-        let namespaces = Command::new("ip").args(["netns", "list"]).output().unwrap();
-        let mut left: Vec<String> = String::from_utf8_lossy(&namespaces.stdout)
-            .lines()
-            .filter_map(|l| l.split_whitespace().next())
-            .filter(|name| *name == self.namespace)
-            .map(str::to_owned)
-            .collect();
-        let link = Command::new("ip")
-            .args(["link", "show", "dev", &self.veth])
-            .stderr(Stdio::null())
-            .output()
-            .unwrap();
-        if link.status.success() {
-            left.push(self.veth.clone());
-        }
-        left
+        topology::still_there(&self.namespace, &self.veth)
     }
 }
 

@@ -5,11 +5,16 @@
 //! leaves no namespace, veth, process or file behind. Needs root, perf
 //! and iperf3 (scripts/install-deps.sh).
 
+mod common;
+
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
 use std::thread;
 use std::time::{Duration, Instant};
+
+use common::topology;
 
 const SCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/benches/timer_sampling.sh");
 
@@ -29,24 +34,7 @@ fn script(tmp: &Path, args: &[&str]) -> Command {
 
 /// What the script made under its pid and is still there.
 fn remains(pid: u32, tmp: &Path) -> Vec<String> {
-    let mut left = Vec::new();
-    let namespaces = Command::new("ip").args(["netns", "list"]).output().unwrap();
-    let namespace = format!("netto-ts-{pid}");
-    if String::from_utf8_lossy(&namespaces.stdout)
-        .lines()
-        .any(|l| l.split_whitespace().next() == Some(namespace.as_str()))
-    {
-        left.push(namespace);
-    }
-    let veth = format!("nts{pid}a");
-    let link = Command::new("ip")
-        .args(["link", "show", "dev", &veth])
-        .stderr(Stdio::null())
-        .output()
-        .unwrap();
-    if link.status.success() {
-        left.push(veth);
-    }
+    let mut left = topology::still_there(&format!("netto-ts-{pid}"), &format!("nts{pid}a"));
     left.extend(
         std::fs::read_dir(tmp)
             .unwrap()
@@ -77,22 +65,25 @@ fn rows(report: &str) -> Vec<(String, f64, f64, f64)> {
 #[test]
 fn a_short_run_sets_every_context_s_samples_against_its_time() {
     let tmp = private_tmp("run");
-    let mut child = script(&tmp, &["--seconds", "4"])
+    let child = script(&tmp, &["--seconds", "4"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
     let pid = child.id();
-    let out: Output = {
-        let deadline = Instant::now() + Duration::from_secs(120);
-        while child.try_wait().unwrap().is_none() {
-            assert!(
-                Instant::now() < deadline,
-                "the script still runs after 120 s"
-            );
-            thread::sleep(Duration::from_millis(50));
+    // Read both pipes while the script runs, so that it never blocks on a
+    // full one, and give it a deadline.
+    let (done, output) = mpsc::channel();
+    thread::spawn(move || done.send(child.wait_with_output()));
+    let deadline = Duration::from_secs(120);
+    let out = match output.recv_timeout(deadline) {
+        Ok(out) => out.unwrap(),
+        Err(_) => {
+            // SAFETY: kill(2) only sends a signal; the script's trap then
+            // removes what it made.
+            unsafe { libc::kill(pid as libc::pid_t, libc::SIGTERM) };
+            panic!("the script still runs after {deadline:?}");
         }
-        child.wait_with_output().unwrap()
     };
     let report = String::from_utf8_lossy(&out.stdout);
     eprintln!("{report}{}", String::from_utf8_lossy(&out.stderr));

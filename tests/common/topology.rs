@@ -2,7 +2,7 @@
 //! `ip` and removed on drop (deleting a namespace deletes its veth ends).
 //! Addresses come from 198.18.0.0/15, the benchmarking range.
 
-use std::process::Command;
+use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use netto::workload::undo::{self, Registered};
@@ -24,6 +24,28 @@ pub fn run(program: &str, args: &str) {
         "{program} {args}: {}",
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+/// Which of namespace `namespace` and link `link` (a host-side veth end)
+/// still exist, in that order: what a program that made them left behind
+/// after its exit.
+pub fn still_there(namespace: &str, link: &str) -> Vec<String> {
+    let namespaces = Command::new("ip").args(["netns", "list"]).output().unwrap();
+    let mut left: Vec<String> = String::from_utf8_lossy(&namespaces.stdout)
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|name| *name == namespace)
+        .map(str::to_owned)
+        .collect();
+    let shown = Command::new("ip")
+        .args(["link", "show", "dev", link])
+        .stderr(Stdio::null())
+        .output()
+        .unwrap();
+    if shown.status.success() {
+        left.push(link.to_owned());
+    }
+    left
 }
 
 /// Namespaces created for one test, all deleted on drop, or on a signal
