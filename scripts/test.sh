@@ -14,4 +14,6 @@ export TMPDIR
 # another user.
 chmod 1777 "$TMPDIR"
 trap 'rm -rf "$TMPDIR"' EXIT
-cargo test -- --test-threads=1
+# Every test binary runs even after one fails, so that one run shows every
+# failure (a passing run takes the same time).
+cargo test --no-fail-fast -- --test-threads=1
