@@ -146,7 +146,7 @@ impl Tier {
 }
 
 /// CPU time of one thing over an interval.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct CpuTime {
     pub total_ns: u64,
     /// Index = CPU number.
@@ -161,6 +161,30 @@ pub struct CpuTime {
     /// One standard error of an estimated `total_ns`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error_ns: Option<u64>,
+    /// For an estimate: how samples stood against this event's exact time
+    /// earlier in the run, where a tier measured it. The error above is the
+    /// samples' count only; this shows their bias on this host (README
+    /// "Tiers").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub calibration: Option<Calibration>,
+}
+
+/// An event's agreement as a tier that measured it last saw it in this
+/// run, carried onto its estimates in the tiers below, which have nothing
+/// exact to hold their samples against.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Calibration {
+    /// Samples x period / exact time over the newest intervals that measured
+    /// the event while sampling (their [`Breakdown::agreement`] taken
+    /// together, up to a minute of them). It is shown, not applied: the
+    /// `sampled` tier places its samples by their frames where the others
+    /// know the context, so its bias need not be the same.
+    pub agreement: f64,
+    /// The samples it rests on: its standard error is about `agreement /
+    /// sqrt(samples)`.
+    pub samples: u64,
+    /// The end of the newest of those intervals (its snapshot's `ts`).
+    pub ts: f64,
 }
 
 impl CpuTime {

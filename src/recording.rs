@@ -411,6 +411,20 @@ fn check_estimate(at: &str, time: &CpuTime, s: &Snapshot, key: EventKey) -> Resu
             with_overrun(s.interval_s) * 1e9 * s.cpus as f64,
         ),
         None => Ok(()),
+    }?;
+    match time.calibration {
+        Some(_) if !time.estimated => Err(invalid(
+            format!("{at}.calibration"),
+            "present on an exact value",
+        )),
+        // Measured earlier in the run: not after this interval ended.
+        Some(c) => check_seconds(
+            &format!("{at}.calibration.agreement"),
+            c.agreement,
+            f64::MAX,
+        )
+        .and(check_seconds(&format!("{at}.calibration.ts"), c.ts, s.ts)),
+        None => Ok(()),
     }
 }
 

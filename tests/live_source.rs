@@ -8,6 +8,7 @@ mod common;
 use std::time::Duration;
 
 use netto::collect::attribution;
+use netto::collect::estimate::CALIBRATION_MIN_SAMPLES;
 use netto::kernel::backend::BackendChoice;
 use netto::kernel::sampler::Transport;
 use netto::model::{EventKey, GroupBy, Snapshot, Tier};
@@ -161,9 +162,10 @@ fn attribution_turns_off_and_on_while_running() {
 /// programs go in `softirq`, every accounting program in `sampled`, and
 /// all come back in `exact`. Every interval is wholly in one tier, says
 /// which, and has its estimates marked with their errors; intervals follow
-/// each other without a gap; and no tier change charges an exact event
-/// with time its programs did not see (a stale state would add up to the
-/// whole time detached).
+/// each other without a gap; no tier change charges an exact event with
+/// time its programs did not see (a stale state would add up to the whole
+/// time detached); and each estimate carries its event's agreement from the
+/// intervals that measured it.
 #[test]
 fn tiers_change_between_intervals_without_a_gap_or_a_stale_charge() {
     let source = live::start(LiveConfig {
@@ -197,22 +199,29 @@ fn tiers_change_between_intervals_without_a_gap_or_a_stale_charge() {
         )))
     });
     std::thread::sleep(Duration::from_millis(300));
-    // The interval in progress began before the load.
-    let _ = source.snapshots.recv_timeout(Duration::from_secs(5));
+    // Every snapshot, for the calibrations. The interval in progress began
+    // before the load: it is not checked, but it calibrates.
+    let mut seen: Vec<Snapshot> = source
+        .snapshots
+        .recv_timeout(Duration::from_secs(5))
+        .into_iter()
+        .collect();
     let mut previous: Option<Snapshot> = None;
-    let mut next = || {
+    let mut next = |seen: &mut Vec<Snapshot>| {
         let s = source
             .snapshots
             .recv_timeout(Duration::from_secs(5))
             .expect("a snapshot per interval");
         check_interval(&s, previous.as_ref());
+        check_calibrations(&s, seen);
         previous = Some(s.clone());
+        seen.push(s.clone());
         s
     };
     let windows = || common::links_of(common::is_window_program);
     let accounting =
         || common::links_of(|name| name.starts_with("netto_") && name != "netto_sample");
-    let exact = next();
+    let exact = next(&mut seen);
     assert_eq!(exact.tier, Tier::Exact);
     // The kernel matrix runs this with the fentry backend, which this
     // host refuses: it must be the one measuring.
@@ -231,18 +240,18 @@ fn tiers_change_between_intervals_without_a_gap_or_a_stale_charge() {
         source.controller().send(Control::SetTier(tier)).unwrap();
         // The interval in progress, and any not read yet, end in the old
         // tier; the next one is in the new.
-        let mut s = next();
+        let mut s = next(&mut seen);
         for _ in 0..4 {
             if s.tier == tier {
                 break;
             }
             assert_eq!(s.tier, before, "neither the old tier nor the new");
-            s = next();
+            s = next(&mut seen);
         }
         previous_tier = tier;
         for i in 0..3 {
             if i > 0 {
-                s = next();
+                s = next(&mut seen);
             }
             assert_eq!(s.tier, tier);
             for key in EventKey::ALL {
@@ -254,6 +263,11 @@ fn tiers_change_between_intervals_without_a_gap_or_a_stale_charge() {
             // The load's system calls run whatever the tier.
             let send = s.event(EventKey::SockSend);
             assert!(send.total_ns > 0, "{tier:?}: no send time: {send:?}");
+            // The exact intervals before saw enough of them to calibrate
+            // (in an emulated guest the samples may be too few).
+            if tier == Tier::Softirq && !common::emulated() {
+                assert!(send.calibration.is_some(), "{send:?}");
+            }
             if tier != Tier::Sampled {
                 assert!(s.event(EventKey::NetRxSoftirq).count > 0, "{tier:?}");
             }
@@ -266,6 +280,54 @@ fn tiers_change_between_intervals_without_a_gap_or_a_stale_charge() {
     }
     source.finish().expect("the source ends cleanly");
     sender.join().unwrap();
+}
+
+/// Each estimate of `s` carries its event's samples against its exact time
+/// over the intervals `before` it that measured the event while sampling
+/// (all of them: the test is far shorter than the minute kept), worked out
+/// again here from those snapshots; none below the samples it needs.
+fn check_calibrations(s: &Snapshot, before: &[Snapshot]) {
+    for key in EventKey::ALL {
+        let got = s.event(key).calibration;
+        if !s.event(key).estimated {
+            assert_eq!(got, None, "{key:?} is measured");
+            continue;
+        }
+        let measured: Vec<&Snapshot> = before
+            .iter()
+            .filter(|b| b.sampling.is_some() && !b.event(key).estimated)
+            .collect();
+        let samples = |b: &Snapshot| -> u64 {
+            b.breakdown
+                .iter()
+                .filter(|d| d.context.event() == key)
+                .map(|d| d.samples)
+                .sum()
+        };
+        let n: u64 = measured.iter().map(|b| samples(b)).sum();
+        let sampled_ns: f64 = measured
+            .iter()
+            .map(|b| samples(b) as f64 * 1e9 / b.sampling.as_ref().unwrap().frequency_hz as f64)
+            .sum();
+        let exact_ns: u64 = measured.iter().map(|b| b.event(key).total_ns).sum();
+        eprintln!(
+            "{:?} {key:?}: {n} samples for {sampled_ns:.0} ns against {exact_ns} ns exact: {got:?}",
+            s.tier
+        );
+        if n < CALIBRATION_MIN_SAMPLES || exact_ns == 0 {
+            assert_eq!(got, None, "{key:?}");
+            continue;
+        }
+        let got = got.unwrap_or_else(|| panic!("{key:?}: no calibration"));
+        assert_eq!(got.samples, n, "{key:?}");
+        assert_eq!(got.ts, measured.last().unwrap().ts, "{key:?}");
+        let agreement = sampled_ns / exact_ns as f64;
+        assert!(
+            (got.agreement - agreement).abs() < 1e-9 * agreement,
+            "{key:?}: {} against {agreement}",
+            got.agreement
+        );
+    }
 }
 
 /// An interval that follows the one before without a gap, with no CPU

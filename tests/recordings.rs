@@ -113,6 +113,32 @@ const CASES: &[Case] = &[
         "snapshots[2].events.sock_recv.error_ns: missing for an estimate",
     ),
     (
+        "a calibration on an exact value",
+        |r| {
+            r["snapshots"][2]["events"]["sock_send"]["calibration"] =
+                json!({"agreement": 0.9, "samples": 500, "ts": 1.0});
+        },
+        "snapshots[2].events.sock_send.calibration: present on an exact value",
+    ),
+    (
+        "a negative calibration",
+        |r| {
+            softirq_tier(r);
+            r["snapshots"][2]["events"]["sock_recv"]["calibration"] =
+                json!({"agreement": -2.0, "samples": 500, "ts": 1.0});
+        },
+        "snapshots[2].events.sock_recv.calibration.agreement: -2 is not a finite number >= 0",
+    ),
+    (
+        "a calibration measured after its interval",
+        |r| {
+            softirq_tier(r);
+            r["snapshots"][2]["events"]["sock_send"]["calibration"] =
+                json!({"agreement": 0.8, "samples": 500, "ts": 1e12});
+        },
+        "snapshots[2].events.sock_send.calibration.ts: 1000000000000 is above",
+    ),
+    (
         "a tier netto does not have",
         |r| r["snapshots"][2]["tier"] = json!("fast"),
         "unknown variant `fast`",
@@ -185,6 +211,16 @@ const CASES: &[Case] = &[
         "missing field `header`",
     ),
 ];
+
+/// The third snapshot made a valid `softirq` tier interval: its socket
+/// calls estimated, each with its error.
+fn softirq_tier(r: &mut Value) {
+    r["snapshots"][2]["tier"] = json!("softirq");
+    for key in ["sock_send", "sock_recv"] {
+        r["snapshots"][2]["events"][key]["estimated"] = json!(true);
+        r["snapshots"][2]["events"][key]["error_ns"] = json!(1000);
+    }
+}
 
 /// Each case written to `dir`: (its path, what is broken, what to say).
 fn write_cases(dir: &Path) -> Vec<(String, &'static str, &'static str)> {

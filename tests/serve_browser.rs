@@ -15,7 +15,7 @@ use common::serve::Serve;
 use headless_chrome::protocol::cdp::Page::CaptureScreenshotFormatOption;
 use headless_chrome::{Browser, LaunchOptions, Tab};
 use netto::model::{
-    Attribution, BudgetChange, BudgetStatus, EventKey, Group, GroupBy, Recording, Tier,
+    Attribution, BudgetChange, BudgetStatus, Calibration, EventKey, Group, GroupBy, Recording, Tier,
 };
 
 const RECORDING: &str = concat!(
@@ -235,6 +235,15 @@ fn tiered_and_attributed() -> Recording {
         time.estimated = true;
         time.error_ns = Some(1_500_000);
     }
+    // The exact tier measured sock_send earlier in the run.
+    last.events
+        .get_mut(&EventKey::SockSend)
+        .unwrap()
+        .calibration = Some(Calibration {
+        agreement: 0.812,
+        samples: 400,
+        ts: last.ts - 5.0,
+    });
     recording
 }
 
@@ -281,6 +290,18 @@ fn the_page_shows_who_pays_and_marks_estimates() {
         detail.as_str().unwrap().starts_with("estimated ± 1.5 ms"),
         "{detail}"
     );
+    assert!(
+        detail
+            .as_str()
+            .unwrap()
+            .ends_with(" · measured agreement 0.81"),
+        "{detail}"
+    );
+    let recv = wait_for(
+        &tab,
+        "document.querySelector('.card.ev-sock_recv .runs')?.textContent",
+    );
+    assert!(!recv.as_str().unwrap().contains("agreement"), "{recv}");
     let tier = wait_for(&tab, "document.getElementById('tier')?.textContent");
     assert!(tier.as_str().unwrap().starts_with("tier softirq"), "{tier}");
 }

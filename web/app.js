@@ -137,10 +137,15 @@ function renderCards(s) {
   $("tier").textContent = `tier ${tier}` + (tier === "exact" ? "" : " (~ estimated from stack samples)");
   const cards = EVENTS.map((event) => {
     const time = s.events[event];
-    // An estimate is marked and carries its error; it counts no runs.
+    // An estimate is marked and carries its error, and the samples'
+    // agreement with the exact time where the run measured that; it counts
+    // no runs.
     const mark = time.estimated ? "~" : "";
+    const calibration = time.calibration
+      ? ` · measured agreement ${time.calibration.agreement.toFixed(2)}`
+      : "";
     const detail = time.estimated
-      ? `estimated ± ${fmtMs(time.error_ns || 0)} · ${fmtMs(time.total_ns)}`
+      ? `estimated ± ${fmtMs(time.error_ns || 0)} · ${fmtMs(time.total_ns)}${calibration}`
       : `${fmtInt(time.count / (s.interval_s || 1))} runs/s · ${fmtMs(time.total_ns)}`;
     return el(
       "div",

@@ -33,7 +33,8 @@ fn ms(ns: u64) -> String {
 }
 
 /// One event's or vector's row; an estimate's total is marked `~`, has no
-/// count, and ends with its error.
+/// count, and ends with its error and the samples' agreement with the exact
+/// time where the run measured that ([`crate::model::Calibration`]).
 fn row(text: &mut String, name: &str, t: &CpuTime, interval_s: f64, per_cpu: bool) {
     let (mark, count) = if t.estimated {
         ("~", "-".to_owned())
@@ -53,6 +54,9 @@ fn row(text: &mut String, name: &str, t: &CpuTime, interval_s: f64, per_cpu: boo
     }
     if let Some(error_ns) = t.error_ns.filter(|_| t.estimated) {
         let _ = write!(text, "  estimated, +-{} ms", ms(error_ns));
+    }
+    if let Some(c) = t.calibration.filter(|_| t.estimated) {
+        let _ = write!(text, ", measured agreement {:.2}", c.agreement);
     }
     text.push('\n');
 }
@@ -225,7 +229,7 @@ fn short_event(key: EventKey) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::Overhead;
+    use crate::model::{Calibration, Overhead};
     use std::collections::BTreeMap;
 
     fn snapshot() -> Snapshot {
@@ -303,6 +307,21 @@ mod tests {
         assert!(send.contains("~3.000"), "{send}");
         assert!(send.contains(" - "), "no count for an estimate: {send}");
         assert!(send.ends_with("estimated, +-1.500 ms"), "{send}");
+        // With the samples' agreement where the run measured the event.
+        s.events.get_mut(&EventKey::NetTimers).unwrap().calibration = Some(Calibration {
+            agreement: 0.784,
+            samples: 400,
+            ts: 1.0,
+        });
+        let text = render_table(&s);
+        let timers = text
+            .lines()
+            .find(|l| l.starts_with("net_timers") && l.contains("estimated"))
+            .unwrap();
+        assert!(
+            timers.ends_with("estimated, +-1.500 ms, measured agreement 0.78"),
+            "{timers}"
+        );
         assert!(text.contains("softirq vectors and hardirq time: not measured in the sampled tier"));
         assert!(!text.contains("HRTIMER"), "{text}");
         // Exact rows carry no mark.

@@ -24,7 +24,7 @@ use super::{Control, Origin, Source, SourceInfo};
 use crate::breakdown::fold::Folder;
 use crate::breakdown::{breakdowns, leave_out_softirq_loop};
 use crate::collect::cost::HookRuns;
-use crate::collect::estimate::{estimate_unmeasured, ESTIMATE_HZ};
+use crate::collect::estimate::{estimate_unmeasured, Calibrator, ESTIMATE_HZ};
 use crate::collect::{attribution, Beside, Collector};
 use crate::kernel::accounting::Accounting;
 use crate::kernel::attribution::Points;
@@ -460,6 +460,8 @@ struct Measure<'c, 'a, 'obj> {
     /// The tier asked for, put in force when the interval in progress
     /// ends, so that every interval is wholly in one tier.
     next_tier: Option<Tier>,
+    /// Each event's agreement where measured, for its estimates.
+    calibrator: Calibrator,
 }
 
 impl<'c, 'a, 'obj> Measure<'c, 'a, 'obj> {
@@ -499,6 +501,7 @@ impl<'c, 'a, 'obj> Measure<'c, 'a, 'obj> {
             }),
             next_knob: None,
             next_tier: (config.tier != Tier::Exact).then_some(config.tier),
+            calibrator: Calibrator::default(),
         })
     }
 
@@ -749,6 +752,8 @@ impl<'c, 'a, 'obj> Measure<'c, 'a, 'obj> {
             });
             snapshot.losses.dropped_halves = counted.dropped_halves;
             snapshot.losses.recursion_misses += counted.recursion_misses;
+            self.calibrator.observe(&snapshot);
+            self.calibrator.apply(&mut snapshot);
             self.base = counters;
             self.retired = SamplerCounters::default();
         }

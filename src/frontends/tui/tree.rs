@@ -23,6 +23,9 @@ pub struct ContextNode {
     pub event_ns: u64,
     /// Samples x period / `event_ns` ([`crate::model::Breakdown`]).
     pub agreement: Option<f64>,
+    /// Where the event is estimated: its samples' agreement where the run
+    /// measured it ([`crate::model::Calibration`]).
+    pub calibration: Option<f64>,
     pub categories: Vec<CategoryNode>,
 }
 
@@ -185,6 +188,11 @@ impl Tree {
                     .get(&breakdown.context.event())
                     .map_or(0, |t| t.total_ns),
                 agreement: breakdown.agreement,
+                calibration: snapshot
+                    .events
+                    .get(&breakdown.context.event())
+                    .and_then(|t| t.calibration)
+                    .map(|c| c.agreement),
                 categories: breakdown
                     .categories
                     .iter()

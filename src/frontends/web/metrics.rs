@@ -10,7 +10,9 @@ use std::collections::BTreeSet;
 use std::sync::{Mutex, PoisonError};
 
 use prometheus::core::Collector;
-use prometheus::{Counter, CounterVec, Encoder, Gauge, IntGauge, IntGaugeVec, Opts, Registry};
+use prometheus::{
+    Counter, CounterVec, Encoder, Gauge, GaugeVec, IntGauge, IntGaugeVec, Opts, Registry,
+};
 use thiserror::Error;
 
 use crate::model::{
@@ -54,6 +56,9 @@ pub struct Metrics {
     /// Estimated time apart from the exact: never mixed in one series.
     estimated_seconds: CounterVec,
     estimated_variance: CounterVec,
+    /// Only for events estimated in the last interval whose samples' agreement
+    /// the run measured.
+    estimate_agreement: GaugeVec,
     tier: IntGaugeVec,
     last_snapshot: Gauge,
     overhead_percent: Gauge,
@@ -214,6 +219,18 @@ impl Metrics {
                  the error of an increase over a range is the square root of this one's increase.",
                 &["event"],
             )?,
+            estimate_agreement: register(
+                &registry,
+                GaugeVec::new(
+                    Opts::new(
+                        "netto_estimate_agreement",
+                        "For an event estimated in the last interval: its stack samples against its \
+                         exact time (samples x period / exact time) where the run measured it, over up \
+                         to a minute of those intervals; absent when never measured.",
+                    ),
+                    &["event"],
+                )?,
+            )?,
             tier: register(
                 &registry,
                 IntGaugeVec::new(
@@ -271,6 +288,17 @@ impl Metrics {
                 .set(i64::from(tier == snapshot.tier));
         }
         for (event, time) in &snapshot.events {
+            let labels = [event.name()];
+            match time.calibration {
+                Some(c) => self
+                    .estimate_agreement
+                    .with_label_values(&labels)
+                    .set(c.agreement),
+                // Absent rather than stale.
+                None => {
+                    let _ = self.estimate_agreement.remove_label_values(&labels);
+                }
+            }
             let series = if time.estimated {
                 let error_s = seconds(time.error_ns.unwrap_or(0));
                 self.estimated_variance
@@ -533,7 +561,9 @@ fn seconds(ns: u64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{Breakdown, CategoryShare, EventKey, SampleContext, SoftirqVector};
+    use crate::model::{
+        Breakdown, Calibration, CategoryShare, EventKey, SampleContext, SoftirqVector,
+    };
 
     fn info() -> SourceInfo {
         SourceInfo {
@@ -652,6 +682,23 @@ mod tests {
         assert!(!text.contains(r#"netto_estimated_cpu_seconds_total{cpu="1",event="net_rx"#));
         assert_eq!(value(&text, r#"netto_tier{tier="softirq"}"#), 1.0);
         assert_eq!(value(&text, r#"netto_tier{tier="exact"}"#), 0.0);
+        assert!(!text.contains("netto_estimate_agreement{"), "{text}");
+
+        // The samples' agreement where the run measured the event: its
+        // gauge, until an interval comes without it.
+        s.events.get_mut(&EventKey::SockSend).unwrap().calibration = Some(Calibration {
+            agreement: 0.85,
+            samples: 200,
+            ts: s.ts - 1.0,
+        });
+        metrics.add(&s);
+        let text = String::from_utf8(metrics.encode().unwrap()).unwrap();
+        let agreement = r#"netto_estimate_agreement{event="sock_send"}"#;
+        assert_eq!(value(&text, agreement), 0.85);
+        assert!(!text.contains(r#"netto_estimate_agreement{event="sock_recv"}"#));
+        metrics.add(&snapshot());
+        let text = String::from_utf8(metrics.encode().unwrap()).unwrap();
+        assert!(!text.contains("netto_estimate_agreement{"), "{text}");
     }
 
     #[test]

@@ -41,12 +41,16 @@ pub fn draw(app: &App, frame: &mut Frame<'_>, area: Rect) {
         let (depth, name, share, ns, count) = match *row {
             Row::Context(c) => (
                 0,
-                match c.agreement {
-                    Some(agreement) => format!(
+                match (c.agreement, c.calibration) {
+                    (Some(agreement), _) => format!(
                         "{}  agreement {agreement:.2}",
                         c.context.name().to_uppercase()
                     ),
-                    None => c.context.name().to_uppercase(),
+                    (None, Some(agreement)) => format!(
+                        "{}  measured agreement {agreement:.2}",
+                        c.context.name().to_uppercase()
+                    ),
+                    (None, None) => c.context.name().to_uppercase(),
                 },
                 1.0,
                 c.event_ns as f64,

@@ -4,10 +4,11 @@ use ratatui::backend::TestBackend;
 use ratatui::Terminal;
 
 use super::*;
+use crate::breakdown::breakdowns;
 use crate::frontends::tui::app::App;
 use crate::frontends::tui::fixture;
 use crate::frontends::tui::tree::NodeId;
-use crate::model::{BudgetStatus, EventKey, SampleContext};
+use crate::model::{BudgetStatus, Calibration, EventKey, SampleContext};
 use crate::source::Origin;
 
 fn screen(app: &App, width: u16, height: u16) -> Vec<String> {
@@ -86,6 +87,17 @@ fn a_lower_tier_is_named_and_its_estimates_marked() {
         time.estimated = true;
         time.error_ns = Some(1_000_000);
     }
+    // The exact tier measured sock_send's samples earlier in the run.
+    sampled
+        .events
+        .get_mut(&EventKey::SockSend)
+        .unwrap()
+        .calibration = Some(Calibration {
+        agreement: 0.812,
+        samples: 300,
+        ts: sampled.ts - 10.0,
+    });
+    sampled.breakdown = breakdowns(&sampled.stacks, &sampled.events, 499);
     let screen = screen(&fixture::app_showing(sampled), 100, 30);
     assert!(
         screen[0].contains("tier softirq (~socket calls estimated)"),
@@ -96,6 +108,10 @@ fn a_lower_tier_is_named_and_its_estimates_marked() {
     assert!(text.contains("~sock_send"), "{text}");
     assert!(text.contains("~sock_recv"), "{text}");
     assert!(!text.contains("~net_rx"), "{text}");
+    // An estimated context shows the agreement measured earlier, a
+    // measured one its own.
+    has_row(&screen, &["SOCK_SEND", "measured", "agreement", "0.81"]);
+    has_row(&screen, &["NET_RX", "agreement", "0.48"]);
 }
 
 #[test]
