@@ -10,7 +10,7 @@ use std::process::Command;
 use common::serve::{children, open_files, status, Serve};
 use common::NETTO;
 use netto::frontends::flame::readback::parse_folded;
-use netto::model::{Recording, Snapshot};
+use netto::model::{Calibration, EventKey, Recording, Snapshot, Tier};
 
 const RECORDING: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
@@ -511,6 +511,9 @@ fn bad_input_is_one_clear_line() {
     }
 }
 
+/// Every metric the dashboard names is served, counters through `rate()`.
+/// The recording ends in the `softirq` tier with a calibrated estimate, so
+/// that the estimates' series exist too.
 #[test]
 fn the_grafana_dashboard_queries_served_metrics_with_rate() {
     let dashboard: serde_json::Value = serde_json::from_str(
@@ -521,7 +524,26 @@ fn the_grafana_dashboard_queries_served_metrics_with_rate() {
         .unwrap(),
     )
     .unwrap();
-    let serve = Serve::start(&["--replay", RECORDING, "--speed", "inf"]);
+    let mut tiered = recording();
+    let last = tiered.snapshots.last_mut().unwrap();
+    last.tier = Tier::Softirq;
+    for key in [EventKey::SockSend, EventKey::SockRecv] {
+        let time = last.events.get_mut(&key).unwrap();
+        time.estimated = true;
+        time.error_ns = Some(1_000_000);
+    }
+    last.events
+        .get_mut(&EventKey::SockSend)
+        .unwrap()
+        .calibration = Some(Calibration {
+        agreement: 0.9,
+        samples: 300,
+        ts: last.ts - 1.0,
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("tiered.json");
+    std::fs::write(&path, serde_json::to_vec(&tiered).unwrap()).unwrap();
+    let serve = Serve::start(&["--replay", path.to_str().unwrap(), "--speed", "inf"]);
     serve.wait_ended();
     let metrics = serve.get("/metrics").body;
     let exprs: Vec<&str> = dashboard["panels"]
