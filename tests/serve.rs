@@ -10,7 +10,7 @@ use std::process::Command;
 use common::serve::{children, open_files, status, Serve};
 use common::NETTO;
 use netto::frontends::flame::readback::parse_folded;
-use netto::model::{Calibration, EventKey, Recording, Snapshot, Tier};
+use netto::model::{Calibration, EventKey, Recording, Snapshot};
 
 const RECORDING: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
@@ -526,12 +526,7 @@ fn the_grafana_dashboard_queries_served_metrics_with_rate() {
     .unwrap();
     let mut tiered = recording();
     let last = tiered.snapshots.last_mut().unwrap();
-    last.tier = Tier::Softirq;
-    for key in [EventKey::SockSend, EventKey::SockRecv] {
-        let time = last.events.get_mut(&key).unwrap();
-        time.estimated = true;
-        time.error_ns = Some(1_000_000);
-    }
+    common::in_softirq_tier(last, 1_000_000);
     last.events
         .get_mut(&EventKey::SockSend)
         .unwrap()

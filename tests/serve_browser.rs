@@ -15,7 +15,7 @@ use common::serve::Serve;
 use headless_chrome::protocol::cdp::Page::CaptureScreenshotFormatOption;
 use headless_chrome::{Browser, LaunchOptions, Tab};
 use netto::model::{
-    Attribution, BudgetChange, BudgetStatus, Calibration, EventKey, Group, GroupBy, Recording, Tier,
+    Attribution, BudgetChange, BudgetStatus, Calibration, EventKey, Group, GroupBy, Recording,
 };
 
 const RECORDING: &str = concat!(
@@ -229,12 +229,7 @@ fn tiered_and_attributed() -> Recording {
         });
     }
     let last = recording.snapshots.last_mut().unwrap();
-    last.tier = Tier::Softirq;
-    for key in [EventKey::SockSend, EventKey::SockRecv] {
-        let time = last.events.get_mut(&key).unwrap();
-        time.estimated = true;
-        time.error_ns = Some(1_500_000);
-    }
+    common::in_softirq_tier(last, 1_500_000);
     // The exact tier measured sock_send earlier in the run.
     last.events
         .get_mut(&EventKey::SockSend)

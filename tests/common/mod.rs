@@ -29,6 +29,17 @@ use signal_hook::iterator::Signals;
 pub const NETTO: &str = env!("CARGO_BIN_EXE_netto");
 pub const LOADGEN: &str = env!("CARGO_BIN_EXE_netto-loadgen");
 
+/// `s` made an interval of the `softirq` tier: its socket calls estimated,
+/// each with `error_ns` (for recordings the front ends replay).
+pub fn in_softirq_tier(s: &mut Snapshot, error_ns: u64) {
+    s.tier = netto::model::Tier::Softirq;
+    for key in [EventKey::SockSend, EventKey::SockRecv] {
+        let time = s.events.get_mut(&key).unwrap();
+        time.estimated = true;
+        time.error_ns = Some(error_ns);
+    }
+}
+
 /// The backend every test measures with: `NETTO_TEST_BACKEND` (what
 /// `--backend` takes), else netto's own choice. The VM matrix runs the same
 /// test binaries once per backend with this set.
