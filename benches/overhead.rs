@@ -35,7 +35,9 @@
 //!
 //! Tiers: each estimating tier's estimates against the exact accounting on
 //! the same load, from one run (the exact programs stay attached while the
-//! sampler places samples as the tier would); and `netto serve` with its
+//! sampler places samples as the tier would), beside the agreement the
+//! exact tier's own windows measured (what a run that steps down carries
+//! onto its estimates as their calibration); and `netto serve` with its
 //! default budget under the load, its own cost averaged over 20 s once
 //! settled, and the throughput beside runs without it.
 //!
@@ -822,8 +824,12 @@ fn attribution_cost(pair: &VethPair, rounds: u32, seconds: u32) -> Result<()> {
 /// load. Both come from one run: every accounting program stays attached
 /// (the exact figures) while the sampler places its samples as the tier
 /// would, by their frames where the tier detaches what would say; windows
-/// of the two estimating tiers alternate. iperf3 uses BBR, so the network
-/// timers (its pacing) have time to estimate.
+/// of the exact tier and the two estimating tiers take turns. The exact
+/// windows give each event's agreement (samples x period / exact time,
+/// pooled over them as a calibration pools a minute), printed beside the
+/// estimates' ratios: how well a calibration tells a lower tier's bias.
+/// iperf3 uses BBR, so the network timers (its pacing) have time to
+/// estimate.
 fn accuracy(pair: &VethPair, windows: u32, seconds: u32) -> Result<()> {
     use netto::breakdown::fold::Folder;
     use netto::breakdown::leave_out_softirq_loop;
@@ -877,12 +883,10 @@ fn accuracy(pair: &VethPair, windows: u32, seconds: u32) -> Result<()> {
     let mut collector = Collector::start(&accounting, false)?;
     let mut ratios: BTreeMap<(Tier, EventKey), Vec<f64>> = BTreeMap::new();
     let mut errors: BTreeMap<(Tier, EventKey), Vec<f64>> = BTreeMap::new();
+    // Per event, over the exact windows: samples x period, exact time.
+    let mut agreed: BTreeMap<EventKey, (f64, f64)> = BTreeMap::new();
     for window in 0..windows {
-        let tier = if window % 2 == 0 {
-            Tier::Softirq
-        } else {
-            Tier::Sampled
-        };
+        let tier = Tier::ALL[window as usize % Tier::ALL.len()];
         sampler.set_tier(tier);
         sampler.drain(|_| {})?;
         collector.collect(Default::default())?;
@@ -896,6 +900,20 @@ fn accuracy(pair: &VethPair, windows: u32, seconds: u32) -> Result<()> {
         symbolizer.refresh()?;
         let mut stacks = folder.take(&mut symbolizer, |_| None);
         leave_out_softirq_loop(&mut stacks);
+        if tier == Tier::Exact {
+            let period_ns = 1e9 / ESTIMATE_HZ as f64;
+            for key in EventKey::ALL {
+                let samples: u64 = stacks
+                    .iter()
+                    .filter(|s| s.context.event() == key)
+                    .map(|s| s.count)
+                    .sum();
+                let pooled = agreed.entry(key).or_default();
+                pooled.0 += samples as f64 * period_ns;
+                pooled.1 += exact.event(key).total_ns as f64;
+            }
+            continue;
+        }
         let mut estimated = exact.clone();
         estimated.tier = tier;
         estimate_unmeasured(&mut estimated, &stacks, ESTIMATE_HZ);
@@ -916,12 +934,12 @@ fn accuracy(pair: &VethPair, windows: u32, seconds: u32) -> Result<()> {
     }
     println!(
         "\nestimates against exact, {windows} windows of {seconds} s, {ESTIMATE_HZ} Hz, \
-         iperf3 bbr (tiers alternating; load average {})",
+         iperf3 bbr (exact, softirq and sampled windows in turn; load average {})",
         load_average()
     );
     println!(
-        "{:<9} {:<15} {:>14} {:>16} {:>10} {:>8}",
-        "tier", "event", "median ratio", "min..max", "error/exact", "target"
+        "{:<9} {:<15} {:>14} {:>16} {:>10} {:>8} {:>16}",
+        "tier", "event", "median ratio", "min..max", "error/exact", "target", "exact agreement"
     );
     for ((tier, key), values) in &mut ratios {
         let (lo, hi) = values
@@ -934,14 +952,19 @@ fn accuracy(pair: &VethPair, windows: u32, seconds: u32) -> Result<()> {
         let errs = errors
             .get_mut(&(*tier, *key))
             .expect("errors beside ratios");
+        let agreement = agreed
+            .get(key)
+            .filter(|(_, exact)| *exact > 0.0)
+            .map_or(f64::NAN, |(sampled, exact)| sampled / exact);
         println!(
-            "{:<9} {:<15} {:>14.3} {:>16} {:>10.3} {:>7.0} %",
+            "{:<9} {:<15} {:>14.3} {:>16} {:>10.3} {:>7.0} % {:>16.3}",
             tier.name(),
             key.name(),
             median(values),
             format!("{lo:.3}..{hi:.3}"),
             median(errs),
-            target * 100.0
+            target * 100.0,
+            agreement
         );
     }
     Ok(())
@@ -1069,7 +1092,7 @@ fn main() -> Result<()> {
         attribution_cost(&pair, rounds, seconds)?;
     }
     if sections.contains("estimates") {
-        accuracy(&pair, env_or("NETTO_BENCH_WINDOWS", 12), 10)?;
+        accuracy(&pair, env_or("NETTO_BENCH_WINDOWS", 18), 10)?;
     }
     if sections.contains("serve") {
         serve_budget(&pair, rounds, env_or("NETTO_BENCH_SETTLE", 60), 20)?;
