@@ -20,8 +20,8 @@ pub const ESTIMATE_HZ: u64 = 99;
 use crate::model::{Calibration, CpuTime, EventKey, Snapshot, StackCount};
 
 /// How much measuring a [`Calibrator`] keeps for each event: its newest
-/// intervals adding up to a minute, so that a calibration follows the load
-/// of late rather than of the whole run.
+/// intervals until they cover a minute, so that a calibration follows the
+/// load of late rather than of the whole run.
 pub const CALIBRATION_WINDOW_S: f64 = 60.0;
 
 /// A calibration resting on fewer samples is not given: at this many its
@@ -135,15 +135,15 @@ impl Calibrator {
                 sampled_ns: samples as f64 * period_ns,
                 exact_ns: time.total_ns,
             });
-            // The newest intervals up to the window, the newest always.
-            let mut kept_s = 0.0;
+            // The newest intervals until they cover the window.
+            let mut covered_s = 0.0;
             let keep = kept
                 .iter()
                 .rev()
                 .take_while(|m| {
-                    let first = kept_s == 0.0;
-                    kept_s += m.interval_s;
-                    first || kept_s <= CALIBRATION_WINDOW_S
+                    let short = covered_s < CALIBRATION_WINDOW_S;
+                    covered_s += m.interval_s;
+                    short
                 })
                 .count();
             let old = kept.len() - keep;
