@@ -159,7 +159,18 @@ pub struct MeasureArgs {
     /// hook). Estimates carry their error.
     #[arg(long, value_enum, default_value_t = TierArg::Exact, conflicts_with = "by")]
     pub tier: TierArg,
+    /// In a tier that estimates (--tier, or where --budget took the run),
+    /// measure one interval exactly whenever none has for this many
+    /// seconds, so that every estimate carries its event's measured
+    /// agreement; that interval costs what the exact tier costs. `off`:
+    /// never.
+    #[arg(long, value_name = "SECONDS", default_value = "off", value_parser = parse_calibrate_every)]
+    pub calibrate_every: CalibrateEveryArg,
 }
+
+/// `--calibrate-every`: seconds, or `off`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CalibrateEveryArg(pub Option<f64>);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum TierArg {
@@ -223,6 +234,7 @@ impl MeasureArgs {
             attribution: self.attribution(),
             budget: self.budget.0,
             tier: self.tier.into(),
+            calibrate_every_s: self.calibrate_every.0,
         }
     }
 }
@@ -468,12 +480,14 @@ pub struct TopArgs {
     pub weight: WeightArg,
 }
 
-/// `serve` is the agent left running: it keeps a budget unless told not to.
+/// `serve` is the agent left running: it keeps a budget unless told not
+/// to, and calibrates the estimates the budget may leave it with.
 #[derive(Debug, Args)]
 #[command(mut_arg("frequency", |a| a
     .default_value("99")
     .help("Stack samples per second per CPU, for the breakdown and flame graph")))]
 #[command(mut_arg("budget", |a| a.default_value("1")))]
+#[command(mut_arg("calibrate_every", |a| a.default_value("600")))]
 pub struct ServeArgs {
     /// Address and port to listen on.
     #[arg(long, default_value = "127.0.0.1:9464", value_name = "ADDR:PORT")]
@@ -645,6 +659,15 @@ fn parse_budget(text: &str) -> Result<BudgetArg, String> {
         )),
         Err(_) => Err(format!("'{text}' is not a percentage (or off)")),
     }
+}
+
+fn parse_calibrate_every(text: &str) -> Result<CalibrateEveryArg, String> {
+    if text == "off" {
+        return Ok(CalibrateEveryArg(None));
+    }
+    parse_seconds(text, MIN_INTERVAL_S, MAX_DURATION_S)
+        .map(|s| CalibrateEveryArg(Some(s)))
+        .map_err(|e| format!("{e} (or off)"))
 }
 
 fn parse_host_name(text: &str) -> Result<String, String> {
@@ -828,11 +851,22 @@ mod tests {
         };
         assert_eq!(serve.source.sampling.frequency, 99);
         assert_eq!(serve.source.measure.budget, BudgetArg(Some(1.0)));
-        let Command::Serve(serve) = parse(&["serve", "--budget", "off"]).unwrap().into_command()
+        assert_eq!(
+            serve.source.measure.calibrate_every,
+            CalibrateEveryArg(Some(600.0))
+        );
+        let Command::Serve(serve) =
+            parse(&["serve", "--budget", "off", "--calibrate-every", "off"])
+                .unwrap()
+                .into_command()
         else {
             panic!("serve expected")
         };
         assert_eq!(serve.source.measure.budget, BudgetArg(None));
+        assert_eq!(
+            serve.source.measure.calibrate_every,
+            CalibrateEveryArg(None)
+        );
         let Command::Record(record) = parse(&["record", "--duration", "1", "-o", "x.svg"])
             .unwrap()
             .into_command()
@@ -841,6 +875,7 @@ mod tests {
         };
         assert_eq!(record.sampling.frequency, 1000);
         assert_eq!(record.measure.budget, BudgetArg(None));
+        assert_eq!(record.measure.calibrate_every, CalibrateEveryArg(None));
         let config = record
             .measure
             .live_config(Some(&record.sampling), Some(1.0), true);
@@ -854,6 +889,18 @@ mod tests {
         assert_eq!(
             stat.measure.live_config(None, None, false).budget,
             Some(0.05)
+        );
+        let Command::Stat(stat) = parse(&["stat", "--tier", "sampled", "--calibrate-every", "30"])
+            .unwrap()
+            .into_command()
+        else {
+            panic!("stat expected")
+        };
+        assert_eq!(
+            stat.measure
+                .live_config(None, None, false)
+                .calibrate_every_s,
+            Some(30.0)
         );
     }
 
@@ -966,6 +1013,10 @@ mod tests {
             &["top", "--replay", "r.json", "--budget", "1"],
             &["stat", "--tier", "nosuch"],
             &["stat", "--tier", "sampled", "--by", "cgroup"],
+            &["stat", "--calibrate-every", "0"],
+            &["stat", "--calibrate-every", "never"],
+            &["serve", "--calibrate-every", "-5"],
+            &["top", "--replay", "r.json", "--calibrate-every", "60"],
             &["serve", "--tier", "softirq", "--by", "process"],
             &["top", "--replay", "r.json", "--tier", "sampled"],
             &[

@@ -180,11 +180,20 @@ pub struct Calibration {
     /// `sampled` tier places its samples by their frames where the others
     /// know the context, so its bias need not be the same.
     pub agreement: f64,
-    /// The samples it rests on: its standard error is about `agreement /
-    /// sqrt(samples)`.
+    /// The samples it rests on: its standard error is
+    /// [`Calibration::error`].
     pub samples: u64,
     /// The end of the newest of those intervals (its snapshot's `ts`).
     pub ts: f64,
+}
+
+impl Calibration {
+    /// One standard error of `agreement`: its samples are a Poisson count
+    /// (relative error 1 / sqrt(samples)); the exact time it is held
+    /// against has none.
+    pub fn error(&self) -> f64 {
+        self.agreement / (self.samples as f64).sqrt()
+    }
 }
 
 impl CpuTime {
@@ -260,6 +269,12 @@ pub struct Snapshot {
     /// between intervals); recordings from before tiers are `exact`.
     #[serde(default)]
     pub tier: Tier,
+    /// Set on a calibration interval (`--calibrate-every`): the tier the
+    /// run is in, left for this one interval so that every event is
+    /// measured exactly and its estimates get a fresh
+    /// [`CpuTime::calibration`]. Such an interval is always `exact`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub calibrating: Option<Tier>,
     /// Number of CPUs in the per-CPU arrays.
     pub cpus: usize,
     pub events: BTreeMap<EventKey, CpuTime>,
@@ -435,6 +450,7 @@ impl Snapshot {
             interval_s: 0.0,
             backend: backend.to_owned(),
             tier: Tier::Exact,
+            calibrating: None,
             cpus,
             events: EventKey::ALL.map(|k| (k, zero.clone())).into(),
             softirq: SoftirqVector::ALL.map(|v| (v, zero.clone())).into(),

@@ -17,7 +17,7 @@ use thiserror::Error;
 use crate::kernel::sampler::MAX_FREQUENCY_HZ;
 use crate::model::{
     Attribution, BudgetChange, CpuTime, EventKey, Recording, Snapshot, SoftirqVector, StackCount,
-    MAX_BUDGET_PERCENT, MAX_DURATION_S, MAX_INTERVAL_S,
+    Tier, MAX_BUDGET_PERCENT, MAX_DURATION_S, MAX_INTERVAL_S,
 };
 
 /// Most CPUs a recording may have: the kernel's own ceiling (`NR_CPUS`
@@ -190,6 +190,20 @@ fn check_snapshot(at: &str, s: &Snapshot) -> Result<(), Invalid> {
             format!("{at}.cpus"),
             format!("{} is outside 1-{MAX_CPUS}", s.cpus),
         ));
+    }
+    match s.calibrating {
+        Some(back) if s.tier != Tier::Exact || back == Tier::Exact => {
+            return Err(invalid(
+                format!("{at}.calibrating"),
+                format!(
+                    "is {} in the {} tier: a calibration interval is exact, for a run in a tier \
+                     that estimates",
+                    back.name(),
+                    s.tier.name()
+                ),
+            ));
+        }
+        _ => {}
     }
     // Nanoseconds one CPU can have spent in the interval.
     let cpu_ns = with_overrun(s.interval_s) * 1e9;
@@ -749,6 +763,21 @@ mod tests {
         rx.total_ns = most + 1;
         let err = validate(&r).unwrap_err();
         assert_eq!(err.at, "snapshots[1].events.net_rx_softirq.per_cpu_ns[3]");
+    }
+
+    #[test]
+    fn a_calibration_interval_is_an_exact_one_of_a_run_that_estimates() {
+        let mut r = recording(2, 1.0);
+        r.snapshots[1].calibrating = Some(Tier::Sampled);
+        validate(&r).unwrap();
+        // A recording's JSON round trip keeps it.
+        let json = serde_json::to_string(&r.snapshots[1]).unwrap();
+        assert!(json.contains(r#""calibrating":"sampled""#), "{json}");
+        let back: Snapshot = serde_json::from_str(&json).unwrap();
+        assert_eq!(back.calibrating, Some(Tier::Sampled));
+        assert!(!serde_json::to_string(&r.snapshots[0])
+            .unwrap()
+            .contains("calibrating"));
     }
 
     #[test]

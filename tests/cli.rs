@@ -112,6 +112,8 @@ fn bad_input_is_one_line_and_non_zero() {
         ),
         (&["stat", "--tier", "nosuch"], "nosuch"),
         (&["stat", "--tier", "sampled", "--by", "cgroup"], "--tier"),
+        (&["stat", "--calibrate-every", "0"], "--calibrate-every"),
+        (&["stat", "--calibrate-every", "soon"], "--calibrate-every"),
         (&["bogus"], "bogus"),
     ] {
         assert_clean_failure(&netto(args), mentions);

@@ -5,6 +5,7 @@
 
 mod common;
 
+use std::thread::JoinHandle;
 use std::time::Duration;
 
 use netto::collect::attribution;
@@ -27,23 +28,8 @@ fn frequency_changes_while_running_and_everything_unloads() {
     });
     assert!(settled, "netto programs of an earlier test still loaded");
     let before = 0;
-    let source = live::start(LiveConfig {
-        backend: BackendChoice::Auto,
-        bpf_stats: false,
-        interval: Duration::from_millis(300),
-        duration: None,
-        sampling: Some(StackSampling {
-            frequency_hz: 200,
-            transport: Transport::Mmap,
-        }),
-        demo: DemoWhen::Off,
-        flush_on_stop: false,
-        xdp_sketch: None,
-        attribution: None,
-        budget: None,
-        tier: Tier::Exact,
-    })
-    .expect("starting the live source");
+    let source =
+        live::start(config(BackendChoice::Auto, 300, Some(200))).expect("starting the live source");
     assert!(source.is_live());
     assert_eq!(source.info.frequency_hz, Some(200));
     assert!(common::netto_programs_loaded() > before);
@@ -96,20 +82,11 @@ fn frequency_changes_while_running_and_everything_unloads() {
 #[test]
 fn attribution_turns_off_and_on_while_running() {
     let source = live::start(LiveConfig {
-        backend: BackendChoice::Auto,
-        bpf_stats: false,
-        interval: Duration::from_millis(300),
-        duration: None,
-        sampling: None,
-        demo: DemoWhen::Off,
-        flush_on_stop: false,
-        xdp_sketch: None,
         attribution: Some(attribution::Config {
             by: GroupBy::Process,
             max_groups: 5,
         }),
-        budget: None,
-        tier: Tier::Exact,
+        ..config(BackendChoice::Auto, 300, None)
     })
     .expect("starting the live source");
     let next = || {
@@ -168,36 +145,11 @@ fn attribution_turns_off_and_on_while_running() {
 /// intervals that measured it.
 #[test]
 fn tiers_change_between_intervals_without_a_gap_or_a_stale_charge() {
-    let source = live::start(LiveConfig {
-        backend: common::test_backend(),
-        bpf_stats: false,
-        interval: Duration::from_millis(500),
-        duration: None,
-        sampling: Some(StackSampling {
-            frequency_hz: 499,
-            transport: Transport::Mmap,
-        }),
-        demo: DemoWhen::Off,
-        flush_on_stop: false,
-        xdp_sketch: None,
-        attribution: None,
-        budget: None,
-        tier: Tier::Exact,
-    })
-    .expect("starting the live source");
+    let source = live::start(config(common::test_backend(), 500, Some(499)))
+        .expect("starting the live source");
     // Started once the programs are loaded (which takes long in an
     // emulated guest), to last the test's 13 intervals and more.
-    let dest = "127.0.0.1:5611";
-    let seconds = common::scaled_secs(12);
-    let _sink = common::Server::start(common::loadgen(&format!(
-        "discard --proto udp --listen {dest} --duration {}",
-        seconds + 2
-    )));
-    let sender = std::thread::spawn(move || {
-        common::run_client(common::loadgen(&format!(
-            "send --proto udp --syscall sendto --dest {dest} --duration {seconds} --cpu 1"
-        )))
-    });
+    let (_sink, sender) = udp_load(5611, 12);
     std::thread::sleep(Duration::from_millis(300));
     // Every snapshot, for the calibrations. The interval in progress began
     // before the load: it is not checked, but it calibrates.
@@ -280,6 +232,120 @@ fn tiers_change_between_intervals_without_a_gap_or_a_stale_charge() {
     }
     source.finish().expect("the source ends cleanly");
     sender.join().unwrap();
+}
+
+/// A run in a tier that estimates, asked to calibrate every 2 s, measures
+/// one whole interval exactly after its first and then whenever the last
+/// such interval is 2 s old; each such interval is exact and says so, the
+/// intervals still follow each other without a gap, and the estimates after
+/// it carry the agreement it measured.
+#[test]
+fn a_run_in_a_lower_tier_measures_one_interval_exactly_every_so_often() {
+    let every_s = 2.0;
+    let interval_s = 0.5; // config's 500 ms
+    let source = live::start(LiveConfig {
+        tier: Tier::Sampled,
+        calibrate_every_s: Some(every_s),
+        ..config(common::test_backend(), 500, Some(499))
+    })
+    .expect("starting the live source");
+    let (_sink, sender) = udp_load(5612, 12);
+    // 10 s: calibration intervals end at 1, 3.5, 6 and 8.5 s.
+    let mut seen: Vec<Snapshot> = Vec::new();
+    for _ in 0..20 {
+        let s = source
+            .snapshots
+            .recv_timeout(Duration::from_secs(5))
+            .expect("a snapshot per interval");
+        check_interval(&s, seen.last());
+        check_calibrations(&s, &seen);
+        seen.push(s);
+    }
+    source.finish().expect("the source ends cleanly");
+    sender.join().unwrap();
+
+    assert_eq!(seen[0].tier, Tier::Sampled, "the run starts in its tier");
+    let calibrations: Vec<&Snapshot> = seen.iter().filter(|s| s.calibrating.is_some()).collect();
+    for s in &seen {
+        match s.calibrating {
+            Some(back) => {
+                assert_eq!((s.tier, back), (Tier::Exact, Tier::Sampled));
+                for key in EventKey::ALL {
+                    assert!(!s.event(key).estimated, "{key:?}");
+                }
+                assert!(s.event(EventKey::SockSend).count > 0, "{s:?}");
+            }
+            None => assert_eq!(s.tier, Tier::Sampled),
+        }
+    }
+    assert!(
+        seen[1].calibrating.is_some(),
+        "calibrated after the first interval"
+    );
+    // The last exact interval at least `every_s` old, and not much more.
+    for pair in calibrations.windows(2) {
+        let apart = pair[1].ts - pair[0].ts;
+        assert!(
+            apart >= every_s - 0.05 && apart <= every_s + interval_s + 0.1,
+            "{apart} s between calibration intervals"
+        );
+    }
+    assert!(
+        calibrations.len() >= 3,
+        "{} calibrations",
+        calibrations.len()
+    );
+    // With the load's sends sampled in each calibration interval (about 90
+    // samples here, 25 needed), every estimate after the first carries the
+    // newest agreement (an emulated guest may sample too few).
+    if !common::emulated() {
+        for s in seen.iter().filter(|s| s.calibrating.is_none()) {
+            let newest = calibrations.iter().rev().find(|c| c.ts < s.ts);
+            let send = s.event(EventKey::SockSend).calibration;
+            assert_eq!(send.map(|c| c.ts), newest.map(|c| c.ts), "{send:?}");
+        }
+    }
+}
+
+/// UDP `sendto` from CPU 1 to a sink on loopback `port` for `seconds`
+/// (scaled for an emulated guest; the sink lasts 2 s more): socket calls
+/// that run whatever the tier.
+fn udp_load(port: u16, seconds: u64) -> (common::Server, JoinHandle<common::LoadReport>) {
+    let dest = format!("127.0.0.1:{port}");
+    let seconds = common::scaled_secs(seconds);
+    let sink = common::Server::start(common::loadgen(&format!(
+        "discard --proto udp --listen {dest} --duration {}",
+        seconds + 2
+    )));
+    let sender = std::thread::spawn(move || {
+        common::run_client(common::loadgen(&format!(
+            "send --proto udp --syscall sendto --dest {dest} --duration {seconds} --cpu 1"
+        )))
+    });
+    (sink, sender)
+}
+
+/// A live run in the exact tier with intervals of `interval_ms`,
+/// sampling at `frequency_hz` (none without), and nothing else: no BPF
+/// statistics, demo, sketch, attribution, budget or calibration.
+fn config(backend: BackendChoice, interval_ms: u64, frequency_hz: Option<u64>) -> LiveConfig {
+    LiveConfig {
+        backend,
+        bpf_stats: false,
+        interval: Duration::from_millis(interval_ms),
+        duration: None,
+        sampling: frequency_hz.map(|frequency_hz| StackSampling {
+            frequency_hz,
+            transport: Transport::Mmap,
+        }),
+        demo: DemoWhen::Off,
+        flush_on_stop: false,
+        xdp_sketch: None,
+        attribution: None,
+        budget: None,
+        tier: Tier::Exact,
+        calibrate_every_s: None,
+    }
 }
 
 /// Each estimate of `s` carries its event's samples against its exact time

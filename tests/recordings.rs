@@ -139,6 +139,19 @@ const CASES: &[Case] = &[
         "snapshots[2].events.sock_send.calibration.ts: 1000000000000 is above",
     ),
     (
+        "a calibration interval in a tier that estimates",
+        |r| {
+            softirq_tier(r);
+            r["snapshots"][2]["calibrating"] = json!("sampled");
+        },
+        "snapshots[2].calibrating: is sampled in the softirq tier: a calibration interval is exact",
+    ),
+    (
+        "a calibration interval for a run in the exact tier",
+        |r| r["snapshots"][2]["calibrating"] = json!("exact"),
+        "snapshots[2].calibrating: is exact in the exact tier",
+    ),
+    (
         "a tier netto does not have",
         |r| r["snapshots"][2]["tier"] = json!("fast"),
         "unknown variant `fast`",

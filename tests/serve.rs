@@ -511,7 +511,8 @@ fn bad_input_is_one_clear_line() {
     }
 }
 
-/// Every metric the dashboard names is served, counters through `rate()`.
+/// Every metric the dashboard names is served, counters through `rate()`
+/// or `increase()`.
 /// The recording ends in the `softirq` tier with a calibrated estimate, so
 /// that the estimates' series exist too.
 #[test]
@@ -566,9 +567,13 @@ fn the_grafana_dashboard_queries_served_metrics_with_rate() {
                 .lines()
                 .find_map(|l| l.strip_prefix(&format!("# TYPE {name} ")))
                 .unwrap_or_else(|| panic!("{expr}: {name} is not served"));
-            // Counters are only meaningful through rate().
+            // Counters are only meaningful through rate() or increase().
             if typed == "counter" {
-                assert!(expr.contains(&format!("rate({name}")), "{expr}");
+                assert!(
+                    expr.contains(&format!("rate({name}"))
+                        || expr.contains(&format!("increase({name}")),
+                    "{expr}"
+                );
             }
         }
     }

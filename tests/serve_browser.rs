@@ -15,7 +15,7 @@ use common::serve::Serve;
 use headless_chrome::protocol::cdp::Page::CaptureScreenshotFormatOption;
 use headless_chrome::{Browser, LaunchOptions, Tab};
 use netto::model::{
-    Attribution, BudgetChange, BudgetStatus, Calibration, EventKey, Group, GroupBy, Recording,
+    Attribution, BudgetChange, BudgetStatus, Calibration, EventKey, Group, GroupBy, Recording, Tier,
 };
 
 const RECORDING: &str = concat!(
@@ -289,7 +289,7 @@ fn the_page_shows_who_pays_and_marks_estimates() {
         detail
             .as_str()
             .unwrap()
-            .ends_with(" · measured agreement 0.81"),
+            .ends_with(" · measured agreement 0.81 ± 0.04"),
         "{detail}"
     );
     let recv = wait_for(
@@ -299,6 +299,25 @@ fn the_page_shows_who_pays_and_marks_estimates() {
     assert!(!recv.as_str().unwrap().contains("agreement"), "{recv}");
     let tier = wait_for(&tab, "document.getElementById('tier')?.textContent");
     assert!(tier.as_str().unwrap().starts_with("tier softirq"), "{tier}");
+}
+
+/// A calibration interval of a run in the `sampled` tier: the page says
+/// the interval is exact and which tier the run is in.
+#[test]
+fn the_page_names_a_calibration_interval() {
+    let mut recording: Recording =
+        serde_json::from_str(&std::fs::read_to_string(RECORDING).unwrap()).unwrap();
+    recording.snapshots.last_mut().unwrap().calibrating = Some(Tier::Sampled);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("calibrating.json");
+    std::fs::write(&path, serde_json::to_vec(&recording).unwrap()).unwrap();
+    netto::recording::load(&path).expect("a valid recording");
+    let page = open_page(&path);
+    let tier = wait_for(&page.tab, "document.getElementById('tier')?.textContent");
+    assert_eq!(
+        tier.as_str().unwrap(),
+        "tier exact (calibration interval: the run is in sampled)"
+    );
 }
 
 /// A budget that stepped the co-hosted sketch's probability down, in the

@@ -134,15 +134,18 @@ function render() {
 function renderCards(s) {
   // Recordings made before tiers are exact throughout.
   const tier = s.tier || "exact";
-  $("tier").textContent = `tier ${tier}` + (tier === "exact" ? "" : " (~ estimated from stack samples)");
+  $("tier").textContent = `tier ${tier}` + (tier === "exact" ? "" : " (~ estimated from stack samples)")
+    + (s.calibrating ? ` (calibration interval: the run is in ${s.calibrating})` : "");
   const cards = EVENTS.map((event) => {
     const time = s.events[event];
     // An estimate is marked and carries its error, and the samples'
     // agreement with the exact time where the run measured that; it counts
     // no runs.
     const mark = time.estimated ? "~" : "";
+    // Its error as Calibration::error gives it: samples are a Poisson count.
     const calibration = time.calibration
       ? ` · measured agreement ${time.calibration.agreement.toFixed(2)}`
+        + ` ± ${(time.calibration.agreement / Math.sqrt(time.calibration.samples)).toFixed(2)}`
       : "";
     const detail = time.estimated
       ? `estimated ± ${fmtMs(time.error_ns || 0)} · ${fmtMs(time.total_ns)}${calibration}`

@@ -155,6 +155,7 @@ pub fn build(
         backend: ctx.backend.clone(),
         // The collector sets the tier in force.
         tier: Tier::Exact,
+        calibrating: None,
         cpus: cur.cpus.len(),
         events,
         softirq,

@@ -56,7 +56,12 @@ fn row(text: &mut String, name: &str, t: &CpuTime, interval_s: f64, per_cpu: boo
         let _ = write!(text, "  estimated, +-{} ms", ms(error_ns));
     }
     if let Some(c) = t.calibration.filter(|_| t.estimated) {
-        let _ = write!(text, ", measured agreement {:.2}", c.agreement);
+        let _ = write!(
+            text,
+            ", measured agreement {:.2} +-{:.2}",
+            c.agreement,
+            c.error()
+        );
     }
     text.push('\n');
 }
@@ -66,11 +71,15 @@ pub fn render_table(s: &Snapshot) -> String {
     let mut text = String::new();
     let _ = writeln!(
         text,
-        "interval {:.3} s ending {:.3} (unix), backend {}, tier {}",
+        "interval {:.3} s ending {:.3} (unix), backend {}, tier {}{}",
         s.interval_s,
         s.ts,
         s.backend,
-        s.tier.name()
+        s.tier.name(),
+        s.calibrating.map_or(String::new(), |back| format!(
+            " (calibration interval: the run is in {})",
+            back.name()
+        ))
     );
     let mut header = format!(
         "{:<16} {:>11} {:>7} {:>10}",
@@ -319,16 +328,31 @@ mod tests {
             .find(|l| l.starts_with("net_timers") && l.contains("estimated"))
             .unwrap();
         assert!(
-            timers.ends_with("estimated, +-1.500 ms, measured agreement 0.78"),
+            timers.ends_with("estimated, +-1.500 ms, measured agreement 0.78 +-0.04"),
             "{timers}"
         );
         assert!(text.contains("softirq vectors and hardirq time: not measured in the sampled tier"));
         assert!(!text.contains("HRTIMER"), "{text}");
         // Exact rows carry no mark.
         let exact = render_table(&snapshot());
+        assert!(exact.lines().next().unwrap().ends_with("tier exact"));
         assert!(
             !exact.contains('~') && !exact.contains("ms  estimated"),
             "{exact}"
+        );
+    }
+
+    #[test]
+    fn a_calibration_interval_names_the_tier_the_run_is_in() {
+        let mut s = snapshot();
+        s.calibrating = Some(crate::model::Tier::Softirq);
+        let text = render_table(&s);
+        assert!(
+            text.lines()
+                .next()
+                .unwrap()
+                .ends_with("tier exact (calibration interval: the run is in softirq)"),
+            "{text}"
         );
     }
 

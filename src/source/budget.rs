@@ -250,9 +250,10 @@ impl Budget {
         (self.status(overhead, change), knob)
     }
 
-    /// What the last interval of a run says about the budget: nothing
-    /// changes after it.
-    pub fn last(&self, overhead: &Overhead) -> BudgetStatus {
+    /// What an interval the budget does not judge says about it: the last
+    /// of a run (nothing changes after it), or a calibration interval
+    /// (exact for one interval by design, whatever the budget).
+    pub fn unjudged(&self, overhead: &Overhead) -> BudgetStatus {
         self.status(overhead, None)
     }
 
@@ -630,7 +631,7 @@ mod tests {
     fn the_last_interval_reports_and_changes_nothing() {
         let mut budget = Budget::new(1.0, Some(99), false, Tier::Exact);
         budget.observe(&cost(2.0, 0.0));
-        let status = budget.last(&cost(2.0, 0.0).overhead);
+        let status = budget.unjudged(&cost(2.0, 0.0).overhead);
         assert!(status.over && status.change.is_none());
         assert_eq!((budget.frequency_hz(), status.steps_down), (Some(99), 0));
     }
@@ -788,7 +789,7 @@ mod tests {
         assert_eq!(low.sketch_probability(), Some(0.0005));
         let mut status = Budget::new(1.0, None, false, Tier::Exact)
             .with_sketch(Some(0.01))
-            .last(&cost(0.1, 0.0).overhead);
+            .unjudged(&cost(0.1, 0.0).overhead);
         status.change = Some(sketch_down(0.01, 0.0025));
         assert!(status
             .change_line()

@@ -18,6 +18,7 @@ use anyhow::{Context, Result};
 use libbpf_rs::OpenObject;
 
 use super::budget::{Budget, Knob};
+use super::calibration_intervals::CalibrationIntervals;
 use super::duty::DutyCycle;
 use super::intervals::Intervals;
 use super::{Control, Origin, Source, SourceInfo};
@@ -92,6 +93,10 @@ pub struct LiveConfig {
     /// The tier to start in; any but `exact` needs `sampling`, whose
     /// samples its estimates come from.
     pub tier: Tier,
+    /// In a tier that estimates, measure one interval exactly whenever
+    /// none has for this many seconds ([`CalibrationIntervals`]); `None`:
+    /// never.
+    pub calibrate_every_s: Option<f64>,
 }
 
 /// Loads and attaches everything, then returns once the first interval has
@@ -236,6 +241,7 @@ impl<'obj> Opened<'obj> {
         let mut notes = self.notes.clone();
         notes.extend(later_notes);
         notes.extend(config.budget.map(|percent| budget_note(config, percent)));
+        notes.extend(calibration_note(config));
         let attached = self.accounting.attached().len();
         notes.push(match (self.accounting.tier(), config.sampling) {
             (Tier::Exact, _) | (_, None) => format!("measuring ({attached} BPF programs attached)"),
@@ -409,6 +415,19 @@ fn budget_note(config: &LiveConfig, percent: f64) -> String {
     format!("budget {percent} % of one CPU: {knob}{blind}")
 }
 
+/// What `--calibrate-every` will do in this run: nothing in a run that
+/// stays exact, or that cannot estimate.
+fn calibration_note(config: &LiveConfig) -> Option<String> {
+    let every = config.calibrate_every_s?;
+    let may_estimate = config.tier != Tier::Exact || config.budget.is_some();
+    (may_estimate && config.sampling.is_some()).then(|| {
+        format!(
+            "calibrating: in a tier that estimates, one interval measures every event exactly \
+             whenever none has for {every} s (that interval costs the exact tier's)"
+        )
+    })
+}
+
 fn read_trimmed(path: &str) -> String {
     std::fs::read_to_string(path)
         .map(|s| s.trim().to_owned())
@@ -462,6 +481,10 @@ struct Measure<'c, 'a, 'obj> {
     next_tier: Option<Tier>,
     /// Each event's agreement where measured, for its estimates.
     calibrator: Calibrator,
+    /// When to measure one interval exactly (`--calibrate-every`).
+    calibration_intervals: Option<CalibrationIntervals>,
+    /// While a calibration interval runs: the tier to go back to.
+    calibrating: Option<Tier>,
 }
 
 impl<'c, 'a, 'obj> Measure<'c, 'a, 'obj> {
@@ -502,6 +525,8 @@ impl<'c, 'a, 'obj> Measure<'c, 'a, 'obj> {
             next_knob: None,
             next_tier: (config.tier != Tier::Exact).then_some(config.tier),
             calibrator: Calibrator::default(),
+            calibration_intervals: config.calibrate_every_s.map(CalibrationIntervals::new),
+            calibrating: None,
         })
     }
 
@@ -561,7 +586,9 @@ impl<'c, 'a, 'obj> Measure<'c, 'a, 'obj> {
             }
             let now = Instant::now();
             match wake {
-                Wake::Frequency(hz) if self.accounting.tier() != Tier::Exact => {
+                Wake::Frequency(hz)
+                    if self.accounting.tier() != Tier::Exact || self.calibrating.is_some() =>
+                {
                     self.next_knob = Some(Knob::Frequency(hz));
                 }
                 Wake::Frequency(hz) => {
@@ -583,7 +610,12 @@ impl<'c, 'a, 'obj> Measure<'c, 'a, 'obj> {
                         return Ok(Next::Done);
                     }
                     self.intervals.advance(now);
+                    if let Some(back) = self.calibrating.take() {
+                        // Unless a front end asked for a tier meanwhile.
+                        self.next_tier.get_or_insert(back);
+                    }
                     self.switch_tier(sampler.as_deref())?;
+                    self.calibrate_if_due(sampler.as_deref())?;
                     match self.next_knob.take() {
                         Some(Knob::Frequency(hz)) => {
                             if let Some(next) = self.replace_sampler(sampler.as_deref(), hz) {
@@ -700,6 +732,23 @@ impl<'c, 'a, 'obj> Measure<'c, 'a, 'obj> {
         Ok(())
     }
 
+    /// Makes the next interval a calibration interval if one is due, and
+    /// nothing else is to change between these two intervals (a knob's
+    /// step waits for the interval after it).
+    fn calibrate_if_due(&mut self, sampler: Option<&Sampler<'_>>) -> Result<()> {
+        let in_force = self.accounting.tier();
+        let due = self
+            .calibration_intervals
+            .as_ref()
+            .is_some_and(|c| c.due(in_force));
+        if due && sampler.is_some() && self.next_knob.is_none() {
+            self.calibrating = Some(in_force);
+            self.next_tier = Some(Tier::Exact);
+            self.switch_tier(sampler)?;
+        }
+        Ok(())
+    }
+
     /// Ends the interval and sends its snapshot; false once nobody listens.
     /// The budget reports on the `last` interval of a run without judging
     /// it: nothing changes after it.
@@ -757,9 +806,14 @@ impl<'c, 'a, 'obj> Measure<'c, 'a, 'obj> {
             self.base = counters;
             self.retired = SamplerCounters::default();
         }
+        snapshot.calibrating = self.calibrating;
+        if let Some(intervals) = self.calibration_intervals.as_mut() {
+            intervals.observe(&snapshot);
+        }
         if let Some(budget) = self.budget.as_mut() {
-            snapshot.budget = Some(if last {
-                budget.last(&snapshot.overhead)
+            // A calibration interval costs the exact tier's by design.
+            snapshot.budget = Some(if last || self.calibrating.is_some() {
+                budget.unjudged(&snapshot.overhead)
             } else {
                 let (status, knob) = budget.observe(&snapshot);
                 // The budget judged a front end's request already (see

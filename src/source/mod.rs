@@ -5,6 +5,7 @@
 //! recording exercises exactly the code a live run does.
 
 pub mod budget;
+pub mod calibration_intervals;
 pub mod duty;
 pub mod intervals;
 pub mod live;

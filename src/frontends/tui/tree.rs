@@ -25,7 +25,7 @@ pub struct ContextNode {
     pub agreement: Option<f64>,
     /// Where the event is estimated: its samples' agreement where the run
     /// measured it ([`crate::model::Calibration`]).
-    pub calibration: Option<f64>,
+    pub calibration: Option<crate::model::Calibration>,
     pub categories: Vec<CategoryNode>,
 }
 
@@ -191,8 +191,7 @@ impl Tree {
                 calibration: snapshot
                     .events
                     .get(&breakdown.context.event())
-                    .and_then(|t| t.calibration)
-                    .map(|c| c.agreement),
+                    .and_then(|t| t.calibration),
                 categories: breakdown
                     .categories
                     .iter()

@@ -59,12 +59,16 @@ pub struct Metrics {
     /// Only for events estimated in the last interval whose samples' agreement
     /// the run measured.
     estimate_agreement: GaugeVec,
+    estimate_agreement_error: GaugeVec,
     tier: IntGaugeVec,
     last_snapshot: Gauge,
     overhead_percent: Gauge,
     budget_percent: Gauge,
     budget_exceeded: Gauge,
     budget_steps: CounterVec,
+    /// A counter, not a 0/1 gauge: a scrape every 15 s would miss most
+    /// one-second calibration intervals.
+    calibration_intervals: Counter,
     stream_clients: IntGauge,
     stream_clients_dropped: Counter,
     /// Who pays (`--by`), from the first snapshot with an attribution.
@@ -231,6 +235,17 @@ impl Metrics {
                     &["event"],
                 )?,
             )?,
+            estimate_agreement_error: register(
+                &registry,
+                GaugeVec::new(
+                    Opts::new(
+                        "netto_estimate_agreement_error",
+                        "One standard error of netto_estimate_agreement (agreement / sqrt(samples)); \
+                         absent with it.",
+                    ),
+                    &["event"],
+                )?,
+            )?,
             tier: register(
                 &registry,
                 IntGaugeVec::new(
@@ -264,6 +279,11 @@ impl Metrics {
                 "Steps the budget took (sampling frequency, attribution, tier), by direction (down, up).",
                 &["direction"],
             )?,
+            calibration_intervals: counter(
+                "netto_calibration_intervals_total",
+                "Intervals a run in a tier that estimates measured exactly, to calibrate its \
+                 estimates (--calibrate-every).",
+            )?,
             stream_clients: register(
                 &registry,
                 IntGauge::new(
@@ -287,16 +307,24 @@ impl Metrics {
                 .with_label_values(&[tier.name()])
                 .set(i64::from(tier == snapshot.tier));
         }
+        if snapshot.calibrating.is_some() {
+            self.calibration_intervals.inc();
+        }
         for (event, time) in &snapshot.events {
             let labels = [event.name()];
             match time.calibration {
-                Some(c) => self
-                    .estimate_agreement
-                    .with_label_values(&labels)
-                    .set(c.agreement),
+                Some(c) => {
+                    self.estimate_agreement
+                        .with_label_values(&labels)
+                        .set(c.agreement);
+                    self.estimate_agreement_error
+                        .with_label_values(&labels)
+                        .set(c.error());
+                }
                 // Absent rather than stale.
                 None => {
                     let _ = self.estimate_agreement.remove_label_values(&labels);
+                    let _ = self.estimate_agreement_error.remove_label_values(&labels);
                 }
             }
             let series = if time.estimated {
@@ -695,10 +723,22 @@ mod tests {
         let text = String::from_utf8(metrics.encode().unwrap()).unwrap();
         let agreement = r#"netto_estimate_agreement{event="sock_send"}"#;
         assert_eq!(value(&text, agreement), 0.85);
+        let error = r#"netto_estimate_agreement_error{event="sock_send"}"#;
+        assert!((value(&text, error) - 0.85 / 200f64.sqrt()).abs() < 1e-9);
         assert!(!text.contains(r#"netto_estimate_agreement{event="sock_recv"}"#));
         metrics.add(&snapshot());
         let text = String::from_utf8(metrics.encode().unwrap()).unwrap();
         assert!(!text.contains("netto_estimate_agreement{"), "{text}");
+        assert!(!text.contains("netto_estimate_agreement_error{"), "{text}");
+        assert_eq!(value(&text, "netto_calibration_intervals_total"), 0.0);
+
+        // A calibration interval is exact, and counted.
+        let mut calibrating = snapshot();
+        calibrating.calibrating = Some(Tier::Softirq);
+        metrics.add(&calibrating);
+        metrics.add(&s);
+        let text = String::from_utf8(metrics.encode().unwrap()).unwrap();
+        assert_eq!(value(&text, "netto_calibration_intervals_total"), 1.0);
     }
 
     #[test]

@@ -46,9 +46,11 @@ pub fn draw(app: &App, frame: &mut Frame<'_>, area: Rect) {
                         "{}  agreement {agreement:.2}",
                         c.context.name().to_uppercase()
                     ),
-                    (None, Some(agreement)) => format!(
-                        "{}  measured agreement {agreement:.2}",
-                        c.context.name().to_uppercase()
+                    (None, Some(calibration)) => format!(
+                        "{}  measured agreement {:.2} +-{:.2}",
+                        c.context.name().to_uppercase(),
+                        calibration.agreement,
+                        calibration.error()
                     ),
                     (None, None) => c.context.name().to_uppercase(),
                 },

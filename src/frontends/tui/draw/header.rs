@@ -84,10 +84,11 @@ fn cost(overhead: &Overhead, interval: f64) -> String {
 /// The tier of the latest interval, and what in it is estimated (the
 /// events panel marks those rows with `~`).
 fn tier(snapshot: &Snapshot) -> String {
-    match snapshot.tier {
-        Tier::Exact => "exact".to_owned(),
-        Tier::Softirq => "softirq (~socket calls estimated)".to_owned(),
-        Tier::Sampled => "sampled (~all estimated)".to_owned(),
+    match (snapshot.tier, snapshot.calibrating) {
+        (Tier::Exact, Some(back)) => format!("exact (calibrating {})", back.name()),
+        (Tier::Exact, None) => "exact".to_owned(),
+        (Tier::Softirq, _) => "softirq (~socket calls estimated)".to_owned(),
+        (Tier::Sampled, _) => "sampled (~all estimated)".to_owned(),
     }
 }
 

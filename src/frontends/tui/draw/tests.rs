@@ -110,8 +110,29 @@ fn a_lower_tier_is_named_and_its_estimates_marked() {
     assert!(!text.contains("~net_rx"), "{text}");
     // An estimated context shows the agreement measured earlier, a
     // measured one its own.
-    has_row(&screen, &["SOCK_SEND", "measured", "agreement", "0.81"]);
+    has_row(
+        &screen,
+        &["SOCK_SEND", "measured", "agreement", "0.81", "+-0.05"],
+    );
     has_row(&screen, &["NET_RX", "agreement", "0.48"]);
+}
+
+#[test]
+fn a_calibration_interval_names_the_tier_the_run_is_in() {
+    let mut calibrating = fixture::snapshot();
+    calibrating.calibrating = Some(crate::model::Tier::Sampled);
+    let screen = screen(&fixture::app_showing(calibrating), 100, 30);
+    assert!(
+        screen[0].contains("tier exact (calibrating sampled)"),
+        "{}",
+        screen[0]
+    );
+    let exact = screen_of_fixture();
+    assert!(!exact.contains("calibrating"), "{exact}");
+}
+
+fn screen_of_fixture() -> String {
+    screen(&fixture::app_showing(fixture::snapshot()), 100, 30)[0].clone()
 }
 
 #[test]
