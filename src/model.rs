@@ -319,6 +319,25 @@ pub struct Snapshot {
     pub budget: Option<BudgetStatus>,
 }
 
+#[cfg(test)]
+impl BudgetStatus {
+    /// An interval over a budget of `percent` with every knob at its
+    /// floor, four steps down from 99 Hz and no change: for the front ends'
+    /// tests.
+    pub fn over_at_floor(percent: f64) -> BudgetStatus {
+        BudgetStatus {
+            percent,
+            over: true,
+            at_floor: true,
+            asked_frequency_hz: Some(99),
+            asked_sketch_probability: None,
+            change: None,
+            steps_down: 4,
+            steps_up: 0,
+        }
+    }
+}
+
 /// Lowest and highest budget, in percent of one CPU: what `--budget` takes
 /// and what a recording's `budget.percent` may say.
 pub const MIN_BUDGET_PERCENT: f64 = 0.01;
@@ -470,6 +489,14 @@ impl Snapshot {
 
     pub fn event(&self, key: EventKey) -> &CpuTime {
         &self.events[&key]
+    }
+
+    /// Whether netto could not keep its budget in this interval: over it
+    /// with every knob at its floor. A calibration interval is over any
+    /// budget a lower tier was needed for, by design, and says nothing of
+    /// whether the budget is kept.
+    pub fn budget_exceeded(&self) -> bool {
+        self.calibrating.is_none() && self.budget.as_ref().is_some_and(|b| b.over && b.at_floor)
     }
 
     pub fn softirq_total_ns(&self) -> u64 {

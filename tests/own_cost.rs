@@ -489,6 +489,52 @@ fn stat_under_budget(port: u16, load_s: f64, run_s: f64, args: &[&str]) -> (Vec<
     (snaps, stderr)
 }
 
+/// `--budget` with `--calibrate-every` in the `sampled` tier: every 2 s
+/// one interval is exact and marked as a calibration interval, over the
+/// budget under load by design; the budget does not judge it (no change,
+/// not "exceeded"), and the run is back in `sampled` after it.
+#[test]
+fn the_budget_does_not_judge_a_calibration_interval() {
+    let (snaps, stderr) = stat_under_budget(
+        5605,
+        6.0,
+        6.0,
+        &["--tier", "sampled", "--calibrate-every", "2"],
+    );
+    for s in &snaps {
+        eprintln!(
+            "{:8} {:?} cost {:.3} %  {:?}",
+            s.tier.name(),
+            s.calibrating,
+            s.overhead.cost_percent.unwrap(),
+            s.budget.as_ref().unwrap().change
+        );
+    }
+    assert!(
+        stderr.contains("calibrating: in a tier that estimates"),
+        "{stderr}"
+    );
+    let calibrations: Vec<&Snapshot> = snaps.iter().filter(|s| s.calibrating.is_some()).collect();
+    assert!(
+        calibrations.len() >= 2,
+        "{} calibration intervals",
+        calibrations.len()
+    );
+    for s in &snaps {
+        let budget = s.budget.as_ref().unwrap();
+        if s.calibrating.is_some() {
+            assert_eq!((s.tier, s.calibrating), (Tier::Exact, Some(Tier::Sampled)));
+            // Judged, a calibration interval under load (the exact tier's
+            // cost, 17-19 % here in a debug build) would count as over,
+            // and at the floor two intervals over say "exceeded".
+            assert_eq!(budget.change, None);
+            assert!(!s.budget_exceeded());
+        } else {
+            assert_eq!(s.tier, Tier::Sampled);
+        }
+    }
+}
+
 /// `--budget` with `--xdp-sketch` and no sampling: the sketch's probability
 /// is the knob (attribution not asked for). The load's datagrams cross
 /// loopback, where the sketch runs: netto goes over the budget, steps the

@@ -281,7 +281,9 @@ function renderOverhead(s) {
   // Absent without --budget (and in recordings made before it existed).
   const b = s.budget;
   if (b) {
-    const state = b.over ? (b.at_floor ? "over, every knob at its floor" : "over") : "kept";
+    const state = !b.over ? "kept"
+      : s.calibrating ? "over in this calibration interval, not judged"
+      : b.at_floor ? "over, every knob at its floor" : "over";
     const asked = (b.asked_frequency_hz == null ? "" : `, sampling asked ${b.asked_frequency_hz} Hz`) +
       (b.asked_sketch_probability == null ? "" : `, sketch asked p=${b.asked_sketch_probability}`);
     rows.push(["budget", `${b.percent} % of one CPU: ${state} (${b.steps_down} steps down, ${b.steps_up} up${asked})`]);

@@ -157,10 +157,11 @@ pub fn render_table(s: &Snapshot) -> String {
     }
     text.push('\n');
     if let Some(b) = &s.budget {
-        let state = match (b.over, b.at_floor) {
-            (true, true) => "over, every knob at its floor",
-            (true, false) => "over",
-            (false, _) => "kept",
+        let state = match (b.over, b.at_floor, s.calibrating.is_some()) {
+            (true, _, true) => "over in this calibration interval, not judged",
+            (true, true, false) => "over, every knob at its floor",
+            (true, false, false) => "over",
+            (false, _, _) => "kept",
         };
         let _ = writeln!(
             text,
@@ -354,6 +355,22 @@ mod tests {
                 .ends_with("tier exact (calibration interval: the run is in softirq)"),
             "{text}"
         );
+        // Over the budget by design: not the budget exceeded.
+        s.budget = Some(crate::model::BudgetStatus::over_at_floor(1.0));
+        let budget = |s: &Snapshot| {
+            render_table(s)
+                .lines()
+                .find(|l| l.starts_with("netto budget:"))
+                .unwrap()
+                .to_owned()
+        };
+        assert_eq!(
+            budget(&s),
+            "netto budget: 1 % of a CPU, over in this calibration interval, not judged \
+             (4 steps down, 0 up)"
+        );
+        s.calibrating = None;
+        assert!(budget(&s).contains(", over, every knob at its floor ("));
     }
 
     #[test]

@@ -15,9 +15,7 @@ use prometheus::{
 };
 use thiserror::Error;
 
-use crate::model::{
-    percent, Attribution, BudgetChange, BudgetStatus, EventKey, GroupBy, Losses, Snapshot, Tier,
-};
+use crate::model::{percent, Attribution, BudgetChange, EventKey, GroupBy, Losses, Snapshot, Tier};
 use crate::source::{Origin, SourceInfo};
 
 /// The content type of the text exposition format.
@@ -411,7 +409,7 @@ impl Metrics {
                 .cost_percent
                 .unwrap_or_else(|| percent(own_ns, snapshot.interval_s)),
         );
-        self.add_budget(snapshot.budget.as_ref());
+        self.add_budget(snapshot);
         self.intervals.inc();
         self.measured_seconds.inc_by(snapshot.interval_s.max(0.0));
         self.last_snapshot.set(snapshot.ts);
@@ -432,10 +430,14 @@ impl Metrics {
         Ok(())
     }
 
-    fn add_budget(&self, budget: Option<&BudgetStatus>) {
+    fn add_budget(&self, snapshot: &Snapshot) {
+        let budget = snapshot.budget.as_ref();
         self.budget_percent.set(budget.map_or(0.0, |b| b.percent));
-        let exceeded = budget.is_some_and(|b| b.over && b.at_floor);
-        self.budget_exceeded.set(if exceeded { 1.0 } else { 0.0 });
+        // A calibration interval leaves it as the last judged one left it.
+        if snapshot.calibrating.is_none() {
+            let exceeded = snapshot.budget_exceeded();
+            self.budget_exceeded.set(if exceeded { 1.0 } else { 0.0 });
+        }
         if budget.is_some() {
             // Both series from the first interval on, at 0 until a step.
             for direction in ["down", "up"] {
@@ -590,7 +592,7 @@ fn seconds(ns: u64) -> f64 {
 mod tests {
     use super::*;
     use crate::model::{
-        Breakdown, Calibration, CategoryShare, EventKey, SampleContext, SoftirqVector,
+        Breakdown, BudgetStatus, Calibration, CategoryShare, EventKey, SampleContext, SoftirqVector,
     };
 
     fn info() -> SourceInfo {
@@ -684,6 +686,22 @@ mod tests {
             )
         };
         assert_eq!((steps("down"), steps("up")), (2.0, 0.0));
+
+        // A calibration interval, over by design and not judged, changes
+        // neither way what the last judged interval said.
+        let mut calibrating = s.clone();
+        calibrating.calibrating = Some(Tier::Sampled);
+        calibrating.budget.as_mut().unwrap().change = None;
+        metrics.add(&calibrating);
+        let text = String::from_utf8(metrics.encode().unwrap()).unwrap();
+        assert_eq!(value(&text, "netto_budget_exceeded"), 1.0);
+        let mut kept = s.clone();
+        kept.budget.as_mut().unwrap().over = false;
+        kept.budget.as_mut().unwrap().change = Some(BudgetChange::Kept);
+        metrics.add(&kept);
+        metrics.add(&calibrating);
+        let text = String::from_utf8(metrics.encode().unwrap()).unwrap();
+        assert_eq!(value(&text, "netto_budget_exceeded"), 0.0);
     }
 
     #[test]

@@ -57,7 +57,7 @@ pub fn draw(app: &App, frame: &mut Frame<'_>, area: Rect) {
         ));
         second.extend(field("netto cost", cost(&snapshot.overhead, interval)));
         if let Some(b) = &snapshot.budget {
-            let over = b.over && b.at_floor;
+            let over = snapshot.budget_exceeded();
             let text = format!("{} %{}", b.percent, if over { " EXCEEDED" } else { "" });
             second.extend(field("budget", text));
         }

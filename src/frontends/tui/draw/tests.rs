@@ -121,11 +121,19 @@ fn a_lower_tier_is_named_and_its_estimates_marked() {
 fn a_calibration_interval_names_the_tier_the_run_is_in() {
     let mut calibrating = fixture::snapshot();
     calibrating.calibrating = Some(crate::model::Tier::Sampled);
+    // Over the budget by design, with every knob at its floor: not the
+    // budget exceeded.
+    calibrating.budget = Some(crate::model::BudgetStatus::over_at_floor(1.0));
     let screen = screen(&fixture::app_showing(calibrating), 100, 30);
     assert!(
         screen[0].contains("tier exact (calibrating sampled)"),
         "{}",
         screen[0]
+    );
+    let header = screen[..2].join("\n");
+    assert!(
+        header.contains("budget 1 %") && !header.contains("EXCEEDED"),
+        "{header}"
     );
     let exact = screen_of_fixture();
     assert!(!exact.contains("calibrating"), "{exact}");
