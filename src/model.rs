@@ -319,7 +319,7 @@ pub struct Snapshot {
     pub budget: Option<BudgetStatus>,
 }
 
-#[cfg(test)]
+#[cfg(any(test, feature = "test-support"))]
 impl BudgetStatus {
     /// An interval over a budget of `percent` with every knob at its
     /// floor, four steps down from 99 Hz and no change: for the front ends'

@@ -302,12 +302,15 @@ fn the_page_shows_who_pays_and_marks_estimates() {
 }
 
 /// A calibration interval of a run in the `sampled` tier: the page says
-/// the interval is exact and which tier the run is in.
+/// the interval is exact and which tier the run is in, and that its cost
+/// over the budget is not the budget exceeded.
 #[test]
 fn the_page_names_a_calibration_interval() {
     let mut recording: Recording =
         serde_json::from_str(&std::fs::read_to_string(RECORDING).unwrap()).unwrap();
-    recording.snapshots.last_mut().unwrap().calibrating = Some(Tier::Sampled);
+    let last = recording.snapshots.last_mut().unwrap();
+    last.calibrating = Some(Tier::Sampled);
+    last.budget = Some(BudgetStatus::over_at_floor(1.0));
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("calibrating.json");
     std::fs::write(&path, serde_json::to_vec(&recording).unwrap()).unwrap();
@@ -317,6 +320,16 @@ fn the_page_names_a_calibration_interval() {
     assert_eq!(
         tier.as_str().unwrap(),
         "tier exact (calibration interval: the run is in sampled)"
+    );
+    let budget = wait_for(
+        &page.tab,
+        "[...document.querySelectorAll('#overhead tr')]\
+           .map(tr => tr.textContent).find(t => t.startsWith('budget')) ?? null",
+    );
+    assert_eq!(
+        budget.as_str().unwrap(),
+        "budget1 % of one CPU: over in this calibration interval, not judged \
+         (4 steps down, 0 up, sampling asked 99 Hz)"
     );
 }
 
