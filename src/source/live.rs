@@ -750,8 +750,8 @@ impl<'c, 'a, 'obj> Measure<'c, 'a, 'obj> {
     }
 
     /// Ends the interval and sends its snapshot; false once nobody listens.
-    /// The budget reports on the `last` interval of a run without judging
-    /// it: nothing changes after it.
+    /// The budget reports on the `last` interval of a run (nothing changes
+    /// after it) and on a calibration interval without judging them.
     fn deliver(&mut self, sampler: Option<&Sampler<'_>>, last: bool) -> Result<bool> {
         let mut sketch = self.sketch.as_mut().map(Host::snapshot);
         let counters = sampler.map(Sampler::counters);
