@@ -152,7 +152,7 @@ pub struct MeasureArgs {
     /// when there is room; `off`: no budget. Estimates are marked with
     /// their errors; when every knob is at its floor, netto says so.
     #[arg(long, value_name = "PERCENT", default_value = "off", allow_negative_numbers = true, value_parser = parse_budget)]
-    pub budget: BudgetArg,
+    pub budget: OrOff,
     /// How much of the accounting runs: `exact` (every event exact),
     /// `softirq` (socket calls estimated from stack samples, no hook on
     /// system calls) or `sampled` (every event estimated, no per-event
@@ -165,12 +165,8 @@ pub struct MeasureArgs {
     /// agreement; that interval costs what the exact tier costs. `off`:
     /// never.
     #[arg(long, value_name = "SECONDS", default_value = "off", value_parser = parse_calibrate_every)]
-    pub calibrate_every: CalibrateEveryArg,
+    pub calibrate_every: OrOff,
 }
-
-/// `--calibrate-every`: seconds, or `off`.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct CalibrateEveryArg(pub Option<f64>);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum TierArg {
@@ -189,9 +185,10 @@ impl From<TierArg> for Tier {
     }
 }
 
-/// `--budget`: a percentage of one CPU, or `off`.
+/// A number, or `off` (`--budget`, `--calibrate-every`): its own type, so
+/// that clap takes `None` for a value rather than for an absent option.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct BudgetArg(pub Option<f64>);
+pub struct OrOff(pub Option<f64>);
 
 impl MeasureArgs {
     /// The live run these options ask for, sampling stacks as `sampling`
@@ -645,29 +642,30 @@ fn parse_frequency(text: &str) -> Result<u64, String> {
     Ok(value)
 }
 
-fn parse_budget(text: &str) -> Result<BudgetArg, String> {
-    use crate::model::{MAX_BUDGET_PERCENT, MIN_BUDGET_PERCENT};
+/// `off`, or what `number` makes of `text` (its errors say `off` is
+/// taken too).
+fn or_off(text: &str, number: impl FnOnce(&str) -> Result<f64, String>) -> Result<OrOff, String> {
     if text == "off" {
-        return Ok(BudgetArg(None));
+        return Ok(OrOff(None));
     }
-    match text.parse::<f64>() {
-        Ok(percent) if (MIN_BUDGET_PERCENT..=MAX_BUDGET_PERCENT).contains(&percent) => {
-            Ok(BudgetArg(Some(percent)))
-        }
+    number(text).map(|n| OrOff(Some(n)))
+}
+
+fn parse_budget(text: &str) -> Result<OrOff, String> {
+    use crate::model::{MAX_BUDGET_PERCENT, MIN_BUDGET_PERCENT};
+    or_off(text, |text| match text.parse::<f64>() {
+        Ok(percent) if (MIN_BUDGET_PERCENT..=MAX_BUDGET_PERCENT).contains(&percent) => Ok(percent),
         Ok(_) => Err(format!(
             "must be from {MIN_BUDGET_PERCENT} to {MAX_BUDGET_PERCENT} (percent of one CPU), or off"
         )),
         Err(_) => Err(format!("'{text}' is not a percentage (or off)")),
-    }
+    })
 }
 
-fn parse_calibrate_every(text: &str) -> Result<CalibrateEveryArg, String> {
-    if text == "off" {
-        return Ok(CalibrateEveryArg(None));
-    }
-    parse_seconds(text, MIN_INTERVAL_S, MAX_DURATION_S)
-        .map(|s| CalibrateEveryArg(Some(s)))
-        .map_err(|e| format!("{e} (or off)"))
+fn parse_calibrate_every(text: &str) -> Result<OrOff, String> {
+    or_off(text, |text| {
+        parse_seconds(text, MIN_INTERVAL_S, MAX_DURATION_S).map_err(|e| format!("{e} (or off)"))
+    })
 }
 
 fn parse_host_name(text: &str) -> Result<String, String> {
@@ -850,11 +848,8 @@ mod tests {
             panic!("serve expected")
         };
         assert_eq!(serve.source.sampling.frequency, 99);
-        assert_eq!(serve.source.measure.budget, BudgetArg(Some(1.0)));
-        assert_eq!(
-            serve.source.measure.calibrate_every,
-            CalibrateEveryArg(Some(600.0))
-        );
+        assert_eq!(serve.source.measure.budget, OrOff(Some(1.0)));
+        assert_eq!(serve.source.measure.calibrate_every, OrOff(Some(600.0)));
         let Command::Serve(serve) =
             parse(&["serve", "--budget", "off", "--calibrate-every", "off"])
                 .unwrap()
@@ -862,11 +857,8 @@ mod tests {
         else {
             panic!("serve expected")
         };
-        assert_eq!(serve.source.measure.budget, BudgetArg(None));
-        assert_eq!(
-            serve.source.measure.calibrate_every,
-            CalibrateEveryArg(None)
-        );
+        assert_eq!(serve.source.measure.budget, OrOff(None));
+        assert_eq!(serve.source.measure.calibrate_every, OrOff(None));
         let Command::Record(record) = parse(&["record", "--duration", "1", "-o", "x.svg"])
             .unwrap()
             .into_command()
@@ -874,8 +866,8 @@ mod tests {
             panic!("record expected")
         };
         assert_eq!(record.sampling.frequency, 1000);
-        assert_eq!(record.measure.budget, BudgetArg(None));
-        assert_eq!(record.measure.calibrate_every, CalibrateEveryArg(None));
+        assert_eq!(record.measure.budget, OrOff(None));
+        assert_eq!(record.measure.calibrate_every, OrOff(None));
         let config = record
             .measure
             .live_config(Some(&record.sampling), Some(1.0), true);

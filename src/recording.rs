@@ -191,19 +191,19 @@ fn check_snapshot(at: &str, s: &Snapshot) -> Result<(), Invalid> {
             format!("{} is outside 1-{MAX_CPUS}", s.cpus),
         ));
     }
-    match s.calibrating {
-        Some(back) if s.tier != Tier::Exact || back == Tier::Exact => {
-            return Err(invalid(
-                format!("{at}.calibrating"),
-                format!(
-                    "is {} in the {} tier: a calibration interval is exact, for a run in a tier \
-                     that estimates",
-                    back.name(),
-                    s.tier.name()
-                ),
-            ));
-        }
-        _ => {}
+    if let Some(back) = s
+        .calibrating
+        .filter(|&back| s.tier != Tier::Exact || back == Tier::Exact)
+    {
+        return Err(invalid(
+            format!("{at}.calibrating"),
+            format!(
+                "is {} in the {} tier: a calibration interval is exact, for a run in a tier \
+                 that estimates",
+                back.name(),
+                s.tier.name()
+            ),
+        ));
     }
     // Nanoseconds one CPU can have spent in the interval.
     let cpu_ns = with_overrun(s.interval_s) * 1e9;

@@ -435,8 +435,8 @@ impl Metrics {
         self.budget_percent.set(budget.map_or(0.0, |b| b.percent));
         // A calibration interval leaves it as the last judged one left it.
         if snapshot.calibrating.is_none() {
-            let exceeded = snapshot.budget_exceeded();
-            self.budget_exceeded.set(if exceeded { 1.0 } else { 0.0 });
+            self.budget_exceeded
+                .set(if snapshot.budget_exceeded() { 1.0 } else { 0.0 });
         }
         if budget.is_some() {
             // Both series from the first interval on, at 0 until a step.

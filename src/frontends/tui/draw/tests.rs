@@ -124,23 +124,19 @@ fn a_calibration_interval_names_the_tier_the_run_is_in() {
     // Over the budget by design, with every knob at its floor: not the
     // budget exceeded.
     calibrating.budget = Some(crate::model::BudgetStatus::over_at_floor(1.0));
-    let screen = screen(&fixture::app_showing(calibrating), 100, 30);
+    let shown = screen(&fixture::app_showing(calibrating), 100, 30);
     assert!(
-        screen[0].contains("tier exact (calibrating sampled)"),
+        shown[0].contains("tier exact (calibrating sampled)"),
         "{}",
-        screen[0]
+        shown[0]
     );
-    let header = screen[..2].join("\n");
+    let header = shown[..2].join("\n");
     assert!(
         header.contains("budget 1 %") && !header.contains("EXCEEDED"),
         "{header}"
     );
-    let exact = screen_of_fixture();
+    let exact = &screen(&fixture::app_showing(fixture::snapshot()), 100, 30)[0];
     assert!(!exact.contains("calibrating"), "{exact}");
-}
-
-fn screen_of_fixture() -> String {
-    screen(&fixture::app_showing(fixture::snapshot()), 100, 30)[0].clone()
 }
 
 #[test]
