@@ -156,6 +156,13 @@ fn every_send_variant_is_charged_like_the_kernel_charges_it() {
         } else {
             run.calls
         };
+        eprintln!(
+            "{proto} {syscall}: {sends} sends, {} calls, {} bytes, {} ns system time in {:.1} s",
+            run.calls,
+            run.bytes,
+            run.stime_ns,
+            run.ended - run.started
+        );
         assert!(
             sends > 1000,
             "{proto} {syscall}: only {sends} sends in {} calls",

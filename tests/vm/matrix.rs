@@ -51,7 +51,12 @@ impl Cell {
                 "passed although netto check reports {} missing",
                 missing.join(", ")
             )),
-            (Some(code), true) => Cell::Fail(format!("exit status {code}")),
+            (Some(code), true) => Cell::Fail(
+                std::iter::once(format!("exit status {code}"))
+                    .chain(failed_assertions(&result.output))
+                    .collect::<Vec<_>>()
+                    .join("; "),
+            ),
             (Some(_), false) => Cell::NotAvailable(format!("{} missing", missing.join(", "))),
         }
     }
@@ -67,6 +72,26 @@ impl Cell {
             Cell::NotAvailable(_) => "n/a".to_owned(),
         }
     }
+}
+
+/// Where and why each test in a libtest `output` failed, one line each
+/// (`tests/x.rs:9:5: message`): the matrix's verdict names them, so a CI
+/// log that keeps only the end of the run still says what failed in the
+/// guest. A message of several lines keeps its first.
+fn failed_assertions(output: &str) -> Vec<String> {
+    let mut lines = output.lines();
+    let mut found = Vec::new();
+    while let Some(line) = lines.next() {
+        let Some((_, place)) = line
+            .strip_prefix("thread '")
+            .and_then(|rest| rest.split_once(" panicked at "))
+        else {
+            continue;
+        };
+        let message = lines.next().unwrap_or("").trim();
+        found.push(format!("{} {message}", place.trim()));
+    }
+    found
 }
 
 /// One kernel's column.
@@ -133,6 +158,30 @@ mod tests {
             Cell::judge(&ROW, &with, &result(Some(0))),
             Cell::Pass { seconds: 7 }
         ));
+    }
+
+    #[test]
+    fn a_failure_names_each_failed_assertion() {
+        let output = "test a ... FAILED\n\
+            ---- a stdout ----\n\
+            thread 'a' (41) panicked at tests/socket_calls.rs:178:9:\n\
+            tcp sendfile: sock_send+softirq is 0.12 of system time\n\
+            note: run with `RUST_BACKTRACE=1`\n\
+            thread 'b' panicked at tests/x.rs:3:1:\n\
+            only 9 sends\n";
+        let with = json!({"features": {"fentry_fexit": {"ok": true}}});
+        let failed = JobResult {
+            output: output.into(),
+            ..result(Some(101))
+        };
+        let Cell::Fail(why) = Cell::judge(&ROW, &with, &failed) else {
+            panic!("a failed job is a failed cell");
+        };
+        assert_eq!(
+            why,
+            "exit status 101; tests/socket_calls.rs:178:9: tcp sendfile: sock_send+softirq \
+             is 0.12 of system time; tests/x.rs:3:1: only 9 sends"
+        );
     }
 
     #[test]
