@@ -194,6 +194,13 @@ impl Calibration {
     pub fn error(&self) -> f64 {
         self.agreement / (self.samples as f64).sqrt()
     }
+
+    /// Its age at `ts` (the estimating snapshot's): an agreement measured
+    /// ten minutes ago under another load need not hold now, so it is
+    /// shown with its age.
+    pub fn age_s(&self, ts: f64) -> f64 {
+        (ts - self.ts).max(0.0)
+    }
 }
 
 impl CpuTime {

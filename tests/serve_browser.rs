@@ -237,7 +237,7 @@ fn tiered_and_attributed() -> Recording {
         .calibration = Some(Calibration {
         agreement: 0.812,
         samples: 400,
-        ts: last.ts - 5.0,
+        ts: last.ts - 300.0,
     });
     recording
 }
@@ -289,7 +289,7 @@ fn the_page_shows_who_pays_and_marks_estimates() {
         detail
             .as_str()
             .unwrap()
-            .ends_with(" · measured agreement 0.81 ± 0.04"),
+            .ends_with(" · measured agreement 0.81 ± 0.04, 5 min ago"),
         "{detail}"
     );
     let recv = wait_for(

@@ -65,6 +65,13 @@ const pct = (ns, intervalS) => (intervalS > 0 ? (ns / (intervalS * 1e9)) * 100 :
 const fmtPct = (value) => value.toFixed(2);
 const fmtMs = (ns) => (ns / 1e6).toFixed(1) + " ms";
 const fmtInt = (n) => Math.round(n).toLocaleString("en-US");
+// Seconds, minutes or hours, as src/frontends/calibration_text.rs writes them.
+const fmtAge = (seconds) => {
+  const s = Math.max(0, seconds);
+  if (s < 90) return `${s.toFixed(0)} s`;
+  if (s < 90 * 60) return `${(s / 60).toFixed(0)} min`;
+  return `${(s / 3600).toFixed(1)} h`;
+};
 
 function bar(fraction) {
   const fill = el("span");
@@ -142,10 +149,12 @@ function renderCards(s) {
     // agreement with the exact time where the run measured that; it counts
     // no runs.
     const mark = time.estimated ? "~" : "";
-    // Its error as Calibration::error gives it: samples are a Poisson count.
+    // Its error as Calibration::error gives it (samples are a Poisson
+    // count), and its age as the terminal front ends write it.
     const calibration = time.calibration
       ? ` · measured agreement ${time.calibration.agreement.toFixed(2)}`
         + ` ± ${(time.calibration.agreement / Math.sqrt(time.calibration.samples)).toFixed(2)}`
+        + `, ${fmtAge(s.ts - time.calibration.ts)} ago`
       : "";
     const detail = time.estimated
       ? `estimated ± ${fmtMs(time.error_ns || 0)} · ${fmtMs(time.total_ns)}${calibration}`

@@ -1,6 +1,7 @@
 //! Where snapshots go: the front ends. They only consume the model; none
 //! touches BPF.
 
+pub mod calibration_text;
 pub mod flame;
 pub mod sketch;
 pub mod stat;

@@ -6,6 +6,7 @@ use std::io::{self, Write};
 
 use std::collections::BTreeMap;
 
+use super::calibration_text::measured_agreement;
 use crate::model::{percent, Attribution, CpuTime, EventKey, Snapshot, SoftirqVector};
 
 /// Per-CPU columns are shown up to this many CPUs; beyond, the table would
@@ -35,7 +36,7 @@ fn ms(ns: u64) -> String {
 /// One event's or vector's row; an estimate's total is marked `~`, has no
 /// count, and ends with its error and the samples' agreement with the exact
 /// time where the run measured that ([`crate::model::Calibration`]).
-fn row(text: &mut String, name: &str, t: &CpuTime, interval_s: f64, per_cpu: bool) {
+fn row(text: &mut String, name: &str, t: &CpuTime, s: &Snapshot, per_cpu: bool) {
     let (mark, count) = if t.estimated {
         ("~", "-".to_owned())
     } else {
@@ -45,7 +46,7 @@ fn row(text: &mut String, name: &str, t: &CpuTime, interval_s: f64, per_cpu: boo
         text,
         "{name:<16} {:>11} {:>7.2} {count:>10}",
         format!("{mark}{}", ms(t.total_ns)),
-        t.percent_of_cpu(interval_s),
+        t.percent_of_cpu(s.interval_s),
     );
     if per_cpu {
         for &ns in &t.per_cpu_ns {
@@ -56,12 +57,7 @@ fn row(text: &mut String, name: &str, t: &CpuTime, interval_s: f64, per_cpu: boo
         let _ = write!(text, "  estimated, +-{} ms", ms(error_ns));
     }
     if let Some(c) = t.calibration.filter(|_| t.estimated) {
-        let _ = write!(
-            text,
-            ", measured agreement {:.2} +-{:.2}",
-            c.agreement,
-            c.error()
-        );
+        let _ = write!(text, ", {}", measured_agreement(&c, s.ts));
     }
     text.push('\n');
 }
@@ -93,7 +89,7 @@ pub fn render_table(s: &Snapshot) -> String {
     let _ = writeln!(text, "{header}");
     for key in EventKey::ALL {
         if let Some(t) = s.events.get(&key) {
-            row(&mut text, key.name(), t, s.interval_s, per_cpu);
+            row(&mut text, key.name(), t, s, per_cpu);
         }
     }
     if s.softirq.is_empty() {
@@ -106,10 +102,10 @@ pub fn render_table(s: &Snapshot) -> String {
         let _ = writeln!(text, "{}", header.replacen("EVENT  ", "SOFTIRQ", 1));
         for vector in SoftirqVector::ALL {
             if let Some(t) = s.softirq.get(&vector) {
-                row(&mut text, vector.name(), t, s.interval_s, per_cpu);
+                row(&mut text, vector.name(), t, s, per_cpu);
             }
         }
-        row(&mut text, "hardirq", &s.hardirq, s.interval_s, per_cpu);
+        row(&mut text, "hardirq", &s.hardirq, s, per_cpu);
     }
     if !s.net_timer_callbacks.is_empty() {
         let callbacks: Vec<String> = s
@@ -321,7 +317,7 @@ mod tests {
         s.events.get_mut(&EventKey::NetTimers).unwrap().calibration = Some(Calibration {
             agreement: 0.784,
             samples: 400,
-            ts: 1.0,
+            ts: s.ts - 120.0,
         });
         let text = render_table(&s);
         let timers = text
@@ -329,7 +325,7 @@ mod tests {
             .find(|l| l.starts_with("net_timers") && l.contains("estimated"))
             .unwrap();
         assert!(
-            timers.ends_with("estimated, +-1.500 ms, measured agreement 0.78 +-0.04"),
+            timers.ends_with("estimated, +-1.500 ms, measured agreement 0.78 +-0.04, 2 min ago"),
             "{timers}"
         );
         assert!(text.contains("softirq vectors and hardirq time: not measured in the sampled tier"));

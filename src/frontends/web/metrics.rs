@@ -58,6 +58,9 @@ pub struct Metrics {
     /// the run measured.
     estimate_agreement: GaugeVec,
     estimate_agreement_error: GaugeVec,
+    /// A timestamp rather than an age: `time() - x` gives the age at query
+    /// time, where an age gauge would be as old as the last scrape.
+    estimate_calibration_timestamp: GaugeVec,
     tier: IntGaugeVec,
     last_snapshot: Gauge,
     overhead_percent: Gauge,
@@ -244,6 +247,17 @@ impl Metrics {
                     &["event"],
                 )?,
             )?,
+            estimate_calibration_timestamp: register(
+                &registry,
+                GaugeVec::new(
+                    Opts::new(
+                        "netto_estimate_calibration_timestamp_seconds",
+                        "Unix time of the end of the newest interval netto_estimate_agreement rests \
+                         on; absent with it.",
+                    ),
+                    &["event"],
+                )?,
+            )?,
             tier: register(
                 &registry,
                 IntGaugeVec::new(
@@ -318,11 +332,17 @@ impl Metrics {
                     self.estimate_agreement_error
                         .with_label_values(&labels)
                         .set(c.error());
+                    self.estimate_calibration_timestamp
+                        .with_label_values(&labels)
+                        .set(c.ts);
                 }
                 // Absent rather than stale.
                 None => {
                     let _ = self.estimate_agreement.remove_label_values(&labels);
                     let _ = self.estimate_agreement_error.remove_label_values(&labels);
+                    let _ = self
+                        .estimate_calibration_timestamp
+                        .remove_label_values(&labels);
                 }
             }
             let series = if time.estimated {
@@ -743,11 +763,17 @@ mod tests {
         assert_eq!(value(&text, agreement), 0.85);
         let error = r#"netto_estimate_agreement_error{event="sock_send"}"#;
         assert!((value(&text, error) - 0.85 / 200f64.sqrt()).abs() < 1e-9);
+        let at = r#"netto_estimate_calibration_timestamp_seconds{event="sock_send"}"#;
+        assert_eq!(value(&text, at), s.ts - 1.0);
         assert!(!text.contains(r#"netto_estimate_agreement{event="sock_recv"}"#));
         metrics.add(&snapshot());
         let text = String::from_utf8(metrics.encode().unwrap()).unwrap();
         assert!(!text.contains("netto_estimate_agreement{"), "{text}");
         assert!(!text.contains("netto_estimate_agreement_error{"), "{text}");
+        assert!(
+            !text.contains("netto_estimate_calibration_timestamp_seconds{"),
+            "{text}"
+        );
         assert_eq!(value(&text, "netto_calibration_intervals_total"), 0.0);
 
         // A calibration interval is exact, and counted.

@@ -9,6 +9,7 @@ use ratatui::widgets::{Cell, Paragraph, Row as TableRow, Table, TableState};
 use ratatui::Frame;
 
 use super::{panel, waiting};
+use crate::frontends::calibration_text::measured_agreement;
 use crate::frontends::tui::app::{App, Panel};
 use crate::frontends::tui::format;
 use crate::frontends::tui::tree::Row;
@@ -47,10 +48,9 @@ pub fn draw(app: &App, frame: &mut Frame<'_>, area: Rect) {
                         c.context.name().to_uppercase()
                     ),
                     (None, Some(calibration)) => format!(
-                        "{}  measured agreement {:.2} +-{:.2}",
+                        "{}  {}",
                         c.context.name().to_uppercase(),
-                        calibration.agreement,
-                        calibration.error()
+                        measured_agreement(&calibration, snapshot.ts)
                     ),
                     (None, None) => c.context.name().to_uppercase(),
                 },

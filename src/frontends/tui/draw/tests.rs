@@ -112,7 +112,16 @@ fn a_lower_tier_is_named_and_its_estimates_marked() {
     // measured one its own.
     has_row(
         &screen,
-        &["SOCK_SEND", "measured", "agreement", "0.81", "+-0.05"],
+        &[
+            "SOCK_SEND",
+            "measured",
+            "agreement",
+            "0.81",
+            "+-0.05,",
+            "10",
+            "s",
+            "ago",
+        ],
     );
     has_row(&screen, &["NET_RX", "agreement", "0.48"]);
 }
