@@ -10,7 +10,7 @@ use std::thread;
 use std::time::Duration;
 
 use common::*;
-use netto::model::{EventKey, Snapshot, SoftirqVector};
+use netto::model::{EventKey, Losses, Snapshot, SoftirqVector};
 use netto::workload::netns::VethPair;
 
 const UNDER_TEST: usize = 1;
@@ -41,7 +41,12 @@ impl Bench {
         Bench { pair, netto }
     }
 
+    /// After a gap, so that the interval holding the last run's end is
+    /// out before netto stops: stopped at once, it lost that interval's
+    /// part of the last run (on the host, 230 326 windows for 246 351
+    /// calls of the splice sender, the last of its test).
     fn finish(self) -> Vec<Snapshot> {
+        thread::sleep(scaled(GAP));
         self.netto.stop()
     }
 }
@@ -58,7 +63,9 @@ fn charged(snaps: &[Snapshot], run: &LoadReport, key: EventKey) -> (u64, u64) {
 /// its system time, printed beside each ratio to read a failure by:
 /// network timers, the softirq vectors other than NET_RX/NET_TX (the
 /// network timers' among them) and hardirqs. The kernel bills these to
-/// whichever task they interrupt, the idle task included.
+/// whichever task they interrupt, the idle task included. And what netto
+/// counted as lost meanwhile: a task window lost at a switch leaves the
+/// rest of that call uncharged.
 fn beside(snaps: &[Snapshot], run: &LoadReport, stolen: u64) -> String {
     let window = overlapping(snaps, run.started, run.ended);
     let share = |ns: u64| ns as f64 / run.stime_ns as f64;
@@ -73,12 +80,16 @@ fn beside(snaps: &[Snapshot], run: &LoadReport, stolen: u64) -> String {
         .iter()
         .map(|s| s.hardirq.per_cpu_ns[UNDER_TEST])
         .sum();
+    let lost: Losses = window.iter().map(|s| s.losses).sum();
     format!(
-        "beside: net_timers {:.3}, other softirqs {:.3}, hardirq {:.3}, stolen by the host {:.3}",
+        "beside: net_timers {:.3}, other softirqs {:.3}, hardirq {:.3}, stolen by the host {:.3}; \
+         netto lost {} task windows, {} BPF runs",
         share(timers),
         share(other),
         share(hardirq),
-        share(stolen)
+        share(stolen),
+        lost.task_storage_failures,
+        lost.recursion_misses
     )
 }
 
@@ -86,34 +97,36 @@ fn beside(snaps: &[Snapshot], run: &LoadReport, stolen: u64) -> String {
 /// part of its [`send_floor`].
 const ALONE_OF_FLOOR: f64 = 2.0 / 3.0;
 
-/// The least share of a sender's system time its window and softirqs hold.
-/// A splice sender makes two system calls a round, file -> pipe (page
-/// cache, no socket call) and pipe -> socket, as a splice receiver does:
-/// half the floor, like the receiver's. sendfile makes the same round inside
-/// one system call (the kernel's own pipe): a tracepoint window holds all of
-/// it, a fentry window only the socket function (guests: 0.47-0.80 of the
-/// system time), so with fentry it has splice's floor.
+/// The least share of a sender's system time its window and softirqs hold,
+/// where that time is a reference. A splice sender makes two system calls
+/// a round, file -> pipe (page cache, no socket call) and pipe -> socket,
+/// as a splice receiver does: half the floor, like the receiver's. sendfile
+/// makes the same round inside one system call (the kernel's own pipe): a
+/// tracepoint window holds all of it, a fentry window only the socket
+/// function (guests: 0.47-0.80 of the system time), so with fentry it has
+/// splice's floor.
 ///
-/// In the emulated guests the system time of a TCP sender, which sleeps on
-/// its full send buffer thousands of times a second, is no steady
-/// reference: the same 9 s sendfile load had 2.73-3.47 s of it on 6.1
-/// while netto's window held 1.90-2.13 s, and 1.92-2.79 s on 6.12 against
-/// 1.24-1.36 s (ratios 0.48-0.85 over five runs of the tracepoint backend).
-/// Neither the interrupts nor the other softirqs the kernel bills to it
-/// (printed beside each ratio: 0.06-0.09 of it) account for the
-/// difference. On a slower day the 6.12 guest's sendfile read 0.27 (a
-/// window of 0.97 s against 3.82 s of system time). There TCP senders have
-/// a quarter of the floor, which still fails a backend that misses most of
-/// their windows; on the host sendfile reads 0.79-0.80.
-fn send_floor(proto: &str, syscall: &str) -> f64 {
+/// None for a TCP sender in the emulated guests: there its system time,
+/// while it sleeps on its full send buffer thousands of times a second, is
+/// no reference. The same 9 s sendfile load read 0.48-0.85 over five runs
+/// of the tracepoint backend, 0.27 on a slower day, and 0.17 on 6.12 (a
+/// window of 0.71 s against 4.36 s of system time); in the runs after it
+/// (0.40-0.46) netto opened one window for each of the loop's calls and
+/// lost no task window, and the interrupts and softirqs the kernel bills
+/// to the task (printed beside each ratio) do not account for the rest.
+/// The floor went to a half, then a quarter; lowering it again would test
+/// the guest's accounting, not netto. There the window count stands in:
+/// one per call, which a backend that missed calls would not have. On the
+/// host sendfile reads 0.79-0.92 and keeps the floor.
+fn send_floor(proto: &str, syscall: &str) -> Option<f64> {
     let through_a_pipe =
         syscall == "splice" || (syscall == "sendfile" && windows_are_socket_functions());
     if proto == "tcp" && emulated() {
-        window_floor() / 4.0
+        None
     } else if through_a_pipe {
-        window_floor() / 2.0
+        Some(window_floor() / 2.0)
     } else {
-        window_floor()
+        Some(window_floor())
     }
 }
 
@@ -176,24 +189,42 @@ fn every_send_variant_is_charged_like_the_kernel_charges_it() {
         let sys = run.stime_ns as f64;
         let ratio = (send + softirq) as f64 / sys;
         let alone = send as f64 / sys;
+        let windows: u64 = overlapping(&snaps, run.started, run.ended)
+            .iter()
+            .map(|s| s.event(EventKey::SockSend).count)
+            .sum();
         eprintln!(
             "{proto} {syscall}: sock_send {send} + softirq {softirq} ns vs system time {sys} ns: \
-             {ratio:.2}, alone {alone:.2}; {}",
+             {ratio:.2}, alone {alone:.2}; {windows} windows for {} calls; {}",
+            run.calls,
             beside(&snaps, run, *stolen)
         );
-        let floor = send_floor(proto, syscall);
+        // At least one window per call: a fentry window is a socket
+        // function, which one sendfile or splice call may enter more than
+        // once, and a call that failed for a moment opened one too.
         assert!(
-            ratio >= floor && ratio <= kernel_time_ceiling(1.05, run.stime_ns, *stolen),
+            windows >= run.calls,
+            "{proto} {syscall}: {windows} windows for {} calls",
+            run.calls
+        );
+        assert!(
+            ratio <= kernel_time_ceiling(1.05, run.stime_ns, *stolen),
             "{proto} {syscall}: sock_send+softirq is {ratio:.2} of system time"
         );
-        // Most of it is the sender's own window, not the softirq beside
-        // it: the veth peer's receive, run inline in the sender's calls,
-        // took 0.3-0.5 of a UDP sender's system time (half on a slow day:
-        // `alone` 0.48-0.50, which 0.8 of the floor failed).
-        assert!(
-            alone >= ALONE_OF_FLOOR * floor,
-            "{proto} {syscall}: sock_send alone is {alone:.2} of system time"
-        );
+        if let Some(floor) = send_floor(proto, syscall) {
+            assert!(
+                ratio >= floor,
+                "{proto} {syscall}: sock_send+softirq is {ratio:.2} of system time"
+            );
+            // Most of it is the sender's own window, not the softirq beside
+            // it: the veth peer's receive, run inline in the sender's calls,
+            // took 0.3-0.5 of a UDP sender's system time (half on a slow day:
+            // `alone` 0.48-0.50, which 0.8 of the floor failed).
+            assert!(
+                alone >= ALONE_OF_FLOOR * floor,
+                "{proto} {syscall}: sock_send alone is {alone:.2} of system time"
+            );
+        }
     }
 }
 
