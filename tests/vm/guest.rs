@@ -131,7 +131,7 @@ pub fn boot(kernel: &Kernel, share: &Path, dir: &Path, jobs: &[Job]) -> Boot {
             });
         if let Some(why) = stuck {
             hung = Some(format!(
-                "{why}; vCPUs at:\n{}",
+                "{why}; vCPUs at: {}",
                 where_cpus_are(&monitor, &dir.join("kallsyms"))
             ));
             let _ = qemu.kill();
@@ -184,10 +184,10 @@ fn stuck_job<'j>(
 
 /// Whether the guest's kernel reported a soft lockup: a CPU that has not
 /// scheduled for twice its watchdog threshold. No emulated guest that did
-/// recovered (an RCU stall on a lost timer wakeup, then soft lockups until
-/// the heartbeat stopped), and a job timed across such a stall means
-/// nothing. The first report came 25 s after the RCU stall's, and ends the
-/// boot sooner than the heartbeat's [`HANG_AFTER`] would.
+/// recovered: one vCPU waited in `smp_call_function_many_cond` (the text
+/// patcher's sync) while the other kept taking `int3` at a patched site,
+/// until the heartbeat stopped. A job timed across that means nothing, and
+/// the first report comes well before the heartbeat's [`HANG_AFTER`].
 fn lockup_reported(serial_log: &Path) -> bool {
     fs::read(serial_log).is_ok_and(|log| log.windows(LOCKUP.len()).any(|w| w == LOCKUP.as_bytes()))
 }
@@ -206,8 +206,9 @@ fn heartbeat_stopped(heartbeat: &Path) -> bool {
 }
 
 /// Each vCPU's program counter, three times a second apart, named by the
-/// guest's kallsyms (function and offset; no addresses). `info cpus` no
-/// longer has the program counter (qemu 7.2); `info registers -a` does.
+/// guest's kallsyms (function and offset; no addresses), on one line for
+/// the matrix's list of stops. `info cpus` no longer has the program
+/// counter (qemu 7.2); `info registers -a` does.
 fn where_cpus_are(monitor: &Path, kallsyms: &Path) -> String {
     let symbols = Symbols::read(kallsyms);
     let mut lines = Vec::new();
@@ -228,7 +229,7 @@ fn where_cpus_are(monitor: &Path, kallsyms: &Path) -> String {
     if lines.is_empty() {
         return "the qemu monitor named no vCPU".to_owned();
     }
-    lines.join("\n")
+    lines.join(", ")
 }
 
 /// Where one vCPU was, from `info registers -a`.
