@@ -121,7 +121,7 @@ pub fn boot(kernel: &Kernel, share: &Path, dir: &Path, jobs: &[Job]) -> Boot {
         if qemu.try_wait().unwrap().is_some() {
             break false;
         }
-        let stuck = stuck_job(&jobs_dir, jobs, &mut begun, Instant::now())
+        let hang = stuck_job(&jobs_dir, jobs, &mut begun, Instant::now())
             .map(|name| format!("job {name} could not be ended past its timeout"))
             .or_else(|| {
                 heartbeat_stopped(&dir.join("heartbeat")).then(|| "heartbeat stopped".to_owned())
@@ -129,7 +129,7 @@ pub fn boot(kernel: &Kernel, share: &Path, dir: &Path, jobs: &[Job]) -> Boot {
             .or_else(|| {
                 lockup_reported(&serial_log).then(|| "the kernel reported a soft lockup".to_owned())
             });
-        if let Some(why) = stuck {
+        if let Some(why) = hang {
             hung = Some(format!(
                 "{why}; vCPUs at: {}",
                 where_cpus_are(&monitor, &dir.join("kallsyms"))
@@ -184,10 +184,11 @@ fn stuck_job<'j>(
 
 /// Whether the guest's kernel reported a soft lockup: a CPU that has not
 /// scheduled for twice its watchdog threshold. No emulated guest that did
-/// recovered: one vCPU waited in `smp_call_function_many_cond` (the text
-/// patcher's sync) while the other kept taking `int3` at a patched site,
-/// until the heartbeat stopped. A job timed across that means nothing, and
-/// the first report comes well before the heartbeat's [`HANG_AFTER`].
+/// recovered. In those whose vCPUs were read, one waited in
+/// `smp_call_function_many_cond` (the text patcher's sync) while the other
+/// kept taking `int3`, or both sat at a softirq tracepoint's site. A job
+/// timed across that means nothing, and the first report comes well
+/// before the heartbeat's [`HANG_AFTER`].
 fn lockup_reported(serial_log: &Path) -> bool {
     fs::read(serial_log).is_ok_and(|log| log.windows(LOCKUP.len()).any(|w| w == LOCKUP.as_bytes()))
 }
