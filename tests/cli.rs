@@ -3,6 +3,7 @@
 
 mod common;
 
+use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -182,6 +183,41 @@ fn stat_runs_for_its_duration_and_exits_zero() {
     // The cost is then the processes' alone, and no estimate.
     assert!(line["overhead"]["cost_percent"].as_f64().unwrap() > 0.0);
     assert_eq!(line["overhead"]["estimated"], false);
+}
+
+/// A reader that goes away (`netto stat | head -1`) ends the run as a stop
+/// does: quietly, exit 0, nothing left attached.
+#[test]
+fn a_reader_that_goes_away_ends_stat_quietly() {
+    wait_until_no_netto_programs("before the test");
+    let mut child = Command::new(NETTO)
+        .args(["stat", "--json", "--interval", "0.2"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = common::forward_lines(child.stderr.take().unwrap());
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut child = common::Guarded(child);
+    let mut first = String::new();
+    stdout.read_line(&mut first).unwrap();
+    let _: Value = serde_json::from_str(&first).expect("a JSON snapshot");
+    drop(stdout);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let status = loop {
+        if let Some(status) = child.0.try_wait().unwrap() {
+            break status;
+        }
+        assert!(Instant::now() < deadline, "netto still runs with no reader");
+        thread::sleep(Duration::from_millis(20));
+    };
+    let said: Vec<String> = stderr.iter().collect();
+    assert!(status.success(), "{status}: {said:?}");
+    assert!(
+        said.iter().all(|line| !line.starts_with("netto: error")),
+        "{said:?}"
+    );
+    wait_until_no_netto_programs("after its reader left");
 }
 
 #[test]

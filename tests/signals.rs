@@ -1,8 +1,9 @@
 //! Signals as a terminal sends them. Ctrl-C reaches the whole foreground
 //! process group, netto and its demo traffic child alike: netto must still
 //! end cleanly and leave no namespace or veth behind, and a second Ctrl-C
-//! must end it at once, with the namespace still removed. Root (the demo
-//! load builds a namespace).
+//! must end it at once, with the namespace still removed. The interval in
+//! progress at the Ctrl-C is printed, not lost. Root (the demo load builds
+//! a namespace).
 
 mod common;
 
@@ -18,6 +19,7 @@ use common::{forward_lines, topology, Guarded, NETTO};
 /// group of its own, which the demo child joins.
 struct Job {
     netto: Guarded,
+    stdout: Receiver<String>,
     stderr: Receiver<String>,
     /// The demo's namespace and host-side veth, from netto's banner.
     namespace: String,
@@ -25,14 +27,16 @@ struct Job {
 }
 
 impl Job {
-    fn start() -> Job {
+    fn start(extra: &[&str]) -> Job {
         let mut child = Command::new(NETTO)
             .args(["stat", "--demo"])
+            .args(extra)
             .process_group(0)
-            .stdout(Stdio::null())
+            .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
+        let stdout = forward_lines(child.stdout.take().unwrap());
         let stderr = forward_lines(child.stderr.take().unwrap());
         let netto = Guarded(child);
         let deadline = Instant::now() + Duration::from_secs(60);
@@ -60,6 +64,7 @@ impl Job {
         Job {
             namespace: word_after("into namespace "),
             veth: word_after("via veth "),
+            stdout,
             stderr,
             netto,
         }
@@ -120,7 +125,7 @@ fn signal(pid: libc::pid_t, signal: libc::c_int) {
 
 #[test]
 fn ctrl_c_to_the_process_group_removes_the_demo_namespace() {
-    let mut job = Job::start();
+    let mut job = Job::start(&[]);
     assert_eq!(job.remains(), [job.namespace.clone(), job.veth.clone()]);
     job.interrupt_group();
     let status = job.wait(Duration::from_secs(10));
@@ -130,9 +135,39 @@ fn ctrl_c_to_the_process_group_removes_the_demo_namespace() {
     assert_eq!(job.remains(), Vec::<String>::new());
 }
 
+/// Ctrl-C in the middle of an interval prints that interval, measured up
+/// to the stop: nothing netto counted is lost with it.
+#[test]
+fn ctrl_c_prints_the_interval_in_progress() {
+    let mut job = Job::start(&["--json", "--interval", "60"]);
+    let measuring = Instant::now();
+    thread::sleep(Duration::from_secs(2));
+    job.interrupt_group();
+    let status = job.wait(Duration::from_secs(10));
+    let ran = measuring.elapsed().as_secs_f64();
+    assert!(status.success(), "{status}: {:?}", job.stderr_lines());
+    // netto has exited: its output ends once the pipe is read.
+    let lines: Vec<serde_json::Value> = job
+        .stdout
+        .iter()
+        .map(|line| serde_json::from_str(&line).expect("a JSON snapshot per line"))
+        .collect();
+    assert_eq!(lines.len(), 1, "one interval, cut short by the stop");
+    let interval = lines[0]["interval_s"].as_f64().unwrap();
+    // From about the "measuring" line to the stop, not the 60 s asked.
+    assert!(
+        (1.5..=ran + 1.0).contains(&interval),
+        "the interval ran {interval} s; netto measured for {ran:.2} s"
+    );
+    // The demo's traffic crossed the stack in it.
+    let net_rx = &lines[0]["events"]["net_rx_softirq"];
+    assert!(net_rx["count"].as_u64().unwrap() > 0, "{net_rx}");
+    assert_eq!(job.remains(), Vec::<String>::new());
+}
+
 #[test]
 fn a_second_ctrl_c_exits_at_once_and_the_namespace_still_goes() {
-    let mut job = Job::start();
+    let mut job = Job::start(&[]);
     let demo = job.demo_child();
     // A clean-up that does not finish: the demo child is stopped, so
     // netto, told to stop, waits for it.

@@ -683,6 +683,49 @@ fn live_top_k_finds_the_flows_on_a_veth() {
     assert!(snapshots.iter().any(|s| s.cost.ns_per_packet > 0.0));
 }
 
+/// Ctrl-C in the middle of an interval prints that interval, cut short:
+/// every packet the program saw up to the stop is in the output.
+#[test]
+fn ctrl_c_prints_the_interval_in_progress() {
+    let pair = common::veth_pair("sketchc").unwrap();
+    let iface = pair.host_ifname().to_owned();
+    let (mut child, lines) = start_sketch(&iface, &["--probability", "1", "--interval", "60"]);
+    let started = Instant::now();
+    send_flows(&pair, &[(40021, 9021, 500)], 200);
+    thread::sleep(Duration::from_millis(300));
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.0.id() as i32, libc::SIGINT) };
+    assert!(
+        child.0.wait().unwrap().success(),
+        "netto sketch did not exit cleanly"
+    );
+    let ran = started.elapsed().as_secs_f64();
+    assert!(!xdp_on(&iface), "XDP program left on {iface} after exit");
+    // netto has exited: its output ends once the pipe is read.
+    let snapshots: Vec<SketchSnapshot> = lines
+        .iter()
+        .map(|line| serde_json::from_str(&line).expect("bad JSON line"))
+        .collect();
+    assert_eq!(snapshots.len(), 1, "one interval, cut short by the stop");
+    let s = &snapshots[0];
+    assert!(
+        s.interval_s < ran + 1.0,
+        "the interval ran {} s, netto ran about {ran:.2} s",
+        s.interval_s
+    );
+    assert!(s.packets >= 500, "{} packets", s.packets);
+    let flow = s
+        .top
+        .iter()
+        .find(|e| e.flow.sport == 40021 && e.flow.dport == 9021)
+        .expect("the flow among the top");
+    assert!(
+        relative_error(flow.packets as f64, 500) <= 0.02,
+        "{} packets estimated",
+        flow.packets
+    );
+}
+
 #[test]
 fn sigkill_leaves_no_xdp_program_behind() {
     let pair = common::veth_pair("sketchk").unwrap();

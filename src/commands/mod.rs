@@ -10,5 +10,6 @@ mod signals;
 pub mod sketch;
 mod startup;
 pub mod stat;
+mod stdout;
 pub mod top;
 mod write;

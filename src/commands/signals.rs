@@ -68,13 +68,16 @@ pub fn when_stopped(stop: Receiver<()>, then: impl FnOnce() + Send + 'static) ->
 }
 
 /// Calls `each` at the end of every interval (see [`Intervals`]) until
-/// `duration` has passed (if given) or a stop was requested. Blocks on the
-/// stop channel rather than polling: one wake-up per interval.
+/// `duration` has passed (if given), a stop was requested or `each` says
+/// there is no more to do (false). A stop ends the interval in progress
+/// early, and `each` still gets it: what was counted up to the stop is not
+/// lost. Blocks on the stop channel rather than polling: one wake-up per
+/// interval.
 pub fn every_interval(
     interval: f64,
     duration: Option<f64>,
     stop: &Receiver<()>,
-    mut each: impl FnMut() -> Result<()>,
+    mut each: impl FnMut() -> Result<bool>,
 ) -> Result<()> {
     let mut intervals = Intervals::new(
         Instant::now(),
@@ -83,10 +86,10 @@ pub fn every_interval(
     );
     loop {
         let timeout = intervals.due().saturating_duration_since(Instant::now());
-        if !matches!(stop.recv_timeout(timeout), Err(RecvTimeoutError::Timeout)) {
+        let stopped = !matches!(stop.recv_timeout(timeout), Err(RecvTimeoutError::Timeout));
+        if !each()? || stopped {
             return Ok(());
         }
-        each()?;
         let now = Instant::now();
         if intervals.ended(now) {
             return Ok(());

@@ -4,7 +4,7 @@ use std::io;
 use std::mem::MaybeUninit;
 use std::process::ExitCode;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use netto::cli::SketchArgs;
 use netto::frontends::{sketch, stat::write_json};
 use netto::kernel::stats::Statistics;
@@ -12,6 +12,7 @@ use netto::kernel::{privileges, KernelError};
 use netto::sketch::Host;
 
 use super::signals::{every_interval, stop_on_signals};
+use super::stdout::still_read;
 
 pub fn run(args: &SketchArgs) -> Result<ExitCode> {
     let config = args.config();
@@ -37,12 +38,11 @@ pub fn run(args: &SketchArgs) -> Result<ExitCode> {
     let mut stdout = io::stdout().lock();
     every_interval(args.interval, args.duration, &stop, || {
         let snapshot = host.snapshot();
-        if args.json {
+        still_read(if args.json {
             write_json(&mut stdout, &snapshot)
         } else {
             sketch::write_table(&mut stdout, &snapshot)
-        }
-        .context("writing to standard output")
+        })
     })?;
     drop(host);
     drop(stats);

@@ -3,23 +3,28 @@
 use std::io;
 use std::process::ExitCode;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use netto::cli::StatArgs;
 use netto::frontends::stat;
 
 use super::startup;
+use super::stdout::still_read;
 
+/// Prints every interval, the one in progress at a stop (Ctrl-C) too: it is
+/// measured time like the others, and its snapshot says how long it ran.
 pub fn run(args: &StatArgs) -> Result<ExitCode> {
-    let source = startup::live(args.measure.live_config(None, args.duration, false))?;
+    let source = startup::live(args.measure.live_config(None, args.duration, true))?;
     let mut stdout = io::stdout().lock();
     for snapshot in source.snapshots.iter() {
         startup::announce_budget(&snapshot);
-        if args.json {
+        let written = if args.json {
             stat::write_json(&mut stdout, &snapshot)
         } else {
             stat::write_table(&mut stdout, &snapshot)
+        };
+        if !still_read(written)? {
+            break;
         }
-        .context("writing to standard output")?;
     }
     source.finish()?;
     Ok(ExitCode::SUCCESS)

@@ -205,20 +205,18 @@ impl NettoStat {
         }
     }
 
-    /// Snapshots printed so far.
-    pub fn snapshots(&self) -> Vec<Snapshot> {
-        self.lines
-            .try_iter()
-            .map(|line| serde_json::from_str(&line).expect("netto printed a bad JSON line"))
-            .collect()
-    }
-
-    /// SIGINT, then every snapshot printed, as a user pressing Ctrl-C sees.
+    /// SIGINT, then every snapshot printed, as a user pressing Ctrl-C sees:
+    /// the interval in progress at the signal is the last. Read to the end
+    /// of netto's output, so that line is never still in the pipe.
     pub fn stop(mut self) -> Vec<Snapshot> {
         unsafe { libc::kill(self.child.0.id() as i32, libc::SIGINT) };
         let status = self.child.0.wait().expect("waiting for netto");
         assert!(status.success(), "netto exited with {status}");
-        let snaps = self.snapshots();
+        let snaps: Vec<Snapshot> = self
+            .lines
+            .iter()
+            .map(|line| serde_json::from_str(&line).expect("netto printed a bad JSON line"))
+            .collect();
         if let Some(wanted) = requested_backend() {
             let used: BTreeSet<&str> = snaps.iter().map(|s| s.backend.as_str()).collect();
             assert!(
