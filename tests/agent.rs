@@ -202,14 +202,11 @@ fn the_units_capabilities_are_enough_and_each_is_needed() {
             .spawn()
             .unwrap();
         let mut child = common::Guarded(child);
-        let deadline = Instant::now() + Duration::from_secs(20);
-        let status = loop {
-            if let Some(status) = child.0.try_wait().unwrap() {
-                break status;
-            }
-            assert!(Instant::now() < deadline, "serve ran without CAP_{missing}");
-            std::thread::sleep(Duration::from_millis(50));
-        };
+        let status = common::exit_within(
+            &mut child.0,
+            Duration::from_secs(20),
+            &format!("serve ran without CAP_{missing}"),
+        );
         let mut stderr = String::new();
         std::io::Read::read_to_string(child.0.stderr.as_mut().unwrap(), &mut stderr).unwrap();
         assert!(!status.success(), "without CAP_{missing}: {stderr}");

@@ -203,14 +203,11 @@ fn a_reader_that_goes_away_ends_stat_quietly() {
     stdout.read_line(&mut first).unwrap();
     let _: Value = serde_json::from_str(&first).expect("a JSON snapshot");
     drop(stdout);
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let status = loop {
-        if let Some(status) = child.0.try_wait().unwrap() {
-            break status;
-        }
-        assert!(Instant::now() < deadline, "netto still runs with no reader");
-        thread::sleep(Duration::from_millis(20));
-    };
+    let status = common::exit_within(
+        &mut child.0,
+        Duration::from_secs(10),
+        "netto still runs with no reader",
+    );
     let said: Vec<String> = stderr.iter().collect();
     assert!(status.success(), "{status}: {said:?}");
     assert!(

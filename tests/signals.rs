@@ -13,7 +13,7 @@ use std::sync::mpsc::Receiver;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use common::{forward_lines, topology, Guarded, NETTO};
+use common::{exit_within, forward_lines, topology, Guarded, NETTO};
 
 /// `netto stat --demo` as a shell runs a foreground job: in a process
 /// group of its own, which the demo child joins.
@@ -96,17 +96,7 @@ impl Job {
     }
 
     fn wait(&mut self, timeout: Duration) -> ExitStatus {
-        let deadline = Instant::now() + timeout;
-        loop {
-            if let Some(status) = self.netto.0.try_wait().unwrap() {
-                return status;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "netto still running after {timeout:?}"
-            );
-            thread::sleep(Duration::from_millis(10));
-        }
+        exit_within(&mut self.netto.0, timeout, "netto still running")
     }
 
     fn stderr_lines(&self) -> Vec<String> {

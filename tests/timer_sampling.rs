@@ -200,14 +200,11 @@ fn ctrl_c_while_perf_records_leaves_nothing() {
         unsafe { libc::kill(-(pid as libc::pid_t), libc::SIGINT) },
         0
     );
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        assert!(Instant::now() < deadline, "the script ignored Ctrl-C");
-        thread::sleep(Duration::from_millis(20));
-    };
+    let status = common::exit_within(
+        &mut child,
+        Duration::from_secs(30),
+        "the script ignored Ctrl-C",
+    );
     assert_eq!(status.code(), Some(128 + libc::SIGINT), "{status}");
     assert_eq!(remains(pid, &tmp), Vec::<String>::new());
     let strays = Command::new("pgrep")

@@ -171,6 +171,19 @@ pub fn veth_pair(tag: &str) -> Result<VethPair, NetnsError> {
 /// A child process killed when dropped.
 pub struct Guarded(pub Child);
 
+/// Waits for `child` to exit; panics with `what` if it has not within
+/// `timeout` (a hang is a failure, not a stuck test run).
+pub fn exit_within(child: &mut Child, timeout: Duration, what: &str) -> std::process::ExitStatus {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        assert!(Instant::now() < deadline, "{what} after {timeout:?}");
+        thread::sleep(Duration::from_millis(20));
+    }
+}
+
 impl Drop for Guarded {
     fn drop(&mut self) {
         let _ = self.0.kill();

@@ -102,14 +102,11 @@ impl Serve {
     /// Waits (at most 20 s) for netto to exit; returns its status and
     /// what it printed on stderr.
     pub fn wait_exit(mut self) -> (std::process::ExitStatus, Vec<String>) {
-        let deadline = Instant::now() + Duration::from_secs(20);
-        let status = loop {
-            if let Some(status) = self.child.0.try_wait().unwrap() {
-                break status;
-            }
-            assert!(Instant::now() < deadline, "netto did not exit");
-            std::thread::sleep(Duration::from_millis(50));
-        };
+        let status = super::exit_within(
+            &mut self.child.0,
+            Duration::from_secs(20),
+            "netto did not exit",
+        );
         let mut lines = Vec::new();
         while let Ok(line) = self.stderr.recv_timeout(Duration::from_secs(1)) {
             lines.push(line);
