@@ -2,10 +2,12 @@
 # What calibration intervals (--calibrate-every) cost and give (root; needs
 # iperf3 and jq). Under iperf3 TCP with BBR over loopback, client and server
 # pinned to one CPU, it runs `netto stat --tier sampled --json` without and
-# with --calibrate-every in turn, and prints for each run netto's mean own
-# cost (and the calibration intervals' own), and, for the runs that
-# calibrate, each event's calibration at the end beside its mean estimate
-# over its mean exact time in the calibration intervals.
+# with --calibrate-every in turn, and prints a Markdown table with a row
+# per run: netto's mean own cost (and the calibration intervals' own), and,
+# for the runs that calibrate, each event's calibration at the end beside
+# its mean estimate over its mean exact time in the calibration intervals.
+# With NETTO_BENCH_TABLE=1 the table is written over the `calibration`
+# table of docs/src/performance.md (scripts/bench-table.sh).
 #
 #   benches/calibration.sh [--seconds S] [--every S] [--rounds N] [--cpu C]
 #                          [--netto PATH] [--out DIR]
@@ -19,6 +21,7 @@
 set -euo pipefail
 
 seconds=60 every=10 rounds=2 cpu=1 netto=target/release/netto out=""
+command="benches/calibration.sh${*:+ $*}"
 usage() {
   echo "calibration: $1 (usage: benches/calibration.sh [--seconds S] [--every S] [--rounds N] [--cpu C] [--netto PATH] [--out DIR])" >&2
   exit 2
@@ -47,6 +50,8 @@ for tool in iperf3 jq taskset; do
   command -v "$tool" >/dev/null || usage "$tool is missing (scripts/install-deps.sh)"
 done
 [ "$(id -u)" = 0 ] || usage "needs root (netto)"
+here=$(cd "$(dirname "$0")/.." && pwd)
+if [ "${NETTO_BENCH_TABLE:-}" = 1 ]; then "$here/scripts/bench-table.sh" calibration --check; fi
 
 keep=1
 if [ -z "$out" ]; then out=$(mktemp -d "${TMPDIR:-/tmp}/netto-calibration.XXXXXX"); keep=0; fi
@@ -62,6 +67,7 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 modprobe tcp_bbr 2>/dev/null || true
+load_before=$(cut -d' ' -f1 /proc/loadavg)
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 taskset -c "$cpu" iperf3 -s -1 -p "$port" >/dev/null 2>&1 &
 server=$!
@@ -70,29 +76,46 @@ taskset -c "$cpu" iperf3 -c 127.0.0.1 -p "$port" -C bbr -t $((rounds * seconds *
 client=$!
 sleep 3
 
-# Mean own cost of the whole intervals, of the calibration intervals, and
-# per event at the end: calibration, samples, mean estimate / mean exact.
+# One row per run: its intervals, netto's mean own cost over them and over
+# its calibration intervals, and per event the calibration at the end
+# (agreement +- its error, samples) and the mean estimate over the mean
+# exact time.
 summarize='
+  def mean(f): if length == 0 then null else (map(f) | add / length) end;
+  def r3: . * 1000 | round / 1000;
   [.[] | select(.interval_s > 0.9)] as $all
   | ($all | map(select(.calibrating))) as $cal
   | ($all | map(select(.calibrating | not))) as $est
-  | def mean(f): if length == 0 then null else (map(f) | add / length) end;
-  "intervals \($all | length), calibration intervals \($cal | length); own cost: mean \($all | mean(.overhead.cost_percent) * 1000 | round / 1000) %, calibration intervals \(($cal | mean(.overhead.cost_percent)) as $c | if $c then $c * 1000 | round / 1000 else "-" end) %",
-  ( ["net_rx_softirq", "sock_send", "sock_recv", "net_timers"][] as $k
-    | select(($cal | length) > 0)
-    | ($est[-1].events[$k].calibration) as $c
-    | "  \($k): calibration \(if $c then "\($c.agreement * 1000 | round / 1000) +-\($c.agreement / ($c.samples | sqrt) * 100 | round / 100) (\($c.samples) samples)" else "none" end), estimate / exact \(($est | mean(.events[$k].total_ns)) / ($cal | mean(.events[$k].total_ns)) * 1000 | round / 1000)" )'
+  | [$round, $run, "\($all | length) (\($cal | length))",
+     ($all | mean(.overhead.cost_percent) | r3 | tostring),
+     (($cal | mean(.overhead.cost_percent)) as $c | if $c then $c | r3 | tostring else "-" end)]
+    + [["sock_send", "sock_recv", "net_rx_softirq", "net_timers"][] as $k
+       | if ($cal | length) == 0 or ($est | length) == 0 then "-" else
+           ($est[-1].events[$k].calibration) as $c
+           | (if $c then "\($c.agreement | r3) +-\($c.agreement / ($c.samples | sqrt) * 100 | round / 100) (\($c.samples))" else "none" end)
+             + "; \(($est | mean(.events[$k].total_ns)) / ($cal | mean(.events[$k].total_ns)) | r3)"
+         end]
+  | "| " + join(" | ") + " |"'
 
+table="| round | run | intervals (calibration) | own cost %, mean | calibration intervals' own cost %, mean | \`sock_send\`: calibration (samples); estimate / exact | \`sock_recv\` | \`net_rx_softirq\` | \`net_timers\` |
+| --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+echo "$table"
 for round in $(seq "$rounds"); do
   for mode in plain calibrating; do
     args=(stat --tier sampled --duration "$seconds" --json)
-    [ "$mode" = calibrating ] && args+=(--calibrate-every "$every")
+    run=without
+    if [ "$mode" = calibrating ]; then args+=(--calibrate-every "$every"); run="\`--calibrate-every $every\`"; fi
     "$netto" "${args[@]}" >"$out/$mode$round.json" 2>"$out/$mode$round.err" &
     stat=$!
     wait "$stat" || { echo "calibration: netto failed: $(tail -1 "$out/$mode$round.err")" >&2; exit 1; }
     stat=""
-    echo "round $round, $mode:"
-    jq -rs "$summarize" "$out/$mode$round.json" | sed 's/^/  /'
+    row=$(jq -rs --arg round "$round" --arg run "$run" "$summarize" "$out/$mode$round.json")
+    echo "$row"
+    table+=$'\n'$row
   done
 done
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
+if [ "${NETTO_BENCH_TABLE:-}" = 1 ]; then
+  echo "$table" | "$here/scripts/bench-table.sh" calibration --load-before "$load_before" \
+    --command "NETTO_BENCH_TABLE=1 $command"
+fi

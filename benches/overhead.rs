@@ -47,6 +47,10 @@
 //! name contains one of those texts, `none` none of them; NETTO_BENCH_SECTIONS picks
 //! sections among throughput,calls,cost,attribution,estimates,serve;
 //! NETTO_BENCH_WINDOWS and NETTO_BENCH_SETTLE size the tier sections).
+//! Each section prints a Markdown table; NETTO_BENCH_TABLE=1 writes it over
+//! the section's table in docs/src/performance.md (`overhead-throughput`,
+//! `overhead-calls`, `overhead-cost`, `overhead-attribution`,
+//! `overhead-estimates`, `overhead-serve`).
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
@@ -64,6 +68,9 @@ use netto::kernel::skel::floor::FloorSkelBuilder;
 use netto::kernel::stats::{run_stats, RunStats, StatsGuard};
 use netto::model::Snapshot;
 use netto::workload::netns::VethPair;
+
+mod table;
+use table::{load_average, Table};
 
 const NETTO: &str = env!("CARGO_BIN_EXE_netto");
 const PORT: &str = "5399";
@@ -408,10 +415,17 @@ impl Running {
 }
 
 fn throughput(pair: &VethPair, rounds: u32, seconds: u32) -> Result<()> {
-    println!(
-        "\n{:<29} {:>14} {:>12} {:>6} {:>15} {:>20}",
-        "mode", "without Gbit/s", "with Gbit/s", "ratio", "mode CPU ms/s", "own cost % (error)"
-    );
+    let mut table = Table::new(
+        "overhead-throughput",
+        &[
+            "mode",
+            "without Gbit/s",
+            "with Gbit/s",
+            "ratio",
+            "mode CPU ms/s",
+            "own cost % (error)",
+        ],
+    )?;
     let only = std::env::var("NETTO_BENCH_MODES").unwrap_or_default();
     for mode in MODES
         .iter()
@@ -443,14 +457,16 @@ fn throughput(pair: &VethPair, rounds: u32, seconds: u32) -> Result<()> {
             let mut error: Vec<f64> = costs.iter().map(|c| c.1).collect();
             format!("{:.2} ({:.2})", median(&mut cost), median(&mut error))
         };
-        println!(
-            "{:<29} {base:>14.2} {measured:>12.2} {:>6.3} {:>15.3} {own:>20}",
-            mode.name,
-            measured / base,
-            median(&mut cpu)
-        );
+        table.row(&[
+            mode.name.to_owned(),
+            format!("{base:.2}"),
+            format!("{measured:.2}"),
+            format!("{:.3}", measured / base),
+            format!("{:.3}", median(&mut cpu)),
+            own,
+        ]);
     }
-    Ok(())
+    table.publish()
 }
 
 /// A system call loop: what one iteration does, and how many calls it makes.
@@ -585,9 +601,9 @@ fn call_costs_beside(beside: Column, fds: &CallFds) -> Result<Vec<f64>> {
 fn per_call(rounds: u32) -> Result<()> {
     const COLUMNS: [(Column, &str); 4] = [
         (Column::Nothing, "without ns"),
-        (Column::Netto, "+netto ns"),
-        (Column::RawTracepoints, "+empty raw tp"),
-        (Column::CallEvents, "+empty events"),
+        (Column::Netto, "+ netto"),
+        (Column::RawTracepoints, "+ empty raw tracepoints"),
+        (Column::CallEvents, "+ empty per-call events"),
     ];
     let pair = std::os::unix::net::UnixDatagram::pair()?;
     let fds = CallFds {
@@ -602,25 +618,19 @@ fn per_call(rounds: u32) -> Result<()> {
             measured[column].push(call_costs_beside(COLUMNS[column].0, &fds)?);
         }
     }
-    print!("\n{:<32}", "system call (per call)");
-    for (_, title) in COLUMNS {
-        print!(" {title:>14}");
-    }
-    println!();
+    let mut titles = vec!["system call (per call)"];
+    titles.extend(COLUMNS.iter().map(|(_, title)| *title));
+    let mut table = Table::new("overhead-calls", &titles)?;
     for (i, l) in CALL_LOOPS.iter().enumerate() {
-        print!("{:<32}", l.name);
         let base = median(&mut measured[0].iter().map(|c| c[i]).collect::<Vec<_>>());
+        let mut cells = vec![l.name.to_owned()];
         for (column, runs) in measured.iter().enumerate() {
             let ns = median(&mut runs.iter().map(|c| c[i]).collect::<Vec<_>>());
-            if column == 0 {
-                print!(" {ns:>14.0}");
-            } else {
-                print!(" {:>14.0}", ns - base);
-            }
+            cells.push(format!("{:.0}", if column == 0 { ns } else { ns - base }));
         }
-        println!();
+        table.row(&cells);
     }
-    Ok(())
+    table.publish()
 }
 
 /// The cost run: netto's snapshots and the floor programs' statistics.
@@ -706,7 +716,7 @@ fn floor_stats<'obj>(skel: &impl Skel<'obj>) -> BTreeMap<String, RunStats> {
         .collect()
 }
 
-fn report_costs(cost: &CostRun) {
+fn report_costs(cost: &CostRun) -> Result<()> {
     let seconds: f64 = cost.snapshots.iter().map(|s| s.interval_s).sum();
     let user_ns: u64 = cost
         .snapshots
@@ -736,30 +746,47 @@ fn report_costs(cost: &CostRun) {
             time as f64 / seconds / 1e7
         );
     }
-    println!(
-        "\n{:<22} {:>7} {:>7} {:>7} {:>7} {:>7} {:>11}",
-        "program", "ns/run", "empty", "ratio", "least", "ratio", "above least"
-    );
+    let mut table = Table::new(
+        "overhead-cost",
+        &[
+            "program",
+            "ns/run",
+            "empty",
+            "ratio (target 2x)",
+            "least",
+            "least / empty",
+            "netto above least, ns",
+        ],
+    )?;
     let floor_ns = |name: &str| {
         cost.floor
             .get(name)
             .map_or(f64::NAN, |s| per_run((s.run_count, s.run_time_ns)))
     };
     for &(program, hook) in FLOORS {
-        let netto = programs.get(program).map_or(f64::NAN, |&c| per_run(c));
+        // A program this kernel did not load (the helpers' twin of
+        // sys_enter where direct loads work) has no row.
+        let Some(&runs) = programs.get(program) else {
+            continue;
+        };
+        let netto = per_run(runs);
         let empty = floor_ns(&format!("floor_{hook}"));
         let least = floor_ns(&format!("least_{hook}"));
-        println!(
-            "{program:<22} {netto:>7.0} {empty:>7.0} {:>7.2} {least:>7.0} {:>7.2} {:>11.0}",
-            netto / empty,
-            least / empty,
-            netto - least
-        );
+        table.row(&[
+            program.trim_start_matches("netto_").to_owned(),
+            format!("{netto:.0}"),
+            format!("{empty:.0}"),
+            format!("{:.2}", netto / empty),
+            format!("{least:.0}"),
+            format!("{:.2}", least / empty),
+            format!("{:.0}", netto - least),
+        ]);
     }
     println!(
         "(ratio: to the empty program on the hook, target {FLOOR_TARGET:.0}x; least: a per-CPU \
          lookup, one clock read and one store on the hook; above least: netto's own logic)"
     );
+    table.publish()
 }
 
 /// Who pays (`--by cgroup`) against the accounting alone: netto's BPF time
@@ -799,25 +826,31 @@ fn attribution_cost(pair: &VethPair, rounds: u32, seconds: u32) -> Result<()> {
         }
     }
     let (off, on) = (median(&mut off), median(&mut on));
-    println!(
-        "\n{:<24} {:>8} {:>14} {:>6} {:>7}",
-        "attribution (cost runs)", "Gbit/s", "BPF ns/event", "ratio", "target"
-    );
-    println!(
-        "{:<24} {:>8.2} {off:>14.0} {:>6.2} {:>7}",
-        "off",
-        median(&mut off_gbit),
-        1.0,
-        "-"
-    );
-    println!(
-        "{:<24} {:>8.2} {on:>14.0} {:>6.2} {:>7}",
-        "--by cgroup",
-        median(&mut on_gbit),
-        on / off,
-        "1.5x"
-    );
-    Ok(())
+    let mut table = Table::new(
+        "overhead-attribution",
+        &[
+            "attribution (cost runs)",
+            "Gbit/s",
+            "BPF ns/event",
+            "ratio",
+            "target",
+        ],
+    )?;
+    table.row(&[
+        "off".into(),
+        format!("{:.2}", median(&mut off_gbit)),
+        format!("{off:.0}"),
+        "1.00".into(),
+        "-".into(),
+    ]);
+    table.row(&[
+        "`--by cgroup`".into(),
+        format!("{:.2}", median(&mut on_gbit)),
+        format!("{on:.0}"),
+        format!("{:.2}", on / off),
+        "1.5x".into(),
+    ]);
+    table.publish()
 }
 
 /// How far each tier's estimates are from the exact accounting on the same
@@ -934,13 +967,20 @@ fn accuracy(pair: &VethPair, windows: u32, seconds: u32) -> Result<()> {
     }
     println!(
         "\nestimates against exact, {windows} windows of {seconds} s, {ESTIMATE_HZ} Hz, \
-         iperf3 bbr (exact, softirq and sampled windows in turn; load average {})",
-        load_average()
+         iperf3 bbr (exact, softirq and sampled windows in turn)"
     );
-    println!(
-        "{:<9} {:<15} {:>14} {:>16} {:>10} {:>8} {:>16}",
-        "tier", "event", "median ratio", "min..max", "error/exact", "target", "exact agreement"
-    );
+    let mut table = Table::new(
+        "overhead-estimates",
+        &[
+            "tier",
+            "event",
+            "median ratio",
+            "min..max",
+            "error/exact",
+            "target",
+            "exact agreement",
+        ],
+    )?;
     for ((tier, key), values) in &mut ratios {
         let (lo, hi) = values
             .iter()
@@ -956,18 +996,17 @@ fn accuracy(pair: &VethPair, windows: u32, seconds: u32) -> Result<()> {
             .get(key)
             .filter(|(_, exact)| *exact > 0.0)
             .map_or(f64::NAN, |(sampled, exact)| sampled / exact);
-        println!(
-            "{:<9} {:<15} {:>14.3} {:>16} {:>10.3} {:>7.0} % {:>16.3}",
-            tier.name(),
-            key.name(),
-            median(values),
+        table.row(&[
+            tier.name().to_owned(),
+            key.name().to_owned(),
+            format!("{:.3}", median(values)),
             format!("{lo:.3}..{hi:.3}"),
-            median(errs),
-            target * 100.0,
-            agreement
-        );
+            format!("{:.3}", median(errs)),
+            format!("within {:.0} %", target * 100.0),
+            format!("{agreement:.3}"),
+        ]);
     }
-    Ok(())
+    table.publish()
 }
 
 /// `netto serve` with its default budget (1 % of one CPU) under the load:
@@ -1030,25 +1069,30 @@ fn serve_budget(pair: &VethPair, rounds: u32, settle: u32, seconds: u32) -> Resu
     let (base, measured) = (median(&mut without), median(&mut with));
     println!(
         "\nnetto serve, default budget 1 %, {rounds} rounds: settled {settle} s, then {seconds} s \
-         measured (load average {})",
-        load_average()
+         measured"
     );
-    println!(
-        "throughput {measured:.2} / {base:.2} Gbit/s = {:.3}; own cost over {seconds} s: median {:.2} % \
-         (each: {}); tier at the end: {}",
-        measured / base,
-        median(&mut costs.clone()),
-        costs.iter().map(|c| format!("{c:.2}")).collect::<Vec<_>>().join(", "),
-        tiers.join(", ")
-    );
-    Ok(())
-}
-
-/// The 1, 5 and 15 minute load averages, as /proc/loadavg has them.
-fn load_average() -> String {
-    std::fs::read_to_string("/proc/loadavg")
-        .map(|l| l.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
-        .unwrap_or_else(|_| "?".into())
+    let mut table = Table::new(
+        "overhead-serve",
+        &[
+            "own cost % of one CPU, each round",
+            "median",
+            "tier at the end, each round",
+            "throughput with / without",
+            "ratio",
+        ],
+    )?;
+    table.row(&[
+        costs
+            .iter()
+            .map(|c| format!("{c:.2}"))
+            .collect::<Vec<_>>()
+            .join(", "),
+        format!("{:.2}", median(&mut costs.clone())),
+        tiers.join(", "),
+        format!("{measured:.2} / {base:.2} Gbit/s"),
+        format!("{:.3}", measured / base),
+    ]);
+    table.publish()
 }
 
 fn main() -> Result<()> {
@@ -1076,7 +1120,7 @@ fn main() -> Result<()> {
         .unwrap_or_else(|_| "throughput,calls,cost,attribution,estimates,serve".into());
     println!(
         "netto overhead: iperf3 TCP through veth, {rounds} interleaved rounds of {seconds} s per mode \
-         (load average {})",
+         (load average {:.2})",
         load_average()
     );
     if sections.contains("throughput") {
@@ -1086,7 +1130,7 @@ fn main() -> Result<()> {
         per_call(rounds)?;
     }
     if sections.contains("cost") {
-        report_costs(&cost_run(&pair, seconds, &[])?);
+        report_costs(&cost_run(&pair, seconds, &[])?)?;
     }
     if sections.contains("attribution") {
         attribution_cost(&pair, rounds, seconds)?;
@@ -1097,6 +1141,6 @@ fn main() -> Result<()> {
     if sections.contains("serve") {
         serve_budget(&pair, rounds, env_or("NETTO_BENCH_SETTLE", 60), 20)?;
     }
-    println!("\nload average at the end: {}", load_average());
+    println!("\nload average at the end: {:.2}", load_average());
     Ok(())
 }

@@ -15,7 +15,8 @@
 //!
 //! Run as root: `cargo bench --bench sketch` (NETTO_BENCH_ROUNDS overrides
 //! the default of 10 rounds, 320 pairs per variant). It runs unattended and
-//! ends with a Markdown table for README.
+//! prints two Markdown tables, which NETTO_BENCH_TABLE=1 writes over the
+//! `sketch` and `sketch-geometry` tables of docs/src/performance.md.
 //!
 //! A ratio to the no-op only means something next to the no-op's own cost
 //! and the machine's load: a busy machine slows the test-run loop itself
@@ -37,6 +38,9 @@ use netto::sketch::config::{Geometry, Sampling, DEFAULT_COLUMNS, DEFAULT_ROWS};
 use netto::sketch::packet::frame;
 use netto::sketch::program::Loaded;
 use netto::sketch::variates::Variates;
+
+mod table;
+use table::{load_average, Table};
 
 const FLOWS: usize = 32;
 const FRAME: usize = 64;
@@ -142,14 +146,6 @@ fn sketch(
     })
 }
 
-/// The 1-minute load average, or NaN where /proc/loadavg is unreadable.
-fn loadavg() -> f64 {
-    std::fs::read_to_string("/proc/loadavg")
-        .ok()
-        .and_then(|s| s.split_whitespace().next()?.parse().ok())
-        .unwrap_or(f64::NAN)
-}
-
 /// A variant's figures: means of the middle half over every (round, frame)
 /// pair.
 struct Figures {
@@ -186,7 +182,7 @@ fn measure(
     pool: &[Vec<u8>],
     rounds: usize,
 ) -> Result<Run> {
-    let load_before = loadavg();
+    let load_before = load_average();
     let mut noop = Vec::new();
     let mut ns = vec![Vec::new(); variants.len()];
     let mut above = vec![Vec::new(); variants.len()];
@@ -220,7 +216,7 @@ fn measure(
         figures,
         pairs: noop.len(),
         load_before,
-        load_after: loadavg(),
+        load_after: load_average(),
         busy: false,
     };
     run.busy = warn_if_busy(&run);
@@ -248,61 +244,44 @@ fn warn_if_busy(run: &Run) -> bool {
     loaded || slowed
 }
 
-fn report(title: &str, variants: &[Variant<'_>], run: &Run) {
+/// Prints a run's figures as a Markdown table, and publishes it as the
+/// page's table `name` when this run publishes.
+fn report(name: &'static str, title: &str, variants: &[Variant<'_>], run: &Run) -> Result<()> {
     println!(
         "\n{title} (load average {:.2} before, {:.2} after; no-op {:.2} ns/packet; \
          middle-half means of {} pairs)",
         run.load_before, run.load_after, run.noop_ns, run.pairs
     );
-    println!(
-        "{:<28} {:>9} {:>9} {:>15} {:>9} {:>12} {:>10}",
-        "PROGRAM", "ns/pkt", "+ns", "+ns IQR", "Mpps", "% no-op rate", "x no-op ns"
-    );
-    println!(
-        "{:<28} {:>9.2} {:>9} {:>15} {:>9.1} {:>12} {:>10}",
-        "no-op XDP",
-        run.noop_ns,
-        "0",
-        "",
-        1e3 / run.noop_ns,
-        "100.0",
-        "1.00"
-    );
+    let mut table = Table::new(
+        name,
+        &[
+            "program",
+            "ns/packet",
+            "ns above no-op (IQR)",
+            "% of no-op rate",
+            "x no-op ns",
+        ],
+    )?;
+    table.row(&[
+        "no-op XDP".into(),
+        format!("{:.2}", run.noop_ns),
+        "0".into(),
+        "100.0".into(),
+        "1.00".into(),
+    ]);
     for (v, f) in variants.iter().zip(&run.figures) {
-        println!(
-            "{:<28} {:>9.2} {:>9.2} {:>15} {:>9.1} {:>12.1} {:>10.2}",
-            v.label,
-            f.ns,
-            f.above,
-            format!("{:.2}..{:.2}", f.above_iqr.0, f.above_iqr.1),
-            1e3 / f.ns,
-            f.rate * 100.0,
-            1.0 / f.rate
-        );
-    }
-}
-
-/// The same figures as a Markdown table, ready for README.
-fn markdown(variants: &[Variant<'_>], run: &Run) {
-    println!(
-        "\nMarkdown (load average {:.2} before, {:.2} after; middle-half means of {} pairs):\n",
-        run.load_before, run.load_after, run.pairs
-    );
-    println!("| program | ns/packet | ns above no-op (IQR) | % of no-op rate | x no-op ns |");
-    println!("|---|---|---|---|---|");
-    println!("| no-op XDP | {:.2} | 0 | 100.0 | 1.00 |", run.noop_ns);
-    for (v, f) in variants.iter().zip(&run.figures) {
-        println!(
-            "| {} | {:.2} | {:.2} ({:.2} to {:.2}) | {:.1} | {:.2} |",
+        table.row(&[
             v.label.split_whitespace().collect::<Vec<_>>().join(" "),
-            f.ns,
-            f.above,
-            f.above_iqr.0,
-            f.above_iqr.1,
-            f.rate * 100.0,
-            1.0 / f.rate
-        );
+            format!("{:.2}", f.ns),
+            format!(
+                "{:.2} ({:.2} to {:.2})",
+                f.above, f.above_iqr.0, f.above_iqr.1
+            ),
+            format!("{:.1}", f.rate * 100.0),
+            format!("{:.2}", 1.0 / f.rate),
+        ]);
     }
+    table.publish()
 }
 
 fn main() -> Result<()> {
@@ -338,10 +317,11 @@ fn main() -> Result<()> {
         .collect::<Result<_>>()?;
     let main_run = measure(floor_prog, &mut main_variants, &pool, rounds)?;
     report(
+        "sketch",
         "sampling probability (default geometry)",
         &main_variants,
         &main_run,
-    );
+    )?;
     let (low, full) = (&main_run.figures[1], &main_run.figures[3]);
     let verdict = |met: bool| match (main_run.busy, met) {
         (true, _) => "not judged: busy machine",
@@ -380,13 +360,17 @@ fn main() -> Result<()> {
         .map(|(storage, shape)| sketch(storage, shape))
         .collect::<Result<_>>()?;
     let shape_run = measure(floor_prog, &mut shape_variants, &pool, rounds)?;
-    report("rows and columns", &shape_variants, &shape_run);
+    report(
+        "sketch-geometry",
+        "rows and columns",
+        &shape_variants,
+        &shape_run,
+    )?;
     let reused: u64 = main_variants
         .iter()
         .chain(&shape_variants)
         .map(|v| v.loaded.slots().read().gaps_reused)
         .sum();
     println!("gaps reused in all sketch runs: {reused} (0: every sampling decision was fresh)");
-    markdown(&main_variants, &main_run);
     Ok(())
 }

@@ -7,7 +7,9 @@
 #     it has all of them from its first to the end of the run),
 #   - every loss is counted: what the snapshots say was lost adds up to
 #     what /metrics counts, and no stream client was cut off.
-# It prints the figures and exits 1 when a check fails.
+# It prints the figures as a Markdown table and exits 1 when a check fails;
+# with NETTO_BENCH_TABLE=1, a run whose checks all held writes that table
+# over the `soak` table of docs/src/performance.md.
 #
 #   benches/soak.sh [--duration S] [--clients N] [--frequency HZ]
 #                   [--interval S] [--history S] [--warmup S] [--rss-every S]
@@ -25,7 +27,8 @@ set -euo pipefail
 
 duration=600 clients=20 frequency=10000 interval=1 history=60 warmup="" rss_every=5 bound=0.10
 netto="" out="" port=""
-usage() { sed -n '12,14p' "$0" >&2; exit 2; }
+usage() { sed -n '14,16p' "$0" >&2; exit 2; }
+command="benches/soak.sh${*:+ $*}"
 while [ $# -gt 0 ]; do
   [ $# -ge 2 ] || usage
   case "$1" in
@@ -51,6 +54,7 @@ done
 warmup=${warmup:-$((history + 30))}
 [ "$warmup" -lt "$duration" ] || { echo "soak: warm-up ($warmup s) must be shorter than the run ($duration s)" >&2; exit 2; }
 here=$(cd "$(dirname "$0")/.." && pwd)
+if [ "${NETTO_BENCH_TABLE:-}" = 1 ]; then "$here/scripts/bench-table.sh" soak --check; fi
 if [ -z "$netto" ]; then
   for candidate in "$here/target/release/netto" "$here/target/debug/netto"; do
     [ -x "$candidate" ] && { netto=$candidate; break; }
@@ -94,6 +98,7 @@ tree_rss() {
   done
 }
 
+load_before=$(cut -d' ' -f1 /proc/loadavg)
 "$netto" serve --demo --listen "127.0.0.1:$port" --frequency "$frequency" \
   --interval "$interval" --history "$history" >"$out/serve.log" 2>&1 &
 server=$!
@@ -125,6 +130,11 @@ client_pids=()
 
 failed=0
 fail() { echo "FAIL: $*"; failed=1; }
+# The report: one row per finding, printed as a table once every check ran.
+table="| what | result |
+| --- | --- |"
+report() { table+=$'\n'"| $1 | $2 |"; }
+mb() { awk -v k="$1" 'BEGIN {printf "%.1f MB", k / 1024}'; }
 metric() { awk -v m="$1" '$1 == m {print $2}' "$out/metrics.txt"; }
 # One line per snapshot a client received: ts interval_s and the loss counts.
 snapshots_of() {
@@ -134,13 +144,13 @@ snapshots_of() {
 }
 
 echo "netto soak: $duration s, $clients stream clients, $frequency Hz, $interval s intervals, demo traffic; $(uptime)"
-echo "netto processes at the end (pid name VmRSS KiB):"
-sed 's/^/  /' "$out/tree.txt"
+report "run" "$duration s, $clients stream clients, stack sampling at $frequency Hz, $interval s intervals, $history s of history, demo traffic"
+report "netto's processes at the end" "$(awk '{printf "%s%s (pid %s) %.1f MB", sep, $2, $1, $3 / 1024; sep = ", "}' "$out/tree.txt")"
 
 # Memory: after warm-up, within the bound of its low.
 read -r low high < <(awk -v w="$warmup" '$1 >= w {if (!n++ || $2 < lo) lo = $2; if ($2 > hi) hi = $2} END {print lo + 0, hi + 0}' "$out/rss.tsv")
 first=$(awk 'NR == 1 {print $2}' "$out/rss.tsv")
-echo "RSS of netto's processes: $first KiB at start, $low-$high KiB after $warmup s of warm-up ($(wc -l <"$out/rss.tsv") samples)"
+report "RSS of netto's processes" "$(mb "$first") at the start; $(mb "$low") to $(mb "$high") after $warmup s of warm-up (read $(wc -l <"$out/rss.tsv") times, every $rss_every s; bound +$bound of the low)"
 awk -v lo="$low" -v hi="$high" -v b="$bound" 'BEGIN {exit !(lo > 0 && hi <= lo * (1 + b))}' ||
   fail "RSS grew from $low to $high KiB after warm-up (bound $bound)"
 
@@ -163,11 +173,11 @@ for i in $(seq "$clients"); do
   fi
   [ "$i" = 1 ] && first_client=$got
 done
-echo "snapshots: $intervals sent; client 1 got $first_client; every client's snapshots tile time up to the last one"
+report "snapshots" "$intervals sent; client 1 got $first_client; every client's snapshots tile time up to the last one"
 
 # Losses: what the snapshots report is what /metrics counts.
 read -r samples dropped failed_stacks storage recursion halves < <(awk -F'\t' '{for (i = 3; i <= 8; i++) s[i] += $i} END {print s[3] + 0, s[4] + 0, s[5] + 0, s[6] + 0, s[7] + 0, s[8] + 0}' "$out/client-1.tsv")
-echo "losses over client 1's $first_client snapshots: samples $samples, dropped $dropped, failed_stacks $failed_stacks, task_storage_failures $storage, recursion_misses $recursion, dropped_halves $halves"
+report "losses over client 1's snapshots" "samples $samples, dropped $dropped, failed_stacks $failed_stacks, task_storage_failures $storage, recursion_misses $recursion, dropped_halves $halves"
 if [ "$first_client" = "$intervals" ]; then
   check() {
     local name=$1 from_snapshots=$2 counted
@@ -185,5 +195,16 @@ else
 fi
 cut_off=$(metric netto_stream_clients_dropped_total)
 [ "${cut_off:-x}" = 0 ] || fail "${cut_off:-?} stream clients were cut off"
+report "stream clients cut off" "${cut_off:-?}"
+echo
+echo "$table"
 if [ "$failed" = 0 ]; then echo "soak: every check held"; else echo "soak: FAILED"; fi
+if [ "${NETTO_BENCH_TABLE:-}" = 1 ]; then
+  if [ "$failed" = 0 ]; then
+    echo "$table" | "$here/scripts/bench-table.sh" soak --load-before "$load_before" \
+      --command "NETTO_BENCH_TABLE=1 $command"
+  else
+    echo "soak: a check failed, so the table in docs/src/performance.md stays as it was"
+  fi
+fi
 exit "$failed"

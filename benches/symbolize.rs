@@ -11,19 +11,22 @@
 //! `cargo bench --bench symbolize` (no privileges needed). The figure that
 //! matters is `pipeline`: samples per second through `Folder::add`,
 //! `Folder::take` and `breakdowns`, with the symbolizer's cache warm as it
-//! is from the second interval on.
+//! is from the second interval on. NETTO_BENCH_TABLE=1 writes the figures
+//! over the `symbolize` table of docs/src/performance.md.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt::Write;
 use std::hint::black_box;
 
-use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
+use criterion::{criterion_group, BatchSize, Criterion, Throughput};
 use netto::breakdown::fold::Folder;
 use netto::breakdown::rules::{Pattern, RULES};
 use netto::breakdown::{breakdowns, categorize};
 use netto::model::{CpuTime, EventKey, SampleContext};
 use netto::symbols::kallsyms::SymbolTable;
 use netto::symbols::symbolizer::Symbolizer;
+
+mod table;
 
 const FUNCTIONS: usize = 50_000;
 const DISTINCT_STACKS: usize = 4_000;
@@ -351,4 +354,7 @@ fn bench(c: &mut Criterion) {
 }
 
 criterion_group!(benches, bench);
-criterion_main!(benches);
+
+fn main() -> anyhow::Result<()> {
+    table::criterion_main("symbolize", benches)
+}

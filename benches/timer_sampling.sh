@@ -20,10 +20,13 @@
 # perf.data and the decoded events there; by default they go to a
 # temporary directory under $TMPDIR that is removed. The namespace, the
 # veth pair, iperf3, perf and the temporary files are gone on every way
-# out, Ctrl-C included.
+# out, Ctrl-C included. The run ends with a one-row Markdown table, which
+# NETTO_BENCH_TABLE=1 writes over the `timer-sampling` table of
+# docs/src/performance.md (`timer-sampling-callchains` with --callchains).
 set -euo pipefail
 
 seconds=12 period=1001001 cpu=1 callchains="" out=""
+command="benches/timer_sampling.sh${*:+ $*}"
 usage() {
   echo "timer_sampling: $1 (usage: benches/timer_sampling.sh [--seconds S] [--period-ns N] [--cpu C] [--callchains] [--out DIR])" >&2
   exit 2
@@ -52,6 +55,9 @@ for tool in perf iperf3 ip taskset awk; do
   command -v "$tool" >/dev/null || { echo "timer_sampling: $tool is missing (scripts/install-deps.sh)" >&2; exit 2; }
 done
 [ "$(id -u)" = 0 ] || { echo "timer_sampling: needs root (a namespace, a veth pair, perf -C)" >&2; exit 2; }
+table_name=timer-sampling${callchains:+-callchains}
+here=$(cd "$(dirname "$0")/.." && pwd)
+if [ "${NETTO_BENCH_TABLE:-}" = 1 ]; then "$here/scripts/bench-table.sh" "$table_name" --check; fi
 
 keep=1
 if [ -z "$out" ]; then out=$(mktemp -d "${TMPDIR:-/tmp}/netto-timer-sampling.XXXXXX"); keep=0; fi
@@ -106,7 +112,7 @@ perf script -i "$out/perf.data" --ns -F time,event,trace >"$out/events.txt" 2>/d
 
 echo "perf cpu-clock every $period ns on CPU $cpu${callchains:+ with callchains}, $seconds s," \
   "iperf3 BBR through veth (load average $load_before before, $load_after after)"
-awk -v period="$period" '
+awk -v period="$period" -v perf="cpu-clock${callchains:+ $callchains}" -v table="$out/table.md" '
   # Lines: "  SECONDS.NANOS: EVENT: rest".
   {
     split($1, t, /[.:]/)
@@ -146,6 +152,10 @@ awk -v period="$period" '
     hits[vec]++
     if (vec == "HRTIMER" && now - start < 2000) early++
   }
+  # A context: its share of the samples over its share of the time.
+  function ratio(v) {
+    return (time[v] > 0) ? sprintf("%.3f", (hits[v] / samples) / (time[v] / span)) : "-"
+  }
   function row(name, ns, n) {
     printf "%-9s %9.3f %10.4f %8d %13.4f %6.3f\n", name, ns / 1e9, ns / span, n, n / samples, (n / samples) / (ns / span)
   }
@@ -167,5 +177,15 @@ awk -v period="$period" '
       printf "HRTIMER: samples in the first 2 us of a run %d, expected %.1f\n", early, early_expected
       printf "HRTIMER: samples outside softirqs in the 3 us before a run %d, expected %.1f\n", before, before_expected
     }
+    printf "| perf | period ns | HRTIMER | NET_RX | HRTIMER samples in the first 2 us of a run (expected) | samples outside softirqs in the 3 us before a run (expected) |\n" > table
+    printf "| --- | --- | --- | --- | --- | --- |\n" > table
+    printf "| %s | %d | %s | %s | %d (%.0f) | %d (%.0f) |\n", perf, period, ratio("HRTIMER"), ratio("NET_RX"), early, early_expected, before, before_expected > table
+    close(table)
   }
 ' "$out/events.txt"
+echo
+cat "$out/table.md"
+if [ "${NETTO_BENCH_TABLE:-}" = 1 ]; then
+  "$here/scripts/bench-table.sh" "$table_name" --load-before "$load_before" \
+    --command "NETTO_BENCH_TABLE=1 $command" <"$out/table.md"
+fi

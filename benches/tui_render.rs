@@ -5,7 +5,8 @@
 //!
 //! `cargo bench --bench tui_render` (no privileges needed). Times are the
 //! bench thread's CPU time, so other load on the machine does not inflate
-//! them.
+//! them. NETTO_BENCH_TABLE=1 writes them over the `tui-render` table of
+//! docs/src/performance.md.
 //! - `draw WxH`: one frame, the screen alternating between two snapshots
 //!   so every frame really changes, encoded for a terminal (crossterm into
 //!   a sink).
@@ -23,7 +24,7 @@ use std::hint::black_box;
 use std::io;
 use std::time::Duration;
 
-use criterion::{criterion_group, criterion_main, Criterion};
+use criterion::{criterion_group, Criterion};
 use netto::breakdown::rules::{Pattern, RULES};
 use netto::breakdown::{breakdowns, Categorizer};
 use netto::frontends::tui::app::{App, Panel, TopSettings};
@@ -34,6 +35,8 @@ use netto::source::{Origin, SourceInfo};
 use ratatui::backend::CrosstermBackend;
 use ratatui::layout::Rect;
 use ratatui::{Terminal, TerminalOptions, Viewport};
+
+mod table;
 
 const CPUS: usize = 64;
 const LEAVES_PER_PATH: usize = 12;
@@ -275,4 +278,7 @@ fn bench(c: &mut Criterion) {
 }
 
 criterion_group!(benches, bench);
-criterion_main!(benches);
+
+fn main() -> anyhow::Result<()> {
+    table::criterion_main("tui-render", benches)
+}
