@@ -4,7 +4,10 @@
 //! original Netto exported) is mostly missed by a scrape every 15 s.
 //!
 //! The counters are kept by the `prometheus` crate, which also writes the
-//! exposition format; this module only decides names, labels and units.
+//! exposition format; [`families`] is the table of names, labels and help,
+//! and this module decides what each series counts, in which unit.
+
+pub mod families;
 
 use std::collections::BTreeSet;
 use std::sync::{Mutex, PoisonError};
@@ -17,6 +20,7 @@ use thiserror::Error;
 
 use crate::model::{percent, Attribution, BudgetChange, EventKey, GroupBy, Losses, Snapshot, Tier};
 use crate::source::{Origin, SourceInfo};
+use families::{Family, Kind};
 
 /// The content type of the text exposition format.
 pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
@@ -79,234 +83,53 @@ pub struct Metrics {
 impl Metrics {
     pub fn new(info: &SourceInfo) -> Result<Metrics, MetricsError> {
         let registry = Registry::new();
-        let counters = |name: &str, help: &str, labels: &[&str]| {
-            register(&registry, CounterVec::new(Opts::new(name, help), labels)?)
-        };
-        let counter = |name: &str, help: &str| register(&registry, Counter::new(name, help)?);
-        let gauge = |name: &str, help: &str| register(&registry, Gauge::new(name, help)?);
-
-        let info_gauge = register(
-            &registry,
-            IntGaugeVec::new(
-                Opts::new(
-                    "netto_info",
-                    "Where the numbers come from; always 1 (join on its labels).",
-                ),
-                &["host", "kernel", "backend", "source", "version"],
-            )?,
-        )?;
-        let source = match info.origin {
-            Origin::Live => "live",
-            Origin::Replay(_) => "replay",
-        };
-        info_gauge
+        let r = Registrar(&registry);
+        r.int_gauges(&families::INFO)?
             .with_label_values(&[
                 info.host.as_str(),
                 &info.kernel,
                 &info.backend,
-                source,
+                source_name(&info.origin),
                 env!("CARGO_PKG_VERSION"),
             ])
             .set(1);
 
         Ok(Metrics {
-            event_seconds: counters(
-                "netto_cpu_seconds_total",
-                "CPU time in a network event (softirq, socket call, network timers), per CPU.",
-                &["event", "cpu"],
-            )?,
-            event_runs: counters(
-                "netto_event_runs_total",
-                "How many times a network event ran (softirq runs, socket calls, timer callbacks).",
-                &["event"],
-            )?,
-            softirq_seconds: counters(
-                "netto_softirq_cpu_seconds_total",
-                "CPU time in each softirq vector, network or not.",
-                &["vector"],
-            )?,
-            softirq_runs: counters(
-                "netto_softirq_runs_total",
-                "Runs of each softirq vector.",
-                &["vector"],
-            )?,
-            hardirq_seconds: counters(
-                "netto_hardirq_cpu_seconds_total",
-                "CPU time in hardware interrupt handlers, per CPU.",
-                &["cpu"],
-            )?,
-            timer_callback_seconds: counters(
-                "netto_net_timer_callback_cpu_seconds_total",
-                "CPU time of network timer callbacks by kernel function (they sum to event net_timers).",
-                &["callback"],
-            )?,
-            samples: counters(
-                "netto_samples_total",
-                "Kernel stack samples by network context and category.",
-                &["context", "category"],
-            )?,
-            category_seconds: counters(
-                "netto_category_cpu_seconds_total",
-                "Exact event CPU time divided between categories by their share of samples.",
-                &["context", "category"],
-            )?,
-            samples_dropped: counter(
-                "netto_samples_dropped_total",
-                "Stack samples lost because the sample buffer was full.",
-            )?,
-            stack_failures: counter(
-                "netto_stack_failures_total",
-                "Stack samples whose kernel stack could not be read.",
-            )?,
-            samples_softirq_loop: counter(
-                "netto_samples_softirq_loop_total",
-                "Stack samples taken in the softirq loop while a socket call was open: interrupt time, \
-                 left out of every context.",
-            )?,
-            losses: counters(
-                "netto_losses_total",
-                "Measurements lost, by kind: task_storage_failures (socket windows of switched-out tasks), \
-                 recursion_misses (BPF program runs the kernel skipped), dropped_halves (sample buffer halves \
-                 given up, their samples in netto_samples_dropped_total), attribution_misses (time the \
-                 attribution's group map had no room for, left unattributed).",
-                &["kind"],
-            )?,
-            process_seconds: counter(
-                "netto_process_cpu_seconds_total",
-                "CPU time of netto's own processes (user + system): netto, and serve's HTTP server.",
-            )?,
-            own_seconds: counter(
-                "netto_own_cpu_seconds_total",
-                "netto's whole cost: its processes' CPU time plus its BPF programs' run time \
-                 (estimated while BPF statistics are on a duty cycle, see netto_own_cpu_error_seconds_total).",
-            )?,
-            own_error_seconds: counter(
-                "netto_own_cpu_error_seconds_total",
-                "The errors of the intervals' estimates in netto_own_cpu_seconds_total, added up \
-                 (a bound: they are independent).",
-            )?,
-            stats_held_seconds: counter(
-                "netto_bpf_stats_held_seconds_total",
-                "Time netto held BPF run-time statistics on (every BPF program on the host runs \
-                 slower then).",
-            )?,
-            bpf_run_seconds: counters(
-                "netto_bpf_program_run_seconds_total",
-                "Run time of netto's BPF programs (estimated while BPF statistics are on a duty cycle).",
-                &["program"],
-            )?,
-            bpf_runs: counters(
-                "netto_bpf_program_runs_total",
-                "Runs of netto's BPF programs (estimated for a program of a hook with several).",
-                &["program"],
-            )?,
-            intervals: counter(
-                "netto_intervals_total",
-                "Snapshots (measuring intervals) received.",
-            )?,
-            measured_seconds: counter(
-                "netto_measured_seconds_total",
-                "Wall-clock time covered by the snapshots received.",
-            )?,
-            sampling_frequency: gauge(
-                "netto_sampling_frequency_hertz",
-                "Stack samples per second per CPU in the last interval; 0 when not sampling.",
-            )?,
-            estimated_seconds: counters(
-                "netto_estimated_cpu_seconds_total",
-                "CPU time of a network event estimated from stack samples, per CPU: what the tier \
-                 in force does not measure (netto_cpu_seconds_total has only exact time).",
-                &["event", "cpu"],
-            )?,
-            estimated_variance: counters(
-                "netto_estimated_cpu_seconds_variance_total",
-                "Sum of the squared standard errors of netto_estimated_cpu_seconds_total, in s^2: \
-                 the error of an increase over a range is the square root of this one's increase.",
-                &["event"],
-            )?,
-            estimate_agreement: register(
-                &registry,
-                GaugeVec::new(
-                    Opts::new(
-                        "netto_estimate_agreement",
-                        "For an event estimated in the last interval: its stack samples against its \
-                         exact time (samples x period / exact time) where the run measured it, over up \
-                         to a minute of those intervals; absent when never measured.",
-                    ),
-                    &["event"],
-                )?,
-            )?,
-            estimate_agreement_error: register(
-                &registry,
-                GaugeVec::new(
-                    Opts::new(
-                        "netto_estimate_agreement_error",
-                        "One standard error of netto_estimate_agreement (agreement / sqrt(samples)); \
-                         absent with it.",
-                    ),
-                    &["event"],
-                )?,
-            )?,
-            estimate_calibration_timestamp: register(
-                &registry,
-                GaugeVec::new(
-                    Opts::new(
-                        "netto_estimate_calibration_timestamp_seconds",
-                        "Unix time of the end of the newest interval netto_estimate_agreement rests \
-                         on; absent with it.",
-                    ),
-                    &["event"],
-                )?,
-            )?,
-            tier: register(
-                &registry,
-                IntGaugeVec::new(
-                    Opts::new(
-                        "netto_tier",
-                        "1 for the tier of the last interval (exact, softirq, sampled), 0 for the others.",
-                    ),
-                    &["tier"],
-                )?,
-            )?,
-            last_snapshot: gauge(
-                "netto_last_snapshot_timestamp_seconds",
-                "End of the last interval received, unix time.",
-            )?,
-            overhead_percent: gauge(
-                "netto_overhead_cpu_percent",
-                "netto's whole cost in the last interval, percent of one CPU \
-                 (rate(netto_own_cpu_seconds_total) * 100 over any window).",
-            )?,
-            budget_percent: gauge(
-                "netto_budget_percent",
-                "The budget netto keeps its whole cost under (--budget), percent of one CPU; \
-                 0 without one.",
-            )?,
-            budget_exceeded: gauge(
-                "netto_budget_exceeded",
-                "1 while netto costs more than its budget with every knob at its floor, else 0.",
-            )?,
-            budget_steps: counters(
-                "netto_budget_steps_total",
-                "Steps the budget took (sampling frequency, attribution, tier), by direction (down, up).",
-                &["direction"],
-            )?,
-            calibration_intervals: counter(
-                "netto_calibration_intervals_total",
-                "Intervals a run in a tier that estimates measured exactly, to calibrate its \
-                 estimates (--calibrate-every).",
-            )?,
-            stream_clients: register(
-                &registry,
-                IntGauge::new(
-                    "netto_stream_clients",
-                    "Web clients connected to the snapshot stream.",
-                )?,
-            )?,
-            stream_clients_dropped: counter(
-                "netto_stream_clients_dropped_total",
-                "Stream clients disconnected because they fell too far behind.",
-            )?,
+            event_seconds: r.counters(&families::EVENT_SECONDS)?,
+            event_runs: r.counters(&families::EVENT_RUNS)?,
+            softirq_seconds: r.counters(&families::SOFTIRQ_SECONDS)?,
+            softirq_runs: r.counters(&families::SOFTIRQ_RUNS)?,
+            hardirq_seconds: r.counters(&families::HARDIRQ_SECONDS)?,
+            timer_callback_seconds: r.counters(&families::TIMER_CALLBACK_SECONDS)?,
+            samples: r.counters(&families::SAMPLES)?,
+            category_seconds: r.counters(&families::CATEGORY_SECONDS)?,
+            samples_dropped: r.counter(&families::SAMPLES_DROPPED)?,
+            stack_failures: r.counter(&families::STACK_FAILURES)?,
+            samples_softirq_loop: r.counter(&families::SAMPLES_SOFTIRQ_LOOP)?,
+            losses: r.counters(&families::LOSSES)?,
+            process_seconds: r.counter(&families::PROCESS_CPU_SECONDS)?,
+            own_seconds: r.counter(&families::OWN_SECONDS)?,
+            own_error_seconds: r.counter(&families::OWN_ERROR_SECONDS)?,
+            stats_held_seconds: r.counter(&families::STATS_HELD_SECONDS)?,
+            bpf_run_seconds: r.counters(&families::BPF_RUN_SECONDS)?,
+            bpf_runs: r.counters(&families::BPF_RUNS)?,
+            intervals: r.counter(&families::INTERVALS)?,
+            measured_seconds: r.counter(&families::MEASURED_SECONDS)?,
+            sampling_frequency: r.gauge(&families::SAMPLING_FREQUENCY)?,
+            estimated_seconds: r.counters(&families::ESTIMATED_SECONDS)?,
+            estimated_variance: r.counters(&families::ESTIMATED_VARIANCE)?,
+            estimate_agreement: r.gauges(&families::ESTIMATE_AGREEMENT)?,
+            estimate_agreement_error: r.gauges(&families::ESTIMATE_AGREEMENT_ERROR)?,
+            estimate_calibration_timestamp: r.gauges(&families::ESTIMATE_CALIBRATION_TIMESTAMP)?,
+            tier: r.int_gauges(&families::TIERS)?,
+            last_snapshot: r.gauge(&families::LAST_SNAPSHOT)?,
+            overhead_percent: r.gauge(&families::OVERHEAD_PERCENT)?,
+            budget_percent: r.gauge(&families::BUDGET_PERCENT)?,
+            budget_exceeded: r.gauge(&families::BUDGET_EXCEEDED)?,
+            budget_steps: r.counters(&families::BUDGET_STEPS)?,
+            calibration_intervals: r.counter(&families::CALIBRATION_INTERVALS)?,
+            stream_clients: r.int_gauge(&families::STREAM_CLIENTS)?,
+            stream_clients_dropped: r.counter(&families::STREAM_CLIENTS_DROPPED)?,
             groups: Mutex::new(None),
             registry,
         })
@@ -460,7 +283,7 @@ impl Metrics {
         }
         if budget.is_some() {
             // Both series from the first interval on, at 0 until a step.
-            for direction in ["down", "up"] {
+            for direction in [families::DOWN, families::UP] {
                 self.budget_steps.with_label_values(&[direction]);
             }
         }
@@ -470,13 +293,13 @@ impl Metrics {
                 | BudgetChange::AttributionOff
                 | BudgetChange::SketchDown { .. }
                 | BudgetChange::TierDown { .. },
-            ) => "down",
+            ) => families::DOWN,
             Some(
                 BudgetChange::Up { .. }
                 | BudgetChange::AttributionOn
                 | BudgetChange::SketchUp { .. }
                 | BudgetChange::TierUp { .. },
-            ) => "up",
+            ) => families::UP,
             Some(BudgetChange::Exceeded | BudgetChange::Kept) | None => return,
         };
         self.budget_steps.with_label_values(&[direction]).inc();
@@ -515,40 +338,11 @@ const UNATTRIBUTED: &str = "unattributed";
 
 impl GroupSeries {
     fn register(registry: &Registry, by: GroupBy) -> Result<GroupSeries, MetricsError> {
-        let (name, group_label, what) = match by {
-            GroupBy::Cgroup => (
-                "netto_cgroup_cpu_seconds_total",
-                "cgroup",
-                "cgroup (v2 path)",
-            ),
-            GroupBy::Process => ("netto_pid_cpu_seconds_total", "pid", "process"),
-            GroupBy::Netns => (
-                "netto_netns_cpu_seconds_total",
-                "netns",
-                "network namespace (inode)",
-            ),
-        };
-        let help = format!(
-            "Network CPU time attributed to each {what} (--by {}), per event: the heaviest \
-             --max-groups, `other` for the rest, `unattributed` for time no group claimed; \
-             they add up to netto_cpu_seconds_total.",
-            by.name()
-        );
-        let seconds = register(
-            registry,
-            CounterVec::new(Opts::new(name, help), &[group_label, "label", "event"])?,
-        )?;
-        let enabled = register(
-            registry,
-            IntGauge::new(
-                "netto_attribution_on",
-                "1 while attribution (--by) runs, 0 while it is turned off (all time unattributed).",
-            )?,
-        )?;
+        let r = Registrar(registry);
         Ok(GroupSeries {
             by,
-            seconds,
-            enabled,
+            seconds: r.counters(families::group_seconds(by))?,
+            enabled: r.int_gauge(&families::ATTRIBUTION_ON)?,
             present: BTreeSet::new(),
         })
     }
@@ -596,12 +390,65 @@ impl GroupSeries {
     }
 }
 
-fn register<C: Collector + Clone + 'static>(
-    registry: &Registry,
-    collector: C,
-) -> Result<C, MetricsError> {
-    registry.register(Box::new(collector.clone()))?;
-    Ok(collector)
+/// Makes each collector from its row of the table and registers it.
+struct Registrar<'r>(&'r Registry);
+
+impl Registrar<'_> {
+    fn register<C: Collector + Clone + 'static>(
+        &self,
+        family: &Family,
+        kind: Kind,
+        collector: C,
+    ) -> Result<C, MetricsError> {
+        debug_assert_eq!(family.kind, kind, "{}", family.name);
+        self.0.register(Box::new(collector.clone()))?;
+        Ok(collector)
+    }
+
+    fn opts(family: &Family) -> Opts {
+        Opts::new(family.name, family.help)
+    }
+
+    fn counters(&self, family: &Family) -> Result<CounterVec, MetricsError> {
+        let collector = CounterVec::new(Self::opts(family), &family.label_names())?;
+        self.register(family, Kind::Counter, collector)
+    }
+
+    fn counter(&self, family: &Family) -> Result<Counter, MetricsError> {
+        debug_assert!(family.labels.is_empty(), "{}", family.name);
+        let collector = Counter::with_opts(Self::opts(family))?;
+        self.register(family, Kind::Counter, collector)
+    }
+
+    fn gauges(&self, family: &Family) -> Result<GaugeVec, MetricsError> {
+        let collector = GaugeVec::new(Self::opts(family), &family.label_names())?;
+        self.register(family, Kind::Gauge, collector)
+    }
+
+    fn gauge(&self, family: &Family) -> Result<Gauge, MetricsError> {
+        debug_assert!(family.labels.is_empty(), "{}", family.name);
+        let collector = Gauge::with_opts(Self::opts(family))?;
+        self.register(family, Kind::Gauge, collector)
+    }
+
+    fn int_gauges(&self, family: &Family) -> Result<IntGaugeVec, MetricsError> {
+        let collector = IntGaugeVec::new(Self::opts(family), &family.label_names())?;
+        self.register(family, Kind::Gauge, collector)
+    }
+
+    fn int_gauge(&self, family: &Family) -> Result<IntGauge, MetricsError> {
+        debug_assert!(family.labels.is_empty(), "{}", family.name);
+        let collector = IntGauge::with_opts(Self::opts(family))?;
+        self.register(family, Kind::Gauge, collector)
+    }
+}
+
+/// The `source` label of `netto_info`.
+fn source_name(origin: &Origin) -> &'static str {
+    match origin {
+        Origin::Live => "live",
+        Origin::Replay(_) => "replay",
+    }
 }
 
 fn seconds(ns: u64) -> f64 {

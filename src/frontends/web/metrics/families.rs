@@ -1,0 +1,697 @@
+//! Every metric family `/metrics` can serve, declared once: its name as
+//! served (counters end in `_total`), type, labels and help. [`super::Metrics`]
+//! registers its collectors from these rows, and the metrics reference page
+//! (docs/src/reference/metrics.md) is rendered from them, so neither can
+//! name a family, a label or a help text the other does not.
+
+use crate::breakdown::Category;
+use crate::model::{EventKey, GroupBy, Losses, SampleContext, SoftirqVector, Tier};
+use crate::source::Origin;
+
+/// How a family's value behaves, as the exposition's `# TYPE` line says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// Cumulative since netto started: read it through `rate()` or
+    /// `increase()`.
+    Counter,
+    /// The value now (or of the last interval).
+    Gauge,
+}
+
+impl Kind {
+    /// The word of the `# TYPE` line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Counter => "counter",
+            Kind::Gauge => "gauge",
+        }
+    }
+}
+
+/// What a family is about: the sections of the reference page, in order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Concern {
+    Events,
+    WhoPays,
+    Breakdown,
+    OwnCost,
+    TiersAndBudget,
+    Losses,
+    Run,
+}
+
+impl Concern {
+    pub const ALL: [Concern; 7] = [
+        Concern::Events,
+        Concern::WhoPays,
+        Concern::Breakdown,
+        Concern::OwnCost,
+        Concern::TiersAndBudget,
+        Concern::Losses,
+        Concern::Run,
+    ];
+
+    pub fn title(self) -> &'static str {
+        match self {
+            Concern::Events => "Events",
+            Concern::WhoPays => "Who pays",
+            Concern::Breakdown => "Breakdown",
+            Concern::OwnCost => "Own cost",
+            Concern::TiersAndBudget => "Tiers, estimates and budget",
+            Concern::Losses => "Losses",
+            Concern::Run => "The run and its serving",
+        }
+    }
+
+    /// What the families of this concern answer, in one line.
+    pub fn meaning(self) -> &'static str {
+        match self {
+            Concern::Events => {
+                "What the kernel's network entry points cost: CPU time and runs per event, softirq \
+                 vector and timer callback."
+            }
+            Concern::WhoPays => {
+                "Whom the network time was for (`--by`): one of the three time families, the one \
+                 of the `--by` in force, from the first attributed interval on."
+            }
+            Concern::Breakdown => {
+                "Where in the stack the time went: kernel stack samples by context and category, \
+                 and the exact time divided by them."
+            }
+            Concern::OwnCost => {
+                "What netto itself costs: its processes' CPU time and its BPF programs' run time."
+            }
+            Concern::TiersAndBudget => {
+                "The tier in force, what it estimates from stack samples instead of measuring, how \
+                 well samples agree with exact time, and the budget netto keeps its cost under."
+            }
+            Concern::Losses => "What netto could not measure, counted where it happened.",
+            Concern::Run => {
+                "Where the numbers come from, how much time they cover, and the web clients of \
+                 the snapshot stream."
+            }
+        }
+    }
+}
+
+/// A label of one or more families.
+#[derive(Debug, Clone, Copy)]
+pub struct Label {
+    pub name: &'static str,
+    /// What a value names.
+    pub meaning: &'static str,
+    /// Every value it takes, where they are a closed set; `None` for
+    /// values only the host knows (CPU numbers, program names, groups).
+    pub values: Option<fn() -> Vec<&'static str>>,
+}
+
+/// One family as `/metrics` serves it.
+#[derive(Debug, Clone, Copy)]
+pub struct Family {
+    pub name: &'static str,
+    pub kind: Kind,
+    pub concern: Concern,
+    pub labels: &'static [Label],
+    pub help: &'static str,
+}
+
+impl Family {
+    pub fn label_names(&self) -> Vec<&'static str> {
+        self.labels.iter().map(|label| label.name).collect()
+    }
+}
+
+const EVENT: Label = Label {
+    name: "event",
+    meaning: "The network event (the JSON snapshot's `events` keys).",
+    values: Some(|| EventKey::ALL.map(EventKey::name).to_vec()),
+};
+
+const CPU: Label = Label {
+    name: "cpu",
+    meaning: "The CPU number.",
+    values: None,
+};
+
+const VECTOR: Label = Label {
+    name: "vector",
+    meaning: "The softirq vector, as /proc/softirqs names it.",
+    values: Some(|| SoftirqVector::ALL.map(SoftirqVector::name).to_vec()),
+};
+
+const CALLBACK: Label = Label {
+    name: "callback",
+    meaning: "The kernel function of a network timer callback, or `timer_softirq_overhead` for \
+              the timer softirq's own work around them.",
+    values: None,
+};
+
+const CONTEXT: Label = Label {
+    name: "context",
+    meaning: "The network context a stack sample was taken in.",
+    values: Some(|| SampleContext::ALL.map(SampleContext::name).to_vec()),
+};
+
+const CATEGORY: Label = Label {
+    name: "category",
+    meaning: "Where in the stack a sample was: the breakdown's category (a replayed recording \
+              from an older netto may name others).",
+    values: Some(|| Category::ALL.map(Category::name).to_vec()),
+};
+
+const LOSS_KIND: Label = Label {
+    name: "kind",
+    meaning: "The kind of loss (the JSON snapshot's `losses` fields).",
+    values: Some(|| Losses::KINDS.iter().map(|kind| kind.name).collect()),
+};
+
+const PROGRAM: Label = Label {
+    name: "program",
+    meaning: "One of netto's BPF programs, by the name the kernel keeps (cut to 15 characters).",
+    values: None,
+};
+
+const TIER: Label = Label {
+    name: "tier",
+    meaning: "A cost tier (`--tier`), most exact first.",
+    values: Some(|| Tier::ALL.map(Tier::name).to_vec()),
+};
+
+/// The direction of a budget step.
+pub const DOWN: &str = "down";
+pub const UP: &str = "up";
+
+const DIRECTION: Label = Label {
+    name: "direction",
+    meaning: "Which way the budget stepped: `down` to cost less, `up` when there was room.",
+    values: Some(|| vec![DOWN, UP]),
+};
+
+const GROUP_LABEL: Label = Label {
+    name: "label",
+    meaning: "A group's short name: the container, pod or systemd unit, the command, the \
+              `ip netns` name; `other` and `unattributed` as their group.",
+    values: None,
+};
+
+const CGROUP: Label = Label {
+    name: "cgroup",
+    meaning: "The cgroup's path under the v2 root, `other` for the groups beyond \
+              `--max-groups`, `unattributed` for time no group claimed.",
+    values: None,
+};
+
+const PID: Label = Label {
+    name: "pid",
+    meaning: "The process id, `other` or `unattributed` as for `cgroup`.",
+    values: None,
+};
+
+const NETNS: Label = Label {
+    name: "netns",
+    meaning: "The network namespace's inode number, `other` or `unattributed` as for `cgroup`.",
+    values: None,
+};
+
+const HOST: Label = Label {
+    name: "host",
+    meaning: "The host name (of the recording, in a replay).",
+    values: None,
+};
+
+const KERNEL: Label = Label {
+    name: "kernel",
+    meaning: "The kernel release (of the recording, in a replay).",
+    values: None,
+};
+
+const BACKEND: Label = Label {
+    name: "backend",
+    meaning: "The accounting backend in use, as `netto check` names it.",
+    values: None,
+};
+
+const SOURCE: Label = Label {
+    name: "source",
+    meaning: "Whether netto measures now or replays a recording.",
+    values: Some(|| {
+        [Origin::Live, Origin::Replay(String::new())]
+            .iter()
+            .map(super::source_name)
+            .collect()
+    }),
+};
+
+const VERSION: Label = Label {
+    name: "version",
+    meaning: "netto's version.",
+    values: None,
+};
+
+pub const INFO: Family = Family {
+    name: "netto_info",
+    kind: Kind::Gauge,
+    concern: Concern::Run,
+    labels: &[HOST, KERNEL, BACKEND, SOURCE, VERSION],
+    help: "Where the numbers come from; always 1 (join on its labels).",
+};
+
+pub const EVENT_SECONDS: Family = Family {
+    name: "netto_cpu_seconds_total",
+    kind: Kind::Counter,
+    concern: Concern::Events,
+    labels: &[EVENT, CPU],
+    help: "CPU time in a network event (softirq, socket call, network timers), per CPU.",
+};
+
+pub const EVENT_RUNS: Family = Family {
+    name: "netto_event_runs_total",
+    kind: Kind::Counter,
+    concern: Concern::Events,
+    labels: &[EVENT],
+    help: "How many times a network event ran (softirq runs, socket calls, timer callbacks).",
+};
+
+pub const SOFTIRQ_SECONDS: Family = Family {
+    name: "netto_softirq_cpu_seconds_total",
+    kind: Kind::Counter,
+    concern: Concern::Events,
+    labels: &[VECTOR],
+    help: "CPU time in each softirq vector, network or not.",
+};
+
+pub const SOFTIRQ_RUNS: Family = Family {
+    name: "netto_softirq_runs_total",
+    kind: Kind::Counter,
+    concern: Concern::Events,
+    labels: &[VECTOR],
+    help: "Runs of each softirq vector.",
+};
+
+pub const HARDIRQ_SECONDS: Family = Family {
+    name: "netto_hardirq_cpu_seconds_total",
+    kind: Kind::Counter,
+    concern: Concern::Events,
+    labels: &[CPU],
+    help: "CPU time in hardware interrupt handlers, per CPU.",
+};
+
+pub const TIMER_CALLBACK_SECONDS: Family = Family {
+    name: "netto_net_timer_callback_cpu_seconds_total",
+    kind: Kind::Counter,
+    concern: Concern::Events,
+    labels: &[CALLBACK],
+    help: "CPU time of network timer callbacks by kernel function (they sum to event net_timers).",
+};
+
+/// The time of one `--by`'s groups: three families alike but for the group
+/// label and the words for a group.
+macro_rules! group_seconds {
+    ($name:literal, $group:expr, $what:literal, $by:literal) => {
+        Family {
+            name: $name,
+            kind: Kind::Counter,
+            concern: Concern::WhoPays,
+            labels: &[$group, GROUP_LABEL, EVENT],
+            help: concat!(
+                "Network CPU time attributed to each ",
+                $what,
+                " (--by ",
+                $by,
+                "), per event: the heaviest --max-groups, `other` for the rest, `unattributed` \
+                 for time no group claimed; they add up to netto_cpu_seconds_total."
+            ),
+        }
+    };
+}
+
+pub const PROCESS_SECONDS: Family =
+    group_seconds!("netto_pid_cpu_seconds_total", PID, "process", "process");
+
+pub const CGROUP_SECONDS: Family = group_seconds!(
+    "netto_cgroup_cpu_seconds_total",
+    CGROUP,
+    "cgroup (v2 path)",
+    "cgroup"
+);
+
+pub const NETNS_SECONDS: Family = group_seconds!(
+    "netto_netns_cpu_seconds_total",
+    NETNS,
+    "network namespace (inode)",
+    "netns"
+);
+
+/// The family of `by`'s groups.
+pub fn group_seconds(by: GroupBy) -> &'static Family {
+    match by {
+        GroupBy::Process => &PROCESS_SECONDS,
+        GroupBy::Cgroup => &CGROUP_SECONDS,
+        GroupBy::Netns => &NETNS_SECONDS,
+    }
+}
+
+pub const ATTRIBUTION_ON: Family = Family {
+    name: "netto_attribution_on",
+    kind: Kind::Gauge,
+    concern: Concern::WhoPays,
+    labels: &[],
+    help: "1 while attribution (--by) runs, 0 while it is turned off (all time unattributed).",
+};
+
+pub const SAMPLES: Family = Family {
+    name: "netto_samples_total",
+    kind: Kind::Counter,
+    concern: Concern::Breakdown,
+    labels: &[CONTEXT, CATEGORY],
+    help: "Kernel stack samples by network context and category.",
+};
+
+pub const CATEGORY_SECONDS: Family = Family {
+    name: "netto_category_cpu_seconds_total",
+    kind: Kind::Counter,
+    concern: Concern::Breakdown,
+    labels: &[CONTEXT, CATEGORY],
+    help: "Exact event CPU time divided between categories by their share of samples.",
+};
+
+pub const SAMPLING_FREQUENCY: Family = Family {
+    name: "netto_sampling_frequency_hertz",
+    kind: Kind::Gauge,
+    concern: Concern::Breakdown,
+    labels: &[],
+    help: "Stack samples per second per CPU in the last interval; 0 when not sampling.",
+};
+
+pub const SAMPLES_SOFTIRQ_LOOP: Family = Family {
+    name: "netto_samples_softirq_loop_total",
+    kind: Kind::Counter,
+    concern: Concern::Breakdown,
+    labels: &[],
+    help: "Stack samples taken in the softirq loop while a socket call was open: interrupt time, \
+           left out of every context.",
+};
+
+pub const PROCESS_CPU_SECONDS: Family = Family {
+    name: "netto_process_cpu_seconds_total",
+    kind: Kind::Counter,
+    concern: Concern::OwnCost,
+    labels: &[],
+    help: "CPU time of netto's own processes (user + system): netto, and serve's HTTP server.",
+};
+
+pub const OWN_SECONDS: Family = Family {
+    name: "netto_own_cpu_seconds_total",
+    kind: Kind::Counter,
+    concern: Concern::OwnCost,
+    labels: &[],
+    help: "netto's whole cost: its processes' CPU time plus its BPF programs' run time \
+           (estimated while BPF statistics are on a duty cycle, see \
+           netto_own_cpu_error_seconds_total).",
+};
+
+pub const OWN_ERROR_SECONDS: Family = Family {
+    name: "netto_own_cpu_error_seconds_total",
+    kind: Kind::Counter,
+    concern: Concern::OwnCost,
+    labels: &[],
+    help: "The errors of the intervals' estimates in netto_own_cpu_seconds_total, added up \
+           (a bound: they are independent).",
+};
+
+pub const STATS_HELD_SECONDS: Family = Family {
+    name: "netto_bpf_stats_held_seconds_total",
+    kind: Kind::Counter,
+    concern: Concern::OwnCost,
+    labels: &[],
+    help: "Time netto held BPF run-time statistics on (every BPF program on the host runs \
+           slower then).",
+};
+
+pub const BPF_RUN_SECONDS: Family = Family {
+    name: "netto_bpf_program_run_seconds_total",
+    kind: Kind::Counter,
+    concern: Concern::OwnCost,
+    labels: &[PROGRAM],
+    help: "Run time of netto's BPF programs (estimated while BPF statistics are on a duty cycle).",
+};
+
+pub const BPF_RUNS: Family = Family {
+    name: "netto_bpf_program_runs_total",
+    kind: Kind::Counter,
+    concern: Concern::OwnCost,
+    labels: &[PROGRAM],
+    help: "Runs of netto's BPF programs (estimated for a program of a hook with several).",
+};
+
+pub const OVERHEAD_PERCENT: Family = Family {
+    name: "netto_overhead_cpu_percent",
+    kind: Kind::Gauge,
+    concern: Concern::OwnCost,
+    labels: &[],
+    help: "netto's whole cost in the last interval, percent of one CPU \
+           (rate(netto_own_cpu_seconds_total) * 100 over any window).",
+};
+
+pub const TIERS: Family = Family {
+    name: "netto_tier",
+    kind: Kind::Gauge,
+    concern: Concern::TiersAndBudget,
+    labels: &[TIER],
+    help: "1 for the tier of the last interval (exact, softirq, sampled), 0 for the others.",
+};
+
+pub const ESTIMATED_SECONDS: Family = Family {
+    name: "netto_estimated_cpu_seconds_total",
+    kind: Kind::Counter,
+    concern: Concern::TiersAndBudget,
+    labels: &[EVENT, CPU],
+    help: "CPU time of a network event estimated from stack samples, per CPU: what the tier \
+           in force does not measure (netto_cpu_seconds_total has only exact time).",
+};
+
+pub const ESTIMATED_VARIANCE: Family = Family {
+    name: "netto_estimated_cpu_seconds_variance_total",
+    kind: Kind::Counter,
+    concern: Concern::TiersAndBudget,
+    labels: &[EVENT],
+    help: "Sum of the squared standard errors of netto_estimated_cpu_seconds_total, in s^2: \
+           the error of an increase over a range is the square root of this one's increase.",
+};
+
+pub const ESTIMATE_AGREEMENT: Family = Family {
+    name: "netto_estimate_agreement",
+    kind: Kind::Gauge,
+    concern: Concern::TiersAndBudget,
+    labels: &[EVENT],
+    help: "For an event estimated in the last interval: its stack samples against its \
+           exact time (samples x period / exact time) where the run measured it, over up \
+           to a minute of those intervals; absent when never measured.",
+};
+
+pub const ESTIMATE_AGREEMENT_ERROR: Family = Family {
+    name: "netto_estimate_agreement_error",
+    kind: Kind::Gauge,
+    concern: Concern::TiersAndBudget,
+    labels: &[EVENT],
+    help: "One standard error of netto_estimate_agreement (agreement / sqrt(samples)); \
+           absent with it.",
+};
+
+pub const ESTIMATE_CALIBRATION_TIMESTAMP: Family = Family {
+    name: "netto_estimate_calibration_timestamp_seconds",
+    kind: Kind::Gauge,
+    concern: Concern::TiersAndBudget,
+    labels: &[EVENT],
+    help: "Unix time of the end of the newest interval netto_estimate_agreement rests \
+           on; absent with it.",
+};
+
+pub const CALIBRATION_INTERVALS: Family = Family {
+    name: "netto_calibration_intervals_total",
+    kind: Kind::Counter,
+    concern: Concern::TiersAndBudget,
+    labels: &[],
+    help: "Intervals a run in a tier that estimates measured exactly, to calibrate its \
+           estimates (--calibrate-every).",
+};
+
+pub const BUDGET_PERCENT: Family = Family {
+    name: "netto_budget_percent",
+    kind: Kind::Gauge,
+    concern: Concern::TiersAndBudget,
+    labels: &[],
+    help: "The budget netto keeps its whole cost under (--budget), percent of one CPU; \
+           0 without one.",
+};
+
+pub const BUDGET_EXCEEDED: Family = Family {
+    name: "netto_budget_exceeded",
+    kind: Kind::Gauge,
+    concern: Concern::TiersAndBudget,
+    labels: &[],
+    help: "1 while netto costs more than its budget with every knob at its floor, else 0.",
+};
+
+pub const BUDGET_STEPS: Family = Family {
+    name: "netto_budget_steps_total",
+    kind: Kind::Counter,
+    concern: Concern::TiersAndBudget,
+    labels: &[DIRECTION],
+    help: "Steps the budget took (sampling frequency, attribution, tier), by direction (down, up).",
+};
+
+pub const LOSSES: Family = Family {
+    name: "netto_losses_total",
+    kind: Kind::Counter,
+    concern: Concern::Losses,
+    labels: &[LOSS_KIND],
+    help: "Measurements lost, by kind: task_storage_failures (socket windows of switched-out tasks), \
+           recursion_misses (BPF program runs the kernel skipped), dropped_halves (sample buffer halves \
+           given up, their samples in netto_samples_dropped_total), attribution_misses (time the \
+           attribution's group map had no room for, left unattributed).",
+};
+
+pub const SAMPLES_DROPPED: Family = Family {
+    name: "netto_samples_dropped_total",
+    kind: Kind::Counter,
+    concern: Concern::Losses,
+    labels: &[],
+    help: "Stack samples lost because the sample buffer was full.",
+};
+
+pub const STACK_FAILURES: Family = Family {
+    name: "netto_stack_failures_total",
+    kind: Kind::Counter,
+    concern: Concern::Losses,
+    labels: &[],
+    help: "Stack samples whose kernel stack could not be read.",
+};
+
+pub const INTERVALS: Family = Family {
+    name: "netto_intervals_total",
+    kind: Kind::Counter,
+    concern: Concern::Run,
+    labels: &[],
+    help: "Snapshots (measuring intervals) received.",
+};
+
+pub const MEASURED_SECONDS: Family = Family {
+    name: "netto_measured_seconds_total",
+    kind: Kind::Counter,
+    concern: Concern::Run,
+    labels: &[],
+    help: "Wall-clock time covered by the snapshots received.",
+};
+
+pub const LAST_SNAPSHOT: Family = Family {
+    name: "netto_last_snapshot_timestamp_seconds",
+    kind: Kind::Gauge,
+    concern: Concern::Run,
+    labels: &[],
+    help: "End of the last interval received, unix time.",
+};
+
+pub const STREAM_CLIENTS: Family = Family {
+    name: "netto_stream_clients",
+    kind: Kind::Gauge,
+    concern: Concern::Run,
+    labels: &[],
+    help: "Web clients connected to the snapshot stream.",
+};
+
+pub const STREAM_CLIENTS_DROPPED: Family = Family {
+    name: "netto_stream_clients_dropped_total",
+    kind: Kind::Counter,
+    concern: Concern::Run,
+    labels: &[],
+    help: "Stream clients disconnected because they fell too far behind.",
+};
+
+/// Every family, in the order the reference page lists them within each
+/// concern.
+pub const FAMILIES: &[&Family] = &[
+    &EVENT_SECONDS,
+    &EVENT_RUNS,
+    &SOFTIRQ_SECONDS,
+    &SOFTIRQ_RUNS,
+    &HARDIRQ_SECONDS,
+    &TIMER_CALLBACK_SECONDS,
+    &PROCESS_SECONDS,
+    &CGROUP_SECONDS,
+    &NETNS_SECONDS,
+    &ATTRIBUTION_ON,
+    &SAMPLES,
+    &CATEGORY_SECONDS,
+    &SAMPLING_FREQUENCY,
+    &SAMPLES_SOFTIRQ_LOOP,
+    &PROCESS_CPU_SECONDS,
+    &OWN_SECONDS,
+    &OWN_ERROR_SECONDS,
+    &STATS_HELD_SECONDS,
+    &BPF_RUN_SECONDS,
+    &BPF_RUNS,
+    &OVERHEAD_PERCENT,
+    &TIERS,
+    &ESTIMATED_SECONDS,
+    &ESTIMATED_VARIANCE,
+    &ESTIMATE_AGREEMENT,
+    &ESTIMATE_AGREEMENT_ERROR,
+    &ESTIMATE_CALIBRATION_TIMESTAMP,
+    &CALIBRATION_INTERVALS,
+    &BUDGET_PERCENT,
+    &BUDGET_EXCEEDED,
+    &BUDGET_STEPS,
+    &LOSSES,
+    &SAMPLES_DROPPED,
+    &STACK_FAILURES,
+    &INFO,
+    &INTERVALS,
+    &MEASURED_SECONDS,
+    &LAST_SNAPSHOT,
+    &STREAM_CLIENTS,
+    &STREAM_CLIENTS_DROPPED,
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_unique_and_only_counters_end_in_total() {
+        let mut names = std::collections::BTreeSet::new();
+        for family in FAMILIES {
+            assert!(names.insert(family.name), "{} twice", family.name);
+            assert!(family.name.starts_with("netto_"), "{}", family.name);
+            assert_eq!(
+                family.name.ends_with("_total"),
+                family.kind == Kind::Counter,
+                "{}",
+                family.name
+            );
+        }
+    }
+
+    /// The help text names the kinds for a scrape's reader; the label's
+    /// values come from the model's table, so a new kind fails here until
+    /// the help says what it is.
+    #[test]
+    fn the_losses_help_names_every_kind() {
+        for kind in &Losses::KINDS {
+            assert!(LOSSES.help.contains(kind.name), "{}", kind.name);
+        }
+    }
+
+    #[test]
+    fn each_group_family_is_in_the_table_and_names_its_by() {
+        for by in GroupBy::ALL {
+            let family = group_seconds(by);
+            assert!(FAMILIES.iter().any(|f| f.name == family.name));
+            assert!(
+                family.help.contains(&format!("(--by {})", by.name())),
+                "{}",
+                family.name
+            );
+        }
+    }
+}
