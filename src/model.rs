@@ -5,7 +5,8 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use serde::{Deserialize, Serialize};
+use schemars::JsonSchema;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 /// Shortest and longest interval a run may be asked for, and its longest
 /// duration: a typo such as 1e9 gets an error instead of a process that
@@ -14,9 +15,64 @@ pub const MIN_INTERVAL_S: f64 = 0.05;
 pub const MAX_INTERVAL_S: f64 = 3600.0;
 pub const MAX_DURATION_S: f64 = 30.0 * 24.0 * 3600.0;
 
+/// The version of netto's JSON formats, snapshots and recordings, that this
+/// netto writes. The compatibility policy (docs/src/reference/
+/// json-compatibility.md) says what may change within a version and what
+/// makes the next one.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// The `schema_version` of a snapshot and of a recording's header: not
+/// data but the format, so it is always written as [`SCHEMA_VERSION`],
+/// whatever version the value was read from. Reading takes any version up
+/// to this netto's and refuses a newer one by name, rather than failing
+/// later on a field or value it does not know; files from before the
+/// field existed are version 1.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SchemaVersion;
+
+impl Serialize for SchemaVersion {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_u32(SCHEMA_VERSION)
+    }
+}
+
+impl<'de> Deserialize<'de> for SchemaVersion {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        match u32::deserialize(deserializer)? {
+            0 => Err(serde::de::Error::custom(
+                "schema version 0 does not exist (versions start at 1)",
+            )),
+            version if version <= SCHEMA_VERSION => Ok(SchemaVersion),
+            newer => Err(serde::de::Error::custom(format!(
+                "schema version {newer} is newer than this netto reads (up to \
+                 {SCHEMA_VERSION}): a newer netto wrote it"
+            ))),
+        }
+    }
+}
+
+impl JsonSchema for SchemaVersion {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "SchemaVersion".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "description": "The version of netto's JSON formats (see the compatibility policy). \
+                Absent from files written before netto versioned them, which are version 1.",
+            "type": "integer",
+            "minimum": 1,
+            "maximum": SCHEMA_VERSION,
+            "default": 1,
+        })
+    }
+}
+
 /// The network entry points netto times. The serialized names are the
 /// public JSON keys (README documents them), so they never change.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum EventKey {
     NetRxSoftirq,
@@ -47,7 +103,9 @@ impl EventKey {
 }
 
 /// Softirq vectors, named as /proc/softirqs names them, in kernel order.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
+)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum SoftirqVector {
     Hi,
@@ -98,7 +156,18 @@ impl SoftirqVector {
 /// samples what it no longer measures: every such value says so
 /// ([`CpuTime::estimated`]).
 #[derive(
-    Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+    Debug,
+    Clone,
+    Copy,
+    Default,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Serialize,
+    Deserialize,
+    JsonSchema,
 )]
 #[serde(rename_all = "snake_case")]
 pub enum Tier {
@@ -146,7 +215,7 @@ impl Tier {
 }
 
 /// CPU time of one thing over an interval.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct CpuTime {
     pub total_ns: u64,
     /// Index = CPU number.
@@ -172,7 +241,7 @@ pub struct CpuTime {
 /// An event's agreement as a tier that measured it last saw it in this
 /// run, carried onto its estimates in the tiers below, which have nothing
 /// exact to hold their samples against.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Calibration {
     /// Samples x period / exact time over the newest intervals that measured
     /// the event while sampling (their [`Breakdown::agreement`] taken
@@ -220,7 +289,7 @@ pub fn percent(ns: u64, interval_s: f64) -> f64 {
 
 /// Runs and run time of one of netto's BPF programs over the interval
 /// (estimated from a slice of it when [`Overhead::estimated`]).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct ProgramCost {
     pub name: String,
     pub run_count: u64,
@@ -229,7 +298,7 @@ pub struct ProgramCost {
 
 /// What netto itself cost over the interval: its processes' CPU time and
 /// its BPF programs' run time, and the sum of both as a share of one CPU.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Overhead {
     /// CPU time (user + system) of netto's own processes: the netto
     /// process (every thread) and the HTTP server process of `serve`; not
@@ -264,8 +333,14 @@ pub struct Overhead {
 }
 
 /// Everything measured over one interval.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Snapshot {
+    /// The version of this JSON format (its compatibility policy says what
+    /// changes it).
+    // First, so that a reader meets it before anything a newer format may
+    // have changed.
+    #[serde(default)]
+    pub schema_version: SchemaVersion,
     /// End of the interval, unix seconds.
     pub ts: f64,
     /// Measured length of the interval.
@@ -354,7 +429,7 @@ pub const MAX_BUDGET_PERCENT: f64 = 100.0;
 /// one CPU by turning its knobs down (sampling frequency, attribution, the
 /// XDP sketch's probability, the tier), and back up when there is room
 /// (`source::budget` says when and in which order).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct BudgetStatus {
     /// The budget, in percent of one CPU.
     pub percent: f64,
@@ -384,7 +459,7 @@ pub struct BudgetStatus {
 
 /// One change the budget makes; each is one line on stderr (the TUI's
 /// status line), in the snapshot and in `/metrics`.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum BudgetChange {
     /// Sampling frequency stepped down: the cost was over the budget.
@@ -472,6 +547,7 @@ impl Snapshot {
             ..CpuTime::default()
         };
         Snapshot {
+            schema_version: SchemaVersion,
             ts: 0.0,
             interval_s: 0.0,
             backend: backend.to_owned(),
@@ -513,7 +589,9 @@ impl Snapshot {
 
 /// What `--by` groups network time by. The serialized names are what
 /// `--by` takes and what JSON says (`"by": "cgroup"`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum GroupBy {
     /// The process (thread group): for the time of its socket calls, and
@@ -545,7 +623,7 @@ pub const OTHER_GROUP: &str = "other";
 /// the rest folded into one group named [`OTHER_GROUP`], and what no group
 /// claimed. For every event, the groups and `unattributed` add up to the
 /// event's total exactly.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct Attribution {
     pub by: GroupBy,
     /// Whether attribution ran during the interval; turned off at run time
@@ -559,7 +637,7 @@ pub struct Attribution {
 }
 
 /// One group's network time over the interval.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct Group {
     /// What identifies it: the cgroup's path under the v2 root, the process
     /// id, or the network namespace's inode number; [`OTHER_GROUP`] for the
@@ -591,7 +669,7 @@ impl Attribution {
 
 /// How an XDP program runs on its interface: in the driver (native) or
 /// after the kernel built an skb (generic, slower, works everywhere).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum XdpMode {
     Native,
@@ -612,7 +690,7 @@ impl XdpMode {
 /// and XDP cannot see the segment count (gso_segs): there a packet, its
 /// bytes and ns/packet are per aggregate, and the cost leaves out the
 /// kernel's skb linearisation before the program runs.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum PacketUnit {
     /// One frame as received (native XDP).
@@ -634,7 +712,7 @@ impl PacketUnit {
 /// What the XDP sketch (NitroSketch over a Count Sketch) saw over one
 /// interval and what it cost. The field names are public (JSON, TUI, web)
 /// and stay as they are.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct SketchSnapshot {
     /// End of the interval, unix seconds.
     pub ts: f64,
@@ -670,7 +748,9 @@ pub struct SketchSnapshot {
 }
 
 /// A TCP or UDP flow by 5-tuple.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
+)]
 pub struct Flow {
     pub src: String,
     pub dst: String,
@@ -681,7 +761,7 @@ pub struct Flow {
 }
 
 /// A flow's estimated traffic over the interval, scaled by 1/p.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct FlowEstimate {
     pub flow: Flow,
     pub packets: u64,
@@ -690,7 +770,7 @@ pub struct FlowEstimate {
     pub share: f64,
 }
 
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct ProtocolEstimate {
     pub packets: u64,
     pub bytes: u64,
@@ -698,7 +778,7 @@ pub struct ProtocolEstimate {
 
 /// The sketch program's own CPU time over the interval, from BPF run-time
 /// statistics. All zero while statistics are off.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct SketchCost {
     /// Runs of the program: one per packet.
     pub run_count: u64,
@@ -710,7 +790,9 @@ pub struct SketchCost {
 }
 
 /// The network context a stack sample was taken in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum SampleContext {
     NetRx,
@@ -756,7 +838,7 @@ impl SampleContext {
 /// A symbolized kernel stack, outermost frame first, and how many samples
 /// had it. Frames are function names (`[unknown]` where none was found),
 /// never addresses.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct StackCount {
     pub context: SampleContext,
     pub frames: Vec<String>,
@@ -795,7 +877,7 @@ impl StackCount {
 }
 
 /// One category's part of a context.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct CategoryShare {
     pub category: String,
     pub samples: u64,
@@ -806,7 +888,7 @@ pub struct CategoryShare {
 }
 
 /// Where one context's time went; the categories add up to the whole.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Breakdown {
     pub context: SampleContext,
     pub samples: u64,
@@ -820,7 +902,7 @@ pub struct Breakdown {
 }
 
 /// How stack sampling went over the interval.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct SamplingStats {
     pub frequency_hz: u64,
     /// `mmap` (double-buffered BPF array) or `ringbuf`.
@@ -850,7 +932,7 @@ pub struct SamplingStats {
 
 /// Measurements lost over the interval, each counted where it happened;
 /// dropped stack samples are in [`SamplingStats`].
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct Losses {
     /// Tasks switched out inside a socket call for which no task storage
     /// could be had: the rest of that call is charged to no event.
@@ -933,7 +1015,7 @@ impl Losses {
 
 /// What `netto record` writes and `netto report` / `--replay` read: the
 /// snapshots of a run, each with the stacks sampled in it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Recording {
     pub header: RecordingHeader,
     pub snapshots: Vec<Snapshot>,
@@ -976,8 +1058,11 @@ pub fn merge_stacks<'a>(snapshots: impl IntoIterator<Item = &'a Snapshot>) -> Ve
     merged
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct RecordingHeader {
+    /// The version of this JSON format, as in each snapshot.
+    #[serde(default)]
+    pub schema_version: SchemaVersion,
     pub netto_version: String,
     pub host: String,
     pub kernel: String,

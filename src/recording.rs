@@ -679,6 +679,7 @@ mod tests {
         };
         Recording {
             header: RecordingHeader {
+                schema_version: crate::model::SchemaVersion,
                 netto_version: "0".into(),
                 host: "h".into(),
                 kernel: "k".into(),

@@ -277,6 +277,7 @@ fn valid_recording() -> impl Strategy<Value = Recording> {
             .collect();
         Recording {
             header: RecordingHeader {
+                schema_version: netto::model::SchemaVersion,
                 netto_version: "0".into(),
                 host: "h".into(),
                 kernel: "k".into(),

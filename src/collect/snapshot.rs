@@ -9,7 +9,9 @@ use crate::abi::{netto_cpu, netto_event, netto_hook};
 use crate::kernel::accounting::recursion_miss_is_loss;
 use crate::kernel::hooks::HOOKS;
 use crate::kernel::stats::{ProgramRun, RunStats};
-use crate::model::{percent, CpuTime, EventKey, Losses, Overhead, Snapshot, SoftirqVector, Tier};
+use crate::model::{
+    percent, CpuTime, EventKey, Losses, Overhead, SchemaVersion, Snapshot, SoftirqVector, Tier,
+};
 
 /// Cumulative counters at one instant.
 #[derive(Debug, Clone)]
@@ -146,6 +148,7 @@ pub fn build(
         0,
     );
     Snapshot {
+        schema_version: SchemaVersion,
         ts: cur
             .wall
             .duration_since(UNIX_EPOCH)

@@ -8,7 +8,7 @@ use anyhow::{bail, Result};
 use netto::cli::{Format, RecordArgs};
 use netto::frontends::flame::Scope;
 use netto::kernel::sampler::Transport;
-use netto::model::{Recording, RecordingHeader};
+use netto::model::{Recording, RecordingHeader, SchemaVersion};
 
 use super::startup;
 use super::write::write_recording;
@@ -64,6 +64,7 @@ pub fn run(args: &RecordArgs) -> Result<ExitCode> {
     let samples = sampled(|s| s.samples);
     let recording = Recording {
         header: RecordingHeader {
+            schema_version: SchemaVersion,
             netto_version: env!("CARGO_PKG_VERSION").to_owned(),
             host: info.host,
             kernel: info.kernel,

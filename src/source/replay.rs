@@ -94,6 +94,7 @@ mod tests {
         };
         let recording = Recording {
             header: RecordingHeader {
+                schema_version: crate::model::SchemaVersion,
                 netto_version: "0".into(),
                 host: "h".into(),
                 kernel: "k".into(),

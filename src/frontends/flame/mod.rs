@@ -452,6 +452,7 @@ mod tests {
     #[test]
     fn recording_labels_name_host_kernel_duration_frequency_backend() {
         let header = RecordingHeader {
+            schema_version: crate::model::SchemaVersion,
             netto_version: "0.1.0".into(),
             host: "box1".into(),
             kernel: "6.8.0-31-generic".into(),
