@@ -70,6 +70,10 @@ pub enum Command {
     /// `serve`'s HTTP server process (started by `serve`).
     #[command(name = "serve-http", hide = true)]
     ServeHttp(ServeHttpArgs),
+    /// Write the reference pages generated from the code (metrics, command
+    /// line, JSON schemas) into a directory: for netto's own docs.
+    #[command(name = "docs-reference", hide = true)]
+    DocsReference(DocsReferenceArgs),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -575,6 +579,14 @@ pub struct ManArgs {
     /// The command whose page to print (netto-COMMAND(1)); netto(1) without.
     #[arg(value_name = "COMMAND")]
     pub command: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct DocsReferenceArgs {
+    /// The directory to write into (docs/src/reference in netto's tree);
+    /// it must exist, and its pages are replaced.
+    #[arg(value_name = "DIR")]
+    pub dir: std::path::PathBuf,
 }
 
 #[derive(Debug, Args)]

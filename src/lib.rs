@@ -13,6 +13,7 @@ pub mod abi;
 pub mod breakdown;
 pub mod cli;
 pub mod collect;
+pub mod docs;
 pub mod frontends;
 pub mod history;
 pub mod kernel;

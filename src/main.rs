@@ -24,6 +24,7 @@ fn main() -> ExitCode {
         Command::Sketch(args) => commands::sketch::run(&args),
         Command::Completions(args) => commands::docs::completions(&args),
         Command::Man(args) => commands::docs::man(&args),
+        Command::DocsReference(args) => commands::docs::reference(&args),
         Command::DemoTraffic => {
             netto::workload::demo::run_until_stdin_closes().map(|()| ExitCode::SUCCESS)
         }
