@@ -291,10 +291,11 @@ fn every_family_served_is_on_the_page_and_every_family_on_the_page_is_served() {
         .map(|l| format!("netto_{}", l.split('`').next().unwrap()))
         .collect();
     let table: BTreeMap<&str, &Family> = FAMILIES.iter().map(|f| (f.name, *f)).collect();
+    let in_table: BTreeSet<String> = table.keys().map(|n| n.to_string()).collect();
     assert_eq!(
-        on_page,
-        table.keys().map(|n| n.to_string()).collect(),
-        "the page's families are the table's"
+        differences(&on_page, &in_table),
+        "",
+        "the committed page against the table"
     );
 
     let mut served_anywhere = BTreeSet::new();
@@ -330,7 +331,12 @@ fn every_family_served_is_on_the_page_and_every_family_on_the_page_is_served() {
             .map(|name| name.to_string())
             .collect();
         let typed_names: BTreeSet<String> = typed.keys().cloned().collect();
-        assert_eq!(typed_names, expected, "--by {}", by.name());
+        assert_eq!(
+            differences(&typed_names, &expected),
+            "",
+            "served with --by {} against the page",
+            by.name()
+        );
 
         for sample in samples(&text) {
             let family = table[sample.family.as_str()];
@@ -356,9 +362,22 @@ fn every_family_served_is_on_the_page_and_every_family_on_the_page_is_served() {
         served_anywhere.extend(typed_names);
     }
     assert_eq!(
-        served_anywhere, on_page,
-        "every family on the page is served by some run"
+        differences(&served_anywhere, &on_page),
+        "",
+        "served by some run against the page"
     );
+}
+
+/// What only `left` has and what only `right` has, named; empty when
+/// they are the same.
+fn differences(left: &BTreeSet<String>, right: &BTreeSet<String>) -> String {
+    let only = |a: &BTreeSet<String>, b: &BTreeSet<String>| {
+        a.difference(b).cloned().collect::<Vec<_>>().join(", ")
+    };
+    match (only(left, right), only(right, left)) {
+        (l, r) if l.is_empty() && r.is_empty() => String::new(),
+        (l, r) => format!("only the first: [{l}]; only the second: [{r}]"),
+    }
 }
 
 fn validator(schema: &str) -> jsonschema::Validator {
@@ -392,7 +411,11 @@ fn recordings_and_snapshots_are_what_their_schemas_say() {
     let everything = with_everything(GroupBy::Cgroup);
     let text = serde_json::to_string(&everything).unwrap();
     let first = format!("{{\"schema_version\":{SCHEMA_VERSION},");
-    assert!(text.starts_with(&format!("{{\"header\":{first}")), "{}", &text[..80]);
+    assert!(
+        text.starts_with(&format!("{{\"header\":{first}")),
+        "{}",
+        &text[..80]
+    );
     assert!(text.contains(&format!("\"snapshots\":[{first}")));
     let written = serde_json::to_value(&everything).unwrap();
     assert_eq!(written["header"]["schema_version"], SCHEMA_VERSION);
@@ -415,7 +438,9 @@ fn recordings_and_snapshots_are_what_their_schemas_say() {
         other["schema_version"] = version.into();
         assert!(!snapshots.is_valid(&other), "{version}");
         let refused = serde_json::from_value::<netto::model::Snapshot>(other).unwrap_err();
-        assert!(refused.to_string().contains(&format!("schema version {version}")));
+        assert!(refused
+            .to_string()
+            .contains(&format!("schema version {version}")));
     }
 }
 
