@@ -7,7 +7,8 @@
 //! ends never touch BPF; the collector never renders. [`history`] is the
 //! recent past the live front ends keep, [`output`] writes result files
 //! whole or not at all. [`workload`] makes traffic to measure and is not
-//! part of the measuring path.
+//! part of the measuring path. [`docs`] renders the reference pages (the
+//! metrics, the command line, the JSON schemas) from the code.
 
 pub mod abi;
 pub mod breakdown;

@@ -16,8 +16,8 @@ use common::NETTO;
 use netto::docs::{pages, REFERENCE_DIR};
 use netto::frontends::web::metrics::families::{Family, FAMILIES};
 use netto::model::{
-    Attribution, BudgetChange, BudgetStatus, Calibration, EventKey, Group, GroupBy, Recording,
-    Tier, SCHEMA_VERSION,
+    Attribution, BudgetChange, BudgetStatus, EventKey, Group, GroupBy, Recording, Tier,
+    SCHEMA_VERSION,
 };
 use serde_json::Value;
 
@@ -256,15 +256,7 @@ fn with_everything(by: GroupBy) -> Recording {
         });
     }
     let last = recording.snapshots.last_mut().unwrap();
-    common::in_softirq_tier(last, 1_000_000);
-    last.events
-        .get_mut(&EventKey::SockSend)
-        .unwrap()
-        .calibration = Some(Calibration {
-        agreement: 0.9,
-        samples: 300,
-        ts: last.ts - 1.0,
-    });
+    common::calibrated_in_softirq_tier(last, 1_000_000, 0.9, 300, 1.0);
     recording
 }
 

@@ -10,7 +10,7 @@ use std::process::Command;
 use common::serve::{children, open_files, status, Serve};
 use common::NETTO;
 use netto::frontends::flame::readback::parse_folded;
-use netto::model::{Calibration, EventKey, Recording, Snapshot};
+use netto::model::{Recording, Snapshot};
 
 const RECORDING: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
@@ -527,15 +527,7 @@ fn the_grafana_dashboard_queries_served_metrics_with_rate() {
     .unwrap();
     let mut tiered = recording();
     let last = tiered.snapshots.last_mut().unwrap();
-    common::in_softirq_tier(last, 1_000_000);
-    last.events
-        .get_mut(&EventKey::SockSend)
-        .unwrap()
-        .calibration = Some(Calibration {
-        agreement: 0.9,
-        samples: 300,
-        ts: last.ts - 1.0,
-    });
+    common::calibrated_in_softirq_tier(last, 1_000_000, 0.9, 300, 1.0);
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("tiered.json");
     std::fs::write(&path, serde_json::to_vec(&tiered).unwrap()).unwrap();

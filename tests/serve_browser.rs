@@ -15,7 +15,7 @@ use common::serve::Serve;
 use headless_chrome::protocol::cdp::Page::CaptureScreenshotFormatOption;
 use headless_chrome::{Browser, LaunchOptions, Tab};
 use netto::model::{
-    Attribution, BudgetChange, BudgetStatus, Calibration, EventKey, Group, GroupBy, Recording, Tier,
+    Attribution, BudgetChange, BudgetStatus, EventKey, Group, GroupBy, Recording, Tier,
 };
 
 const RECORDING: &str = concat!(
@@ -229,16 +229,8 @@ fn tiered_and_attributed() -> Recording {
         });
     }
     let last = recording.snapshots.last_mut().unwrap();
-    common::in_softirq_tier(last, 1_500_000);
     // The exact tier measured sock_send earlier in the run.
-    last.events
-        .get_mut(&EventKey::SockSend)
-        .unwrap()
-        .calibration = Some(Calibration {
-        agreement: 0.812,
-        samples: 400,
-        ts: last.ts - 300.0,
-    });
+    common::calibrated_in_softirq_tier(last, 1_500_000, 0.812, 400, 300.0);
     recording
 }
 

@@ -40,6 +40,24 @@ pub fn in_softirq_tier(s: &mut Snapshot, error_ns: u64) {
     }
 }
 
+/// `s` made an interval of the `softirq` tier (as [`in_softirq_tier`])
+/// whose `sock_send` estimate carries the agreement a tier that measured
+/// it saw `age_s` earlier, over `samples` samples.
+pub fn calibrated_in_softirq_tier(
+    s: &mut Snapshot,
+    error_ns: u64,
+    agreement: f64,
+    samples: u64,
+    age_s: f64,
+) {
+    in_softirq_tier(s, error_ns);
+    s.events.get_mut(&EventKey::SockSend).unwrap().calibration = Some(netto::model::Calibration {
+        agreement,
+        samples,
+        ts: s.ts - age_s,
+    });
+}
+
 /// The backend every test measures with: `NETTO_TEST_BACKEND` (what
 /// `--backend` takes), else netto's own choice. The VM matrix runs the same
 /// test binaries once per backend with this set.

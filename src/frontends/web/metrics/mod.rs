@@ -394,52 +394,53 @@ impl GroupSeries {
 struct Registrar<'r>(&'r Registry);
 
 impl Registrar<'_> {
-    fn register<C: Collector + Clone + 'static>(
+    /// `new` makes the collector of `family` (of `kind`) from its name,
+    /// help and label names.
+    fn make<C: Collector + Clone + 'static>(
         &self,
         family: &Family,
         kind: Kind,
-        collector: C,
+        new: impl FnOnce(Opts, &[&str]) -> prometheus::Result<C>,
     ) -> Result<C, MetricsError> {
         debug_assert_eq!(family.kind, kind, "{}", family.name);
+        let collector = new(Opts::new(family.name, family.help), &family.label_names())?;
         self.0.register(Box::new(collector.clone()))?;
         Ok(collector)
     }
 
-    fn opts(family: &Family) -> Opts {
-        Opts::new(family.name, family.help)
-    }
-
     fn counters(&self, family: &Family) -> Result<CounterVec, MetricsError> {
-        let collector = CounterVec::new(Self::opts(family), &family.label_names())?;
-        self.register(family, Kind::Counter, collector)
+        self.make(family, Kind::Counter, |o, labels| {
+            CounterVec::new(o, labels)
+        })
     }
 
     fn counter(&self, family: &Family) -> Result<Counter, MetricsError> {
-        debug_assert!(family.labels.is_empty(), "{}", family.name);
-        let collector = Counter::with_opts(Self::opts(family))?;
-        self.register(family, Kind::Counter, collector)
+        self.make(family, Kind::Counter, |o, labels| {
+            debug_assert!(labels.is_empty(), "{}", family.name);
+            Counter::with_opts(o)
+        })
     }
 
     fn gauges(&self, family: &Family) -> Result<GaugeVec, MetricsError> {
-        let collector = GaugeVec::new(Self::opts(family), &family.label_names())?;
-        self.register(family, Kind::Gauge, collector)
+        self.make(family, Kind::Gauge, GaugeVec::new)
     }
 
     fn gauge(&self, family: &Family) -> Result<Gauge, MetricsError> {
-        debug_assert!(family.labels.is_empty(), "{}", family.name);
-        let collector = Gauge::with_opts(Self::opts(family))?;
-        self.register(family, Kind::Gauge, collector)
+        self.make(family, Kind::Gauge, |o, labels| {
+            debug_assert!(labels.is_empty(), "{}", family.name);
+            Gauge::with_opts(o)
+        })
     }
 
     fn int_gauges(&self, family: &Family) -> Result<IntGaugeVec, MetricsError> {
-        let collector = IntGaugeVec::new(Self::opts(family), &family.label_names())?;
-        self.register(family, Kind::Gauge, collector)
+        self.make(family, Kind::Gauge, IntGaugeVec::new)
     }
 
     fn int_gauge(&self, family: &Family) -> Result<IntGauge, MetricsError> {
-        debug_assert!(family.labels.is_empty(), "{}", family.name);
-        let collector = IntGauge::with_opts(Self::opts(family))?;
-        self.register(family, Kind::Gauge, collector)
+        self.make(family, Kind::Gauge, |o, labels| {
+            debug_assert!(labels.is_empty(), "{}", family.name);
+            IntGauge::with_opts(o)
+        })
     }
 }
 
