@@ -428,6 +428,19 @@ pub struct ReportArgs {
     /// Overwrite an existing output file.
     #[arg(long)]
     pub force: bool,
+    #[command(flatten)]
+    pub reading: ReadingArgs,
+}
+
+/// How a command reads a recording (`report`, `--replay`): a file is read
+/// whole, so its size is bounded (`netto report /dev/zero` would grow until
+/// the OOM killer took it).
+#[derive(Debug, Args)]
+pub struct ReadingArgs {
+    /// Refuse a recording larger than this many bytes (suffixes K, M, G and
+    /// T, of 1024: 512M, 2G).
+    #[arg(long, value_name = "SIZE", default_value = "1G", value_parser = parse_size)]
+    pub max_recording_size: u64,
 }
 
 impl ReportArgs {
@@ -449,6 +462,7 @@ const MAX_HISTORY_S: f64 = 3600.0;
 /// played back. Shared by `top` and `serve`, which set their own default
 /// sampling frequency.
 #[derive(Debug, Args)]
+#[command(mut_arg("max_recording_size", |a| a.requires("replay")))]
 pub struct SourceArgs {
     #[command(flatten)]
     pub measure: MeasureArgs,
@@ -461,6 +475,8 @@ pub struct SourceArgs {
     /// Replay this many times faster than recorded (`inf`: all at once).
     #[arg(long, default_value = "1", value_name = "FACTOR", requires = "replay", allow_negative_numbers = true, value_parser = parse_speed)]
     pub speed: f64,
+    #[command(flatten)]
+    pub reading: ReadingArgs,
 }
 
 #[derive(Debug, Args)]
@@ -745,6 +761,36 @@ fn parse_window(text: &str) -> Result<f64, String> {
     parse_seconds(text, 1.0, MAX_HISTORY_S)
 }
 
+/// The units a size may be given in.
+const SIZE_UNITS: [(&str, u64); 5] = [
+    ("", 1),
+    ("K", 1 << 10),
+    ("M", 1 << 20),
+    ("G", 1 << 30),
+    ("T", 1 << 40),
+];
+
+fn parse_size(text: &str) -> Result<u64, String> {
+    let digits = text.trim_end_matches(|c: char| c.is_ascii_alphabetic());
+    let unit = &text[digits.len()..];
+    let unit = unit
+        .strip_suffix("iB")
+        .filter(|u| !u.is_empty())
+        .unwrap_or(unit);
+    let scale = SIZE_UNITS
+        .iter()
+        .find(|(name, _)| name.eq_ignore_ascii_case(unit))
+        .map(|&(_, scale)| scale);
+    match (digits.parse::<u64>(), scale) {
+        (Ok(n), Some(scale)) if n > 0 => n
+            .checked_mul(scale)
+            .ok_or_else(|| format!("'{text}' is more bytes than 2^64")),
+        _ => Err(format!(
+            "'{text}' is not a size in bytes (a whole number above 0, optionally with K, M, G or T)"
+        )),
+    }
+}
+
 fn parse_duration(text: &str) -> Result<f64, String> {
     let value = parse_seconds(text, 0.0, MAX_DURATION_S)?;
     if value == 0.0 {
@@ -790,6 +836,48 @@ mod tests {
             (config.probability, config.rows, config.columns),
             (1.0, 3, 2048)
         );
+    }
+
+    #[test]
+    fn recording_sizes_with_binary_units() {
+        for (text, bytes) in [
+            ("1", 1),
+            ("4096", 4096),
+            ("64k", 64 << 10),
+            ("512M", 512 << 20),
+            ("1G", 1 << 30),
+            ("2GiB", 2 << 30),
+            ("1t", 1 << 40),
+        ] {
+            assert_eq!(parse_size(text), Ok(bytes), "{text}");
+        }
+        for bad in [
+            "0",
+            "",
+            "G",
+            "1.5G",
+            "-1",
+            "1X",
+            "1 G",
+            "1iB",
+            "99999999999T",
+        ] {
+            assert!(parse_size(bad).is_err(), "{bad}");
+        }
+        let default = |args: &[&str]| match parse(args).unwrap().into_command() {
+            Command::Report(r) => r.reading.max_recording_size,
+            Command::Top(t) => t.source.reading.max_recording_size,
+            Command::Serve(s) => s.source.reading.max_recording_size,
+            _ => unreachable!(),
+        };
+        assert_eq!(default(&["report", "r.json", "-o", "r.svg"]), 1 << 30);
+        assert_eq!(default(&["top", "--replay", "r.json"]), 1 << 30);
+        assert_eq!(
+            default(&["serve", "--replay", "r.json", "--max-recording-size", "2G"]),
+            2 << 30
+        );
+        let err = parse(&["top", "--max-recording-size", "2G"]).unwrap_err();
+        assert!(usage_error_line(&err).contains("--replay"), "{err}");
     }
 
     #[test]

@@ -9,7 +9,9 @@
 
 use std::collections::BTreeMap;
 use std::fs;
+use std::io::Read;
 use std::ops::Deref;
+use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::Path;
 
 use thiserror::Error;
@@ -17,7 +19,7 @@ use thiserror::Error;
 use crate::kernel::sampler::MAX_FREQUENCY_HZ;
 use crate::model::{
     Attribution, BudgetChange, CpuTime, EventKey, Recording, Snapshot, SoftirqVector, StackCount,
-    Tier, MAX_BUDGET_PERCENT, MAX_DURATION_S, MAX_INTERVAL_S,
+    Tier, MAX_BUDGET_PERCENT,
 };
 
 /// Most CPUs a recording may have: the kernel's own ceiling (`NR_CPUS`
@@ -34,6 +36,16 @@ pub const MAX_CPUS: usize = 8192;
 const OVERRUN_SHARE: f64 = 0.25;
 const OVERRUN_S: f64 = 0.1;
 
+/// The longest a recording can have measured, in one interval or in all of
+/// them: intervals are timed on the monotonic clock, which counts from
+/// boot, and no host stays up for a century. An interval may be far
+/// longer than the one asked for: netto stopped (Ctrl-Z) or its host
+/// paused, the interval in progress lasts until it runs again.
+pub const MAX_MEASURED_S: f64 = 100.0 * 365.25 * 86400.0;
+
+/// What `--max-recording-size` is unless given: recordings are read whole.
+pub const DEFAULT_MAX_RECORDING_SIZE: u64 = 1 << 30;
+
 /// The most a measured time (or interval) spanning `seconds` can be.
 fn with_overrun(seconds: f64) -> f64 {
     seconds * (1.0 + OVERRUN_SHARE) + OVERRUN_S
@@ -46,6 +58,12 @@ pub enum RecordingError {
     /// netto prints says it once.
     #[error("cannot read {path}: {cause}")]
     Read { path: String, cause: std::io::Error },
+    /// A directory, a FIFO, a device, a socket: a recording is a file
+    /// (reading a FIFO could block for ever, a device never end).
+    #[error("{path} is {kind}, not a regular file: a recording is a file")]
+    NotAFile { path: String, kind: &'static str },
+    #[error("{path} is larger than --max-recording-size ({limit} bytes)")]
+    TooLarge { path: String, limit: u64 },
     /// Not the JSON of a recording: a syntax error, a missing field, a
     /// value of the wrong type.
     #[error("{path} is not a netto recording: {problem}")]
@@ -101,13 +119,17 @@ impl Deref for ValidRecording {
     }
 }
 
-/// Reads, parses and validates the recording at `path`.
+/// Reads, parses and validates the recording at `path`, of at most
+/// [`DEFAULT_MAX_RECORDING_SIZE`] bytes.
 pub fn load(path: &Path) -> Result<ValidRecording, RecordingError> {
+    load_within(path, DEFAULT_MAX_RECORDING_SIZE)
+}
+
+/// Reads, parses and validates the recording at `path`, a regular file of
+/// at most `limit` bytes (`--max-recording-size`).
+pub fn load_within(path: &Path, limit: u64) -> Result<ValidRecording, RecordingError> {
     let name = path.display().to_string();
-    let bytes = fs::read(path).map_err(|cause| RecordingError::Read {
-        path: name.clone(),
-        cause,
-    })?;
+    let bytes = read_within(path, limit)?;
     let recording = parse(&bytes).map_err(|problem| RecordingError::Malformed {
         path: name.clone(),
         problem,
@@ -116,6 +138,61 @@ pub fn load(path: &Path) -> Result<ValidRecording, RecordingError> {
         path: name,
         problem,
     })
+}
+
+/// The bytes of the regular file at `path`, if there are at most `limit`.
+/// Its type is looked at before it is opened (opening a device can do
+/// something) and again once open, without blocking (a FIFO put there
+/// meanwhile is refused, not waited on); reading stops past `limit`, in
+/// case the file grows.
+fn read_within(path: &Path, limit: u64) -> Result<Vec<u8>, RecordingError> {
+    let name = || path.display().to_string();
+    let read_error = |cause| RecordingError::Read {
+        path: name(),
+        cause,
+    };
+    let regular = |file_type: fs::FileType| {
+        if file_type.is_file() {
+            return Ok(());
+        }
+        let kind = if file_type.is_dir() {
+            "a directory"
+        } else if file_type.is_fifo() {
+            "a FIFO"
+        } else if file_type.is_char_device() {
+            "a character device"
+        } else if file_type.is_block_device() {
+            "a block device"
+        } else if file_type.is_socket() {
+            "a socket"
+        } else {
+            "not a file"
+        };
+        Err(RecordingError::NotAFile { path: name(), kind })
+    };
+    regular(fs::metadata(path).map_err(read_error)?.file_type())?;
+    let file = fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .map_err(read_error)?;
+    let meta = file.metadata().map_err(read_error)?;
+    regular(meta.file_type())?;
+    let too_large = || RecordingError::TooLarge {
+        path: name(),
+        limit,
+    };
+    if meta.len() > limit {
+        return Err(too_large());
+    }
+    let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
+    file.take(limit.saturating_add(1))
+        .read_to_end(&mut bytes)
+        .map_err(read_error)?;
+    if bytes.len() as u64 > limit {
+        return Err(too_large());
+    }
+    Ok(bytes)
 }
 
 /// The recording in `bytes`, or where its JSON goes wrong.
@@ -143,12 +220,12 @@ pub fn validate(recording: &Recording) -> Result<(), Invalid> {
     let header = &recording.header;
     check_frequency("header.frequency_hz", header.frequency_hz)?;
     check_seconds("header.started", header.started, f64::MAX)?;
-    check_seconds(
-        "header.duration_s",
-        header.duration_s,
-        with_overrun(MAX_DURATION_S),
-    )?;
+    check_seconds("header.duration_s", header.duration_s, MAX_MEASURED_S)?;
     let mut previous_ts = f64::NEG_INFINITY;
+    // What the intervals add up to: bounded, it bounds what the front
+    // ends add up over any range of snapshots (the stack samples of a
+    // century on MAX_CPUS at MAX_FREQUENCY_HZ fit 64 bits).
+    let mut measured_s = 0.0;
     for (i, snapshot) in recording.snapshots.iter().enumerate() {
         let at = format!("snapshots[{i}]");
         let transport = snapshot.sampling.as_ref().map(|s| &s.transport);
@@ -174,17 +251,20 @@ pub fn validate(recording: &Recording) -> Result<(), Invalid> {
             ));
         }
         previous_ts = snapshot.ts;
+        measured_s += snapshot.interval_s;
+        if measured_s > MAX_MEASURED_S {
+            return Err(invalid(
+                format!("{at}.interval_s"),
+                "the intervals up to here add up to more than a century",
+            ));
+        }
     }
     Ok(())
 }
 
 fn check_snapshot(at: &str, s: &Snapshot) -> Result<(), Invalid> {
     check_seconds(&format!("{at}.ts"), s.ts, f64::MAX)?;
-    check_seconds(
-        &format!("{at}.interval_s"),
-        s.interval_s,
-        with_overrun(MAX_INTERVAL_S),
-    )?;
+    check_seconds(&format!("{at}.interval_s"), s.interval_s, MAX_MEASURED_S)?;
     if !(1..=MAX_CPUS).contains(&s.cpus) {
         return Err(invalid(
             format!("{at}.cpus"),
@@ -235,6 +315,12 @@ fn check_snapshot(at: &str, s: &Snapshot) -> Result<(), Invalid> {
     }
     if !vectors.is_empty() {
         check_time(&format!("{at}.hardirq"), &s.hardirq, s.cpus, cpu_ns)?;
+    }
+    // The front ends add events up, and vectors.
+    let events = checked_sum(0, s.events.values().map(|t| t.total_ns));
+    let vectors = checked_sum(0, s.softirq.values().map(|t| t.total_ns));
+    for (field, sum) in [("events", events), ("softirq", vectors)] {
+        sum.ok_or_else(|| invalid(format!("{at}.{field}"), OVERFLOW))?;
     }
     // What all CPUs together can have spent.
     let host_ns = cpu_ns * s.cpus as f64;
@@ -304,8 +390,10 @@ fn check_snapshot(at: &str, s: &Snapshot) -> Result<(), Invalid> {
             sampling.samples as f64,
         )?;
     }
-    check_breakdown(at, s)?;
-    check_stacks(at, s, host_ns)?;
+    // The sampler takes at most one sample per period per CPU.
+    let most_samples = host_ns / 1e9 * MAX_FREQUENCY_HZ as f64;
+    check_breakdown(at, s, most_samples)?;
+    check_stacks(at, s, most_samples)?;
     if let Some(attribution) = &s.attribution {
         check_attribution(&format!("{at}.attribution"), attribution, s)?;
     }
@@ -314,11 +402,14 @@ fn check_snapshot(at: &str, s: &Snapshot) -> Result<(), Invalid> {
         check_seconds(
             &format!("{at}.interval_s"),
             sketch.interval_s,
-            with_overrun(MAX_INTERVAL_S),
+            MAX_MEASURED_S,
         )?;
         check_probability(&format!("{at}.probability"), sketch.probability)?;
+        // A flow's share is an estimate over an exact total: netto keeps
+        // the shares it writes within 1 together, but only the estimate's
+        // own error bounds one, so any number >= 0 is one.
         for (j, flow) in sketch.top.iter().enumerate() {
-            check_share(&format!("{at}.top[{j}].share"), flow.share)?;
+            check_seconds(&format!("{at}.top[{j}].share"), flow.share, f64::MAX)?;
         }
         check_seconds(
             &format!("{at}.cost.ns_per_packet"),
@@ -357,22 +448,32 @@ fn check_attribution(at: &str, a: &Attribution, s: &Snapshot) -> Result<(), Inva
     let mut names = std::collections::BTreeSet::new();
     for (j, group) in a.groups.iter().enumerate() {
         let at = format!("{at}.groups[{j}]");
+        // Names and labels are the host's (a process names itself, anyone
+        // with a delegated subtree names cgroups): any text, control
+        // characters and blanks included, which the front ends print
+        // escaped. A name identifies its group, so it is never empty.
+        if group.name.is_empty() {
+            return Err(invalid(format!("{at}.name"), "is empty"));
+        }
         for (field, text) in [("name", &group.name), ("label", &group.label)] {
-            if text.is_empty() || text.len() > MAX_GROUP_NAME || text.chars().any(char::is_control)
-            {
+            if text.len() > MAX_GROUP_NAME {
                 return Err(invalid(
                     format!("{at}.{field}"),
-                    "is empty, longer than 4096 bytes or has control characters",
+                    format!("is longer than {MAX_GROUP_NAME} bytes"),
                 ));
             }
         }
         if !names.insert(group.name.as_str()) {
             return Err(invalid(
                 format!("{at}.name"),
-                format!("{} appears twice", group.name),
+                format!("{:?} appears twice", group.name),
             ));
         }
+        checked_sum(0, group.events.values().copied())
+            .ok_or_else(|| invalid(format!("{at}.events"), OVERFLOW))?;
     }
+    checked_sum(0, a.unattributed.values().copied())
+        .ok_or_else(|| invalid(format!("{at}.unattributed"), OVERFLOW))?;
     for key in EventKey::ALL {
         let part = |events: &BTreeMap<EventKey, u64>, at: String| {
             events
@@ -460,9 +561,8 @@ fn check_time(at: &str, time: &CpuTime, cpus: usize, cpu_ns: f64) -> Result<(), 
             ));
         }
     }
-    // Each value is at most about 5.6e12 (an interval of 4500 s) and there
-    // are at most MAX_CPUS of them: the sum cannot overflow.
-    let sum: u64 = time.per_cpu_ns.iter().sum();
+    let sum = checked_sum(0, time.per_cpu_ns.iter().copied())
+        .ok_or_else(|| invalid(format!("{at}.per_cpu_ns"), OVERFLOW))?;
     if sum != time.total_ns {
         return Err(invalid(
             format!("{at}.total_ns"),
@@ -472,7 +572,15 @@ fn check_time(at: &str, time: &CpuTime, cpus: usize, cpu_ns: f64) -> Result<(), 
     Ok(())
 }
 
-fn check_breakdown(at: &str, s: &Snapshot) -> Result<(), Invalid> {
+/// Each context's categories add up to it, and all contexts together to
+/// no more samples than the sampler can take.
+fn check_breakdown(at: &str, s: &Snapshot, most_samples: f64) -> Result<(), Invalid> {
+    check_samples(
+        &format!("{at}.breakdown"),
+        s.breakdown.iter().map(|b| b.samples),
+        most_samples,
+        s.cpus,
+    )?;
     let mut seen = Vec::new();
     for (j, breakdown) in s.breakdown.iter().enumerate() {
         let at = format!("{at}.breakdown[{j}]");
@@ -486,13 +594,13 @@ fn check_breakdown(at: &str, s: &Snapshot) -> Result<(), Invalid> {
         if let Some(agreement) = breakdown.agreement {
             check_seconds(&format!("{at}.agreement"), agreement, f64::MAX)?;
         }
-        let mut samples = 0u64;
-        let mut cpu_ns = 0u64;
         for (k, category) in breakdown.categories.iter().enumerate() {
             check_share(&format!("{at}.categories[{k}].share"), category.share)?;
-            samples = samples.saturating_add(category.samples);
-            cpu_ns = cpu_ns.saturating_add(category.cpu_ns);
         }
+        let categories = &breakdown.categories;
+        let overflow = || invalid(format!("{at}.categories"), OVERFLOW);
+        let samples = checked_sum(0, categories.iter().map(|c| c.samples)).ok_or_else(overflow)?;
+        let cpu_ns = checked_sum(0, categories.iter().map(|c| c.cpu_ns)).ok_or_else(overflow)?;
         if samples != breakdown.samples {
             return Err(invalid(
                 format!("{at}.samples"),
@@ -516,10 +624,7 @@ fn check_breakdown(at: &str, s: &Snapshot) -> Result<(), Invalid> {
     Ok(())
 }
 
-fn check_stacks(at: &str, s: &Snapshot, host_ns: f64) -> Result<(), Invalid> {
-    // The sampler takes at most one sample per period per CPU.
-    let most_samples = host_ns / 1e9 * MAX_FREQUENCY_HZ as f64;
-    let mut samples = 0f64;
+fn check_stacks(at: &str, s: &Snapshot, most_samples: f64) -> Result<(), Invalid> {
     for (j, stack) in s.stacks.iter().enumerate() {
         for (k, frame) in stack.frames.iter().enumerate() {
             if let Some(problem) = frame_problem(frame) {
@@ -528,18 +633,40 @@ fn check_stacks(at: &str, s: &Snapshot, host_ns: f64) -> Result<(), Invalid> {
         }
         check_stack_cpus(&format!("{at}.stacks[{j}]"), stack, s.cpus)?;
         check_stack_group(&format!("{at}.stacks[{j}].group"), stack, s)?;
-        samples += stack.count as f64;
     }
-    if samples > most_samples {
+    check_samples(
+        &format!("{at}.stacks"),
+        s.stacks.iter().map(|stack| stack.count),
+        most_samples,
+        s.cpus,
+    )
+}
+
+/// Samples that add up to no more than the sampler can take in the
+/// interval (`most`, on `cpus` CPUs).
+fn check_samples(
+    at: &str,
+    counts: impl Iterator<Item = u64>,
+    most: f64,
+    cpus: usize,
+) -> Result<(), Invalid> {
+    let samples = checked_sum(0, counts).ok_or_else(|| invalid(at, OVERFLOW))?;
+    if samples as f64 > most {
         return Err(invalid(
-            format!("{at}.stacks"),
-            format!(
-                "{samples} samples, more than {MAX_FREQUENCY_HZ} Hz on {} CPUs can take",
-                s.cpus
-            ),
+            at,
+            format!("{samples} samples, more than {MAX_FREQUENCY_HZ} Hz on {cpus} CPUs can take"),
         ));
     }
     Ok(())
+}
+
+/// What a sum that does not fit 64 bits says: no measurement adds up to
+/// that, and the front ends' sums would wrap.
+const OVERFLOW: &str = "add up to more than 2^64, which nothing measured can";
+
+/// `start` plus `values`, unless that overflows.
+fn checked_sum(start: u64, mut values: impl Iterator<Item = u64>) -> Option<u64> {
+    values.try_fold(start, u64::checked_add)
 }
 
 /// A stack's group, when it has one, is a group of the snapshot's
@@ -801,13 +928,127 @@ mod tests {
         validate(&r).unwrap();
     }
 
+    /// An interval lasts as long as netto was stopped (Ctrl-Z) or its host
+    /// paused, far beyond any interval asked for; not beyond a century,
+    /// alone or together.
     #[test]
-    fn intervals_within_the_command_lines_bounds() {
-        let longest = MAX_INTERVAL_S * (1.0 + OVERRUN_SHARE) + OVERRUN_S;
-        validate(&recording(1, longest)).unwrap();
+    fn intervals_as_long_as_a_stall_and_no_longer_than_a_century() {
+        let stalled = 3.0 * 86400.0;
+        validate(&recording(1, stalled)).unwrap();
         validate(&recording(1, 0.0)).unwrap();
-        let err = validate(&recording(1, longest * 1.01)).unwrap_err();
+        let err = validate(&recording(1, MAX_MEASURED_S * 1.01)).unwrap_err();
         assert_eq!(err.at, "snapshots[0].interval_s");
+        let err = validate(&recording(1, MAX_MEASURED_S / 2.5)).unwrap_err();
+        assert_eq!(err.at, "snapshots[2].interval_s");
+        assert!(err.problem.contains("add up"), "{err}");
+        let mut r = recording(1, 1.0);
+        r.header.duration_s = stalled;
+        validate(&r).unwrap();
+        r.header.duration_s = f64::INFINITY;
+        assert_eq!(validate(&r).unwrap_err().at, "header.duration_s");
+    }
+
+    /// Sums that do not fit 64 bits are refused, not saturated: a breakdown
+    /// whose categories wrap to its count, per-CPU times that wrap to the
+    /// total, stack samples beyond what the sampler takes.
+    #[test]
+    fn sums_that_overflow_are_refused_where_they_are() {
+        use crate::model::{Breakdown, CategoryShare, SampleContext};
+        let category = |samples| CategoryShare {
+            category: "tcp".into(),
+            samples,
+            share: 0.5,
+            cpu_ns: 0,
+        };
+        let mut r = recording(1, 1.0);
+        // 2^64 - 1 + 2 wraps to 1.
+        r.snapshots[0].breakdown = vec![Breakdown {
+            context: SampleContext::NetRx,
+            samples: 1,
+            agreement: None,
+            categories: vec![category(u64::MAX), category(2)],
+        }];
+        let err = validate(&r).unwrap_err();
+        assert_eq!(err.at, "snapshots[0].breakdown[0].categories");
+        assert!(err.problem.contains("2^64"), "{err}");
+        // Each context within itself, together beyond what 1 CPU samples.
+        let most = (1.0 + OVERRUN_SHARE + OVERRUN_S) * MAX_FREQUENCY_HZ as f64;
+        let context = |context, samples| Breakdown {
+            context,
+            samples,
+            agreement: None,
+            categories: vec![category(samples)],
+        };
+        r.snapshots[0].breakdown = vec![
+            context(SampleContext::NetRx, most as u64),
+            context(SampleContext::NetTx, most as u64),
+        ];
+        let err = validate(&r).unwrap_err();
+        assert_eq!(err.at, "snapshots[0].breakdown");
+
+        let mut r = recording(2, 1.0);
+        let rx = r.snapshots[0]
+            .events
+            .get_mut(&EventKey::NetRxSoftirq)
+            .unwrap();
+        rx.per_cpu_ns = vec![u64::MAX, 2];
+        rx.total_ns = 1;
+        let err = validate(&r).unwrap_err();
+        assert_eq!(err.at, "snapshots[0].events.net_rx_softirq.per_cpu_ns[0]");
+
+        // Stack samples that wrap to a few.
+        let mut r = recording(1, 1.0);
+        let stack = |count| StackCount::of(SampleContext::NetRx, &["net_rx_action"], count);
+        r.snapshots[0].stacks = vec![stack(u64::MAX), stack(2)];
+        let err = validate(&r).unwrap_err();
+        assert_eq!(err.at, "snapshots[0].stacks");
+        assert!(err.problem.contains("2^64"), "{err}");
+    }
+
+    /// A flow's share is an estimate over an exact total: one above 1 (as
+    /// netto wrote them before it kept shares within the total) loads.
+    #[test]
+    fn a_flow_share_above_one_is_an_estimate_that_loads() {
+        use crate::model::{Flow, FlowEstimate, SketchCost, SketchSnapshot, XdpMode};
+        let mut r = recording(1, 1.0);
+        let flow = |share| FlowEstimate {
+            flow: Flow {
+                src: "10.0.0.1".into(),
+                dst: "10.0.0.2".into(),
+                sport: 1,
+                dport: 2,
+                proto: "udp".into(),
+            },
+            packets: 3,
+            bytes: 300,
+            share,
+        };
+        let mut sketch = SketchSnapshot {
+            ts: 100.0,
+            interval_s: 1.0,
+            iface: "lo".into(),
+            mode: XdpMode::Generic,
+            probability: 0.5,
+            rows: 4,
+            columns: 256,
+            packet_unit: Default::default(),
+            packets: 2,
+            bytes: 200,
+            gaps_reused: 0,
+            top: vec![flow(1.5)],
+            other_protocols: BTreeMap::new(),
+            cost: SketchCost::default(),
+        };
+        r.snapshots[0].sketch = Some(sketch.clone());
+        validate(&r).unwrap();
+        for bad in [-0.1, f64::NAN, f64::INFINITY] {
+            sketch.top = vec![flow(bad)];
+            r.snapshots[0].sketch = Some(sketch.clone());
+            assert_eq!(
+                validate(&r).unwrap_err().at,
+                "snapshots[0].sketch.top[0].share"
+            );
+        }
     }
 
     #[test]
@@ -860,7 +1101,17 @@ mod tests {
             err.to_string(),
             "snapshots[0].attribution.groups[0].events: lacks sock_send"
         );
-        let err = with(|a| a.groups[0].label = "\u{1b}[2J".into()).unwrap_err();
+        // A process names itself: escape sequences, blanks, nothing.
+        assert_eq!(with(|a| a.groups[0].label = "\u{1b}[2J".into()), Ok(()));
+        assert_eq!(with(|a| a.groups[0].label = "   ".into()), Ok(()));
+        assert_eq!(with(|a| a.groups[0].label = String::new()), Ok(()));
+        assert_eq!(
+            with(|a| a.groups[0].name = "/a\u{1b}]0;x\u{7}".into()),
+            Ok(())
+        );
+        let err = with(|a| a.groups[0].name = String::new()).unwrap_err();
+        assert_eq!(err.at, "snapshots[0].attribution.groups[0].name");
+        let err = with(|a| a.groups[0].label = "x".repeat(MAX_GROUP_NAME + 1)).unwrap_err();
         assert_eq!(err.at, "snapshots[0].attribution.groups[0].label");
         let err = with(|a| {
             let twin = a.groups[0].clone();

@@ -2,13 +2,14 @@
 //! turns each interval into a [`Snapshot`]. It never formats anything.
 
 pub mod attribution;
+pub mod clock;
 pub mod cost;
 pub mod estimate;
 pub mod groups;
 pub mod process;
 pub mod snapshot;
 
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 use crate::kernel::accounting::Accounting;
 use crate::kernel::attribution::Key;
@@ -86,7 +87,9 @@ impl<'a, 'obj> Collector<'a, 'obj> {
             Some(_) => Some(self.accounting.read_groups()?),
             None => None,
         };
-        let current = read(self.accounting, &mut self.processes)?;
+        let mut current = read(self.accounting, &mut self.processes)?;
+        current.ts =
+            clock::interval_end((self.previous.at, self.previous.ts), current.at, current.ts);
         let bpf = self.context.bpf_stats.then(|| {
             let mut hooks = snapshot::hook_runs(&self.previous, &current);
             for other in beside.hooks {
@@ -162,7 +165,7 @@ fn read(accounting: &Accounting<'_>, processes: &mut OwnProcesses) -> Result<Rea
     let cpus = accounting.read_cpus()?;
     Ok(Reading {
         at: Instant::now(),
-        wall: SystemTime::now(),
+        ts: clock::unix_now(),
         cpus,
         // Read whether or not statistics are on: recursion misses are
         // counted always.

@@ -2,7 +2,7 @@
 //! between them. Pure, so it is tested without BPF.
 
 use std::collections::BTreeMap;
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::Instant;
 
 use super::cost::{BpfCost, HookRuns};
 use crate::abi::{netto_cpu, netto_event, netto_hook};
@@ -17,7 +17,9 @@ use crate::model::{
 #[derive(Debug, Clone)]
 pub struct Reading {
     pub at: Instant,
-    pub wall: SystemTime,
+    /// When, in unix seconds ([`super::clock`]: never before the previous
+    /// reading's).
+    pub ts: f64,
     /// Index = CPU.
     pub cpus: Vec<netto_cpu>,
     /// Every attached program, whether or not run-time statistics are on.
@@ -149,11 +151,7 @@ pub fn build(
     );
     Snapshot {
         schema_version: SchemaVersion,
-        ts: cur
-            .wall
-            .duration_since(UNIX_EPOCH)
-            .map(|d| d.as_secs_f64())
-            .unwrap_or(0.0),
+        ts: cur.ts,
         interval_s: cur.at.duration_since(prev.at).as_secs_f64(),
         backend: ctx.backend.clone(),
         // The collector sets the tier in force.
@@ -265,7 +263,7 @@ mod tests {
         let t0 = Instant::now();
         let prev = Reading {
             at: t0,
-            wall: UNIX_EPOCH + Duration::from_secs(100),
+            ts: 100.0,
             cpus: vec![
                 cpu(|c| c.event_ns[3] = 100),
                 cpu(|c| c.softirq_time[3].ns = 1000),
@@ -275,7 +273,7 @@ mod tests {
         };
         let cur = Reading {
             at: t0 + Duration::from_millis(500),
-            wall: UNIX_EPOCH + Duration::from_secs(101),
+            ts: 101.0,
             cpus: vec![
                 cpu(|c| {
                     c.event_ns[3] = 400;
@@ -331,7 +329,7 @@ mod tests {
     fn reading(cpus: Vec<netto_cpu>, programs: &[(&str, u64)]) -> Reading {
         Reading {
             at: Instant::now(),
-            wall: UNIX_EPOCH,
+            ts: 0.0,
             cpus,
             programs: programs
                 .iter()

@@ -2,10 +2,11 @@
 //! one file: a flame graph, folded stacks, or a replayable JSON recording.
 
 use std::process::ExitCode;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::Instant;
 
 use anyhow::{bail, Result};
 use netto::cli::{Format, RecordArgs};
+use netto::collect::clock::unix_now;
 use netto::frontends::flame::Scope;
 use netto::kernel::sampler::Transport;
 use netto::model::{Recording, RecordingHeader, SchemaVersion};
@@ -36,13 +37,14 @@ pub fn run(args: &RecordArgs) -> Result<ExitCode> {
         frequency,
         transport.name()
     );
-    let started = SystemTime::now();
+    // The run's length on the monotonic clock, as every interval's.
+    let (started, clock) = (unix_now(), Instant::now());
     let snapshots: Vec<_> = source
         .snapshots
         .iter()
         .inspect(startup::announce_budget)
         .collect();
-    let duration_s = started.elapsed().map_or(0.0, |d| d.as_secs_f64());
+    let duration_s = clock.elapsed().as_secs_f64();
     let info = source.info.clone();
     source.finish()?;
 
@@ -68,9 +70,7 @@ pub fn run(args: &RecordArgs) -> Result<ExitCode> {
             netto_version: env!("CARGO_PKG_VERSION").to_owned(),
             host: info.host,
             kernel: info.kernel,
-            started: started
-                .duration_since(UNIX_EPOCH)
-                .map_or(0.0, |d| d.as_secs_f64()),
+            started,
             duration_s,
             frequency_hz: frequency,
             backend: info.backend,

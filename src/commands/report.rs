@@ -8,7 +8,7 @@ use std::path::Path;
 use anyhow::{bail, Context, Result};
 use netto::cli::{Format, ReportArgs};
 use netto::frontends::flame::check_scope;
-use netto::recording::{load, ValidRecording};
+use netto::recording::{load_within, ValidRecording};
 
 use super::write::{write_diff, write_recording};
 
@@ -50,7 +50,7 @@ pub fn run(args: &ReportArgs) -> Result<ExitCode> {
 /// Loads a recording and checks that it can be drawn as `args` ask (has
 /// the group asked for), before anything is written.
 fn load_for(path: &Path, args: &ReportArgs) -> Result<ValidRecording> {
-    let recording = load(path)?;
+    let recording = load_within(path, args.reading.max_recording_size)?;
     check_scope(&recording.snapshots, args.scope()).with_context(|| path.display().to_string())?;
     Ok(recording)
 }

@@ -17,7 +17,7 @@ use super::signals::{stop_on_signals, when_stopped};
 pub fn view_source(args: &SourceArgs) -> Result<Source> {
     match &args.replay {
         Some(path) => {
-            let recording = netto::recording::load(path)?;
+            let recording = netto::recording::load_within(path, args.reading.max_recording_size)?;
             replay::start(recording, &path.display().to_string(), args.speed)
         }
         None => live::start(args.measure.live_config(Some(&args.sampling), None, false)),

@@ -3,6 +3,7 @@
 
 pub mod calibration_text;
 pub mod flame;
+pub mod label;
 pub mod sketch;
 pub mod stat;
 pub mod tui;

@@ -7,6 +7,7 @@ use std::io::{self, Write};
 use std::collections::BTreeMap;
 
 use super::calibration_text::measured_agreement;
+use super::label::printable;
 use crate::model::{percent, Attribution, CpuTime, EventKey, Snapshot, SoftirqVector};
 
 /// Per-CPU columns are shown up to this many CPUs; beyond, the table would
@@ -203,7 +204,7 @@ fn who_pays(text: &mut String, a: &Attribution, interval_s: f64) {
     let _ = writeln!(text, "  NAME");
     let mut row = |label: &str, events: &BTreeMap<EventKey, u64>, name: &str| {
         let total: u64 = events.values().sum();
-        let label: String = label.chars().take(LABEL_WIDTH).collect();
+        let label: String = printable(label).chars().take(LABEL_WIDTH).collect();
         let _ = write!(
             text,
             "{label:<LABEL_WIDTH$} {:>11} {:>7.2}",
@@ -213,7 +214,7 @@ fn who_pays(text: &mut String, a: &Attribution, interval_s: f64) {
         for key in EventKey::ALL {
             let _ = write!(text, " {:>10}", ms(events.get(&key).copied().unwrap_or(0)));
         }
-        let _ = writeln!(text, "  {name}");
+        let _ = writeln!(text, "  {}", printable(name));
     };
     for group in &a.groups {
         row(&group.label, &group.events, &group.name);

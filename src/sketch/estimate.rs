@@ -67,6 +67,40 @@ pub fn top(
     ranked
 }
 
+/// `estimates` of disjoint parts of a whole of `total`, brought within
+/// what they can be: none below zero, and together no more than the whole.
+/// A Count Sketch's estimates carry an error either way, so on light
+/// traffic a flow can come out above every byte seen, or the heaviest
+/// flows above them together; the exact total bounds the true values.
+/// This is the Euclidean projection onto {x >= 0, sum x <= total}: the
+/// true values lie in that set, so the projected estimates are never
+/// farther from them than the raw ones, and their order is kept.
+pub fn within_total(estimates: &mut [f64], total: f64) {
+    let positive: f64 = estimates.iter().map(|e| e.max(0.0)).sum();
+    let shift = if positive <= total {
+        0.0
+    } else {
+        // The smallest shift that brings the part above zero down to
+        // `total`: over the largest estimates first, the last one still
+        // above the shift decides it.
+        let mut sorted: Vec<f64> = estimates.to_vec();
+        sorted.sort_by(|a, b| b.total_cmp(a));
+        let mut sum = 0.0;
+        let mut shift = 0.0;
+        for (i, &e) in sorted.iter().enumerate() {
+            sum += e;
+            let candidate = (sum - total) / (i + 1) as f64;
+            if e >= candidate {
+                shift = candidate;
+            }
+        }
+        shift
+    };
+    for e in estimates.iter_mut() {
+        *e = (*e - shift).max(0.0);
+    }
+}
+
 /// Flows kept as candidates from one ranking to the next, per flow
 /// reported: a heavy flow the program happened not to sample lately keeps
 /// its place.
@@ -132,6 +166,37 @@ pub fn protocols(counters: &Counters, geometry: Geometry) -> BTreeMap<String, Pr
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn estimates_within_the_total_add_up_to_no_more_than_it() {
+        let mut within = [30.0, -5.0, 20.0];
+        within_total(&mut within, 100.0);
+        assert_eq!(within, [30.0, 0.0, 20.0], "only negatives change");
+        // Shares of 70 %, 30 % and 11 %: 111 %.
+        let mut over = [70.0, 30.0, 11.0];
+        within_total(&mut over, 100.0);
+        assert!((over.iter().sum::<f64>() - 100.0).abs() < 1e-9, "{over:?}");
+        assert_eq!(
+            over.map(|e| (e * 1e6).round() / 1e6),
+            [66.333333, 26.333333, 7.333333]
+        );
+        let mut two = [70.0, 60.0];
+        within_total(&mut two, 100.0);
+        assert_eq!(two, [55.0, 45.0]);
+        // One flow above the whole (a light interval).
+        let mut one = [130.0, 2.0];
+        within_total(&mut one, 100.0);
+        assert_eq!(one, [100.0, 0.0]);
+        // A small one that the shift takes to zero.
+        let mut small = [150.0, 1.0];
+        within_total(&mut small, 100.0);
+        assert_eq!(small, [100.0, 0.0]);
+        let mut none: [f64; 0] = [];
+        within_total(&mut none, 0.0);
+        let mut nothing_seen = [3.0];
+        within_total(&mut nothing_seen, 0.0);
+        assert_eq!(nothing_seen, [0.0]);
+    }
 
     #[test]
     fn median_of_even_rows_is_the_mean_of_the_middle_two() {

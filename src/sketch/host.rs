@@ -3,17 +3,19 @@
 
 use std::mem::MaybeUninit;
 use std::os::fd::AsFd;
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::Instant;
 
 use libbpf_rs::OpenObject;
 
+use crate::collect::clock::{interval_end, unix_now};
 use crate::kernel::stats::{run_stats, RunStats};
 use crate::model::{percent, FlowEstimate, PacketUnit, SketchCost, SketchSnapshot, XdpMode};
 
 use super::config::{Geometry, Sampling, SketchConfig};
 use super::counters::Counters;
 use super::error::SketchError;
-use super::estimate::{self, TopK};
+use super::estimate::{self, Estimate, TopK};
+use super::flow::FlowKey;
 use super::link::{ifindex, XdpLink};
 use super::program::Loaded;
 use super::variates::Variates;
@@ -27,6 +29,8 @@ pub struct Host<'obj> {
     previous: Counters,
     previous_stats: RunStats,
     previous_at: Instant,
+    /// When the previous interval ended, in unix seconds.
+    previous_ts: f64,
 }
 
 impl<'obj> Host<'obj> {
@@ -51,6 +55,7 @@ impl<'obj> Host<'obj> {
             previous: Counters::zero(geometry),
             previous_stats,
             previous_at: Instant::now(),
+            previous_ts: unix_now(),
             loaded,
             link,
         })
@@ -104,25 +109,13 @@ impl<'obj> Host<'obj> {
         let interval_s = now.duration_since(self.previous_at).as_secs_f64();
         let delta = current.since(&self.previous);
         let geometry = self.geometry();
-        let top = self
-            .top
-            .rank(&delta, geometry, sampled)
-            .iter()
-            .map(|(key, e)| FlowEstimate {
-                flow: key.to_flow(),
-                packets: e.packets.round() as u64,
-                bytes: e.bytes.max(0.0).round() as u64,
-                share: if delta.bytes > 0 {
-                    e.bytes.max(0.0) / delta.bytes as f64
-                } else {
-                    0.0
-                },
-            })
-            .collect();
+        let top = top_flows(
+            &self.top.rank(&delta, geometry, sampled),
+            delta.packets,
+            delta.bytes,
+        );
         let snapshot = SketchSnapshot {
-            ts: SystemTime::now()
-                .duration_since(UNIX_EPOCH)
-                .map_or(0.0, |d| d.as_secs_f64()),
+            ts: interval_end((self.previous_at, self.previous_ts), now, unix_now()),
             interval_s,
             iface: self.iface.clone(),
             mode: self.mode(),
@@ -140,9 +133,30 @@ impl<'obj> Host<'obj> {
         self.previous = current;
         self.previous_stats = stats;
         self.previous_at = now;
+        self.previous_ts = snapshot.ts;
         self.top_up();
         snapshot
     }
+}
+
+/// The ranked flows as reported: their estimates within the interval's
+/// exact totals ([`estimate::within_total`]), so that no flow has more than
+/// every packet or byte seen and the shares add up to at most 1.
+fn top_flows(ranked: &[(FlowKey, Estimate)], packets: u64, bytes: u64) -> Vec<FlowEstimate> {
+    let mut flow_packets: Vec<f64> = ranked.iter().map(|(_, e)| e.packets).collect();
+    let mut flow_bytes: Vec<f64> = ranked.iter().map(|(_, e)| e.bytes).collect();
+    estimate::within_total(&mut flow_packets, packets as f64);
+    estimate::within_total(&mut flow_bytes, bytes as f64);
+    ranked
+        .iter()
+        .zip(flow_packets.iter().zip(&flow_bytes))
+        .map(|((key, _), (&p, &b))| FlowEstimate {
+            flow: key.to_flow(),
+            packets: p.round() as u64,
+            bytes: b.round() as u64,
+            share: if bytes > 0 { b / bytes as f64 } else { 0.0 },
+        })
+        .collect()
 }
 
 fn stats_of(loaded: &Loaded<'_>) -> RunStats {

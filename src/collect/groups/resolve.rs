@@ -1,9 +1,9 @@
 //! Group names from the running system: a cgroup id is the inode of its
 //! directory in the v2 hierarchy (wherever that is mounted: `/sys/fs/cgroup`,
-//! or `/sys/fs/cgroup/unified` on hybrid hosts), found by walking the tree;
-//! a process's command from /proc; a network namespace's `ip netns` name
-//! (or a process in it). Looked up again only for ids not seen before, at
-//! most once per interval.
+//! or `/sys/fs/cgroup/unified` on hybrid hosts), opened by it or found by a
+//! bounded walk of the tree ([`CgroupTree`]); a process's command from
+//! /proc; a network namespace's `ip netns` name (or a process in it).
+//! Looked up only for ids not seen before.
 
 use std::collections::HashMap;
 use std::fs;
@@ -34,6 +34,21 @@ impl Resolver {
         }
     }
 
+    /// A resolver that names cgroups by walking the tree only, as it does
+    /// without CAP_DAC_READ_SEARCH (the systemd unit): for the tests.
+    #[cfg(any(test, feature = "test-support"))]
+    pub fn walking_only() -> Resolver {
+        let mut resolver = Resolver::new();
+        resolver.cgroups.handles = None;
+        resolver
+    }
+
+    /// Directories read by walks so far: for the tests of the walk's bound.
+    #[cfg(any(test, feature = "test-support"))]
+    pub fn directories_read(&self) -> u64 {
+        self.cgroups.walk.read
+    }
+
     /// What the user should know about naming here.
     pub fn notes(&self) -> Vec<String> {
         match &self.cgroups.root {
@@ -47,7 +62,7 @@ impl Resolver {
     fn command(&mut self, pid: u32) -> String {
         match fs::read_to_string(format!("/proc/{pid}/comm")) {
             Ok(comm) => {
-                let comm = comm.trim_end().to_owned();
+                let comm = without_newline(&comm).to_owned();
                 self.commands.insert(pid, comm.clone());
                 comm
             }
@@ -101,7 +116,7 @@ impl Resolver {
                 self.namespaces.entry(meta.ino() as u32)
             {
                 let comm = fs::read_to_string(entry.path().join("comm")).unwrap_or_default();
-                vacant.insert(format!("pid {pid} ({})", comm.trim_end()));
+                vacant.insert(format!("pid {pid} ({})", without_newline(&comm)));
             }
         }
     }
@@ -110,13 +125,17 @@ impl Resolver {
 impl Namer for Resolver {
     fn names(&mut self, ids: &[GroupId]) -> Vec<(String, String)> {
         let mut rescanned = false;
+        let cgroup_ids: Vec<u64> = ids
+            .iter()
+            .filter_map(|&id| match id {
+                GroupId::Cgroup(id) => Some(id),
+                _ => None,
+            })
+            .collect();
+        let mut cgroups = self.cgroups.names(&cgroup_ids).into_iter();
         ids.iter()
             .map(|&id| match id {
-                GroupId::Cgroup(id) => {
-                    let path = self.cgroups.path(id, &mut rescanned);
-                    let label = rules::label(&path);
-                    (path, label)
-                }
+                GroupId::Cgroup(_) => cgroups.next().unwrap_or_default(),
                 GroupId::Process(pid) => (pid.to_string(), self.command(pid)),
                 GroupId::Netns(inode) => (inode.to_string(), self.namespace(inode, &mut rescanned)),
             })
@@ -124,55 +143,294 @@ impl Namer for Resolver {
     }
 }
 
+/// The deepest a walk goes below the root, and the longest path it names
+/// (PATH_MAX): a delegated subtree is anyone's to nest, and the walk runs
+/// on the measuring thread.
+const MAX_DEPTH: usize = 32;
+const MAX_PATH: usize = 4096;
+
+/// Directories one naming (one interval) may read while walking: a walk
+/// of a bigger tree goes on where it stopped in the next interval. A
+/// user who makes a new group every interval costs at most this much.
+const WALK_BUDGET: usize = 1024;
+
 /// The cgroup v2 hierarchy: where it is mounted, and the path of each id
-/// seen.
+/// seen. An id is the kernfs id of the group's directory, which is also a
+/// file handle of it: as root (CAP_DAC_READ_SEARCH) the directory is
+/// opened by that handle and its path read back, one system call per new
+/// group, whatever the tree. Without that capability (the systemd unit)
+/// the tree is walked for ids not yet seen, within [`MAX_DEPTH`] and
+/// [`WALK_BUDGET`].
 #[derive(Debug, Default)]
 struct CgroupTree {
     root: Option<PathBuf>,
+    /// The root, open, while opening groups by handle works here.
+    handles: Option<fs::File>,
     paths: HashMap<u64, String>,
+    /// The id that holds each path now. A unit that restarts gets a new
+    /// group at its old path: the path names the new one, and the old id
+    /// (removed) is named by its id, so one interval never names two
+    /// groups alike.
+    holders: HashMap<String, u64>,
+    walk: Walk,
+}
+
+/// A walk of the tree, in steps of at most [`WALK_BUDGET`] directories.
+#[derive(Debug, Default)]
+struct Walk {
+    /// Directories still to read: (directory, path under the root, depth).
+    pending: Vec<(PathBuf, String, usize)>,
+    /// Walks begun so far.
+    begun: u64,
+    /// Directories read so far.
+    read: u64,
+    /// Whether the walk in progress left out a subtree (too deep, or its
+    /// path too long).
+    cut: bool,
+    /// Ids not found yet, each with the number of walks begun when it was
+    /// first looked for: only a walk begun later can tell it is not there.
+    waiting: HashMap<u64, u64>,
+    /// Ids a whole walk, begun after they were looked for, did not find,
+    /// and whether that walk had left a subtree out.
+    missing: HashMap<u64, bool>,
+}
+
+/// What became of looking a group up.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Found {
+    Path(String),
+    /// Looked for and not there (removed before it was named); `cut`: or
+    /// in a subtree deeper than the walk goes.
+    Missing {
+        cut: bool,
+    },
+    /// Not found yet: the walk goes on in the next interval.
+    Pending,
 }
 
 impl CgroupTree {
     fn find() -> CgroupTree {
+        let root = v2_hierarchy();
         CgroupTree {
-            root: v2_hierarchy(),
-            paths: HashMap::new(),
+            handles: root.as_ref().and_then(|root| fs::File::open(root).ok()),
+            root,
+            ..CgroupTree::default()
         }
     }
 
-    /// The path of cgroup `id` under the root; walks the tree again (once
-    /// per `rescanned`) for an id not seen before. A group removed before
-    /// it was seen has no path: `cgroup-id:ID`.
-    fn path(&mut self, id: u64, rescanned: &mut bool) -> String {
-        if !self.paths.contains_key(&id) && !*rescanned {
-            *rescanned = true;
-            if let Some(root) = self.root.clone() {
-                self.walk(&root, "");
+    /// (name, label) of each group in `ids`: all are looked up first, so
+    /// that a path taken over by a new group in this very naming is known
+    /// before the old one is named.
+    fn names(&mut self, ids: &[u64]) -> Vec<(String, String)> {
+        let mut budget = WALK_BUDGET;
+        let found: Vec<Found> = ids
+            .iter()
+            .map(|&id| self.look_up(id, &mut budget))
+            .collect();
+        ids.iter()
+            .zip(found)
+            .map(|(&id, found)| match found {
+                Found::Path(path) if self.holders.get(&path).is_none_or(|&h| h == id) => {
+                    let label = rules::label(&path);
+                    (path, label)
+                }
+                Found::Path(path) => (
+                    unnamed(id),
+                    format!("{} (removed, since restarted)", rules::label(&path)),
+                ),
+                Found::Missing { cut: false } => {
+                    (unnamed(id), "removed before it was named".into())
+                }
+                Found::Missing { cut: true } => (
+                    unnamed(id),
+                    format!("removed, or deeper than {MAX_DEPTH} levels"),
+                ),
+                Found::Pending => (unnamed(id), "not named yet".into()),
+            })
+            .collect()
+    }
+
+    fn look_up(&mut self, id: u64, budget: &mut usize) -> Found {
+        if let Some(path) = self.paths.get(&id) {
+            return Found::Path(path.clone());
+        }
+        if self.root.is_none() {
+            return if id == ROOT_CGROUP_ID {
+                Found::Path("/".to_owned())
+            } else {
+                Found::Missing { cut: false }
+            };
+        }
+        if let Some(&cut) = self.walk.missing.get(&id) {
+            return Found::Missing { cut };
+        }
+        match self.by_handle(id) {
+            Some(Some(path)) => {
+                self.remember(id, path.clone());
+                return Found::Path(path);
+            }
+            Some(None) => return Found::Missing { cut: false },
+            None => {}
+        }
+        let begun = self.walk.begun;
+        self.walk.waiting.entry(id).or_insert(begun);
+        self.walk_for(id, budget)
+    }
+
+    /// The path of group `id` by its file handle: `None` where handles
+    /// cannot be used here (then they are not tried again), `Some(None)`
+    /// for a group that is no more.
+    fn by_handle(&mut self, id: u64) -> Option<Option<String>> {
+        use std::os::fd::{AsRawFd, FromRawFd};
+        let (root, handles) = (self.root.as_ref()?, self.handles.as_ref()?);
+        /// struct file_handle with the 8 bytes of a kernfs handle.
+        #[repr(C)]
+        struct KernfsHandle {
+            bytes: libc::c_uint,
+            kind: libc::c_int,
+            id: u64,
+        }
+        /// FILEID_KERNFS in linux/exportfs.h.
+        const FILEID_KERNFS: libc::c_int = 0xfe;
+        let mut handle = KernfsHandle {
+            bytes: 8,
+            kind: FILEID_KERNFS,
+            id,
+        };
+        // SAFETY: the handle is a struct file_handle followed by the
+        // handle_bytes it declares; the fd returned, if any, is ours.
+        let fd = unsafe {
+            libc::open_by_handle_at(
+                handles.as_raw_fd(),
+                (&raw mut handle).cast(),
+                libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC,
+            )
+        };
+        if fd < 0 {
+            let error = std::io::Error::last_os_error();
+            return match error.raw_os_error() {
+                Some(libc::ESTALE | libc::ENOENT) => Some(None),
+                _ => {
+                    self.handles = None;
+                    None
+                }
+            };
+        }
+        // SAFETY: fd was just opened and is owned by nothing else.
+        let dir = unsafe { fs::File::from_raw_fd(fd) };
+        let path = fs::read_link(format!("/proc/self/fd/{}", dir.as_raw_fd())).ok()?;
+        let relative = path.strip_prefix(root).ok()?;
+        Some(Some(format!("/{}", relative.to_string_lossy())))
+    }
+
+    fn remember(&mut self, id: u64, path: String) {
+        self.holders.insert(path.clone(), id);
+        self.paths.insert(id, path);
+    }
+
+    /// Walks on (begins a walk if none is under way) until `id` is found,
+    /// the walk ends or the budget is spent.
+    fn walk_for(&mut self, id: u64, budget: &mut usize) -> Found {
+        if self.walk.pending.is_empty() {
+            if *budget == 0 {
+                return Found::Pending;
+            }
+            let Some(root) = self.root.clone() else {
+                return Found::Missing { cut: false };
+            };
+            self.walk.begun += 1;
+            self.walk.cut = false;
+            self.walk.pending.push((root, String::new(), 0));
+        }
+        while *budget > 0 {
+            let Some((dir, relative, depth)) = self.walk.pending.pop() else {
+                break;
+            };
+            *budget -= 1;
+            self.walk.read += 1;
+            self.visit(&dir, relative, depth);
+            if self.walk.pending.is_empty() {
+                self.walk_ended();
+                break;
+            }
+            if self.paths.contains_key(&id) {
+                break;
             }
         }
         if let Some(path) = self.paths.get(&id) {
-            return path.clone();
+            return Found::Path(path.clone());
         }
-        if self.root.is_none() && id == ROOT_CGROUP_ID {
-            return "/".to_owned();
+        match self.walk.missing.get(&id) {
+            Some(&cut) => Found::Missing { cut },
+            None => Found::Pending,
         }
-        format!("cgroup-id:{id}")
     }
 
-    fn walk(&mut self, dir: &Path, relative: &str) {
+    /// Names the directory and queues its subdirectories.
+    fn visit(&mut self, dir: &Path, relative: String, depth: usize) {
         let Ok(meta) = fs::metadata(dir) else {
             return;
         };
-        let path = if relative.is_empty() { "/" } else { relative };
-        self.paths.insert(meta.ino(), path.to_owned());
+        let path = if relative.is_empty() {
+            "/".to_owned()
+        } else {
+            relative.clone()
+        };
+        self.walk.waiting.remove(&meta.ino());
+        self.remember(meta.ino(), path);
+        if depth >= MAX_DEPTH {
+            self.walk.cut |= fs::read_dir(dir)
+                .into_iter()
+                .flatten()
+                .flatten()
+                .any(|e| is_dir(&e));
+            return;
+        }
         for entry in fs::read_dir(dir).into_iter().flatten().flatten() {
-            if entry.file_type().is_ok_and(|t| t.is_dir()) {
-                let name = entry.file_name();
-                let child = format!("{relative}/{}", name.to_string_lossy());
-                self.walk(&entry.path(), &child);
+            if !is_dir(&entry) {
+                continue;
             }
+            let child = format!("{relative}/{}", entry.file_name().to_string_lossy());
+            if child.len() > MAX_PATH {
+                self.walk.cut = true;
+                continue;
+            }
+            self.walk.pending.push((entry.path(), child, depth + 1));
         }
     }
+
+    /// A whole walk is done: the ids looked for before it began and not
+    /// found are not there.
+    fn walk_ended(&mut self) {
+        let (begun, cut) = (self.walk.begun, self.walk.cut);
+        let missing: Vec<u64> = self
+            .walk
+            .waiting
+            .iter()
+            .filter(|&(_, &asked)| asked < begun)
+            .map(|(&id, _)| id)
+            .collect();
+        for id in missing {
+            self.walk.waiting.remove(&id);
+            self.walk.missing.insert(id, cut);
+        }
+    }
+}
+
+/// A /proc `comm` as the process named itself: the kernel ends it with a
+/// newline; blanks are part of the name (front ends print names through
+/// [`crate::frontends::label::printable`]).
+fn without_newline(comm: &str) -> &str {
+    comm.strip_suffix('\n').unwrap_or(comm)
+}
+
+fn is_dir(entry: &fs::DirEntry) -> bool {
+    entry.file_type().is_ok_and(|t| t.is_dir())
+}
+
+/// The name of a group that has no path: its id.
+fn unnamed(id: u64) -> String {
+    format!("cgroup-id:{id}")
 }
 
 /// The id of the root cgroup, where every task is without a v2 hierarchy.
@@ -181,22 +439,55 @@ const ROOT_CGROUP_ID: u64 = 1;
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::BTreeMap;
 
     #[test]
-    fn paths_of_this_hosts_cgroups() {
-        let mut tree = CgroupTree::find();
-        let root = tree
-            .root
-            .clone()
-            .expect("this host mounts a cgroup v2 hierarchy");
-        let mut rescanned = false;
-        let root_id = fs::metadata(&root).unwrap().ino();
-        assert_eq!(root_id, ROOT_CGROUP_ID, "the root's inode is its id");
-        assert_eq!(tree.path(root_id, &mut rescanned), "/");
-        assert!(rescanned);
-        assert_eq!(
-            tree.path(u64::MAX, &mut rescanned),
-            format!("cgroup-id:{}", u64::MAX)
-        );
+    fn paths_of_this_hosts_cgroups_by_handle_and_by_walking() {
+        for by_handle in [true, false] {
+            let mut tree = CgroupTree::find();
+            let root = tree
+                .root
+                .clone()
+                .expect("this host mounts a cgroup v2 hierarchy");
+            if !by_handle {
+                tree.handles = None;
+            }
+            let root_id = fs::metadata(&root).unwrap().ino();
+            assert_eq!(root_id, ROOT_CGROUP_ID, "the root's inode is its id");
+            let names = tree.names(&[root_id, u64::MAX]);
+            assert_eq!(names[0], ("/".to_owned(), "/".to_owned()), "{by_handle}");
+            assert_eq!(names[1].0, format!("cgroup-id:{}", u64::MAX), "{by_handle}");
+            assert_eq!(names[1].1, "removed before it was named", "{by_handle}");
+        }
+    }
+
+    /// A unit restarted: its new group has its path, the old one is named
+    /// by its id, in the same interval and in any order.
+    #[test]
+    fn a_path_names_the_group_that_holds_it_now() {
+        for ids in [[5, 6], [6, 5]] {
+            let mut tree = CgroupTree {
+                root: Some(PathBuf::from("/nonexistent")),
+                ..CgroupTree::default()
+            };
+            tree.remember(5, "/system.slice/web.service".into());
+            tree.remember(6, "/system.slice/web.service".into());
+            let names: BTreeMap<u64, (String, String)> =
+                ids.into_iter().zip(tree.names(&ids)).collect();
+            assert_eq!(
+                names[&6],
+                (
+                    "/system.slice/web.service".to_owned(),
+                    "web.service".to_owned()
+                )
+            );
+            assert_eq!(
+                names[&5],
+                (
+                    "cgroup-id:5".to_owned(),
+                    "web.service (removed, since restarted)".to_owned()
+                )
+            );
+        }
     }
 }

@@ -27,6 +27,7 @@ use std::io::{self, Write};
 use inferno::flamegraph::Options;
 use thiserror::Error;
 
+use super::label::printable;
 use crate::breakdown::split_ns;
 use crate::model::{EventKey, Recording, SampleContext, Snapshot, StackCount, Tier};
 
@@ -82,9 +83,11 @@ pub enum Scope<'a> {
 pub const UNATTRIBUTED_FRAME: &str = "[unattributed]";
 
 /// A group's root frame in a graph of [`Scope::EachGroup`]: bracketed, as
-/// frames that name no function are.
+/// frames that name no function are, and printable (a cgroup's name is
+/// anyone's with a delegated subtree; an SVG cannot hold a control
+/// character).
 pub fn group_frame(name: &str) -> String {
-    format!("[{name}]")
+    format!("[{}]", printable(name))
 }
 
 /// One tower of a flame graph: a stack of a context and its width.
@@ -330,7 +333,7 @@ pub fn check_scope(snapshots: &[Snapshot], scope: Scope<'_>) -> Result<(), Scope
     let mut known: Vec<String> = heaviest
         .iter()
         .take(GROUPS_LISTED)
-        .map(|(name, _)| (*name).to_owned())
+        .map(|(name, _)| printable(name).into_owned())
         .collect();
     if heaviest.len() > GROUPS_LISTED {
         known.push(format!("and {} more", heaviest.len() - GROUPS_LISTED));

@@ -5,6 +5,7 @@
 use super::format;
 use std::collections::BTreeMap;
 
+use crate::frontends::label::printable;
 use crate::model::{percent, Attribution, EventKey, Snapshot};
 
 /// How a column's numbers read.
@@ -160,7 +161,13 @@ pub fn groups(attribution: &Attribution, interval_s: f64) -> Grid {
     let rows = attribution
         .groups
         .iter()
-        .map(|group| group_row(group.label.clone(), &group.events, interval_s))
+        .map(|group| {
+            group_row(
+                printable(&group.label).into_owned(),
+                &group.events,
+                interval_s,
+            )
+        })
         .collect();
     Grid {
         label_title: "group",
