@@ -35,7 +35,13 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 #define ETH_P_8021AD 0x88A8
 #define ETH_P_IPV6 0x86DD
 #define IP_OFFSET_MASK 0x1fff
+#define NEXTHDR_HOP 0
+#define NEXTHDR_ROUTING 43
+#define NEXTHDR_FRAGMENT 44
 #define NEXTHDR_ICMPV6 58
+#define NEXTHDR_DEST 60
+/* The fragment offset in an IPv6 fragment header's frag_off. */
+#define IPV6_OFFSET_MASK 0xfff8
 /* Stacked VLAN tags looked through (802.1ad outer, 802.1Q inner). */
 #define MAX_VLAN_TAGS 2
 /* classify()'s answer for a TCP/UDP packet whose key it filled in. */
@@ -110,7 +116,7 @@ static __always_inline __u32 ipv4(void *l3, void *data_end, __u64 key[KEY_WORDS]
 	struct iphdr *ip = l3;
 	__u32 header;
 
-	if ((void *)(ip + 1) > data_end)
+	if ((void *)(ip + 1) > data_end || ip->version != 4)
 		return SKETCH_PROTO_OTHER;
 	if (ip->frag_off & bpf_htons(IP_OFFSET_MASK))
 		return SKETCH_PROTO_FRAGMENT;
@@ -137,21 +143,54 @@ static __always_inline __u32 ipv4(void *l3, void *data_end, __u64 key[KEY_WORDS]
 	return CLASS_FLOW;
 }
 
+/* IPv6: through up to SKETCH_MAX_IPV6_EXTENSIONS extension headers to the
+ * transport header. Offsets are counted from the IPv6 header, and every
+ * header read must lie inside the payload (payload_len), not in Ethernet
+ * padding after it; past the frame's end they are caught by data_end. */
 static __always_inline __u32 ipv6(void *l3, void *data_end, __u64 key[KEY_WORDS], __u64 *hash)
 {
 	struct ipv6hdr *ip = l3;
 	__u64 *addrs = (__u64 *)&ip->saddr;
+	__u32 at = sizeof(*ip);
+	__u32 length;
+	__u8 next;
 
-	if ((void *)(ip + 1) > data_end)
+	if ((void *)(ip + 1) > data_end || ip->version != 6)
 		return SKETCH_PROTO_OTHER;
-	if (ip->nexthdr != IPPROTO_TCP && ip->nexthdr != IPPROTO_UDP)
-		return ip->nexthdr == NEXTHDR_ICMPV6 ? SKETCH_PROTO_ICMPV6 : SKETCH_PROTO_IPV6_OTHER;
+	length = sizeof(*ip) + bpf_ntohs(ip->payload_len);
+	next = ip->nexthdr;
+#pragma unroll
+	for (int i = 0; i < SKETCH_MAX_IPV6_EXTENSIONS; i++) {
+		if (next == NEXTHDR_FRAGMENT) {
+			struct frag_hdr *frag = l3 + at;
+
+			if ((void *)(frag + 1) > data_end || at + sizeof(*frag) > length)
+				return SKETCH_PROTO_OTHER;
+			if (frag->frag_off & bpf_htons(IPV6_OFFSET_MASK))
+				return SKETCH_PROTO_FRAGMENT;
+			next = frag->nexthdr;
+			at += sizeof(*frag);
+		} else if (next == NEXTHDR_HOP || next == NEXTHDR_ROUTING || next == NEXTHDR_DEST) {
+			struct ipv6_opt_hdr *opt = l3 + at;
+
+			if ((void *)(opt + 1) > data_end || at + sizeof(*opt) > length)
+				return SKETCH_PROTO_OTHER;
+			next = opt->nexthdr;
+			at += (opt->hdrlen + 1) * 8;
+		} else {
+			break;
+		}
+	}
+	if (next != IPPROTO_TCP && next != IPPROTO_UDP)
+		return next == NEXTHDR_ICMPV6 ? SKETCH_PROTO_ICMPV6 : SKETCH_PROTO_IPV6_OTHER;
+	if (at + 4 > length)
+		return SKETCH_PROTO_OTHER;
 	/* saddr and daddr are adjacent: the key's first four words. */
 	key[0] = addrs[0];
 	key[1] = addrs[1];
 	key[2] = addrs[2];
 	key[3] = addrs[3];
-	if (ports(ip + 1, data_end, ip->nexthdr, SKETCH_FAMILY_IPV6, key) != CLASS_FLOW)
+	if (ports(l3 + at, data_end, next, SKETCH_FAMILY_IPV6, key) != CLASS_FLOW)
 		return SKETCH_PROTO_OTHER;
 	*hash = fasthash(key, KEY_WORDS);
 	return CLASS_FLOW;

@@ -63,12 +63,17 @@ _Static_assert(SKETCH_CANDIDATES <= 1 << (SKETCH_BUCKET_SHIFT_SECOND - SKETCH_BU
 #define SKETCH_FAMILY_IPV4 4
 #define SKETCH_FAMILY_IPV6 6
 
+/* IPv6 extension headers (hop-by-hop, routing, fragment, destination
+ * options) looked through before the transport header; a longer chain is
+ * ipv6_other. */
+#define SKETCH_MAX_IPV6_EXTENSIONS 4
+
 /* Packets the sketch does not count by flow, by what they are. */
 enum sketch_protocol {
 	SKETCH_PROTO_ARP,
 	SKETCH_PROTO_ICMP,
 	SKETCH_PROTO_ICMPV6,
-	/* IPv4 fragments after the first: they carry no ports. */
+	/* IPv4 and IPv6 fragments after the first: they carry no ports. */
 	SKETCH_PROTO_FRAGMENT,
 	SKETCH_PROTO_IPV4_OTHER,
 	SKETCH_PROTO_IPV6_OTHER,

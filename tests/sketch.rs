@@ -12,6 +12,7 @@ use std::process::{Command, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use netto::abi::sketch::sketch_protocol;
 use netto::model::{SketchSnapshot, XdpMode};
 use netto::sketch::config::{
     Geometry, Sampling, DEFAULT_COLUMNS, DEFAULT_ROWS, SKETCH_MAX_COLUMNS, SKETCH_MAX_ROWS,
@@ -19,9 +20,11 @@ use netto::sketch::config::{
 };
 use netto::sketch::estimate::{self, Estimate, TopK};
 use netto::sketch::flow::FlowKey;
+use netto::sketch::flow::{classify, protocol_name, Class, PROTOCOLS};
 use netto::sketch::hash::{buckets, flow_hash};
 use netto::sketch::packet::{
-    arp, frame, ipv4_with_options, make_later_fragment, set_ipv4_total_length,
+    arp, frame, ipv4_with_options, ipv6_with_extensions, make_later_fragment, set_ip_version,
+    set_ipv4_total_length, set_ipv6_payload_length, Extension,
 };
 use netto::sketch::program::Loaded;
 use netto::sketch::reference::Reference;
@@ -190,7 +193,52 @@ fn mixed_trace(packets: usize, flows: usize, seed: u64) -> Vec<Vec<u8>> {
                 rng.random_range(1..=10),
                 64 + rng.random_range(0..200),
             ),
+            // IPv6 through extension headers, fragments among them.
+            11 | 12 => ipv6_with_extensions(
+                addr(&mut rng, true),
+                addr(&mut rng, true),
+                rng.random(),
+                rng.random(),
+                [6, 17, 58][rng.random_range(0..3)],
+                &random_extensions(&mut rng),
+                64 + rng.random_range(0..300),
+            ),
+            // An IPv6 payload length that ends before (or at) the ports.
+            13 => {
+                let mut f = pool[rng.random_range(0..flows / 3) * 3].clone();
+                set_ipv6_payload_length(&mut f, rng.random_range(0..6));
+                f
+            }
+            // A version that is not the ethertype's.
+            14 => {
+                let mut f = pool[rng.random_range(0..flows)].clone();
+                if f[12..14] != [0x81, 0x00] {
+                    set_ip_version(&mut f, rng.random_range(0..16));
+                }
+                f
+            }
             _ => pool[rng.random_range(0..flows)].clone(),
+        })
+        .collect()
+}
+
+/// Up to five IPv6 extension headers (one more than the program looks
+/// through), fragment headers of first and later fragments among them.
+fn random_extensions(rng: &mut StdRng) -> Vec<Extension> {
+    (0..rng.random_range(0..=5))
+        .map(|_| match rng.random_range(0..5) {
+            0 => Extension::Fragment {
+                offset: 0,
+                more: true,
+            },
+            1 => Extension::Fragment {
+                offset: rng.random_range(1..8192),
+                more: rng.random(),
+            },
+            kind => Extension::Options {
+                kind: [0, 43, 60][kind - 2],
+                units: rng.random_range(1..4),
+            },
         })
         .collect()
 }
@@ -365,6 +413,137 @@ fn flows_sharing_a_bucket_are_both_candidates() {
     let expected: HashSet<FlowKey> = reference.candidates().copied().collect();
     assert_eq!(kernel, expected);
     assert_eq!(kernel, HashSet::from([first, second]));
+}
+
+/// The program's parser, packet by packet, against what each packet is:
+/// IPv6 through extension headers to its ports, IPv6 fragments after the
+/// first apart (not ipv6_other), ports never read past the IPv6 payload
+/// (from padding), and IP versions that are not their ethertype's refused.
+#[test]
+fn the_program_classes_ipv6_extensions_fragments_and_versions() {
+    use sketch_protocol::*;
+    use Extension::*;
+    let _pinned = PinnedToCpu0::new();
+    let (s, d): (IpAddr, IpAddr) = ("fd00::1".parse().unwrap(), "fd00::2".parse().unwrap());
+    let (s4, d4): (IpAddr, IpAddr) = ("10.0.0.1".parse().unwrap(), "10.0.0.2".parse().unwrap());
+    let flow = Class::Flow(FlowKey::new(s, d, 1000, 80, 6));
+    let hop = Options { kind: 0, units: 1 };
+    let routing = Options { kind: 43, units: 2 };
+    let later = Fragment {
+        offset: 100,
+        more: true,
+    };
+    let first = Fragment {
+        offset: 0,
+        more: true,
+    };
+    let ipv6 = |extensions: &[Extension], proto| {
+        ipv6_with_extensions(s, d, 1000, 80, proto, extensions, 150)
+    };
+    let with_payload = |mut f: Vec<u8>, length| {
+        set_ipv6_payload_length(&mut f, length);
+        f
+    };
+    let with_version = |mut f: Vec<u8>, version| {
+        set_ip_version(&mut f, version);
+        f
+    };
+    let cases: Vec<(&str, Vec<u8>, Class)> = vec![
+        ("hop-by-hop, routing", ipv6(&[hop, routing], 6), flow),
+        ("a first fragment", ipv6(&[hop, first], 6), flow),
+        (
+            "a later fragment",
+            ipv6(&[later], 6),
+            Class::Protocol(SKETCH_PROTO_FRAGMENT),
+        ),
+        (
+            "a later fragment after options",
+            ipv6(&[hop, routing, later], 17),
+            Class::Protocol(SKETCH_PROTO_FRAGMENT),
+        ),
+        (
+            "ICMPv6 after hop-by-hop",
+            ipv6(&[hop], 58),
+            Class::Protocol(SKETCH_PROTO_ICMPV6),
+        ),
+        (
+            "five extension headers",
+            ipv6(&[hop, routing, routing, routing, first], 6),
+            Class::Protocol(SKETCH_PROTO_IPV6_OTHER),
+        ),
+        (
+            "ports at the payload's end",
+            with_payload(frame(s, d, 1000, 80, 6, false, 100), 4),
+            flow,
+        ),
+        (
+            "ports past the payload's end",
+            with_payload(frame(s, d, 1000, 80, 6, false, 100), 3),
+            Class::Protocol(SKETCH_PROTO_OTHER),
+        ),
+        (
+            "an empty payload",
+            with_payload(frame(s, d, 1000, 80, 6, false, 100), 0),
+            Class::Protocol(SKETCH_PROTO_OTHER),
+        ),
+        (
+            "a fragment header in padding",
+            with_payload(ipv6(&[later], 6), 4),
+            Class::Protocol(SKETCH_PROTO_OTHER),
+        ),
+        (
+            "IPv6 saying version 4",
+            with_version(frame(s, d, 1000, 80, 6, false, 100), 4),
+            Class::Protocol(SKETCH_PROTO_OTHER),
+        ),
+        (
+            "IPv4 saying version 6",
+            with_version(frame(s4, d4, 1000, 80, 6, false, 100), 6),
+            Class::Protocol(SKETCH_PROTO_OTHER),
+        ),
+        (
+            "IPv4 saying version 0",
+            with_version(frame(s4, d4, 1000, 80, 6, false, 100), 0),
+            Class::Protocol(SKETCH_PROTO_OTHER),
+        ),
+    ];
+    let geometry = Geometry::new(1, 256).unwrap();
+    let sampling = Sampling::new(1.0).unwrap();
+    let mut variates = Variates::new(sampling, 9);
+    let mut storage = MaybeUninit::uninit();
+    let loaded = Loaded::load(&mut storage, geometry, &mut variates).expect("loading the sketch");
+    let mut failures = Vec::new();
+    for (what, packet, expected) in cases {
+        assert_eq!(classify(&packet), expected, "the reference on {what}");
+        let before = loaded.slots().read();
+        assert_eq!(loaded.test_run(&packet).unwrap(), 2, "XDP_PASS");
+        let counted = loaded.slots().read().since(&before);
+        assert_eq!(counted.packets, 1, "{what}: sampled");
+        let classes: Vec<&str> = PROTOCOLS
+            .iter()
+            .enumerate()
+            .filter(|&(i, _)| counted.proto_packets[i] != 0)
+            .map(|(_, &p)| protocol_name(p))
+            .collect();
+        let got = match (classes.as_slice(), counted.cells.iter().any(|c| c[0] != 0)) {
+            ([], true) => "flow",
+            ([class], false) => class,
+            _ => panic!("{what}: counted as {classes:?} and by flow"),
+        };
+        let wanted = match expected {
+            Class::Flow(_) => "flow",
+            Class::Protocol(p) => protocol_name(p),
+        };
+        if got != wanted {
+            failures.push(format!("{what}: {got}, not {wanted}"));
+        }
+    }
+    assert!(failures.is_empty(), "{failures:#?}");
+    assert_eq!(
+        loaded.slots().candidates(),
+        [FlowKey::new(s, d, 1000, 80, 6)],
+        "the flow's key, from its ports wherever they were"
+    );
 }
 
 /// Without top-ups the ring runs dry: every gap taken again is counted,

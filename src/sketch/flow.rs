@@ -144,6 +144,13 @@ const ETH_P_IPV6: u16 = 0x86dd;
 const IPV4_HEADER: usize = 20;
 const IPV6_HEADER: usize = 40;
 const IP_OFFSET_MASK: u16 = 0x1fff;
+const NEXTHDR_HOP: u8 = 0;
+const NEXTHDR_ROUTING: u8 = 43;
+const NEXTHDR_FRAGMENT: u8 = 44;
+const NEXTHDR_DEST: u8 = 60;
+const IPV6_OFFSET_MASK: u16 = 0xfff8;
+const FRAGMENT_HEADER: usize = 8;
+const OPTIONS_HEADER: usize = 2;
 
 fn be16(packet: &[u8], at: usize) -> Option<u16> {
     Some(u16::from_be_bytes(packet.get(at..at + 2)?.try_into().ok()?))
@@ -180,6 +187,9 @@ pub fn classify(packet: &[u8]) -> Class {
 fn ipv4(packet: &[u8], l3: usize) -> Option<Class> {
     use sketch_protocol::*;
     let header = packet.get(l3..l3 + IPV4_HEADER)?;
+    if header[0] >> 4 != 4 {
+        return None;
+    }
     if be16(header, 6)? & IP_OFFSET_MASK != 0 {
         return Some(Class::Protocol(SKETCH_PROTO_FRAGMENT));
     }
@@ -203,20 +213,54 @@ fn ipv4(packet: &[u8], l3: usize) -> Option<Class> {
     flow(packet, l3 + length, src, dst, proto)
 }
 
+/// Through up to `SKETCH_MAX_IPV6_EXTENSIONS` extension headers, each
+/// inside the payload (`payload_len`), as the program does.
 fn ipv6(packet: &[u8], l3: usize) -> Option<Class> {
     use sketch_protocol::*;
     let header = packet.get(l3..l3 + IPV6_HEADER)?;
-    let proto = header[6];
-    match proto {
+    if header[0] >> 4 != 6 {
+        return None;
+    }
+    let length = IPV6_HEADER + usize::from(be16(header, 4)?);
+    let mut next = header[6];
+    let mut at = IPV6_HEADER;
+    for _ in 0..abi::SKETCH_MAX_IPV6_EXTENSIONS {
+        match next {
+            NEXTHDR_FRAGMENT => {
+                let fragment = packet.get(l3 + at..l3 + at + FRAGMENT_HEADER)?;
+                if at + FRAGMENT_HEADER > length {
+                    return None;
+                }
+                if be16(fragment, 2)? & IPV6_OFFSET_MASK != 0 {
+                    return Some(Class::Protocol(SKETCH_PROTO_FRAGMENT));
+                }
+                next = fragment[0];
+                at += FRAGMENT_HEADER;
+            }
+            NEXTHDR_HOP | NEXTHDR_ROUTING | NEXTHDR_DEST => {
+                let options = packet.get(l3 + at..l3 + at + OPTIONS_HEADER)?;
+                if at + OPTIONS_HEADER > length {
+                    return None;
+                }
+                next = options[0];
+                at += (usize::from(options[1]) + 1) * 8;
+            }
+            _ => break,
+        }
+    }
+    match next {
         IPPROTO_TCP | IPPROTO_UDP => {}
         IPPROTO_ICMPV6 => return Some(Class::Protocol(SKETCH_PROTO_ICMPV6)),
         _ => return Some(Class::Protocol(SKETCH_PROTO_IPV6_OTHER)),
+    }
+    if at + 4 > length {
+        return None;
     }
     let addresses = (
         <[u8; 16]>::try_from(&header[8..24]).ok()?.into(),
         <[u8; 16]>::try_from(&header[24..40]).ok()?.into(),
     );
-    flow(packet, l3 + IPV6_HEADER, addresses.0, addresses.1, proto)
+    flow(packet, l3 + at, addresses.0, addresses.1, next)
 }
 
 fn flow(packet: &[u8], l4: usize, src: IpAddr, dst: IpAddr, proto: u8) -> Option<Class> {

@@ -112,6 +112,73 @@ pub fn ipv4_with_options(
     f
 }
 
+/// Sets the IP version nibble of an untagged frame made by [`frame`].
+pub fn set_ip_version(frame: &mut [u8], version: u8) {
+    frame[MAC_HEADER] = version << 4 | (frame[MAC_HEADER] & 0x0f);
+}
+
+/// Sets the IPv6 payload length of an untagged frame made by [`frame`].
+pub fn set_ipv6_payload_length(frame: &mut [u8], length: u16) {
+    frame[MAC_HEADER + 4..MAC_HEADER + 6].copy_from_slice(&length.to_be_bytes());
+}
+
+/// An IPv6 extension header.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Extension {
+    /// Hop-by-hop (0), routing (43) or destination options (60), of
+    /// `units` x 8 bytes (at least 1).
+    Options { kind: u8, units: u8 },
+    /// A fragment header: the offset in 8-byte units, and whether more
+    /// fragments follow.
+    Fragment { offset: u16, more: bool },
+}
+
+/// An untagged IPv6 frame like [`frame`]'s with `extensions` between the
+/// fixed header and the transport header, its payload length counting
+/// them.
+pub fn ipv6_with_extensions(
+    src: IpAddr,
+    dst: IpAddr,
+    sport: u16,
+    dport: u16,
+    proto: u8,
+    extensions: &[Extension],
+    len: usize,
+) -> Vec<u8> {
+    let mut f = frame(src, dst, sport, dport, proto, false, len);
+    let mut chain = Vec::new();
+    let mut kinds: Vec<u8> = extensions
+        .iter()
+        .map(|e| match *e {
+            Extension::Options { kind, .. } => kind,
+            Extension::Fragment { .. } => 44,
+        })
+        .collect();
+    kinds.push(proto);
+    for (extension, &next) in extensions.iter().zip(&kinds[1..]) {
+        match *extension {
+            Extension::Options { units, .. } => {
+                let mut header = vec![1u8; usize::from(units.max(1)) * 8];
+                header[0] = next;
+                header[1] = units.max(1) - 1;
+                chain.extend_from_slice(&header);
+            }
+            Extension::Fragment { offset, more } => {
+                let field = offset << 3 | u16::from(more);
+                chain.extend_from_slice(&[next, 0]);
+                chain.extend_from_slice(&field.to_be_bytes());
+                chain.extend_from_slice(&[0, 0, 0, 1]);
+            }
+        }
+    }
+    let at = MAC_HEADER + IPV6_HEADER;
+    f[MAC_HEADER + 6] = kinds[0];
+    f.splice(at..at, chain.iter().copied());
+    let payload = u16::from_be_bytes([f[MAC_HEADER + 4], f[MAC_HEADER + 5]]);
+    set_ipv6_payload_length(&mut f, payload + chain.len() as u16);
+    f
+}
+
 /// An ARP request frame.
 pub fn arp() -> Vec<u8> {
     let mut f = vec![0u8; 42];
@@ -155,6 +222,92 @@ mod tests {
         make_later_fragment(&mut fragment);
         assert_eq!(classify(&fragment), Class::Protocol(SKETCH_PROTO_FRAGMENT));
         assert_eq!(classify(&arp()), Class::Protocol(SKETCH_PROTO_ARP));
+    }
+
+    /// IPv6 as the program reads it: through extension headers, later
+    /// fragments apart, ports only inside the payload, version checked.
+    #[test]
+    fn ipv6_extensions_fragments_payload_length_and_versions() {
+        use Extension::*;
+        let (s, d): (IpAddr, IpAddr) = ("fd00::1".parse().unwrap(), "fd00::2".parse().unwrap());
+        let key = Class::Flow(FlowKey::new(s, d, 1000, 80, 6));
+        let with = |extensions: &[Extension], proto| {
+            classify(&ipv6_with_extensions(
+                s, d, 1000, 80, proto, extensions, 120,
+            ))
+        };
+        let hop = Options { kind: 0, units: 1 };
+        let routing = Options { kind: 43, units: 3 };
+        let dest = Options { kind: 60, units: 2 };
+        let first = Fragment {
+            offset: 0,
+            more: true,
+        };
+        let later = Fragment {
+            offset: 185,
+            more: false,
+        };
+        assert_eq!(with(&[], 6), key);
+        assert_eq!(with(&[hop], 6), key);
+        assert_eq!(with(&[hop, dest, routing], 6), key);
+        assert_eq!(
+            with(&[hop, routing, first], 6),
+            key,
+            "a first fragment has ports"
+        );
+        assert_eq!(with(&[hop, dest, routing, first], 6), key);
+        assert_eq!(with(&[later], 6), Class::Protocol(SKETCH_PROTO_FRAGMENT));
+        assert_eq!(
+            with(&[hop, later], 17),
+            Class::Protocol(SKETCH_PROTO_FRAGMENT)
+        );
+        assert_eq!(with(&[hop], 58), Class::Protocol(SKETCH_PROTO_ICMPV6));
+        assert_eq!(
+            with(&[hop, dest, routing, dest, first], 6),
+            Class::Protocol(SKETCH_PROTO_IPV6_OTHER),
+            "more extension headers than the program looks through"
+        );
+        assert_eq!(
+            with(&[Options { kind: 51, units: 1 }], 6),
+            Class::Protocol(SKETCH_PROTO_IPV6_OTHER),
+            "an authentication header is not looked through"
+        );
+        // Ports only inside the payload: a minimum-size frame's padding is
+        // not read as ports.
+        let mut padded = frame(s, d, 1000, 80, 6, false, 100);
+        set_ipv6_payload_length(&mut padded, 4);
+        assert_eq!(
+            classify(&padded),
+            key,
+            "ports end exactly at the payload's end"
+        );
+        set_ipv6_payload_length(&mut padded, 3);
+        assert_eq!(classify(&padded), Class::Protocol(SKETCH_PROTO_OTHER));
+        set_ipv6_payload_length(&mut padded, 0);
+        assert_eq!(classify(&padded), Class::Protocol(SKETCH_PROTO_OTHER));
+        let mut hop_in_padding = ipv6_with_extensions(s, d, 1000, 80, 6, &[hop], 120);
+        set_ipv6_payload_length(&mut hop_in_padding, 1);
+        assert_eq!(
+            classify(&hop_in_padding),
+            Class::Protocol(SKETCH_PROTO_OTHER)
+        );
+        let mut fragment_in_padding = ipv6_with_extensions(s, d, 1000, 80, 6, &[later], 120);
+        set_ipv6_payload_length(&mut fragment_in_padding, 7);
+        assert_eq!(
+            classify(&fragment_in_padding),
+            Class::Protocol(SKETCH_PROTO_OTHER)
+        );
+        // Versions: an IPv4 ethertype must carry version 4, IPv6 6.
+        let (s4, d4): (IpAddr, IpAddr) = ("10.0.0.1".parse().unwrap(), "10.0.0.2".parse().unwrap());
+        for (src, dst, version) in [(s4, d4, 6), (s4, d4, 0), (s, d, 4), (s, d, 15)] {
+            let mut f = frame(src, dst, 1, 2, 17, false, 100);
+            set_ip_version(&mut f, version);
+            assert_eq!(
+                classify(&f),
+                Class::Protocol(SKETCH_PROTO_OTHER),
+                "{src} v{version}"
+            );
+        }
     }
 
     #[test]
