@@ -611,3 +611,190 @@ fn forwarded_traffic_lands_on_the_router_namespace() {
         "the host's namespace (the busy loop's) has {on_host:.4} of all network time"
     );
 }
+
+/// A process names itself with an escape sequence (`prctl(PR_SET_NAME)`,
+/// which any local user may do) and sends traffic while root runs `stat
+/// --by process` in a terminal: its row shows the name written out, and
+/// no raw ESC reaches the terminal.
+#[test]
+fn a_process_named_with_an_escape_sequence_is_printed_escaped() {
+    // Sets the window title, then clears the screen: 9 of comm's 15 bytes.
+    let name = "\u{1b}]0;x\u{7}\u{1b}[2J";
+    let mut stat = Command::new(NETTO)
+        .args([
+            "stat",
+            "--by",
+            "process",
+            "--interval",
+            "0.5",
+            "--duration",
+            "4",
+        ])
+        .args(backend_args())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawning netto");
+    let stdout = stat.stdout.take().unwrap();
+    let printed = thread::spawn(move || {
+        let mut bytes = Vec::new();
+        std::io::Read::read_to_end(&mut std::io::BufReader::new(stdout), &mut bytes).unwrap();
+        bytes
+    });
+    wait_for_line(
+        stat.stderr.take().unwrap(),
+        "netto: measuring",
+        scaled(Duration::from_secs(30)),
+    );
+    let dest = "127.0.0.1:47391";
+    let mut receiver = loadgen(&format!("discard --proto udp --listen {dest} --duration 3"))
+        .arg("--name")
+        .arg(name)
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let sender = loadgen(&format!(
+        "send --proto udp --syscall sendto --dest {dest} --duration 2"
+    ))
+    .arg("--name")
+    .arg(name)
+    .output()
+    .unwrap();
+    assert!(sender.status.success(), "{sender:?}");
+    exit_within(&mut receiver, Duration::from_secs(10), "the receiver");
+    let status = exit_within(&mut stat, scaled(Duration::from_secs(30)), "netto stat");
+    assert!(status.success(), "netto stat: {status}");
+    let printed = printed.join().unwrap();
+    let text = String::from_utf8_lossy(&printed);
+    assert!(
+        text.contains("\\x1b]0;x\\x07\\x1b[2J"),
+        "the name written out is not in stat's output:\n{text}"
+    );
+    assert!(
+        !printed.contains(&0x1b) && !printed.contains(&0x07),
+        "a raw control byte reached the terminal"
+    );
+}
+
+/// Directories a test made, removed deepest first on drop (or on a
+/// signal).
+struct MadeDirs {
+    dirs: std::sync::Arc<std::sync::Mutex<Vec<PathBuf>>>,
+    _undo: Registered,
+}
+
+impl MadeDirs {
+    fn new() -> MadeDirs {
+        let dirs = std::sync::Arc::new(std::sync::Mutex::new(Vec::<PathBuf>::new()));
+        let undo = {
+            let dirs = std::sync::Arc::clone(&dirs);
+            undo::register(move || remove_all(&dirs.lock().unwrap()))
+        };
+        MadeDirs { dirs, _undo: undo }
+    }
+
+    /// Makes `dir`; returns its cgroup id (the inode).
+    fn make(&self, dir: &Path) -> u64 {
+        use std::os::unix::fs::MetadataExt;
+        fs::create_dir(dir).unwrap_or_else(|e| panic!("mkdir {}: {e}", dir.display()));
+        self.dirs.lock().unwrap().push(dir.to_owned());
+        fs::metadata(dir).unwrap().ino()
+    }
+}
+
+fn remove_all(dirs: &[PathBuf]) {
+    for dir in dirs.iter().rev() {
+        let _ = fs::remove_dir(dir);
+    }
+}
+
+impl Drop for MadeDirs {
+    fn drop(&mut self) {
+        remove_all(&self.dirs.lock().unwrap());
+    }
+}
+
+/// Where cgroups cannot be opened by id (the systemd unit has no
+/// CAP_DAC_READ_SEARCH), they are named by walking the tree, which anyone
+/// with a delegated subtree can make deep and wide: each naming reads at
+/// most WALK_BUDGET directories and the walk goes on where it stopped, so
+/// 300 new groups at once and a tree of 1,500 cost a few namings, not one
+/// long stall; nothing deeper than MAX_DEPTH is walked into. Names still
+/// resolve, and as root a group of any depth is named by its id.
+#[test]
+fn naming_cgroups_is_bounded_in_depth_and_per_interval() {
+    use netto::collect::attribution::{GroupId, Namer};
+    use netto::collect::groups::resolve::{Resolver, MAX_DEPTH, WALK_BUDGET};
+    let top = Cgroup::new("walk");
+    let made = MadeDirs::new();
+    let mut deep = top.dir.clone();
+    let mut deep_path = top.path.clone();
+    let mut deep_ids = Vec::new();
+    for level in 0..MAX_DEPTH + 8 {
+        deep = deep.join(format!("d{level}"));
+        deep_path = format!("{deep_path}/d{level}");
+        deep_ids.push((made.make(&deep), deep_path.clone()));
+    }
+    let wide = top.dir.join("wide");
+    made.make(&wide);
+    let many: Vec<(u64, String)> = (0..1500)
+        .map(|i| {
+            let id = made.make(&wide.join(format!("g{i}")));
+            (id, format!("{}/wide/g{i}", top.path))
+        })
+        .collect();
+    // Deep enough still walked (the top group is at depth 1).
+    let (reachable, reachable_path) = deep_ids[MAX_DEPTH - 2].clone();
+    let (too_deep, _) = deep_ids.last().unwrap().clone();
+    let mut asked: Vec<GroupId> = many[1200..]
+        .iter()
+        .map(|(id, _)| GroupId::Cgroup(*id))
+        .collect();
+    asked.push(GroupId::Cgroup(reachable));
+    asked.push(GroupId::Cgroup(too_deep));
+
+    let mut walking = Resolver::walking_only();
+    let mut namings = 0;
+    let names = loop {
+        let read = walking.directories_read();
+        let names = walking.names(&asked);
+        namings += 1;
+        let this_naming = walking.directories_read() - read;
+        assert!(
+            this_naming <= WALK_BUDGET as u64,
+            "one naming read {this_naming} directories"
+        );
+        if names.iter().all(|(_, label)| label != "not named yet") {
+            break names;
+        }
+        assert!(
+            namings < 10,
+            "still not named after {namings} namings: {names:?}"
+        );
+    };
+    assert!(
+        namings > 1,
+        "a tree of 1,500 groups was walked in one naming"
+    );
+    for ((name, _), (_, path)) in names.iter().zip(&many[1200..]) {
+        assert_eq!(name, path);
+    }
+    let n = names.len();
+    assert_eq!(names[n - 2].0, reachable_path);
+    assert_eq!(names[n - 1].0, format!("cgroup-id:{too_deep}"));
+    assert_eq!(
+        names[n - 1].1,
+        format!("removed, or deeper than {MAX_DEPTH} levels")
+    );
+    // Named again: from what the walk learnt, without walking.
+    let read = walking.directories_read();
+    assert_eq!(walking.names(&asked[..n - 1]), names[..n - 1]);
+    assert_eq!(walking.directories_read(), read);
+
+    // As root, by id: any depth, and no walk at all.
+    let mut by_id = Resolver::new();
+    let names = by_id.names(&[GroupId::Cgroup(too_deep), GroupId::Cgroup(many[0].0)]);
+    assert_eq!(names[0].0, deep_path);
+    assert_eq!(names[1].0, many[0].1);
+    assert_eq!(by_id.directories_read(), 0);
+}

@@ -1,7 +1,10 @@
 //! Malformed recordings, as a user might hand them to `report` and `serve
 //! --replay` (`top --replay` is in tests/top.rs): each is refused with one
 //! line naming what is wrong and where, exit 2, and nothing written or
-//! served. Each case is the recorded demo with one thing broken. No root.
+//! served. Each case is the recorded demo with one thing broken. And what
+//! netto's live path can write (names a process gave itself, a stall, a
+//! step of the clock, a sketch's estimate above its total) replays. No
+//! root.
 
 mod common;
 
@@ -9,6 +12,10 @@ use std::path::Path;
 use std::process::{Command, Output};
 
 use common::NETTO;
+use netto::model::{
+    Attribution, EventKey, Flow, FlowEstimate, Group, GroupBy, PacketUnit, Recording, SketchCost,
+    SketchSnapshot, XdpMode,
+};
 use serde_json::{json, Value};
 
 const RECORDING: &str = concat!(
@@ -43,7 +50,7 @@ const CASES: &[Case] = &[
     (
         "an interval of 1e19 s (serve panicked)",
         |r| r["snapshots"][2]["interval_s"] = json!(1e19),
-        "snapshots[2].interval_s: 10000000000000000000 is above 4500",
+        "snapshots[2].interval_s: 10000000000000000000 is above 3155760000",
     ),
     (
         "a negative interval",
@@ -170,6 +177,37 @@ const CASES: &[Case] = &[
         "a breakdown whose categories do not add up",
         |r| r["snapshots"][0]["breakdown"][1]["samples"] = json!(1),
         "snapshots[0].breakdown[1].samples: 1 is not the sum of its categories' samples",
+    ),
+    (
+        "categories whose samples wrap around to the context's (top --replay wrapped)",
+        |r| {
+            let categories = &mut r["snapshots"][0]["breakdown"][0]["categories"];
+            categories[0]["samples"] = json!(u64::MAX);
+            categories[1]["samples"] = json!(2);
+            let rest: u64 = categories.as_array().unwrap()[2..]
+                .iter()
+                .map(|c| c["samples"].as_u64().unwrap())
+                .sum();
+            r["snapshots"][0]["breakdown"][0]["samples"] = json!(1 + rest);
+        },
+        "snapshots[0].breakdown[0].categories: add up to more than 2^64",
+    ),
+    (
+        "two groups of one name",
+        |r| {
+            let group = json!({"name": "/a.service", "label": "a.service",
+                "events": {"net_rx_softirq": 0, "net_tx_softirq": 0, "sock_send": 0,
+                    "sock_recv": 0, "net_timers": 0}});
+            let totals: serde_json::Map<String, Value> = r["snapshots"][0]["events"]
+                .as_object()
+                .unwrap()
+                .iter()
+                .map(|(key, time)| (key.clone(), time["total_ns"].clone()))
+                .collect();
+            r["snapshots"][0]["attribution"] = json!({"by": "cgroup", "on": true,
+                "groups": [group.clone(), group], "unattributed": totals});
+        },
+        "snapshots[0].attribution.groups[1].name: \"/a.service\" appears twice",
     ),
     (
         "a negative agreement",
@@ -332,4 +370,285 @@ fn serve_refuses_each_malformed_recording_before_serving() {
             .unwrap();
         assert_refused(&out, &path, says, what);
     }
+}
+
+/// The fixture as netto's live path writes it after `edit`, written as
+/// `netto record` writes JSON, then read back: `report` draws it (an SVG,
+/// valid XML with no control character in it, whatever the names) and
+/// writes it again as JSON, which loads.
+fn netto_reads_what_it_wrote(what: &str, edit: impl FnOnce(&mut Recording)) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut recording = netto::recording::load(Path::new(RECORDING))
+        .unwrap()
+        .into_inner();
+    edit(&mut recording);
+    let path = dir.path().join("written.json");
+    let mut bytes = serde_json::to_vec(&recording).unwrap();
+    bytes.push(b'\n');
+    std::fs::write(&path, bytes).unwrap();
+    let grouped = recording.snapshots.iter().all(|s| s.attribution.is_some());
+    let svg = dir.path().join("out.svg");
+    let mut report = Command::new(NETTO);
+    report.arg("report").arg(&path).arg("-o").arg(&svg);
+    if grouped {
+        report.arg("--group-frames");
+    }
+    let out = report.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{what}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let svg = std::fs::read_to_string(&svg).unwrap();
+    let options = roxmltree::ParsingOptions {
+        allow_dtd: true,
+        ..roxmltree::ParsingOptions::default()
+    };
+    roxmltree::Document::parse_with_options(&svg, options)
+        .unwrap_or_else(|e| panic!("{what}: SVG not XML: {e}"));
+    assert!(
+        !svg.chars().any(|c| c.is_control() && !"\n\t\r".contains(c)),
+        "{what}: a control character in the SVG"
+    );
+    let again = dir.path().join("again.json");
+    let out = Command::new(NETTO)
+        .arg("report")
+        .arg(&path)
+        .arg("-o")
+        .arg(&again)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{what}: {out:?}");
+    assert_eq!(
+        netto::recording::load(&again).unwrap().into_inner(),
+        recording,
+        "{what}"
+    );
+}
+
+/// Every snapshot attributed by `by` to `names` (name, label), the first
+/// group taking all of each event's time.
+fn attributed(recording: &mut Recording, by: GroupBy, names: &[(&str, &str)]) {
+    for s in &mut recording.snapshots {
+        let totals: std::collections::BTreeMap<EventKey, u64> =
+            s.events.iter().map(|(&k, t)| (k, t.total_ns)).collect();
+        let groups = names
+            .iter()
+            .enumerate()
+            .map(|(i, (name, label))| Group {
+                name: (*name).to_owned(),
+                label: (*label).to_owned(),
+                events: if i == 0 {
+                    totals.clone()
+                } else {
+                    Attribution::zero_events()
+                },
+            })
+            .collect();
+        s.attribution = Some(Attribution {
+            by,
+            on: true,
+            groups,
+            unattributed: Attribution::zero_events(),
+        });
+    }
+}
+
+/// Processes name themselves (`prctl(PR_SET_NAME)`): an escape sequence,
+/// blanks, nothing. A delegated subtree's cgroup can be named the same.
+#[test]
+fn names_a_process_or_a_cgroup_can_have_replay() {
+    netto_reads_what_it_wrote("process names", |r| {
+        attributed(
+            r,
+            GroupBy::Process,
+            &[
+                ("4242", "\u{1b}]0;owned\u{7}\u{1b}[2J"),
+                ("4243", "   "),
+                ("4244", ""),
+            ],
+        )
+    });
+    netto_reads_what_it_wrote("cgroup paths", |r| {
+        attributed(
+            r,
+            GroupBy::Cgroup,
+            &[
+                (
+                    "/user.slice/\u{1b}[31mred\u{1b}[0m",
+                    "\u{1b}[31mred\u{1b}[0m",
+                ),
+                ("/user.slice/a\u{202e}b", "a\u{202e}b"),
+            ],
+        )
+    });
+}
+
+/// netto stopped (Ctrl-Z) or its host paused for three days: the interval
+/// in progress lasts until it runs again.
+#[test]
+fn an_interval_after_a_long_stall_replays() {
+    netto_reads_what_it_wrote("a stall", |r| {
+        let stall = 3.0 * 86400.0;
+        r.snapshots[3].interval_s += stall;
+        for s in &mut r.snapshots[3..] {
+            s.ts += stall;
+        }
+        r.header.duration_s += stall;
+    });
+}
+
+/// The wall clock stepped back an hour in the middle of a run: the times
+/// netto gives its snapshots go on, and the recording replays.
+#[test]
+fn a_step_back_of_the_wall_clock_replays() {
+    netto_reads_what_it_wrote("a clock step", |r| {
+        let start = std::time::Instant::now();
+        let mut previous = (start, r.snapshots[0].ts);
+        let mut at = start;
+        for (i, s) in r.snapshots.iter_mut().enumerate().skip(1) {
+            at += std::time::Duration::from_secs_f64(s.interval_s);
+            let wall = if i >= 3 { s.ts - 3600.0 } else { s.ts };
+            s.ts = netto::collect::clock::interval_end(previous, at, wall);
+            previous = (at, s.ts);
+        }
+    });
+}
+
+/// A flow's share as netto wrote it before it kept the shares within the
+/// total: a Count-Sketch estimate above every byte seen, on light traffic.
+#[test]
+fn a_sketch_flow_estimated_above_the_total_replays() {
+    netto_reads_what_it_wrote("a share above 1", |r| {
+        for s in &mut r.snapshots {
+            s.sketch = Some(SketchSnapshot {
+                ts: s.ts,
+                interval_s: s.interval_s,
+                iface: "veth0".into(),
+                mode: XdpMode::Generic,
+                probability: 0.01,
+                rows: 4,
+                columns: 2048,
+                packet_unit: PacketUnit::GroAggregate,
+                packets: 3,
+                bytes: 180,
+                gaps_reused: 0,
+                top: vec![FlowEstimate {
+                    flow: Flow {
+                        src: "10.0.0.1".into(),
+                        dst: "10.0.0.2".into(),
+                        sport: 40000,
+                        dport: 5201,
+                        proto: "tcp".into(),
+                    },
+                    packets: 100,
+                    bytes: 6000,
+                    share: 6000.0 / 180.0,
+                }],
+                other_protocols: Default::default(),
+                cost: SketchCost::default(),
+            });
+        }
+    });
+}
+
+/// What is not a recording file is refused in one line before it is read:
+/// a device (`/dev/zero` grew until the OOM killer), a FIFO (without
+/// waiting for a writer), a directory; and a file beyond
+/// --max-recording-size, which every command that reads one takes.
+#[test]
+fn only_regular_files_within_the_size_limit_are_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("fifo.json");
+    let c_path = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c_path.as_ptr(), 0o600) }, 0);
+    let svg = dir.path().join("out.svg");
+    let svg = svg.to_str().unwrap();
+    let dir_path = dir.path().to_str().unwrap();
+    for (path, says) in [
+        (
+            "/dev/zero",
+            "/dev/zero is a character device, not a regular file",
+        ),
+        (fifo.to_str().unwrap(), "is a FIFO, not a regular file"),
+        (dir_path, "is a directory, not a regular file"),
+    ] {
+        let started = std::time::Instant::now();
+        let out = netto_with_deadline(&["report", path, "-o", svg]);
+        assert_refused(&out, path, says, path);
+        assert!(started.elapsed() < std::time::Duration::from_secs(10));
+    }
+    let size = std::fs::metadata(RECORDING).unwrap().len();
+    let below = (size - 1).to_string();
+    let out = netto_with_deadline(&[
+        "report",
+        RECORDING,
+        "-o",
+        svg,
+        "--max-recording-size",
+        &below,
+    ]);
+    assert_refused(
+        &out,
+        RECORDING,
+        &format!("is larger than --max-recording-size ({below} bytes)"),
+        "report",
+    );
+    let out = netto_with_deadline(&[
+        "serve",
+        "--replay",
+        RECORDING,
+        "--max-recording-size",
+        &below,
+        "--listen",
+        "127.0.0.1:0",
+    ]);
+    assert_refused(
+        &out,
+        RECORDING,
+        "is larger than --max-recording-size",
+        "serve",
+    );
+    let out = netto_with_deadline(&[
+        "report",
+        RECORDING,
+        "-o",
+        svg,
+        "--max-recording-size",
+        &size.to_string(),
+    ]);
+    assert!(out.status.success(), "{out:?}");
+    let out = netto_with_deadline(&["report", RECORDING, "-o", svg, "--max-recording-size", "0"]);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+}
+
+/// netto with `args`, killed if it has not ended within 20 s (a read that
+/// blocks or never ends fails the test instead of hanging it).
+fn netto_with_deadline(args: &[&str]) -> Output {
+    let child = Command::new(NETTO)
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let (done, waited) = std::sync::mpsc::channel::<()>();
+    let watchdog = std::thread::spawn(move || {
+        if waited
+            .recv_timeout(std::time::Duration::from_secs(20))
+            .is_err()
+        {
+            // SAFETY: signalling our own child by pid.
+            unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+        }
+    });
+    let out = child.wait_with_output().unwrap();
+    let _ = done.send(());
+    watchdog.join().unwrap();
+    assert!(
+        out.status.code().is_some(),
+        "netto {args:?} did not end within 20 s"
+    );
+    out
 }

@@ -95,6 +95,10 @@ struct RunArgs {
     /// Pin the traffic to this CPU
     #[arg(long, value_name = "N")]
     cpu: Option<usize>,
+    /// Name this process (prctl PR_SET_NAME, which any process may do; at
+    /// most 15 bytes), as netto's tests of how names are printed need
+    #[arg(long, value_name = "NAME")]
+    name: Option<String>,
 }
 
 /// The closing line of every run; field order is part of the output format.
@@ -147,23 +151,23 @@ fn run(command: Command) -> Result<(), Failure> {
                 congestion: args.congestion,
             };
             config.validate()?;
-            pin(args.run.cpu)?;
+            prepare(&args.run)?;
             traffic::send(&config, until(&args.run, &stop))?
         }
         Command::Recv(args) => {
-            pin(args.run.cpu)?;
+            prepare(&args.run)?;
             let receiver = Receiver::bind(args.proto, args.syscall, args.listen)?;
             announce_ready()?;
             receiver.run(until(&args.run, &stop))?
         }
         Command::Discard(args) => {
-            pin(args.run.cpu)?;
+            prepare(&args.run)?;
             let discard = Discard::bind(args.proto, args.listen)?;
             announce_ready()?;
             discard.run(until(&args.run, &stop))?
         }
         Command::ReadFile(run) => {
-            pin(run.cpu)?;
+            prepare(&run)?;
             traffic::read_file(until(&run, &stop))?
         }
     };
@@ -183,6 +187,23 @@ fn stop_on_signals() -> Result<Arc<AtomicBool>, Failure> {
 
 fn until<'a>(run: &RunArgs, stop: &'a AtomicBool) -> Until<'a> {
     Until::after(run.duration).or_flag(stop)
+}
+
+/// Pins the traffic's thread and names the process, as asked.
+fn prepare(run: &RunArgs) -> Result<(), Failure> {
+    if let Some(name) = &run.name {
+        let name = std::ffi::CString::new(name.as_str())
+            .map_err(|_| Failure::Usage("--name cannot hold a NUL byte".into()))?;
+        // SAFETY: PR_SET_NAME reads a NUL-terminated string of which the
+        // kernel keeps the first 15 bytes.
+        if unsafe { libc::prctl(libc::PR_SET_NAME, name.as_ptr()) } != 0 {
+            return Err(Failure::Run(format!(
+                "cannot set the name: {}",
+                io::Error::last_os_error()
+            )));
+        }
+    }
+    pin(run.cpu)
 }
 
 fn pin(cpu: Option<usize>) -> Result<(), Failure> {

@@ -146,13 +146,13 @@ impl Namer for Resolver {
 /// The deepest a walk goes below the root, and the longest path it names
 /// (PATH_MAX): a delegated subtree is anyone's to nest, and the walk runs
 /// on the measuring thread.
-const MAX_DEPTH: usize = 32;
+pub const MAX_DEPTH: usize = 32;
 const MAX_PATH: usize = 4096;
 
 /// Directories one naming (one interval) may read while walking: a walk
 /// of a bigger tree goes on where it stopped in the next interval. A
 /// user who makes a new group every interval costs at most this much.
-const WALK_BUDGET: usize = 1024;
+pub const WALK_BUDGET: usize = 1024;
 
 /// The cgroup v2 hierarchy: where it is mounted, and the path of each id
 /// seen. An id is the kernfs id of the group's directory, which is also a
