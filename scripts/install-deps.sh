@@ -5,7 +5,7 @@ set -euo pipefail
 
 packages=(
   clang llvm libclang-dev libelf-dev zlib1g-dev pkg-config make # BPF and bindgen toolchain
-  bpftool                                                     # vmlinux.h generation, test inspection
+  bpftool                                                     # scripts/refresh-vmlinux.sh, test inspection
   iproute2 iperf3 util-linux procps nftables                  # namespaces, load, pinning, netfilter tests
   linux-perf                                                  # the overhead benchmark's peer
   tmux                                                        # netto top's end-to-end tests
