@@ -7,22 +7,15 @@
 mod common;
 
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use clap::CommandFactory;
 use common::serve::Serve;
-use common::NETTO;
+use common::{netto, NETTO};
 
 const UNIT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/dist/netto.service");
 const INSTALLED: &str = "/usr/local/bin/netto";
-
-fn netto(args: &[&str]) -> Output {
-    Command::new(NETTO)
-        .args(args)
-        .output()
-        .expect("running netto")
-}
 
 fn stdout_of(args: &[&str]) -> String {
     let out = netto(args);

@@ -6,6 +6,8 @@
 //! level) and the XDP sketch's packet parser through its Rust reference.
 //! No root.
 
+mod common;
+
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::path::Path;
 use std::sync::OnceLock;
@@ -38,11 +40,6 @@ use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ratatui::Terminal;
 use serde_json::{json, Value};
 
-const RECORDING: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/tests/fixtures/recordings/demo.json"
-);
-
 fn cases(n: u32) -> Config {
     Config {
         cases: n,
@@ -57,7 +54,9 @@ fn cases(n: u32) -> Config {
 fn small_recording() -> &'static Recording {
     static SMALL: OnceLock<Recording> = OnceLock::new();
     SMALL.get_or_init(|| {
-        let mut recording = recording::load(Path::new(RECORDING)).unwrap().into_inner();
+        let mut recording = recording::load(Path::new(common::RECORDING))
+            .unwrap()
+            .into_inner();
         recording.snapshots.truncate(2);
         recording
     })

@@ -52,11 +52,6 @@ fn is_busy(s: &Snapshot) -> bool {
     s.overhead.programs.iter().map(|p| p.run_count).sum::<u64>() > 10_000
 }
 
-fn median(mut values: Vec<f64>) -> f64 {
-    values.sort_by(f64::total_cmp);
-    values[values.len() / 2]
-}
-
 #[test]
 fn statistics_are_held_for_a_slice_and_the_bpf_part_is_an_estimate() {
     let seconds = 6.0;
@@ -131,7 +126,7 @@ fn statistics_are_held_for_a_slice_and_the_bpf_part_is_an_estimate() {
         .iter()
         .map(|s| s.overhead.bpf_error_ns as f64 / s.overhead.bpf_run_time_ns as f64)
         .collect();
-    assert!(median(later.clone()) < 0.25, "relative errors {later:?}");
+    assert!(median(&later) < 0.25, "relative errors {later:?}");
 }
 
 /// Statistics held by the test for two seconds, released for two, over and
@@ -176,8 +171,8 @@ fn estimated_intervals_price_runs_like_fully_measured_ones() {
     for s in &exact {
         assert_eq!(s.overhead.bpf_error_ns, 0, "measured in full, no error");
     }
-    let exact_per_run = median(exact.iter().map(|s| ns_per_run(s)).collect());
-    let estimated_per_run = median(estimated.iter().map(|s| ns_per_run(s)).collect());
+    let exact_per_run = median(&exact.iter().map(|s| ns_per_run(s)).collect::<Vec<_>>());
+    let estimated_per_run = median(&estimated.iter().map(|s| ns_per_run(s)).collect::<Vec<_>>());
     eprintln!(
         "cost per run: {exact_per_run:.1} ns measured in full, {estimated_per_run:.1} ns estimated"
     );

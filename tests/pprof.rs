@@ -10,14 +10,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use common::serve::Serve;
-use common::NETTO;
+use common::{has_kernel_address, netto, recording, RECORDING};
 use netto::frontends::flame::readback::{parse_folded, FoldedStack};
 use netto::model::Recording;
-
-const RECORDING: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/tests/fixtures/recordings/demo.json"
-);
 
 /// Go ships in /usr/local/go here; Debian's golang-go (install-deps) puts
 /// `go` on PATH.
@@ -52,14 +47,6 @@ fn pprof(args: &[&str]) -> String {
     assert!(!has_kernel_address(&stdout), "an address in {stdout}");
     assert!(!has_kernel_address(&stderr), "an address in {stderr}");
     stdout
-}
-
-/// A token shaped like an x86-64 kernel address, with or without 0x.
-fn has_kernel_address(text: &str) -> bool {
-    text.to_ascii_lowercase()
-        .split(|c: char| !c.is_ascii_hexdigit() && c != 'x')
-        .map(|word| word.strip_prefix("0x").unwrap_or(word))
-        .any(|word| word.len() >= 12 && word.starts_with("ffff"))
 }
 
 /// What `-raw` shows: samples and cpu nanoseconds per context, and every
@@ -208,17 +195,6 @@ fn assert_profile_matches(profile: &str, folded: &[FoldedStack], exact: &BTreeMa
         assert_eq!(by_leaf.get(function), Some(flat), "{function}");
     }
     assert_eq!(cpu_total_ns(profile), exact.values().sum::<u64>());
-}
-
-fn netto(args: &[&str]) -> std::process::Output {
-    Command::new(NETTO)
-        .args(args)
-        .output()
-        .expect("running netto")
-}
-
-fn recording() -> Recording {
-    serde_json::from_str(&std::fs::read_to_string(RECORDING).unwrap()).unwrap()
 }
 
 fn s(path: &Path) -> &str {

@@ -9,18 +9,11 @@ mod common;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
-use common::NETTO;
+use common::{has_kernel_address, netto, recording_json, RECORDING};
 use netto::frontends::flame::readback::parse_folded;
 use netto::model::{Recording, SampleContext};
-
-fn netto(args: &[&str]) -> Output {
-    Command::new(NETTO)
-        .args(args)
-        .output()
-        .expect("running netto")
-}
 
 fn path_in(dir: &Path, name: &str) -> PathBuf {
     dir.join(name)
@@ -28,13 +21,6 @@ fn path_in(dir: &Path, name: &str) -> PathBuf {
 
 fn s(path: &Path) -> &str {
     path.to_str().unwrap()
-}
-
-/// True if the text holds something shaped like an x86-64 kernel address.
-fn has_kernel_address(text: &str) -> bool {
-    text.to_ascii_lowercase()
-        .split(|c: char| !c.is_ascii_hexdigit())
-        .any(|word| word.len() >= 12 && word.starts_with("ffff"))
 }
 
 fn assert_one_line_failure(out: &Output, mentions: &str) {
@@ -236,17 +222,11 @@ fn bad_input_is_one_line_and_non_zero() {
     assert!(!out.exists(), "a failed run left a file behind");
 }
 
-const DEMO: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/tests/fixtures/recordings/demo.json"
-);
-
 /// The recorded demo as if recorded with `--by cgroup`: half of every
 /// event's time for cgroup `/a`, sampled for it alone, the rest
 /// unattributed. Returns the path and `/a`'s time.
 fn attributed_demo(dir: &Path) -> (PathBuf, u64) {
-    let mut recording: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(DEMO).unwrap()).unwrap();
+    let mut recording = recording_json();
     let mut own = 0;
     for snapshot in recording["snapshots"].as_array_mut().unwrap() {
         let (mut mine, mut rest) = (serde_json::Map::new(), serde_json::Map::new());
@@ -299,12 +279,12 @@ fn bad_group_flags_are_one_line_and_exit_2() {
     let json_out = path_in(dir.path(), "out.json");
     for (args, mentions, code) in [
         (
-            vec!["report", DEMO, "--cgroup", "/a", "-o", s(&out)],
+            vec!["report", RECORDING, "--cgroup", "/a", "-o", s(&out)],
             "recorded without --by",
             2,
         ),
         (
-            vec!["report", DEMO, "--group-frames", "-o", s(&out)],
+            vec!["report", RECORDING, "--group-frames", "-o", s(&out)],
             "recorded without --by",
             2,
         ),
@@ -318,7 +298,7 @@ fn bad_group_flags_are_one_line_and_exit_2() {
                 "report",
                 "--diff",
                 s(&json),
-                DEMO,
+                RECORDING,
                 "--group",
                 "/a",
                 "-o",
@@ -359,4 +339,32 @@ fn bad_group_flags_are_one_line_and_exit_2() {
         !out.exists() && !json_out.exists(),
         "a failed run left a file behind"
     );
+}
+
+#[test]
+fn kernel_addresses_are_found_however_they_are_written() {
+    for leak in [
+        "0xffffffff81000000",
+        "0XFFFFFFFF81000000",
+        "at ffffffff81000000+0x10",
+        "ip=ffff888012345678",
+        "\"frames\":[\"ffffffff8100\"]",
+        "cut short: ffffffff8100",
+        "glued: 1ffffffff81000000",
+        "sym_ffffffff81000000",
+    ] {
+        assert!(has_kernel_address(leak), "{leak}");
+    }
+    for clean in [
+        "",
+        "tcp_sendmsg+0x2b",
+        "0xffffffff",
+        "ffffffff810",
+        "ffff ffff 8100 0000",
+        "1844674407370955161",
+        "rgb(255,255,255) #ffffff",
+        "sock_send 0.42",
+    ] {
+        assert!(!has_kernel_address(clean), "{clean}");
+    }
 }

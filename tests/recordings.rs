@@ -11,17 +11,12 @@ mod common;
 use std::path::Path;
 use std::process::{Command, Output};
 
-use common::NETTO;
+use common::{recording_json, NETTO, RECORDING};
 use netto::model::{
     Attribution, EventKey, Flow, FlowEstimate, Group, GroupBy, PacketUnit, Recording, SketchCost,
     SketchSnapshot, XdpMode,
 };
 use serde_json::{json, Value};
-
-const RECORDING: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/tests/fixtures/recordings/demo.json"
-);
 
 /// (what is broken, the change, what the one line must say).
 type Case = (&'static str, fn(&mut Value), &'static str);
@@ -275,8 +270,7 @@ fn softirq_tier(r: &mut Value) {
 
 /// Each case written to `dir`: (its path, what is broken, what to say).
 fn write_cases(dir: &Path) -> Vec<(String, &'static str, &'static str)> {
-    let original: Value =
-        serde_json::from_str(&std::fs::read_to_string(RECORDING).unwrap()).unwrap();
+    let original = recording_json();
     CASES
         .iter()
         .enumerate()

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use common::serve::Serve;
-use common::NETTO;
+use common::{recording, recording_json, NETTO, RECORDING};
 use netto::docs::{pages, REFERENCE_DIR};
 use netto::frontends::web::metrics::families::{Family, FAMILIES};
 use netto::model::{
@@ -22,15 +22,6 @@ use netto::model::{
 use serde_json::Value;
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
-
-const RECORDING: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/tests/fixtures/recordings/demo.json"
-);
-
-fn recording() -> Recording {
-    serde_json::from_str(&std::fs::read_to_string(RECORDING).unwrap()).unwrap()
-}
 
 fn reference_dir() -> PathBuf {
     Path::new(ROOT).join(REFERENCE_DIR)
@@ -392,7 +383,7 @@ fn recordings_and_snapshots_are_what_their_schemas_say() {
     let recordings = validator("recording.schema.json");
     let snapshots = validator("snapshot.schema.json");
     // Written before the schema version existed: still valid, and loaded.
-    let old: Value = serde_json::from_str(&std::fs::read_to_string(RECORDING).unwrap()).unwrap();
+    let old = recording_json();
     assert!(old["header"].get("schema_version").is_none());
     assert_valid(&recordings, &old, "demo.json");
     netto::recording::load(Path::new(RECORDING)).unwrap();
@@ -438,8 +429,7 @@ fn recordings_and_snapshots_are_what_their_schemas_say() {
 
 #[test]
 fn a_recording_of_a_newer_schema_version_is_refused_in_one_line() {
-    let mut newer: Value =
-        serde_json::from_str(&std::fs::read_to_string(RECORDING).unwrap()).unwrap();
+    let mut newer = recording_json();
     newer["header"]["schema_version"] = (SCHEMA_VERSION + 1).into();
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("newer.json");

@@ -8,18 +8,9 @@ use std::os::unix::process::ExitStatusExt;
 use std::process::Command;
 
 use common::serve::{children, open_files, status, Serve};
-use common::NETTO;
+use common::{has_kernel_address, netto, recording, NETTO, RECORDING};
 use netto::frontends::flame::readback::parse_folded;
-use netto::model::{Recording, Snapshot};
-
-const RECORDING: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/tests/fixtures/recordings/demo.json"
-);
-
-fn recording() -> Recording {
-    serde_json::from_str(&std::fs::read_to_string(RECORDING).unwrap()).unwrap()
-}
+use netto::model::Snapshot;
 
 /// A recording of `count` copies of `snapshot`, `interval_s` apart from
 /// unix time 1000 on, in a temporary directory (removed when dropped).
@@ -40,19 +31,6 @@ fn repeated(
     let path = dir.path().join("long.json");
     std::fs::write(&path, serde_json::to_vec(&recording).unwrap()).unwrap();
     (dir, path)
-}
-
-/// Something that looks like a kernel address (0xffff..., or 16 hex digits
-/// starting with ffff).
-fn has_kernel_address(text: &str) -> bool {
-    let lower = text.to_ascii_lowercase();
-    lower.match_indices("ffff").any(|(i, _)| {
-        let digits = lower[i..]
-            .chars()
-            .take_while(|c| c.is_ascii_hexdigit())
-            .count();
-        digits >= 12
-    })
 }
 
 const ENDPOINTS: [&str; 10] = [
@@ -426,8 +404,9 @@ fn stream_delivers_every_snapshot_in_order_then_ends() {
     assert!(late.next_event().unwrap().is_none());
 }
 
-fn netto(args: &[&str]) -> (i32, String) {
-    let out = Command::new(NETTO).args(args).output().unwrap();
+/// netto's exit code and stderr for `args`.
+fn exit_and_stderr(args: &[&str]) -> (i32, String) {
+    let out = netto(args);
     (
         out.status.code().unwrap_or(-1),
         String::from_utf8_lossy(&out.stderr).into_owned(),
@@ -436,7 +415,8 @@ fn netto(args: &[&str]) -> (i32, String) {
 
 #[test]
 fn remote_addresses_need_a_flag_and_get_a_warning() {
-    let (code, stderr) = netto(&["serve", "--replay", RECORDING, "--listen", "0.0.0.0:0"]);
+    let (code, stderr) =
+        exit_and_stderr(&["serve", "--replay", RECORDING, "--listen", "0.0.0.0:0"]);
     assert_eq!(code, 1);
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
     assert!(
@@ -494,7 +474,7 @@ fn bad_input_is_one_clear_line() {
             1,
         ),
     ] {
-        let (code, stderr) = netto(&args);
+        let (code, stderr) = exit_and_stderr(&args);
         assert_eq!(code, exit, "{args:?}: {stderr}");
         assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
         assert!(stderr.contains(expected), "{args:?}: {stderr}");
@@ -505,7 +485,7 @@ fn bad_input_is_one_clear_line() {
         &["serve", "--replay", RECORDING, "--frequency", "99"],
         &["serve", "--replay", RECORDING, "--allow-host", "a/b"],
     ] {
-        let (code, stderr) = netto(args);
+        let (code, stderr) = exit_and_stderr(args);
         assert_eq!(code, 2, "{args:?}: {stderr}");
         assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
     }

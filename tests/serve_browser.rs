@@ -12,16 +12,12 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::serve::Serve;
+use common::{recording, RECORDING};
 use headless_chrome::protocol::cdp::Page::CaptureScreenshotFormatOption;
 use headless_chrome::{Browser, LaunchOptions, Tab};
 use netto::model::{
     Attribution, BudgetChange, BudgetStatus, EventKey, Group, GroupBy, Recording, Tier,
 };
-
-const RECORDING: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/tests/fixtures/recordings/demo.json"
-);
 
 /// Evaluates `expression` in the page until it gives a value other than
 /// null or undefined; the value comes back as JSON.
@@ -91,8 +87,7 @@ fn open_page(recording: &Path) -> Page {
 
 #[test]
 fn the_page_shows_the_recorded_numbers_and_a_flame_graph() {
-    let recording: Recording =
-        serde_json::from_str(&std::fs::read_to_string(RECORDING).unwrap()).unwrap();
+    let recording = recording();
     let page = open_page(Path::new(RECORDING));
     let tab = Arc::clone(&page.tab);
 
@@ -195,8 +190,7 @@ fn the_page_shows_the_recorded_numbers_and_a_flame_graph() {
 /// `softirq` tier (socket calls estimated) and every interval attributed
 /// to two cgroups, 3:1, and the rest unattributed.
 fn tiered_and_attributed() -> Recording {
-    let mut recording: Recording =
-        serde_json::from_str(&std::fs::read_to_string(RECORDING).unwrap()).unwrap();
+    let mut recording = recording();
     for snapshot in &mut recording.snapshots {
         // Each event's time: 3/8 to one group, 1/8 to the other.
         let part = |eighths: u64| -> BTreeMap<EventKey, u64> {
@@ -298,8 +292,7 @@ fn the_page_shows_who_pays_and_marks_estimates() {
 /// over the budget is not the budget exceeded.
 #[test]
 fn the_page_names_a_calibration_interval() {
-    let mut recording: Recording =
-        serde_json::from_str(&std::fs::read_to_string(RECORDING).unwrap()).unwrap();
+    let mut recording = recording();
     let last = recording.snapshots.last_mut().unwrap();
     last.calibrating = Some(Tier::Sampled);
     last.budget = Some(BudgetStatus::over_at_floor(1.0));
@@ -330,8 +323,7 @@ fn the_page_names_a_calibration_interval() {
 /// table's budget row the one asked for.
 #[test]
 fn the_page_shows_the_sketch_probability_in_force_and_the_one_asked() {
-    let mut recording: Recording =
-        serde_json::from_str(&std::fs::read_to_string(RECORDING).unwrap()).unwrap();
+    let mut recording = recording();
     let last = recording.snapshots.last_mut().unwrap();
     last.sketch = Some(
         serde_json::from_value(serde_json::json!({

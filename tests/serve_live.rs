@@ -11,6 +11,7 @@ use std::net::TcpStream;
 use std::thread;
 use std::time::{Duration, Instant};
 
+use common::median;
 use common::serve::{children, open_files, rss_kib, status, Events, Serve};
 use serde_json::Value;
 
@@ -52,12 +53,6 @@ fn follow(mut events: Events, deadline: Instant) -> Followed {
         }
     }
     seen
-}
-
-fn median(values: &[f64]) -> f64 {
-    let mut sorted = values.to_vec();
-    sorted.sort_by(f64::total_cmp);
-    sorted[sorted.len() / 2]
 }
 
 /// Consecutive snapshots cover time without a hole: each one's measured

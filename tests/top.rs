@@ -11,12 +11,7 @@ use std::time::{Duration, Instant};
 
 use common::*;
 use netto::frontends::tui::format;
-use netto::model::{EventKey, Recording, Snapshot};
-
-const RECORDING: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/tests/fixtures/recordings/demo.json"
-);
+use netto::model::{EventKey, Snapshot};
 
 /// A shell in a tmux window of its own tmux server, which is killed on
 /// drop (and with it anything still running in the window). The server's
@@ -169,10 +164,6 @@ impl Drop for Pane {
             .arg("kill-server")
             .output();
     }
-}
-
-fn recording() -> Recording {
-    serde_json::from_str(&std::fs::read_to_string(RECORDING).unwrap()).unwrap()
 }
 
 /// The words on the line that starts (after the border) with `label`.
@@ -380,8 +371,7 @@ fn bad_replay_input_is_one_line_before_the_screen_opens() {
 #[test]
 fn a_malformed_recording_is_one_line_before_the_screen_opens() {
     // The snapshots lack an event key: top used to panic on them (exit 101).
-    let mut broken: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(RECORDING).unwrap()).unwrap();
+    let mut broken = recording_json();
     for snapshot in broken["snapshots"].as_array_mut().unwrap() {
         snapshot["events"]
             .as_object_mut()

@@ -527,12 +527,59 @@ pub fn links_of(wanted: impl Fn(&str) -> bool) -> usize {
         .count()
 }
 
-/// netto run to completion with `args`.
+/// netto run to completion with `args`. Whatever it printed is held to
+/// netto's promise never to print a kernel address ([`has_kernel_address`]).
 pub fn netto(args: &[&str]) -> std::process::Output {
-    Command::new(NETTO)
+    let out = Command::new(NETTO)
         .args(args)
         .output()
-        .expect("running netto")
+        .expect("running netto");
+    for (stream, bytes) in [("stdout", &out.stdout), ("stderr", &out.stderr)] {
+        let text = String::from_utf8_lossy(bytes);
+        assert!(
+            !has_kernel_address(&text),
+            "netto {args:?} printed a kernel address on {stream}: {text}"
+        );
+    }
+    out
+}
+
+/// Whether `text` holds something shaped like an x86-64 kernel address:
+/// `ffff` followed by at least 8 more hex digits (a full address is 16,
+/// and one cut short is still a leak), anywhere in a run of hex digits, in
+/// either case, with `0x` or without (the `x` ends the run before it).
+pub fn has_kernel_address(text: &str) -> bool {
+    const FFFF: &[u8] = b"ffff";
+    text.as_bytes()
+        .split(|b| !b.is_ascii_hexdigit())
+        .any(|run| {
+            (0..run.len().saturating_sub(11))
+                .any(|i| run[i..i + FFFF.len()].eq_ignore_ascii_case(FFFF))
+        })
+}
+
+/// The recorded demo every replay test reads (a fixture kept valid as
+/// netto's recording format changes).
+pub const RECORDING: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/fixtures/recordings/demo.json"
+);
+
+/// [`RECORDING`], parsed.
+pub fn recording() -> netto::model::Recording {
+    serde_json::from_str(&std::fs::read_to_string(RECORDING).unwrap()).unwrap()
+}
+
+/// [`RECORDING`] as JSON, for tests that change what the model cannot hold.
+pub fn recording_json() -> Value {
+    serde_json::from_str(&std::fs::read_to_string(RECORDING).unwrap()).unwrap()
+}
+
+/// The middle value (the upper one of an even count).
+pub fn median(values: &[f64]) -> f64 {
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    sorted[sorted.len() / 2]
 }
 
 /// One line on stderr, a non-zero exit, no panic.
