@@ -11,7 +11,7 @@ packages=(
   tmux                                                        # netto top's end-to-end tests
   curl jq                                                     # benches/soak.sh: stream clients and checks
   prometheus chromium                                         # serve tests: promtool check metrics, the page in a browser
-  qemu-system-x86 busybox-static cpio kmod xz-utils           # the kernel matrix (tests/vm_matrix.rs)
+  qemu-system-x86 busybox-static cpio kmod xz-utils           # the kernel matrix (cargo xtask vm-matrix)
   systemd man-db groff-base                                   # the unit's systemd-analyze verify, man page checks
   gcc-multilib                                                # tests/compat_calls.rs: a 32-bit program's socket calls
   ethtool                                                     # tests/softirq_accounting.rs: GRO and TSO on a veth for threaded NAPI

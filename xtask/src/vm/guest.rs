@@ -12,6 +12,8 @@ use std::process::{Command, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use anyhow::{Context, Result};
+
 use super::host::{self, shell_quote};
 use super::initramfs::{self, GuestConfig};
 use super::kernel::Kernel;
@@ -57,11 +59,12 @@ pub struct Boot {
 
 /// Boots `kernel`, runs `jobs` in it and collects their results. `dir`
 /// (on the share) receives the jobs and the serial log.
-pub fn boot(kernel: &Kernel, share: &Path, dir: &Path, jobs: &[Job]) -> Boot {
+pub fn boot(kernel: &Kernel, share: &Path, dir: &Path, jobs: &[Job]) -> Result<Boot> {
     let _ = fs::remove_dir_all(dir);
     let jobs_dir = dir.join("jobs");
     for job in jobs {
-        write_job(&jobs_dir.join(&job.name), job);
+        write_job(&jobs_dir.join(&job.name), job)
+            .with_context(|| format!("writing job {} in {}", job.name, jobs_dir.display()))?;
     }
     let executables: Vec<PathBuf> = jobs.iter().map(|j| j.program.clone()).collect();
     let archive = dir.join("initramfs.cpio");
@@ -73,13 +76,14 @@ pub fn boot(kernel: &Kernel, share: &Path, dir: &Path, jobs: &[Job]) -> Boot {
         },
         &executables,
         &archive,
-    );
+    )
+    .context("building the guest's initramfs")?;
 
     let serial_log = dir.join("serial.log");
     let monitor = dir.join("monitor.sock");
     let deadline = BOOT_ALLOWANCE + jobs.iter().map(|j| j.timeout).sum::<Duration>();
     let started = Instant::now();
-    let mut qemu = Command::new(host::find_tool("qemu-system-x86_64", "qemu-system-x86"));
+    let mut qemu = Command::new(host::find_tool("qemu-system-x86_64", "qemu-system-x86")?);
     qemu.args(["-accel", "tcg", "-cpu", "max", "-smp", "2", "-m", MEMORY])
         .args(["-nographic", "-no-reboot"])
         .arg("-monitor")
@@ -100,7 +104,7 @@ pub fn boot(kernel: &Kernel, share: &Path, dir: &Path, jobs: &[Job]) -> Boot {
             share.display()
         ))
         .stdin(Stdio::null())
-        .stdout(fs::File::create(&serial_log).unwrap())
+        .stdout(fs::File::create(&serial_log)?)
         .stderr(Stdio::inherit());
     // SAFETY: prctl is async-signal-safe; it only sets a process attribute.
     // It takes qemu down with the test when the test itself is killed
@@ -114,11 +118,11 @@ pub fn boot(kernel: &Kernel, share: &Path, dir: &Path, jobs: &[Job]) -> Boot {
             }
         });
     }
-    let mut qemu = qemu.spawn().expect("starting qemu");
+    let mut qemu = qemu.spawn().context("starting qemu")?;
     let mut hung = None;
     let mut begun = HashMap::new();
     let timed_out = loop {
-        if qemu.try_wait().unwrap().is_some() {
+        if qemu.try_wait()?.is_some() {
             break false;
         }
         let hang = stuck_job(&jobs_dir, jobs, &mut begun, Instant::now())
@@ -147,7 +151,7 @@ pub fn boot(kernel: &Kernel, share: &Path, dir: &Path, jobs: &[Job]) -> Boot {
     };
     let _ = fs::remove_file(&archive);
     let _ = fs::remove_file(&monitor);
-    Boot {
+    Ok(Boot {
         results: jobs
             .iter()
             .map(|job| read_result(&jobs_dir.join(&job.name)))
@@ -156,7 +160,7 @@ pub fn boot(kernel: &Kernel, share: &Path, dir: &Path, jobs: &[Job]) -> Boot {
         timed_out,
         hung,
         wall: started.elapsed(),
-    }
+    })
 }
 
 /// The job that began (its `started` mark) more than its timeout and
@@ -333,22 +337,22 @@ pub fn unfinished(results: &[JobResult]) -> Vec<usize> {
 }
 
 /// `run` (a shell script the init runs) and `timeout` (seconds) in `dir`.
-fn write_job(dir: &Path, job: &Job) {
-    fs::create_dir_all(dir).unwrap();
+fn write_job(dir: &Path, job: &Job) -> Result<()> {
+    fs::create_dir_all(dir)?;
     let mut script = String::from("cd /tmp\n");
     for (key, value) in &job.env {
         script.push_str(&format!("export {key}={}\n", shell_quote(value)));
     }
     script.push_str("exec");
-    for word in
-        std::iter::once(job.program.to_str().unwrap()).chain(job.args.iter().map(String::as_str))
-    {
+    let program = job.program.to_string_lossy();
+    for word in std::iter::once(&*program).chain(job.args.iter().map(String::as_str)) {
         script.push(' ');
         script.push_str(&shell_quote(word));
     }
     script.push('\n');
-    fs::write(dir.join("run"), script).unwrap();
-    fs::write(dir.join("timeout"), job.timeout.as_secs().to_string()).unwrap();
+    fs::write(dir.join("run"), script)?;
+    fs::write(dir.join("timeout"), job.timeout.as_secs().to_string())?;
+    Ok(())
 }
 
 fn read_result(dir: &Path) -> JobResult {

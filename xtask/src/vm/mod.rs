@@ -1,10 +1,11 @@
-//! Runs test binaries of this suite inside stock Debian kernels under qemu
-//! (TCG: this machine has no usable KVM), so that features whose support
-//! depends on the kernel version are tested on the kernels users run.
+//! Runs netto's integration test binaries inside stock Debian kernels
+//! under qemu (TCG: these machines have no usable KVM), so that features
+//! whose support depends on the kernel version are tested on the kernels
+//! users run.
 //!
 //! Per kernel: the image package is downloaded once with `apt-get download`
 //! and cached ([`kernel`]); an initramfs holds busybox, the guest init
-//! (`tests/vm/init.sh`), the modules for 9p and veth, and the host's `ip`,
+//! (`init.sh` here), the modules for 9p and veth, and the host's `ip`,
 //! `taskset` and `bpftool` with every shared library the tools and the test
 //! binaries load ([`initramfs`]). The cargo target directory is shared over
 //! 9p at the same absolute path, so the absolute `CARGO_BIN_EXE_*` paths

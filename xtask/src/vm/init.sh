@@ -1,5 +1,5 @@
 #!/bin/busybox sh
-# PID 1 of the test guest (see tests/common/vm/). Mounts what netto and the
+# PID 1 of the test guest (see xtask/src/vm/). Mounts what netto and the
 # tests need, loads the modules listed in /modules/order, mounts the host's
 # share at the same absolute path as on the host (test binaries carry
 # absolute paths to netto), runs every job under $RESULTS/jobs and powers

@@ -102,7 +102,7 @@ pub struct Column {
 }
 
 /// A Markdown table, readable as text and pasteable into README.
-pub fn render(rows: &[Row], columns: &[Column]) -> String {
+pub fn render(rows: &[&Row], columns: &[Column]) -> String {
     let mut table = String::from("| feature | test |");
     let mut rule = String::from("|---|---|");
     for column in columns {
@@ -191,7 +191,7 @@ mod tests {
             cells: vec![Cell::NotAvailable("x".into())],
         }];
         assert_eq!(
-            render(&[ROW], &columns),
+            render(&[&ROW], &columns),
             "| feature | test | 6.1 |\n|---|---|---|\n| f | `t` | n/a |\n"
         );
     }
