@@ -41,5 +41,16 @@ if ! command -v cargo >/dev/null 2>&1 && [ ! -x "$HOME/.cargo/bin/cargo" ]; then
   exit 1
 fi
 
+# mdBook builds the manual (docs/, scripts/test.sh). Not a Debian package
+# here, so cargo installs the pinned version when it is missing, into
+# cargo's bin directory; without its default features (a file watcher, a
+# web server, the search index), which `mdbook build` does not need and
+# which cost the install time.
+MDBOOK_VERSION=0.5.4
+cargo_bin="${CARGO_HOME:-$HOME/.cargo}/bin"
+if [ "$(PATH="$cargo_bin:$PATH" mdbook --version 2>/dev/null)" != "mdbook v$MDBOOK_VERSION" ]; then
+  PATH="$cargo_bin:$PATH" cargo install --locked --no-default-features --version "$MDBOOK_VERSION" mdbook
+fi
+
 mountpoint -q /sys/fs/bpf || mount -t bpf bpf /sys/fs/bpf
 mountpoint -q /sys/kernel/tracing || mount -t tracefs nodev /sys/kernel/tracing || true

@@ -35,7 +35,17 @@ unit_tests() {
   return "$status"
 }
 
+# The manual and the crate docs: a page or SUMMARY.md entry mdBook cannot
+# build, a broken link or a doc warning fails here. The book goes into
+# target/book (docs/book.toml), which git ignores; mdbook is in cargo's bin
+# directory (scripts/install-deps.sh).
+docs() {
+  PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH" mdbook build docs &&
+    RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --quiet
+}
+
 failed=0
+stage docs docs || failed=1
 stage build build || exit 1
 stage "unit tests" unit_tests || failed=1
 stage "integration tests" cargo test --package netto --test '*' --no-fail-fast -- --test-threads=1 || failed=1
