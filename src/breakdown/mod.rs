@@ -277,7 +277,8 @@ pub fn in_context(context: SampleContext, category: Category) -> Category {
 /// were off (the hardirq before it, the hand-over) is taken. They stand for
 /// interrupt time, which no event is charged with, not for the socket call
 /// that happens to be open; counted, they would have the call's context
-/// read 1.5 times its exact time under BBR pacing (README, "Agreement").
+/// read well above its exact time under BBR pacing
+/// (docs/src/concepts/breakdown.md, "Agreement").
 pub fn leave_out_softirq_loop(stacks: &mut Vec<StackCount>) -> u64 {
     let mut left_out = 0;
     stacks.retain(|stack| {

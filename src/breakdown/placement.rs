@@ -9,7 +9,8 @@
 //! a socket call is recognised from its system call or the socket layer's
 //! entry, not from the syscall number and fd the exact hooks check, so a
 //! sample taken in a read(2) of a socket before `sock_read_iter` is placed
-//! nowhere. The README's "Tiers" section gives how close the estimates come.
+//! nowhere. How close the estimates come is on the manual's performance
+//! page (docs/src/performance.md).
 //!
 //! A timer softirq's stack is placed as the exact accounting charges its
 //! time: in a network callback it is `net_timers`; in another callback it
@@ -76,7 +77,7 @@ const DISPATCHERS: &[&str] = &[
 /// tracepoint's iterator where it is no static call): netto's own hooks
 /// in the exact and softirq tiers, anyone's in any tier. Taken for
 /// callbacks, they put the samples in them in other callbacks, never in
-/// `net_timers` (README, "Tiers", has the figures).
+/// `net_timers` (docs/src/performance.md has the figures).
 const DISPATCH_HELPERS: &[&str] = &[
     "bpf_trace_run1",
     "bpf_trace_run2",
@@ -106,9 +107,9 @@ const DISPATCH_HELPERS: &[&str] = &[
 /// `hrtimer_run_softirq` ends by releasing the timer base's lock, where
 /// interrupts come back on, so every sample due in the expiry loop's
 /// interrupt-off time lands there with `handle_softirqs` as its caller
-/// (under BBR pacing, 698 of 912 samples the exact tier placed in
-/// `net_timers`: README, "Tiers"). Another softirq ending the same way
-/// would be taken for the hrtimer one.
+/// (under BBR pacing, most of the samples the exact tier placed in
+/// `net_timers`). Another softirq ending the same way would be taken for
+/// the hrtimer one.
 const TAIL_CALLS: &[(&str, &str, &str)] = &[(
     "_raw_spin_unlock_irqrestore",
     "handle_softirqs",
@@ -120,7 +121,7 @@ const TAIL_CALLS: &[(&str, &str, &str)] = &[(
 pub enum Place {
     /// In this context.
     In(SampleContext),
-    /// In the timer softirq [`TIMER_SOFTIRQS`]`[softirq]`, outside any
+    /// In the timer softirq `TIMER_SOFTIRQS[softirq]`, outside any
     /// network callback: in another callback, or (`callback` false) in the
     /// softirq's own work around its callbacks.
     TimerWork { softirq: usize, callback: bool },

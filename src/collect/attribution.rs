@@ -194,9 +194,9 @@ impl Ledger {
     }
 
     /// Keys the kernel's map can do without: when it is over half full,
-    /// those whose time has not grown for [`IDLE_S`]. The caller removes
+    /// those whose time has not grown for `IDLE_S`. The caller removes
     /// them from the map; a key that comes back starts from zero, which
-    /// [`Ledger::deltas`] takes as all new.
+    /// `Ledger::deltas` takes as all new.
     pub fn idle_keys(&self) -> Vec<Key> {
         if self.previous.len() <= NETTO_MAX_GROUPS as usize / 2 {
             return Vec::new();

@@ -340,7 +340,7 @@ impl<'obj> Accounting<'obj> {
 
     /// Attaches and detaches programs so that exactly those `tier` needs
     /// run. Detaching goes beginnings first and attaching ends first (see
-    /// [`ends_a_state`]); the epochs in `.data.tier` make the programs
+    /// `ends_a_state`); the epochs in `.data.tier` make the programs
     /// ignore windows, and forget CPU states, left over from programs
     /// detached meanwhile, so nothing is charged for time no hook saw.
     /// Cumulative counters are never reset: they only stop moving while

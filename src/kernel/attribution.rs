@@ -4,7 +4,7 @@
 //! detached at run time with the accounting's switch, so attribution is a
 //! knob that costs nothing while off. Each point is optional: a kernel
 //! without one leaves what it would have claimed unattributed, and
-//! [`POINTS`](tracepoints::POINTS) says what that is.
+//! [`POINTS`](super::tracepoints::POINTS) says what that is.
 
 use std::mem::MaybeUninit;
 

@@ -33,7 +33,7 @@ impl Backend {
         }
     }
 
-    /// Oldest kernel the backend's hooks exist in (see README, "Backends"):
+    /// Oldest kernel the backend's hooks exist in (docs/src/concepts/backends.md):
     /// both keep windows of switched-out tasks in task storage, which
     /// tracing programs may use since 5.12.
     pub fn minimum_kernel(self) -> &'static str {

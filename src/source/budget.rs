@@ -58,7 +58,7 @@ pub const SKETCH_STEP: f64 = 4.0;
 
 /// The lowest probability the budget takes the sketch to. Below it the
 /// sketch's cost hardly falls (its packets then run the skip path alone,
-/// README "XDP sketch"), while its estimates keep widening.
+/// docs/src/concepts/sketch.md), while its estimates keep widening.
 pub const SKETCH_FLOOR: f64 = 0.001;
 
 /// What the budget turns at the end of an interval.

@@ -4,9 +4,9 @@
 //! Everything that touches BPF lives on one thread, because libbpf objects
 //! are tied to the thread that loads them; the front end talks to it only
 //! through channels. Start-up runs in three steps, the same for every
-//! command, so each says the same things in the same order: [`Opened`]
-//! (privileges, backend, statistics), [`Extras`] (the sampler, kernel
-//! symbols, the demo traffic, the co-hosted sketch), then [`Measure`], the
+//! command, so each says the same things in the same order: `Opened`
+//! (privileges, backend, statistics), `Extras` (the sampler, kernel
+//! symbols, the demo traffic, the co-hosted sketch), then `Measure`, the
 //! interval loop, which replaces the sampler when the frequency changes.
 
 use std::mem::MaybeUninit;

@@ -3,7 +3,7 @@
 //! coloured by category ([`svg`]), a before/after comparison ([`diff`]),
 //! and pprof profiles for Parca, Pyroscope and `go tool pprof`
 //! ([`pprof`]). Every renderer names frames through the folded form's
-//! [`folded::frame_label`], so a frame is cleaned of addresses and
+//! `folded::frame_label`, so a frame is cleaned of addresses and
 //! separators in exactly one place.
 //!
 //! A graph's widths are exact time by default ([`Weight`]): samples say
@@ -11,8 +11,8 @@
 //! time the context took, so each interval's samples of a context are
 //! scaled to the context's exact time ([`exact_shares`], which pprof's
 //! nanoseconds share too). Counted as samples, contexts would be misstated
-//! against each other by how differently they are sampled (README,
-//! "Agreement").
+//! against each other by how differently they are sampled
+//! (docs/src/concepts/breakdown.md, "Agreement").
 
 pub mod diff;
 pub mod folded;
@@ -264,7 +264,7 @@ impl<'s> Part<'s> {
 /// Each stack of `snapshot` that has samples, under `scope`, with its part
 /// of its context's exact time in the snapshot (for [`Scope::Group`], of
 /// the group's): the time shared out in proportion to samples, by largest
-/// remainder as the breakdown shares it ([`split_ns`]), so a context's
+/// remainder as the breakdown shares it (`split_ns`), so a context's
 /// stacks add up to its exact time. A context without samples in the
 /// snapshot has no stack here.
 pub fn exact_shares<'s>(snapshot: &'s Snapshot, scope: Scope<'s>) -> Vec<(&'s StackCount, u64)> {

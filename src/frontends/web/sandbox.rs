@@ -76,7 +76,7 @@ pub fn identity(name: &str) -> Result<Option<Identity>, SandboxError> {
 }
 
 /// Drops every privilege of this process for good, then allows only the
-/// system calls of [`ALLOWED`]. Call it before any thread starts: threads
+/// system calls of `ALLOWED`. Call it before any thread starts: threads
 /// inherit the filter, and the user switch then covers them all.
 pub fn confine(identity: Option<Identity>) -> Result<(), SandboxError> {
     let last = last_capability()?;
