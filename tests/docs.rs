@@ -5,13 +5,15 @@
 //! dated and structured, and every picture is linked and every linked
 //! picture exists.
 //!
-//! The book is built from docs/src/ (docs/book.toml). The pictures
-//! (docs/images/) and the journal (docs/journal/) sit beside it and are
-//! reached from its pages through the symbolic links docs/src/images and
-//! docs/src/journal, so a page's relative link is one path in the repository
-//! and in the built book, provided it stays inside docs/src/ and, when it
-//! names a page, that page is a chapter of SUMMARY.md (mdBook renders only
-//! those, and turns every `.md` link into `.html`).
+//! The book is built from docs/src/ (docs/book.toml). The journal lives in
+//! it, docs/src/journal/ (docs/journal is a symbolic link to it), so that the
+//! manual's pages and the journal's entries link each other by one path in
+//! the repository and in the built book. The pictures stay in docs/images/,
+//! which README shows, and the pages reach them through the symbolic link
+//! docs/src/images (mdBook copies what it leads to). So a link from a page
+//! holds in the built book when it stays inside docs/src/ and, when it names
+//! a page, that page is a chapter of SUMMARY.md (mdBook renders only those,
+//! and turns every `.md` link into `.html`).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
@@ -25,34 +27,42 @@ const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 const README_MAX_LINES: usize = 300;
 
 /// A dated measurement or a line of a lab log: what belongs in
-/// docs/journal/, never in README or a page of the manual.
+/// docs/src/journal/, never in README or a page of the manual.
 static DATED: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?i)load average|the next day|a third day|20[0-9]{2}-[01][0-9]-[0-3][0-9]")
         .unwrap()
 });
 
-/// A link's destination into the journal, inline (`](journal/...)`) or as a
+/// A link into the journal, inline (`[text](journal/...)`) or as a
 /// reference definition (`[x]: journal/...`): a page may link the entry
-/// behind a figure, whose name carries its date.
-static JOURNAL_DEST: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"\]\([^)]*journal/[^)]*\)|^\s*\[[^\]]+\]:\s*\S*journal/\S*").unwrap()
+/// behind a figure, whose name and title carry its date.
+static JOURNAL_LINK: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"\[[^\]]*\]\([^)]*journal/[^)]*\)|^\s*\[[^\]]+\]:\s*\S*journal/\S*").unwrap()
 });
 
+/// The performance page's stamp of each current table: `Run: DATE,
+/// MACHINE; load average ...; COMMAND`. A table's figures are only worth
+/// what that says, so it carries its date where nothing else may.
+static RUN_STAMP: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"^Run: ").unwrap());
+
 /// The lines of `text` that are dated or read like a lab log, as
-/// `path:line: text`; the destinations of links into the journal do not
-/// count.
+/// `path:line: text`; links into the journal do not count, nor the
+/// performance page's stamps of its tables.
 fn dated_lines(path: &Path, text: &str) -> Vec<String> {
+    let stamps = *path == docs_src().join("performance.md");
     text.lines()
         .enumerate()
-        .filter(|(_, line)| DATED.is_match(&JOURNAL_DEST.replace_all(line, "")))
+        .filter(|(_, line)| !(stamps && RUN_STAMP.is_match(line)))
+        .filter(|(_, line)| DATED.is_match(&JOURNAL_LINK.replace_all(line, "")))
         .map(|(n, line)| format!("{}:{}: {line}", rel(path), n + 1))
         .collect()
 }
 
-/// A journal entry's name: its date, then its topic in lower-case words.
+/// A journal entry's name: its date, then its topic in lower-case words
+/// (a kernel's version, 6.12, among them).
 static JOURNAL_NAME: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r"^(20[0-9]{2})-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])-[a-z0-9]+(-[a-z0-9]+)*\.md$",
+        r"^(20[0-9]{2})-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])-[a-z0-9.]+(-[a-z0-9.]+)*\.md$",
     )
     .unwrap()
 });
@@ -79,10 +89,8 @@ fn read(path: &Path) -> String {
     fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", rel(path)))
 }
 
-/// Every file under `dir`, not following symbolic links (docs/src/images
-/// and docs/src/journal lead back into docs/, whose files are listed once),
-/// and leaving out hidden ones (docs/journal/.gitkeep keeps the journal's
-/// folder, and so the book's link to it, before its first entry).
+/// Every file under `dir`, not following symbolic links (docs/journal and
+/// docs/src/images lead to folders whose files are listed once).
 fn files_under(dir: &Path) -> Vec<PathBuf> {
     let mut files = Vec::new();
     let Ok(entries) = fs::read_dir(dir) else {
@@ -90,9 +98,6 @@ fn files_under(dir: &Path) -> Vec<PathBuf> {
     };
     for entry in entries {
         let path = entry.unwrap().path();
-        if path.file_name().unwrap().to_string_lossy().starts_with('.') {
-            continue;
-        }
         let kind = fs::symlink_metadata(&path).unwrap().file_type();
         if kind.is_dir() {
             files.extend(files_under(&path));
@@ -123,15 +128,26 @@ fn markdown_files() -> Vec<PathBuf> {
     files
 }
 
-fn journal_files() -> Vec<PathBuf> {
-    files_under(&root().join("docs/journal"))
+fn journal() -> PathBuf {
+    docs_src().join("journal")
+}
+
+/// The journal's index, which lists its entries.
+const JOURNAL_INDEX: &str = "README.md";
+
+/// The journal's entries: every file of docs/src/journal/ but its index.
+fn journal_entries() -> Vec<PathBuf> {
+    files_under(&journal())
+        .into_iter()
+        .filter(|p| !p.ends_with(JOURNAL_INDEX))
+        .collect()
 }
 
 /// The manual's pages: docs/src/ without the journal.
 fn manual_pages() -> Vec<PathBuf> {
     files_under(&docs_src())
         .into_iter()
-        .filter(|p| is_markdown(p))
+        .filter(|p| is_markdown(p) && !p.starts_with(journal()))
         .collect()
 }
 
@@ -293,7 +309,7 @@ fn readme_is_a_front_door_without_dated_lines() {
     let dated = dated_lines(&root().join("README.md"), &readme);
     assert!(
         dated.is_empty(),
-        "dated measurements and lab notes belong in docs/journal/, not README:\n{}",
+        "dated measurements and lab notes belong in docs/src/journal/, not README:\n{}",
         dated.join("\n")
     );
 }
@@ -306,7 +322,7 @@ fn pages_outside_the_journal_have_no_dated_line() {
         .collect();
     assert!(
         dated.is_empty(),
-        "the manual says what holds now; dated runs go in docs/journal/ and the \
+        "the manual says what holds now; dated runs go in docs/src/journal/ and the \
          performance and reliability pages link them:\n{}",
         dated.join("\n")
     );
@@ -385,13 +401,13 @@ fn readme_links_the_agent_guide_and_the_metrics_reference() {
 #[test]
 fn readme_links_no_journal_entry() {
     // Journal names carry dates, and README has none.
-    let journal = root().join("docs/journal");
     let readme = root().join("README.md");
     let into_journal: Vec<String> = relative_links()
         .into_iter()
         .filter(|(file, _, target)| {
             *file == readme
-                && (target.starts_with(&journal) || target.starts_with(docs_src().join("journal")))
+                && (target.starts_with(journal())
+                    || target.starts_with(root().join("docs/journal")))
         })
         .map(|(_, link, _)| format!("README.md:{}: {}", link.line, link.dest))
         .collect();
@@ -404,14 +420,15 @@ fn readme_links_no_journal_entry() {
 
 #[test]
 fn journal_entries_are_dated_and_have_status_why_method_result() {
-    let entries = journal_files();
+    let entries = journal_entries();
     let mut wrong = Vec::new();
-    if fs::read_link(docs_src().join("journal")).ok() != Some(PathBuf::from("../journal")) {
-        wrong.push(
-            "docs/src/journal must be a symbolic link to ../journal, for the book to hold the \
-             journal"
-                .to_owned(),
-        );
+    if fs::read_link(root().join("docs/journal")).ok() != Some(PathBuf::from("src/journal")) {
+        wrong.push("docs/journal must be a symbolic link to src/journal".to_owned());
+    }
+    if !journal().join(JOURNAL_INDEX).exists() {
+        wrong.push(format!(
+            "docs/src/journal/{JOURNAL_INDEX}, the index, is missing"
+        ));
     }
     let chapters = chapters();
     for entry in &entries {
@@ -419,7 +436,7 @@ fn journal_entries_are_dated_and_have_status_why_method_result() {
         if !JOURNAL_NAME.is_match(&name) {
             wrong.push(format!(
                 "{}: not named YYYY-MM-DD-topic.md (a real date, then lower-case words \
-                 joined by -)",
+                 and versions joined by -)",
                 rel(entry)
             ));
             continue;
@@ -435,10 +452,10 @@ fn journal_entries_are_dated_and_have_status_why_method_result() {
                 wrong.push(format!("{}: no heading {wanted:?}", rel(entry)));
             }
         }
-        if !chapters.contains(&docs_src().join("journal").join(&*name)) {
+        if !chapters.contains(&journal().join(&*name)) {
             wrong.push(format!(
-                "{}: not in docs/src/SUMMARY.md (add `- [TITLE](journal/{name})` under \
-                 # Journal)",
+                "{}: not in docs/src/SUMMARY.md (add `  - [TITLE](journal/{name})` under \
+                 `- [Journal](journal/README.md)`)",
                 rel(entry)
             ));
         }
