@@ -86,6 +86,19 @@ fn shoot(url: &str, out: &str) -> Result<()> {
     tab.navigate_to(url)?;
     wait_until_ready(&tab)?;
     thread::sleep(SETTLE);
+    // The flame graph is redrawn every interval, and the page's height moves
+    // while a new one loads: hold it (the page's own pause, without its
+    // resume button), let the drawing in flight finish, then measure.
+    tab.evaluate("view.flamePaused = true", false)
+        .context("pausing the flame graph (web/app.js's view.flamePaused)")?;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while tab.evaluate("view.flameLoading", false)?.value != Some(serde_json::Value::Bool(false)) {
+        if Instant::now() > deadline {
+            bail!("the flame graph was still loading after 30 s");
+        }
+        thread::sleep(Duration::from_millis(100));
+    }
+    thread::sleep(Duration::from_millis(500));
     let height = tab
         .evaluate(
             "Math.ceil(Math.max(...Array.from(document.body.children, \

@@ -6,6 +6,7 @@
 #   docs/images/web.png   the page of `netto serve --demo` in headless Chromium
 #                         (examples/page_screenshot.rs)
 #   docs/images/flame.svg `netto record --demo`'s flame graph
+# `scripts/pictures.sh [flame] [web] [top]` makes only those (default: all).
 # Root (netto loads BPF and makes the demo's namespace). Never run by the
 # tests: they must not rewrite tracked files. Installs xvfb, x11-utils, xterm
 # and imagemagick when missing (nothing else needs them).
@@ -27,6 +28,16 @@ fi
 # and the breakdown to have samples.
 RUN_S=${NETTO_PICTURES_RUN_S:-30}
 PORT=${NETTO_PICTURES_PORT:-9469}
+
+wanted=("$@")
+for w in "${wanted[@]}"; do
+  case $w in flame | web | top) ;; *)
+    echo "pictures: no picture named $w (flame, web, top)" >&2
+    exit 2
+    ;;
+  esac
+done
+wants() { [ "${#wanted[@]}" -eq 0 ] || [[ " ${wanted[*]} " == *" $1 "* ]]; }
 
 work=$(mktemp -d /tmp/netto-pictures.XXXXXX)
 pids=() # what this script started, newest last
@@ -88,39 +99,45 @@ wait_for() { # SECONDS DESCRIPTION COMMAND...: poll until COMMAND succeeds
 }
 
 # The flame graph: one recording of the demo.
-"$netto" record --demo --duration "$RUN_S" --frequency 999 --force -o "$out/flame.svg"
+if wants flame; then
+  "$netto" record --demo --duration "$RUN_S" --frequency 999 --force -o "$out/flame.svg"
+fi
 
 # The web page.
-"$netto" serve --demo --listen "127.0.0.1:$PORT" --interval 1 --frequency 499 --budget off \
-  >"$work/serve.log" 2>&1 &
-pids+=($!)
-wait_for 60 "netto serve on port $PORT" curl -sf "http://127.0.0.1:$PORT/api/v1/snapshot"
-sleep "$RUN_S" # the page's chart and flame graph show what the server kept
-# The page fills itself from its stream: examples/page_screenshot.rs waits
-# until it is live with a flame graph, lets it draw a little longer, and
-# shoots it in headless Chromium.
-"$shooter" "http://127.0.0.1:$PORT/" "$work/web.png"
-mv "$work/web.png" "$out/web.png"
-stop "${pids[-1]}"
+if wants web; then
+  "$netto" serve --demo --listen "127.0.0.1:$PORT" --interval 1 --frequency 499 --budget off \
+    >"$work/serve.log" 2>&1 &
+  pids+=($!)
+  wait_for 60 "netto serve on port $PORT" curl -sf "http://127.0.0.1:$PORT/api/v1/snapshot"
+  sleep "$RUN_S" # the page's chart and flame graph show what the server kept
+  # The page fills itself from its stream: examples/page_screenshot.rs waits
+  # until it is live with a flame graph, lets it draw a little longer, and
+  # shoots it in headless Chromium.
+  "$shooter" "http://127.0.0.1:$PORT/" "$work/web.png"
+  mv "$work/web.png" "$out/web.png"
+  stop "${pids[-1]}"
+fi
 
 # netto top in a real terminal.
-# -displayfd: the X server picks a free display and says which.
-Xvfb -displayfd 3 -screen 0 1600x1000x24 -nolisten tcp 3>"$work/display" >"$work/xvfb.log" 2>&1 &
-pids+=($!)
-wait_for 20 "X server" test -s "$work/display"
-DISPLAY=":$(tr -d '[:space:]' <"$work/display")"
-export DISPLAY
-wait_for 20 "X server on $DISPLAY" xdpyinfo
-# The terminal's shell writes netto's pid, then becomes netto.
-xterm -tn xterm-256color -geometry 150x45+0+0 -fa 'DejaVu Sans Mono' -fs 11 \
-  -bg black -fg grey90 -title 'netto top' \
-  -e sh -c "echo \$\$ > '$work/top.pid'; exec '$netto' top --demo --frequency 499 --history 60" \
-  >"$work/xterm.log" 2>&1 &
-pids+=($!)
-wait_for 30 "netto top" test -s "$work/top.pid"
-sleep "$RUN_S"
-window=$(xwininfo -name 'netto top' | awk '/Window id:/ {print $4}')
-import -window "$window" "$work/top.png"
-mv "$work/top.png" "$out/top.png"
+if wants top; then
+  # -displayfd: the X server picks a free display and says which.
+  Xvfb -displayfd 3 -screen 0 1600x1000x24 -nolisten tcp 3>"$work/display" >"$work/xvfb.log" 2>&1 &
+  pids+=($!)
+  wait_for 20 "X server" test -s "$work/display"
+  DISPLAY=":$(tr -d '[:space:]' <"$work/display")"
+  export DISPLAY
+  wait_for 20 "X server on $DISPLAY" xdpyinfo
+  # The terminal's shell writes netto's pid, then becomes netto.
+  xterm -tn xterm-256color -geometry 150x45+0+0 -fa 'DejaVu Sans Mono' -fs 11 \
+    -bg black -fg grey90 -title 'netto top' \
+    -e sh -c "echo \$\$ > '$work/top.pid'; exec '$netto' top --demo --frequency 499 --history 60" \
+    >"$work/xterm.log" 2>&1 &
+  pids+=($!)
+  wait_for 30 "netto top" test -s "$work/top.pid"
+  sleep "$RUN_S"
+  window=$(xwininfo -name 'netto top' | awk '/Window id:/ {print $4}')
+  import -window "$window" "$work/top.png"
+  mv "$work/top.png" "$out/top.png"
+fi
 
-echo "pictures: wrote $out/top.png, $out/web.png and $out/flame.svg"
+echo "pictures: done"
