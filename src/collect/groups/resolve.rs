@@ -1,7 +1,7 @@
 //! Group names from the running system: a cgroup id is the inode of its
 //! directory in the v2 hierarchy (wherever that is mounted: `/sys/fs/cgroup`,
 //! or `/sys/fs/cgroup/unified` on hybrid hosts), opened by it or found by a
-//! bounded walk of the tree ([`CgroupTree`]); a process's command from
+//! bounded walk of the tree (`CgroupTree`); a process's command from
 //! /proc; a network namespace's `ip netns` name (or a process in it).
 //! Looked up only for ids not seen before.
 
