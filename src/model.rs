@@ -69,7 +69,8 @@ impl JsonSchema for SchemaVersion {
 }
 
 /// The network entry points netto times. The serialized names are the
-/// public JSON keys (README documents them), so they never change.
+/// public JSON keys (the manual's JSON formats page documents them), so
+/// they never change.
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
 )]
@@ -232,8 +233,8 @@ pub struct CpuTime {
     pub error_ns: Option<u64>,
     /// For an estimate: how samples stood against this event's exact time
     /// earlier in the run, where a tier measured it. The error above is the
-    /// samples' count only; this shows their bias on this host (README
-    /// "Tiers").
+    /// samples' count only; this shows their bias on this host (the manual,
+    /// "Tiers, the budget and calibration intervals").
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub calibration: Option<Calibration>,
 }
@@ -893,8 +894,8 @@ pub struct Breakdown {
     pub context: SampleContext,
     pub samples: u64,
     /// samples x sampling period / the context's exact event time: how
-    /// well the samples stand for the measured time (1 = exactly; README,
-    /// "Agreement", says why it is not). Absent when the event took no
+    /// well the samples stand for the measured time (1 = exactly; the
+    /// manual's "Agreement" says why it is not). Absent when the event took no
     /// time, and in recordings from before netto kept it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agreement: Option<f64>,
@@ -915,7 +916,7 @@ pub struct SamplingStats {
     pub failed_stacks: u64,
     /// Samples taken in the softirq loop, outside any softirq netto saw
     /// begin, while a task's socket call was open: interrupt time that
-    /// landed there (README, "Agreement"), in no context. Part of
+    /// landed there (the manual's "Agreement"), in no context. Part of
     /// `samples`; absent from recordings from before netto left them out.
     #[serde(default)]
     pub softirq_loop: u64,
