@@ -3,7 +3,7 @@
 # programs and build network namespaces. Tests run one at a time because
 # they measure CPU time and must not disturb each other.
 #
-# Stages: build every test binary; unit tests (netto's and the xtask's);
+# Stages: the manual and the crate docs; build every test binary; unit tests (netto's and the xtask's);
 # the integration tests on this machine's kernel; the kernel matrix
 # (`cargo xtask vm-matrix`: the kernel-dependent tests inside stock
 # kernels under qemu). Every stage runs even after one fails, so that one
