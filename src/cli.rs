@@ -15,6 +15,7 @@ use crate::sketch::SketchConfig;
 use crate::source::live::{DemoWhen, LiveConfig, StackSampling};
 
 use crate::model::{GroupBy, Tier, MAX_DURATION_S, MAX_INTERVAL_S, MIN_INTERVAL_S};
+use crate::output::Destination;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -326,17 +327,65 @@ impl Format {
         }
     }
 
-    /// The format a file name asks for, when --format is not given.
-    pub fn for_path(path: &std::path::Path) -> Format {
-        if path.to_string_lossy().ends_with(".pb.gz") {
-            return Format::Pprof;
-        }
-        match path.extension().and_then(|e| e.to_str()) {
-            Some("json") => Format::Json,
-            Some("folded") | Some("txt") => Format::Folded,
-            _ => Format::Svg,
-        }
+    /// The format to write `output` in: `explicit` (--format) when given,
+    /// svg on standard output, else the one [`EXTENSIONS`] gives the file
+    /// name's end (in any case).
+    pub fn for_output(
+        output: &Destination,
+        explicit: Option<Format>,
+    ) -> Result<Format, UnknownFormat> {
+        let path = match (explicit, output) {
+            (Some(format), _) => return Ok(format),
+            (None, Destination::Stdout) => return Ok(Format::Svg),
+            (None, Destination::File(path)) => path,
+        };
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().to_ascii_lowercase())
+            .unwrap_or_default();
+        EXTENSIONS
+            .iter()
+            .find(|(_, ends)| ends.iter().any(|end| name.ends_with(end)))
+            .map(|&(format, _)| format)
+            .ok_or_else(|| UnknownFormat(path.clone()))
     }
+}
+
+/// The file name endings each format is recognised by (`-o` without
+/// `--format`). pprof is gzip-compressed under either name: `go tool
+/// pprof`, Parca and Pyroscope read it so, and it is what pprof itself
+/// names `.pb.gz`.
+pub const EXTENSIONS: &[(Format, &[&str])] = &[
+    (Format::Svg, &[".svg"]),
+    (Format::Folded, &[".folded", ".txt"]),
+    (Format::Json, &[".json"]),
+    (Format::Pprof, &[".pprof", ".pb.gz"]),
+];
+
+/// An `-o` file name whose end names no format, without --format.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "cannot tell the format of {} from its name: use {}, or pass --format",
+    .0.display(),
+    known_extensions()
+)]
+pub struct UnknownFormat(pub std::path::PathBuf);
+
+/// `.svg, .folded or .txt, ...`: every format's endings, from [`EXTENSIONS`].
+fn known_extensions() -> String {
+    EXTENSIONS
+        .iter()
+        .map(|(_, ends)| ends.join(" or "))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// `--format`'s help: the default, with the endings from [`EXTENSIONS`].
+fn format_help() -> String {
+    format!(
+        "Output format [default: from the end of the file name ({}); svg for -o -]",
+        known_extensions()
+    )
 }
 
 /// What a flame graph's widths count.
@@ -382,11 +431,10 @@ pub struct RecordArgs {
     /// How long to sample.
     #[arg(long, value_name = "SECONDS", allow_negative_numbers = true, value_parser = parse_duration)]
     pub duration: f64,
-    /// Where to write.
+    /// Where to write: a file, or `-` for standard output.
     #[arg(long, short, value_name = "FILE")]
-    pub output: std::path::PathBuf,
-    /// Output format [default: from the file name, else svg].
-    #[arg(long, value_enum)]
+    pub output: Destination,
+    #[arg(long, value_enum, help = format_help())]
     pub format: Option<Format>,
     /// What flame graph widths count (svg, folded; pprof: the value shown
     /// first). A json recording keeps both.
@@ -406,11 +454,10 @@ pub struct ReportArgs {
     /// Render a differential flame graph of two recordings.
     #[arg(long, num_args = 2, value_names = ["BEFORE", "AFTER"], conflicts_with = "recording")]
     pub diff: Option<Vec<std::path::PathBuf>>,
-    /// Where to write.
+    /// Where to write: a file, or `-` for standard output.
     #[arg(long, short, value_name = "FILE")]
-    pub output: std::path::PathBuf,
-    /// Output format [default: from the file name, else svg].
-    #[arg(long, value_enum)]
+    pub output: Destination,
+    #[arg(long, value_enum, help = format_help())]
     pub format: Option<Format>,
     /// What flame graph widths count (svg, folded; pprof: the value shown
     /// first).
@@ -882,25 +929,63 @@ mod tests {
 
     #[test]
     fn file_names_pick_formats() {
+        let file = |path: &str| Destination::File(path.into());
         for (path, format) in [
             ("run.pb.gz", Format::Pprof),
+            ("run.pprof", Format::Pprof),
             ("dir.d/run.json", Format::Json),
             ("run.folded", Format::Folded),
             ("run.txt", Format::Folded),
-            ("run.gz", Format::Svg),
             ("run.svg", Format::Svg),
-            ("run", Format::Svg),
+            ("RUN.SVG", Format::Svg),
         ] {
             assert_eq!(
-                Format::for_path(std::path::Path::new(path)),
+                Format::for_output(&file(path), None).unwrap(),
                 format,
                 "{path}"
             );
         }
+        for path in ["run.gz", "run", "r.html", "run.svg.bak", "svg"] {
+            let err = Format::for_output(&file(path), None).unwrap_err();
+            assert_eq!(
+                err.to_string(),
+                format!(
+                    "cannot tell the format of {path} from its name: use .svg, .folded or \
+                     .txt, .json, .pprof or .pb.gz, or pass --format"
+                )
+            );
+        }
+        assert_eq!(
+            Format::for_output(&file("r.html"), Some(Format::Json)).unwrap(),
+            Format::Json
+        );
+        assert_eq!(
+            Format::for_output(&Destination::Stdout, None).unwrap(),
+            Format::Svg
+        );
         for format in [Format::Svg, Format::Folded, Format::Json, Format::Pprof] {
             let value = format.to_possible_value().unwrap();
             assert_eq!(value.get_name(), format.name());
+            assert!(EXTENSIONS.iter().any(|&(f, _)| f == format));
         }
+    }
+
+    #[test]
+    fn dash_is_standard_output_for_record_and_report() {
+        let Command::Report(args) = parse(&["report", "r.json", "-o", "-"])
+            .unwrap()
+            .into_command()
+        else {
+            panic!("report expected")
+        };
+        assert_eq!(args.output, Destination::Stdout);
+        let Command::Record(args) = parse(&["record", "--duration", "1", "-o", "out.svg"])
+            .unwrap()
+            .into_command()
+        else {
+            panic!("record expected")
+        };
+        assert_eq!(args.output, Destination::File("out.svg".into()));
     }
 
     #[test]

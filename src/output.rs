@@ -1,19 +1,47 @@
-//! Writing an output file (recording, flame graph, folded stacks) so that
-//! it is either complete or absent: a run interrupted halfway, a full disk
-//! or a failing renderer must never leave a truncated file that looks like
-//! a result, nor silently replace one the operator kept.
+//! Where a command's output goes (`-o`): a regular file, written so that it
+//! is either complete or absent, or standard output (`-o -`). A run
+//! interrupted halfway, a full disk or a failing renderer must never leave a
+//! truncated file that looks like a result, nor silently replace one the
+//! operator kept; and netto writes only regular files, never through or over
+//! a symbolic link, a FIFO, a socket or a device, --force or not.
 
-use std::ffi::{CString, OsStr, OsString};
-use std::fs::{self, File, OpenOptions};
+use std::ffi::OsString;
+use std::fmt;
+use std::fs::{self, FileType, OpenOptions};
 use std::io::{self, BufWriter, Write};
-use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::OpenOptionsExt;
-use std::os::unix::io::AsRawFd;
+use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
-use std::process;
-use std::sync::atomic::{AtomicU64, Ordering};
 
+use tempfile::NamedTempFile;
 use thiserror::Error;
+
+/// What `-o` names: a file, or `-` for standard output.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Destination {
+    Stdout,
+    File(PathBuf),
+}
+
+/// The command line's `-o`: `-` is standard output, anything else a path.
+impl From<OsString> for Destination {
+    fn from(arg: OsString) -> Destination {
+        if arg == "-" {
+            Destination::Stdout
+        } else {
+            Destination::File(arg.into())
+        }
+    }
+}
+
+/// As messages name it.
+impl fmt::Display for Destination {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Destination::Stdout => f.write_str("standard output"),
+            Destination::File(path) => path.display().fmt(f),
+        }
+    }
+}
 
 #[derive(Debug, Error)]
 pub enum OutputError {
@@ -23,273 +51,220 @@ pub enum OutputError {
     MissingDirectory { path: PathBuf, dir: PathBuf },
     #[error("cannot write {}: it is a directory", path.display())]
     IsDirectory { path: PathBuf },
-    #[error("cannot write {}: {source}", path.display())]
-    Unwritable { path: PathBuf, source: io::Error },
-    #[error("writing {} failed, nothing was written: {source}", path.display())]
-    Write { path: PathBuf, source: io::Error },
+    /// `kind` as [`special_kind`] names it.
+    #[error(
+        "{} is {kind}; netto writes only regular files (use -o - for standard output)",
+        path.display()
+    )]
+    NotRegular { path: PathBuf, kind: &'static str },
+    #[error("cannot write {}: {cause}", path.display())]
+    Unwritable { path: PathBuf, cause: io::Error },
+    #[error("writing {} failed, nothing was written: {cause}", path.display())]
+    Write { path: PathBuf, cause: io::Error },
+    #[error("writing to standard output: {0}")]
+    Stdout(io::Error),
 }
 
-/// How many temporary names [`name_temp`] tries.
-const TEMP_ATTEMPTS: u32 = 64;
+impl Destination {
+    /// Whether [`Destination::write`] can succeed, checked before the
+    /// work that produces the output (a recording of many minutes):
+    /// everything [`write_atomically`] refuses is refused here, and the
+    /// directory takes a new file.
+    pub fn check(&self, force: bool) -> Result<(), OutputError> {
+        match self {
+            Destination::Stdout => Ok(()),
+            Destination::File(path) => {
+                let dir = inspect(path, force)?;
+                // A file made and removed at once, the way the output will
+                // be: a read-only filesystem or a directory without write
+                // permission says so now.
+                temp_in(dir, path)
+                    .map(drop)
+                    .map_err(|cause| OutputError::Unwritable {
+                        path: path.to_owned(),
+                        cause,
+                    })
+            }
+        }
+    }
 
-/// Calls `write` on a new file in the same directory as `path` (one without
-/// a name where the filesystem allows), then gives it `path` in one step.
-/// An existing `path` is only replaced when `force` is set. On any failure
-/// nothing new is left and `path` is as it was.
+    /// Calls `write` on the output: see [`write_atomically`] for a file.
+    /// Standard output gets the whole output at once, after `write` has
+    /// succeeded, so a failing renderer prints nothing there either; a
+    /// reader that went away (`| head`) is not an error, as nobody is left
+    /// to read one.
+    pub fn write(
+        &self,
+        force: bool,
+        write: impl FnOnce(&mut dyn Write) -> io::Result<()>,
+    ) -> Result<(), OutputError> {
+        match self {
+            Destination::File(path) => write_atomically(path, force, write),
+            Destination::Stdout => {
+                let mut whole = Vec::new();
+                write(&mut whole).map_err(OutputError::Stdout)?;
+                let mut stdout = io::stdout().lock();
+                match stdout.write_all(&whole).and_then(|()| stdout.flush()) {
+                    Err(err) if err.kind() != io::ErrorKind::BrokenPipe => {
+                        Err(OutputError::Stdout(err))
+                    }
+                    _ => Ok(()),
+                }
+            }
+        }
+    }
+}
+
+/// Calls `write` on a new hidden file in the same directory as `path`
+/// (named after it), then gives it `path` in one step. An existing regular
+/// file at `path` is only replaced when `force` is set; anything else there
+/// never is. On any failure nothing new is left and `path` is as it was.
+/// Only a process killed while writing (SIGKILL, a second Ctrl-C) leaves
+/// the hidden file behind.
 pub fn write_atomically(
     path: &Path,
     force: bool,
     write: impl FnOnce(&mut dyn Write) -> io::Result<()>,
 ) -> Result<(), OutputError> {
-    let unwritable = |source| OutputError::Unwritable {
+    let unwritable = |cause| OutputError::Unwritable {
         path: path.to_owned(),
-        source,
+        cause,
     };
-    let file_name = path.file_name().ok_or_else(|| {
-        unwritable(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            "the path does not name a file",
-        ))
+    let dir = inspect(path, force)?;
+    let mut temp = temp_in(dir, path).map_err(unwritable)?;
+    fill(temp.as_file_mut(), write).map_err(|cause| OutputError::Write {
+        path: path.to_owned(),
+        cause,
     })?;
+    if force {
+        // Again, just before: what appeared since the first look is not
+        // replaced either. A rename never writes through a symbolic link
+        // put there after this, it replaces the link itself.
+        inspect(path, force)?;
+        return temp
+            .persist(path)
+            .map(drop)
+            .map_err(|err| unwritable(err.error));
+    }
+    // Fails, unlike a rename, if the name was taken since the check before
+    // writing: a file created meanwhile is not replaced either.
+    match temp.persist_noclobber(path) {
+        Ok(_) => Ok(()),
+        // Said as the first look would have said it (a symbolic link
+        // made meanwhile is one, not a file that --force may replace).
+        Err(err) if err.error.kind() == io::ErrorKind::AlreadyExists => Err(inspect(path, false)
+            .err()
+            .unwrap_or_else(|| OutputError::Exists {
+                path: path.to_owned(),
+            })),
+        // Filesystems that can neither rename without replacing nor make a
+        // hard link (some FUSE): the check before writing is all the
+        // protection they allow.
+        Err(err) if fs::symlink_metadata(path).is_err() => err
+            .file
+            .persist(path)
+            .map(drop)
+            .map_err(|err| unwritable(err.error)),
+        Err(err) => Err(unwritable(err.error)),
+    }
+}
+
+/// The directory `path` would be written in, once it is known that a
+/// regular file may be written there: `path` names a file, its directory
+/// exists, and nothing but (with `force`) a regular file has the name.
+/// Never follows a symbolic link at `path` and never opens what is there,
+/// so a FIFO cannot block it.
+fn inspect(path: &Path, force: bool) -> Result<&Path, OutputError> {
+    if path.file_name().is_none() {
+        return Err(OutputError::Unwritable {
+            path: path.to_owned(),
+            cause: io::Error::new(io::ErrorKind::InvalidInput, "the path does not name a file"),
+        });
+    }
     let dir = match path.parent() {
         Some(dir) if !dir.as_os_str().is_empty() => dir,
         _ => Path::new("."),
     };
-    match fs::metadata(dir) {
-        Err(err) if err.kind() == io::ErrorKind::NotFound => {
+    if let Err(err) = fs::metadata(dir) {
+        if err.kind() == io::ErrorKind::NotFound {
             return Err(OutputError::MissingDirectory {
                 path: path.to_owned(),
                 dir: dir.to_owned(),
-            })
+            });
         }
-        // A parent that is not a directory fails below, when the temporary
-        // file is created, with the system's own words for it.
-        _ => {}
+        // A parent that is not a directory fails below with the system's
+        // own words for it.
     }
-    refuse_to_clobber(path, force)?;
-
-    let pending = Pending::create(dir, file_name).map_err(unwritable)?;
-    fill(pending.file(), write).map_err(|source| OutputError::Write {
-        path: path.to_owned(),
-        source,
-    })?;
-    pending.publish(dir, file_name, path, force)
-}
-
-fn refuse_to_clobber(path: &Path, force: bool) -> Result<(), OutputError> {
-    // symlink_metadata: a dangling symlink is still something in the way.
     match fs::symlink_metadata(path) {
+        Err(err) if err.kind() == io::ErrorKind::NotFound => Ok(dir),
+        Err(cause) => Err(OutputError::Unwritable {
+            path: path.to_owned(),
+            cause,
+        }),
         Ok(meta) if meta.is_dir() => Err(OutputError::IsDirectory {
             path: path.to_owned(),
         }),
-        Ok(_) if !force => Err(OutputError::Exists {
-            path: path.to_owned(),
-        }),
-        _ => Ok(()),
+        Ok(meta) => match special_kind(meta.file_type()) {
+            Some(kind) => Err(OutputError::NotRegular {
+                path: path.to_owned(),
+                kind,
+            }),
+            None if !force => Err(OutputError::Exists {
+                path: path.to_owned(),
+            }),
+            None => Ok(dir),
+        },
     }
 }
 
-/// The output while it is being written. Where the filesystem allows
-/// (`O_TMPFILE`), it has no name at all until it is complete, so even a
-/// SIGKILL or a power cut halfway leaves nothing behind; elsewhere it is a
-/// hidden file named after the target, removed on every way out but those.
-enum Pending {
-    Anonymous(File),
-    Named(TempFile, File),
+/// What a file other than a regular one or a directory is, in words.
+fn special_kind(kind: FileType) -> Option<&'static str> {
+    let kinds: [(fn(&FileType) -> bool, &str); 5] = [
+        (FileType::is_symlink, "a symbolic link"),
+        (FileType::is_fifo, "a FIFO"),
+        (FileType::is_socket, "a socket"),
+        (FileType::is_char_device, "a character device"),
+        (FileType::is_block_device, "a block device"),
+    ];
+    kinds
+        .iter()
+        .find(|(is, _)| is(&kind))
+        .map(|&(_, name)| name)
 }
 
-impl Pending {
-    fn create(dir: &Path, file_name: &OsStr) -> io::Result<Pending> {
-        let anonymous = OpenOptions::new()
-            .write(true)
-            .mode(0o666)
-            .custom_flags(libc::O_TMPFILE)
-            .open(dir);
-        match anonymous {
-            Ok(file) => Ok(Pending::Anonymous(file)),
-            // Kernels or filesystems without O_TMPFILE say so in one of
-            // these ways; anything else (no permission, not a directory)
-            // is the real answer.
-            Err(err)
-                if matches!(
-                    err.raw_os_error(),
-                    Some(libc::EOPNOTSUPP | libc::EISDIR | libc::EINVAL)
-                ) =>
-            {
-                let (path, file) = create_temp(dir, file_name)?;
-                Ok(Pending::Named(
-                    TempFile {
-                        path,
-                        renamed: false,
-                    },
-                    file,
-                ))
-            }
-            Err(err) => Err(err),
-        }
-    }
-
-    fn file(&self) -> &File {
-        match self {
-            Pending::Anonymous(file) | Pending::Named(_, file) => file,
-        }
-    }
-
-    /// Gives the complete file its name. Without `force` the name is
-    /// taken with a hard link, which, unlike a rename, fails if the name
-    /// was taken since the check before writing, so a file created
-    /// meanwhile is not replaced either.
-    fn publish(
-        self,
-        dir: &Path,
-        file_name: &OsStr,
-        path: &Path,
-        force: bool,
-    ) -> Result<(), OutputError> {
-        let unwritable = |source| OutputError::Unwritable {
-            path: path.to_owned(),
-            source,
-        };
-        let exists = || OutputError::Exists {
-            path: path.to_owned(),
-        };
-        match self {
-            Pending::Anonymous(file) if !force => match link_anonymous(&file, path) {
-                Err(err) if err.kind() == io::ErrorKind::AlreadyExists => Err(exists()),
-                result => result.map_err(unwritable),
-            },
-            // A rename is the only way to replace a name in one step, and
-            // it needs a name to move: the file gets a hidden one just
-            // before, for as long as the rename takes.
-            Pending::Anonymous(file) => {
-                let mut temp =
-                    name_temp(dir, file_name, |candidate| link_anonymous(&file, candidate))
-                        .map(|path| TempFile {
-                            path,
-                            renamed: false,
-                        })
-                        .map_err(unwritable)?;
-                fs::rename(&temp.path, path).map_err(unwritable)?;
-                temp.renamed = true;
-                Ok(())
-            }
-            Pending::Named(mut temp, _) => {
-                if force {
-                    fs::rename(&temp.path, path).map_err(unwritable)?;
-                    temp.renamed = true;
-                    return Ok(());
-                }
-                match fs::hard_link(&temp.path, path) {
-                    Ok(()) => Ok(()),
-                    Err(err) if err.kind() == io::ErrorKind::AlreadyExists => Err(exists()),
-                    // Filesystems without hard links (FAT, some FUSE):
-                    // the check before writing is all the protection they
-                    // allow.
-                    Err(_) if fs::symlink_metadata(path).is_err() => {
-                        fs::rename(&temp.path, path).map_err(unwritable)?;
-                        temp.renamed = true;
-                        Ok(())
-                    }
-                    Err(err) => Err(unwritable(err)),
-                }
-            }
-        }
-    }
-}
-
-/// Links an `O_TMPFILE` file to `path`, through its /proc/self/fd entry
-/// (which, unlike `AT_EMPTY_PATH`, needs no privilege).
-fn link_anonymous(file: &File, path: &Path) -> io::Result<()> {
-    let from =
-        CString::new(format!("/proc/self/fd/{}", file.as_raw_fd())).expect("no NUL in a number");
-    let to = CString::new(path.as_os_str().as_bytes())
-        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "NUL in the path"))?;
-    // SAFETY: both are valid NUL-terminated strings that outlive the call.
-    let done = unsafe {
-        libc::linkat(
-            libc::AT_FDCWD,
-            from.as_ptr(),
-            libc::AT_FDCWD,
-            to.as_ptr(),
-            libc::AT_SYMLINK_FOLLOW,
-        )
-    };
-    if done == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
-    }
-}
-
-/// Hidden, and named after the target, so a leftover from a crash is
-/// neither picked up by a glob for results nor a mystery.
-fn create_temp(dir: &Path, file_name: &OsStr) -> io::Result<(PathBuf, File)> {
-    let mut file = None;
-    let path = name_temp(dir, file_name, |candidate| {
-        file = Some(
+/// A new empty file in `dir`, hidden and named after `path`, so a leftover
+/// of a killed run is neither picked up by a glob for results nor a
+/// mystery; removed when dropped. Its mode is a new file's (0666 less the
+/// umask), which a rename keeps. Opened here rather than by tempfile's
+/// default so that an error is the system's own words, without the
+/// temporary name.
+fn temp_in(dir: &Path, path: &Path) -> io::Result<NamedTempFile> {
+    let mut prefix = OsString::from(".");
+    prefix.push(path.file_name().unwrap_or_default());
+    prefix.push(".");
+    tempfile::Builder::new()
+        .prefix(&prefix)
+        .suffix(".netto-tmp")
+        .make_in(dir, |temp| {
             OpenOptions::new()
                 .write(true)
                 .create_new(true)
-                .open(candidate)?,
-        );
-        Ok(())
-    })?;
-    Ok((path, file.expect("set when a name was taken")))
-}
-
-/// Tries temporary names until `take` succeeds on one. Names that collide
-/// (another netto, a leftover from a crash) are skipped; this many
-/// collisions in a row means something else is wrong.
-fn name_temp(
-    dir: &Path,
-    file_name: &OsStr,
-    mut take: impl FnMut(&Path) -> io::Result<()>,
-) -> io::Result<PathBuf> {
-    static SEQUENCE: AtomicU64 = AtomicU64::new(0);
-    let mut last_err = None;
-    for _ in 0..TEMP_ATTEMPTS {
-        let mut name = OsString::from(".");
-        name.push(file_name);
-        name.push(format!(
-            ".netto-{}-{}.tmp",
-            process::id(),
-            SEQUENCE.fetch_add(1, Ordering::Relaxed)
-        ));
-        let temp = dir.join(name);
-        match take(&temp) {
-            Ok(()) => return Ok(temp),
-            Err(err) if err.kind() == io::ErrorKind::AlreadyExists => last_err = Some(err),
-            Err(err) => return Err(err),
-        }
-    }
-    Err(last_err.unwrap_or_else(|| io::Error::other("no temporary file name was free")))
+                .mode(0o666)
+                .open(temp)
+        })
 }
 
 /// Synced to disk before it is given its name, so a crash right after
 /// cannot leave an empty file under the final name.
-fn fill(file: &File, write: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> io::Result<()> {
-    let mut out = BufWriter::new(file);
+fn fill(
+    file: &mut fs::File,
+    write: impl FnOnce(&mut dyn Write) -> io::Result<()>,
+) -> io::Result<()> {
+    let mut out = BufWriter::new(&mut *file);
     write(&mut out)?;
     out.flush()?;
-    let file = out.into_inner().map_err(|err| err.into_error())?;
+    drop(out);
     file.sync_all()
-}
-
-/// Removes a named temporary file when dropped, on every path out of
-/// [`write_atomically`] that did not rename it, panics included.
-struct TempFile {
-    path: PathBuf,
-    renamed: bool,
-}
-
-impl Drop for TempFile {
-    fn drop(&mut self) {
-        if !self.renamed {
-            // Nothing to report to: the outcome the caller sees is already
-            // decided, and the name marks a leftover as netto's.
-            let _ = fs::remove_file(&self.path);
-        }
-    }
 }
 
 #[cfg(test)]
@@ -315,15 +290,33 @@ mod tests {
     }
 
     #[test]
-    fn the_output_has_no_name_until_it_is_complete() {
-        // A run killed while writing (SIGKILL, a second Ctrl-C) must leave
-        // nothing: while the writer runs, the directory holds no entry.
+    fn a_new_file_has_the_mode_of_any_new_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("out.svg");
+        write_atomically(&path, false, |w| w.write_all(b"<svg/>")).unwrap();
+        let reference = dir.path().join("reference");
+        fs::write(&reference, b"").unwrap();
+        let mode = |p: &Path| {
+            use std::os::unix::fs::PermissionsExt;
+            fs::metadata(p).unwrap().permissions().mode() & 0o777
+        };
+        assert_eq!(mode(&path), mode(&reference));
+    }
+
+    #[test]
+    fn the_output_has_its_name_only_once_it_is_complete() {
+        // While the writer runs, the name is free and the one new entry is
+        // hidden and named after the output.
         let dir = tempfile::tempdir().unwrap();
         for force in [false, true] {
             let path = dir.path().join(format!("out-{force}.svg"));
             let before = entries(dir.path());
             write_atomically(&path, force, |w| {
-                assert_eq!(entries(dir.path()), before);
+                let now = entries(dir.path());
+                let new: Vec<_> = now.iter().filter(|n| !before.contains(n)).collect();
+                assert_eq!(new.len(), 1, "{now:?}");
+                assert!(new[0].starts_with(&format!(".out-{force}.svg.")), "{new:?}");
+                assert!(new[0].ends_with(".netto-tmp"), "{new:?}");
                 w.write_all(b"<svg/>")
             })
             .unwrap();
@@ -357,6 +350,20 @@ mod tests {
     }
 
     #[test]
+    fn a_file_made_while_writing_is_not_replaced() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("out.svg");
+        let err = write_atomically(&path, false, |w| {
+            fs::write(&path, b"theirs")?;
+            w.write_all(b"ours")
+        })
+        .unwrap_err();
+        assert!(matches!(err, OutputError::Exists { .. }), "{err:?}");
+        assert_eq!(fs::read(&path).unwrap(), b"theirs");
+        assert_eq!(entries(dir.path()), ["out.svg"]);
+    }
+
+    #[test]
     fn overwrites_with_force() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("out.svg");
@@ -364,6 +371,68 @@ mod tests {
         write_atomically(&path, true, |w| w.write_all(b"new")).unwrap();
         assert_eq!(fs::read(&path).unwrap(), b"new");
         assert_eq!(entries(dir.path()), ["out.svg"]);
+    }
+
+    /// A rename (what `persist` does) replaces a symbolic link as readily
+    /// as a file: with --force too, a link is refused before and after
+    /// writing, and neither it nor what it points at changes.
+    #[test]
+    fn a_symbolic_link_is_never_replaced_nor_followed() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("kept.svg");
+        fs::write(&target, b"kept").unwrap();
+        let link = dir.path().join("out.svg");
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        for force in [false, true] {
+            let err = write_atomically(&link, force, |w| w.write_all(b"new")).unwrap_err();
+            assert!(
+                matches!(
+                    err,
+                    OutputError::NotRegular {
+                        kind: "a symbolic link",
+                        ..
+                    }
+                ),
+                "{err:?}"
+            );
+            assert_eq!(
+                err.to_string(),
+                format!(
+                    "{} is a symbolic link; netto writes only regular files \
+                     (use -o - for standard output)",
+                    link.display()
+                )
+            );
+            assert!(Destination::File(link.clone()).check(force).is_err());
+        }
+        // One that appears while writing is found by the second look.
+        let late = dir.path().join("late.svg");
+        let err = write_atomically(&late, true, |w| {
+            std::os::unix::fs::symlink(&target, &late)?;
+            w.write_all(b"new")
+        })
+        .unwrap_err();
+        assert!(matches!(err, OutputError::NotRegular { .. }), "{err:?}");
+        assert!(fs::symlink_metadata(&link).unwrap().is_symlink());
+        assert!(fs::symlink_metadata(&late).unwrap().is_symlink());
+        assert_eq!(fs::read(&target).unwrap(), b"kept");
+        assert_eq!(entries(dir.path()), ["kept.svg", "late.svg", "out.svg"]);
+    }
+
+    #[test]
+    fn a_fifo_is_refused_without_opening_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("out.svg");
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+        // Opening it to write would block here for ever: no reader.
+        for force in [false, true] {
+            let err = write_atomically(&fifo, force, |w| w.write_all(b"x")).unwrap_err();
+            assert!(
+                matches!(err, OutputError::NotRegular { kind: "a FIFO", .. }),
+                "{err:?}"
+            );
+        }
+        assert!(fs::symlink_metadata(&fifo).unwrap().file_type().is_fifo());
     }
 
     #[test]
@@ -443,5 +512,38 @@ mod tests {
             err.to_string(),
             "cannot write /: the path does not name a file"
         );
+    }
+
+    #[test]
+    fn the_check_finds_what_writing_would_and_leaves_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = |name: &str| Destination::File(dir.path().join(name));
+        fs::write(dir.path().join("kept.svg"), b"kept").unwrap();
+        file("new.svg").check(false).unwrap();
+        file("kept.svg").check(true).unwrap();
+        assert!(matches!(
+            file("kept.svg").check(false),
+            Err(OutputError::Exists { .. })
+        ));
+        assert!(matches!(
+            Destination::File(dir.path().to_owned()).check(true),
+            Err(OutputError::IsDirectory { .. })
+        ));
+        assert!(matches!(
+            Destination::File("/proc/netto-out.svg".into()).check(true),
+            Err(OutputError::Unwritable { .. })
+        ));
+        Destination::Stdout.check(false).unwrap();
+        assert_eq!(entries(dir.path()), ["kept.svg"]);
+    }
+
+    #[test]
+    fn dash_is_standard_output() {
+        assert_eq!(Destination::from(OsString::from("-")), Destination::Stdout);
+        assert_eq!(
+            Destination::from(OsString::from("./-")),
+            Destination::File("./-".into())
+        );
+        assert_eq!(Destination::Stdout.to_string(), "standard output");
     }
 }

@@ -4,27 +4,19 @@
 use std::process::ExitCode;
 use std::time::Instant;
 
-use anyhow::{bail, Result};
-use netto::cli::{Format, RecordArgs};
+use anyhow::Result;
+use netto::cli::RecordArgs;
 use netto::collect::clock::unix_now;
 use netto::frontends::flame::Scope;
 use netto::kernel::sampler::Transport;
 use netto::model::{Recording, RecordingHeader, SchemaVersion};
 
 use super::startup;
-use super::write::write_recording;
+use super::write::{write_recording, Output};
 
 pub fn run(args: &RecordArgs) -> Result<ExitCode> {
-    let format = args
-        .format
-        .unwrap_or_else(|| Format::for_path(&args.output));
     // Refuse before sampling for minutes, not after.
-    if args.output.exists() && !args.force {
-        bail!(
-            "{} exists; pass --force to overwrite it",
-            args.output.display()
-        );
-    }
+    let output = Output::check(&args.output, args.format, args.force)?;
     let transport = Transport::from(args.sampling.transport);
     let frequency = args.sampling.frequency;
     let config = args
@@ -78,14 +70,7 @@ pub fn run(args: &RecordArgs) -> Result<ExitCode> {
         },
         snapshots,
     };
-    write_recording(
-        &recording,
-        format,
-        args.weight.into(),
-        Scope::All,
-        &args.output,
-        args.force,
-    )?;
-    eprintln!("netto: wrote {} ({samples} samples)", args.output.display());
+    write_recording(&recording, &output, args.weight.into(), Scope::All)?;
+    eprintln!("netto: wrote {} ({samples} samples)", output.destination());
     Ok(ExitCode::SUCCESS)
 }

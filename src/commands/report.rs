@@ -6,44 +6,27 @@ use std::process::ExitCode;
 use std::path::Path;
 
 use anyhow::{bail, Context, Result};
-use netto::cli::{Format, ReportArgs};
+use netto::cli::ReportArgs;
 use netto::frontends::flame::check_scope;
 use netto::recording::{load_within, ValidRecording};
 
-use super::write::{write_diff, write_recording};
+use super::write::{write_diff, write_recording, Output};
 
 pub fn run(args: &ReportArgs) -> Result<ExitCode> {
-    let format = args
-        .format
-        .unwrap_or_else(|| Format::for_path(&args.output));
+    let output = Output::check(&args.output, args.format, args.force)?;
     match (&args.diff, &args.recording) {
         (Some(pair), _) => {
             let before = load_for(&pair[0], args)?;
             let after = load_for(&pair[1], args)?;
-            write_diff(
-                &before,
-                &after,
-                format,
-                args.weight.into(),
-                args.scope(),
-                &args.output,
-                args.force,
-            )?;
+            write_diff(&before, &after, &output, args.weight.into(), args.scope())?;
         }
         (None, Some(path)) => {
             let recording = load_for(path, args)?;
-            write_recording(
-                &recording,
-                format,
-                args.weight.into(),
-                args.scope(),
-                &args.output,
-                args.force,
-            )?;
+            write_recording(&recording, &output, args.weight.into(), args.scope())?;
         }
         (None, None) => bail!("give a recording, or --diff BEFORE AFTER"),
     }
-    eprintln!("netto: wrote {}", args.output.display());
+    eprintln!("netto: wrote {}", output.destination());
     Ok(ExitCode::SUCCESS)
 }
 

@@ -1,74 +1,108 @@
 //! Writing a recording in the format the user asked for; shared by `record`
-//! and `report` so both produce the same files.
+//! and `report` so both produce the same files, and check them the same
+//! way before any work.
 
+use std::io::IsTerminal;
 use std::path::Path;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use netto::cli::Format;
 use netto::frontends::flame::svg;
 use netto::frontends::flame::{
     any_estimated, diff, flame_stacks, folded, pprof, FlameStack, Labels, Scope, Weight,
 };
 use netto::model::Recording;
-use netto::output::write_atomically;
+use netto::output::{write_atomically, Destination};
 
-/// Writes `recording` as `format`, the graphs of its stacks in `scope`
-/// (checked by the caller; refused for json, which is the whole
+/// Where `record` or `report` writes, and as what; made by [`Output::check`].
+pub struct Output {
+    destination: Destination,
+    format: Format,
+    force: bool,
+}
+
+impl Output {
+    /// Everything about `-o`, `--format` and `--force` that can be refused
+    /// before the work (minutes of recording) starts: the format, a binary
+    /// format for a terminal, and what [`Destination::check`] refuses.
+    pub fn check(destination: &Destination, format: Option<Format>, force: bool) -> Result<Output> {
+        let format = Format::for_output(destination, format)?;
+        if format == Format::Pprof
+            && *destination == Destination::Stdout
+            && std::io::stdout().is_terminal()
+        {
+            bail!(
+                "a pprof profile is binary: redirect standard output to a file or a pipe, \
+                 or use -o FILE"
+            );
+        }
+        destination.check(force)?;
+        Ok(Output {
+            destination: destination.clone(),
+            format,
+            force,
+        })
+    }
+
+    /// What `netto: wrote ...` names.
+    pub fn destination(&self) -> &Destination {
+        &self.destination
+    }
+}
+
+/// Writes `recording` as the output's format, the graphs of its stacks in
+/// `scope` (checked by the caller; refused for json, which is the whole
 /// recording).
 pub fn write_recording(
     recording: &Recording,
-    format: Format,
+    output: &Output,
     weight: Weight,
     scope: Scope<'_>,
-    path: &Path,
-    force: bool,
 ) -> Result<()> {
-    if format == Format::Json && scope != Scope::All {
+    if output.format == Format::Json && scope != Scope::All {
         bail!("a recording is written whole: --group and --group-frames draw svg, folded or pprof");
     }
     let labels = Labels::for_recording(recording).scoped(scope);
     let stacks = || flame_stacks(&recording.snapshots, weight, scope);
-    write_atomically(path, force, |out| match format {
-        Format::Json => {
-            serde_json::to_writer(&mut *out, recording)?;
-            out.write_all(b"\n")
-        }
-        Format::Folded => folded::write_folded(&stacks(), out),
-        Format::Svg => Ok(svg::write_categorized_svg(&stacks(), &labels, weight, out)?),
-        Format::Pprof => Ok(pprof::write_pprof(
-            &recording.snapshots,
-            &labels,
-            weight,
-            scope,
-            out,
-        )?),
-    })
-    .with_context(|| format!("writing {}", path.display()))
+    Ok(output
+        .destination
+        .write(output.force, |out| match output.format {
+            Format::Json => {
+                serde_json::to_writer(&mut *out, recording)?;
+                out.write_all(b"\n")
+            }
+            Format::Folded => folded::write_folded(&stacks(), out),
+            Format::Svg => Ok(svg::write_categorized_svg(&stacks(), &labels, weight, out)?),
+            Format::Pprof => Ok(pprof::write_pprof(
+                &recording.snapshots,
+                &labels,
+                weight,
+                scope,
+                out,
+            )?),
+        })?)
 }
 
 /// A flame graph of `stacks` at `path` (`top`'s `s`), coloured as every
-/// netto flame graph is.
+/// netto flame graph is. The name is new each time, so nothing is ever
+/// replaced.
 pub fn write_flame_graph(
     stacks: &[FlameStack],
     labels: &Labels,
     weight: Weight,
     path: &Path,
-    force: bool,
 ) -> Result<()> {
-    write_atomically(path, force, |out| {
+    Ok(write_atomically(path, false, |out| {
         Ok(svg::write_categorized_svg(stacks, labels, weight, out)?)
-    })
-    .with_context(|| format!("writing {}", path.display()))
+    })?)
 }
 
 pub fn write_diff(
     before: &Recording,
     after: &Recording,
-    format: Format,
+    output: &Output,
     weight: Weight,
     scope: Scope<'_>,
-    path: &Path,
-    force: bool,
 ) -> Result<()> {
     let labels = Labels {
         title: format!(
@@ -78,21 +112,20 @@ pub fn write_diff(
         subtitle: "red: more after, blue: less (normalised to the after run)".to_owned(),
         estimated: any_estimated(before.snapshots.iter().chain(&after.snapshots)),
     };
-    if matches!(format, Format::Json | Format::Pprof) {
+    if matches!(output.format, Format::Json | Format::Pprof) {
         bail!(
             "a differential report is written as svg or folded, not {}",
-            format.name()
+            output.format.name()
         );
     }
     let labels = labels.scoped(scope);
     let b = flame_stacks(&before.snapshots, weight, scope);
     let a = flame_stacks(&after.snapshots, weight, scope);
-    write_atomically(path, force, |out| {
-        if format == Format::Folded {
+    Ok(output.destination.write(output.force, |out| {
+        if output.format == Format::Folded {
             diff::write_diff_folded(&b, &a, true, out)
         } else {
             Ok(diff::write_diff_svg(&b, &a, true, &labels, weight, out)?)
         }
-    })
-    .with_context(|| format!("writing {}", path.display()))
+    })?)
 }
