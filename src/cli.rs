@@ -571,9 +571,11 @@ pub struct ServeArgs {
     /// scrapes it by.
     #[arg(long, value_name = "NAME", value_parser = parse_host_name)]
     pub allow_host: Vec<String>,
-    /// The user the HTTP server process runs as when netto runs as root.
-    #[arg(long, value_name = "USER", default_value = "nobody")]
-    pub user: String,
+    /// The user the HTTP server process runs as when netto runs as root
+    /// [default: a uid and gid of its own, unused by any user, group or
+    /// process, picked at start].
+    #[arg(long, value_name = "USER")]
+    pub user: Option<String>,
 }
 
 /// What `serve` tells its HTTP server process on the command line: whom

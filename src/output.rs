@@ -217,16 +217,22 @@ fn inspect(path: &Path, force: bool) -> Result<&Path, OutputError> {
     }
 }
 
+/// Whether a file is of one kind.
+type IsKind = fn(&FileType) -> bool;
+
+/// The kinds of file netto never writes to, each with how a message names
+/// it.
+const SPECIAL_KINDS: [(IsKind, &str); 5] = [
+    (FileType::is_symlink, "a symbolic link"),
+    (FileType::is_fifo, "a FIFO"),
+    (FileType::is_socket, "a socket"),
+    (FileType::is_char_device, "a character device"),
+    (FileType::is_block_device, "a block device"),
+];
+
 /// What a file other than a regular one or a directory is, in words.
 fn special_kind(kind: FileType) -> Option<&'static str> {
-    let kinds: [(fn(&FileType) -> bool, &str); 5] = [
-        (FileType::is_symlink, "a symbolic link"),
-        (FileType::is_fifo, "a FIFO"),
-        (FileType::is_socket, "a socket"),
-        (FileType::is_char_device, "a character device"),
-        (FileType::is_block_device, "a block device"),
-    ];
-    kinds
+    SPECIAL_KINDS
         .iter()
         .find(|(is, _)| is(&kind))
         .map(|&(_, name)| name)

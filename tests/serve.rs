@@ -699,18 +699,31 @@ fn the_serving_process_holds_no_privileges() {
     }
     assert_eq!(seen["NoNewPrivs"], "1");
     assert_eq!(seen["Seccomp"], "2");
-    // Started as root, it serves as nobody.
-    let nobody = netto::frontends::web::sandbox::identity("nobody")
-        .unwrap()
-        .expect("the tests run as root");
+    // Started as root, it serves as a user of its own: not nobody (whom
+    // other daemons share), no user or group of the host, one id for all.
     let ids = |field: &str| -> Vec<u32> {
         seen[field]
             .split_whitespace()
             .map(|id| id.parse().unwrap())
             .collect()
     };
-    assert_eq!(ids("Uid"), [nobody.uid; 4]);
-    assert_eq!(ids("Gid"), [nobody.gid; 4]);
+    let uid = ids("Uid")[0];
+    assert_eq!(ids("Uid"), [uid; 4]);
+    assert_eq!(ids("Gid"), [uid; 4]);
+    assert!(uid != 0 && uid != 65534, "{uid}");
+    assert!(netto::frontends::web::sandbox::UNUSED_IDS.contains(&uid));
+    assert!(nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(uid))
+        .unwrap()
+        .is_none());
+    assert!(
+        nix::unistd::Group::from_gid(nix::unistd::Gid::from_raw(uid))
+            .unwrap()
+            .is_none()
+    );
+    let passwd = std::fs::read_to_string("/etc/passwd").unwrap();
+    assert!(!passwd
+        .lines()
+        .any(|l| l.split(':').nth(2) == Some(&uid.to_string())));
     assert_eq!(seen["Groups"], "");
     // It holds no file: only pipes, sockets and its own event descriptors.
     let files = open_files(server);
@@ -723,6 +736,24 @@ fn the_serving_process_holds_no_privileges() {
     // The one netto child that serves, and it still answers.
     assert_eq!(children(serve.pid()), [server]);
     assert_eq!(serve.get("/api/v1/snapshot").status, 200);
+}
+
+#[test]
+fn the_serving_process_runs_as_the_user_named() {
+    let serve = Serve::start(&["--replay", RECORDING, "--speed", "inf", "--user", "nobody"]);
+    serve.wait_ended();
+    let nobody = nix::unistd::User::from_name("nobody").unwrap().unwrap();
+    let seen = status(serve.server_pid());
+    let first = |field: &str| -> u32 {
+        seen[field]
+            .split_whitespace()
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap()
+    };
+    assert_eq!(first("Uid"), nobody.uid.as_raw());
+    assert_eq!(first("Gid"), nobody.gid.as_raw());
 }
 
 /// Whether process `pid` still exists (a zombie counts as gone).
@@ -752,6 +783,33 @@ fn killing_the_serving_process_ends_netto() {
         "{lines:?}"
     );
     assert!(!alive(server) && !alive(pid));
+}
+
+/// A serving process that does not stop once its pipe has closed is
+/// killed when the grace period is over, through the pidfd netto holds.
+#[test]
+fn a_serving_process_that_will_not_stop_is_killed() {
+    let serve = Serve::start(&["--replay", RECORDING, "--speed", "inf"]);
+    serve.wait_ended();
+    let server = serve.server_pid();
+    // Stopped, it cannot see its pipe close.
+    unsafe { libc::kill(server as i32, libc::SIGSTOP) };
+    let started = std::time::Instant::now();
+    let (exit, lines) = serve.signal(libc::SIGTERM);
+    let took = started.elapsed();
+    assert!(
+        lines.contains(&"netto: the HTTP server process did not stop; killing it".to_owned()),
+        "{lines:?}"
+    );
+    assert_eq!(
+        lines.last().map(String::as_str),
+        Some("netto: error: the HTTP server process ended: signal: 9 (SIGKILL)"),
+        "{lines:?}"
+    );
+    assert_eq!(exit.code(), Some(1));
+    // The grace period (10 s), then at once.
+    assert!((10.0..15.0).contains(&took.as_secs_f64()), "{took:?}");
+    assert!(!alive(server));
 }
 
 #[test]

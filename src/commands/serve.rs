@@ -16,7 +16,7 @@ use netto::cli::{ServeArgs, ServeHttpArgs};
 use netto::frontends::web;
 use netto::frontends::web::feed::{self, Feed};
 use netto::frontends::web::host::HostCheck;
-use netto::frontends::web::process::{self, ServerProcess};
+use netto::frontends::web::process::{self, PidFd, ServerProcess};
 use netto::frontends::web::sandbox::{self, Identity};
 use netto::frontends::web::state::{FlameWindow, ServeSettings, State};
 use netto::source::{Control, Source};
@@ -34,7 +34,7 @@ pub fn run(args: &ServeArgs) -> Result<ExitCode> {
     let address = listener
         .local_addr()
         .context("reading the listening address")?;
-    let identity = sandbox::identity(&args.user)?;
+    let identity = sandbox::identity(args.user.as_deref())?;
     // Signals first: one that arrives while a live source loads stops
     // everything as soon as the server runs, instead of killing netto.
     let signalled = stop_on_signals()?;
@@ -89,6 +89,7 @@ fn supervise(source: Source, server: ServerProcess, signalled: Receiver<()>) -> 
     let ServerProcess {
         mut child,
         feed: mut pipe,
+        pidfd,
     } = server;
     let pid = child.id();
     // The HTTP server is part of what netto costs.
@@ -129,7 +130,7 @@ fn supervise(source: Source, server: ServerProcess, signalled: Receiver<()>) -> 
     drop(pipe);
     let status = match exited {
         Some(status) => status,
-        None => server_exit(&next, pid),
+        None => server_exit(&next, &pidfd),
     };
     measured?;
     match status.context("waiting for the HTTP server process")? {
@@ -140,7 +141,7 @@ fn supervise(source: Source, server: ServerProcess, signalled: Receiver<()>) -> 
 
 /// The server's exit status once its pipe has closed; killed if it takes
 /// longer than [`SERVER_STOP_GRACE`].
-fn server_exit(next: &Receiver<Event>, pid: u32) -> io::Result<ExitStatus> {
+fn server_exit(next: &Receiver<Event>, server: &PidFd) -> io::Result<ExitStatus> {
     let deadline = Instant::now() + SERVER_STOP_GRACE;
     let mut killed = false;
     loop {
@@ -150,9 +151,9 @@ fn server_exit(next: &Receiver<Event>, pid: u32) -> io::Result<ExitStatus> {
             Ok(Event::Signal) => {}
             Err(RecvTimeoutError::Timeout) if !killed => {
                 eprintln!("netto: the HTTP server process did not stop; killing it");
-                // SAFETY: `pid` is the child's, not yet reaped (its exit
-                // has not been reported).
-                unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
+                // The watch thread may have reaped it this very moment:
+                // then nothing is sent, and its exit status is on its way.
+                server.kill()?;
                 killed = true;
             }
             Err(RecvTimeoutError::Timeout) => thread::sleep(Duration::from_millis(100)),

@@ -2,30 +2,35 @@
 //! so an unprivileged user gets one clear sentence instead of a verifier or
 //! libbpf error.
 
-use std::fs;
-
-const CAP_SYS_ADMIN: u32 = 21;
-const CAP_PERFMON: u32 = 38;
-const CAP_BPF: u32 = 39;
+use caps::{CapSet, Capability};
 
 pub const REQUIREMENT: &str =
     "netto needs root (CAP_BPF and CAP_PERFMON, or CAP_SYS_ADMIN) to load its BPF programs";
 
-/// Effective capability set of this process, from /proc/self/status.
-fn effective_caps() -> u64 {
-    fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|status| {
-            status
-                .lines()
-                .find_map(|line| line.strip_prefix("CapEff:"))
-                .and_then(|hex| u64::from_str_radix(hex.trim(), 16).ok())
-        })
-        .unwrap_or(0)
+pub fn sufficient() -> bool {
+    // A set that cannot be read holds nothing this process can use.
+    let has = |cap| caps::has_cap(None, CapSet::Effective, cap).unwrap_or(false);
+    has(Capability::CAP_SYS_ADMIN) || (has(Capability::CAP_BPF) && has(Capability::CAP_PERFMON))
 }
 
-pub fn sufficient() -> bool {
-    let caps = effective_caps();
-    let has = |cap: u32| caps & (1u64 << cap) != 0;
-    has(CAP_SYS_ADMIN) || (has(CAP_BPF) && has(CAP_PERFMON))
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The answer matches the kernel's own account of this process.
+    #[test]
+    fn agrees_with_proc_status() {
+        let status = std::fs::read_to_string("/proc/self/status").unwrap();
+        let effective = status
+            .lines()
+            .find_map(|l| l.strip_prefix("CapEff:"))
+            .map(|hex| u64::from_str_radix(hex.trim(), 16).unwrap())
+            .unwrap();
+        let has = |cap: Capability| effective & cap.bitmask() != 0;
+        assert_eq!(
+            sufficient(),
+            has(Capability::CAP_SYS_ADMIN)
+                || (has(Capability::CAP_BPF) && has(Capability::CAP_PERFMON))
+        );
+    }
 }

@@ -42,6 +42,57 @@ pub enum ProcessError {
 pub struct ServerProcess {
     pub child: Child,
     pub feed: BufWriter<ChildStdin>,
+    /// Opened before anything could reap the child: the way to kill it
+    /// while another thread waits for it.
+    pub pidfd: PidFd,
+}
+
+/// A process's pidfd (pidfd_open(2)). A signal sent through it reaches
+/// that process or none, never one that was given its pid after it was
+/// reaped, as a signal sent by pid can. The standard library's own is not
+/// stable yet and nix has none: two system calls, wrapped here.
+#[derive(Debug)]
+pub struct PidFd(OwnedFd);
+
+impl PidFd {
+    /// The pidfd of `pid`, which must be a child of this process not yet
+    /// reaped for the pidfd to be sure to be that child's.
+    pub fn open(pid: u32) -> io::Result<PidFd> {
+        let pid =
+            libc::pid_t::try_from(pid).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+        // SAFETY: pidfd_open takes a pid and flags, and returns a new
+        // descriptor or -1.
+        let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let fd = RawFd::try_from(fd).map_err(io::Error::other)?;
+        // SAFETY: `fd` was just opened by this call and nothing else owns it.
+        Ok(PidFd(unsafe { OwnedFd::from_raw_fd(fd) }))
+    }
+
+    /// SIGKILL to the process; false if it had already been reaped, when
+    /// nothing is sent.
+    pub fn kill(&self) -> io::Result<bool> {
+        // SAFETY: a descriptor this value owns, a signal number, no
+        // siginfo (which the call allows) and no flags.
+        let rc = unsafe {
+            libc::syscall(
+                libc::SYS_pidfd_send_signal,
+                self.0.as_raw_fd(),
+                libc::SIGKILL,
+                std::ptr::null::<libc::siginfo_t>(),
+                0,
+            )
+        };
+        if rc == 0 {
+            return Ok(true);
+        }
+        match io::Error::last_os_error() {
+            e if e.raw_os_error() == Some(libc::ESRCH) => Ok(false),
+            e => Err(e),
+        }
+    }
 }
 
 /// Starts the serving process on `listener`, as `identity` if given, and
@@ -89,11 +140,20 @@ pub fn spawn(
     }
     let mut child = command.spawn().map_err(ProcessError::Spawn)?;
     drop(high);
+    let pidfd = match PidFd::open(child.id()) {
+        Ok(pidfd) => pidfd,
+        Err(e) => {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(ProcessError::Spawn(e));
+        }
+    };
     let stdin = child.stdin.take().expect("stdin is piped");
     let stdout = child.stdout.take().expect("stdout is piped");
     let mut process = ServerProcess {
         child,
         feed: BufWriter::new(stdin),
+        pidfd,
     };
     let ready = feed::send(&mut process.feed, start)
         .map_err(ProcessError::from)
@@ -142,4 +202,31 @@ pub fn ready() -> io::Result<()> {
     let mut stdout = io::stdout().lock();
     writeln!(stdout, "{READY}")?;
     stdout.flush()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_pidfd_kills_its_process_and_no_other() {
+        let mut child = Command::new("sleep").arg("30").spawn().unwrap();
+        let pidfd = PidFd::open(child.id()).unwrap();
+        assert!(pidfd.kill().unwrap());
+        use std::os::unix::process::ExitStatusExt;
+        assert_eq!(child.wait().unwrap().signal(), Some(libc::SIGKILL));
+        // Reaped: its pid is free for any new process, which a kill by pid
+        // would hit. Through the pidfd nothing is sent.
+        assert!(!pidfd.kill().unwrap());
+    }
+
+    #[test]
+    fn a_pid_without_a_process_has_no_pidfd() {
+        let mut child = Command::new("true").spawn().unwrap();
+        let pid = child.id();
+        child.wait().unwrap();
+        // The pid could be taken again meanwhile, but hardly so soon.
+        let err = PidFd::open(pid).unwrap_err();
+        assert_eq!(err.raw_os_error(), Some(libc::ESRCH));
+    }
 }

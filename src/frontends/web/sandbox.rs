@@ -1,14 +1,21 @@
 //! The serving process's confinement. Whatever a request manages to do
 //! to the HTTP server, it does it in a process that holds no capability,
-//! runs as an unprivileged user when netto was started as root, can never
-//! gain a privilege again (no_new_privs), and may make only the system
-//! calls an HTTP server on an inherited socket needs (a seccomp allow-list:
-//! no open, exec, bpf, perf_event_open, ptrace, mount, module loading...).
+//! runs as a user of its own (an unused uid and gid) or the one named with
+//! --user when netto was started as root, can never gain a privilege again
+//! (no_new_privs), and may make only the system calls an HTTP server on an
+//! inherited socket needs (a seccomp allow-list: no open, exec, fork, bpf,
+//! perf_event_open, ptrace, mount, namespaces, module loading...).
+//!
+//! Capabilities go through the `caps` crate, users, groups and prctl
+//! through `nix`, the filter through `seccompiler`.
 
-use std::collections::BTreeMap;
-use std::ffi::CString;
+use std::collections::{BTreeMap, HashSet};
 use std::io;
 
+use caps::errors::CapsError;
+use caps::{CapSet, Capability};
+use nix::sys::prctl;
+use nix::unistd::{self, Gid, Group, Uid, User};
 use seccompiler::{
     BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
     SeccompRule,
@@ -28,10 +35,21 @@ pub enum SandboxError {
     NoUser(String),
     #[error("--user {0} is root; the HTTP server process must run as another user")]
     Root(String),
+    #[error(
+        "no unused uid and gid from {} to {} for the HTTP server process; name a user with --user",
+        UNUSED_IDS.start(),
+        UNUSED_IDS.end()
+    )]
+    NoUnusedId,
     #[error("{call}: {cause}")]
     Call {
         call: &'static str,
         cause: io::Error,
+    },
+    #[error("{what}: {cause}")]
+    Caps {
+        what: &'static str,
+        cause: CapsError,
     },
     #[error("the seccomp filter: {0}")]
     Filter(String),
@@ -39,215 +57,148 @@ pub enum SandboxError {
     Remains(&'static str),
 }
 
-/// The user to become: `name`'s uid and primary group, when this process
-/// runs as root (otherwise it is unprivileged already).
-pub fn identity(name: &str) -> Result<Option<Identity>, SandboxError> {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
+/// Where an unused uid (and the same gid) is picked: a range that
+/// systemd's scheme of UID ranges leaves unused (above its container
+/// ranges, below its foreign range) and that shadow's default subordinate
+/// ranges do not reach; below 2^31, where no program takes a uid for a
+/// negative number.
+pub const UNUSED_IDS: std::ops::RangeInclusive<u32> = 0x7000_0000..=0x7eff_ffff;
+
+/// How many random picks in [`UNUSED_IDS`] are tried.
+const PICKS: usize = 64;
+
+/// The user to become, when this process runs as root (otherwise it is
+/// unprivileged already): `user`'s uid and primary group, or without a
+/// user, an unused uid and gid picked now.
+pub fn identity(user: Option<&str>) -> Result<Option<Identity>, SandboxError> {
+    if !unistd::geteuid().is_root() {
         return Ok(None);
     }
-    let no_user = || SandboxError::NoUser(name.to_owned());
-    let c_name = CString::new(name).map_err(|_| no_user())?;
-    // SAFETY: passwd is plain old data; all zeroes is a valid value.
-    let mut entry: libc::passwd = unsafe { std::mem::zeroed() };
-    let mut buffer = vec![0 as libc::c_char; 16 * 1024];
-    let mut found: *mut libc::passwd = std::ptr::null_mut();
-    // SAFETY: every pointer is valid for the call, the buffer's length is
-    // its own, and `found` points at `entry` or is null afterwards.
-    let rc = unsafe {
-        libc::getpwnam_r(
-            c_name.as_ptr(),
-            &mut entry,
-            buffer.as_mut_ptr(),
-            buffer.len(),
-            &mut found,
-        )
-    };
-    if rc != 0 || found.is_null() {
-        return Err(no_user());
+    match user {
+        Some(name) => named(name).map(Some),
+        None => unused().map(Some),
     }
-    if entry.pw_uid == 0 {
+}
+
+fn named(name: &str) -> Result<Identity, SandboxError> {
+    let entry = User::from_name(name)
+        .ok()
+        .flatten()
+        .ok_or_else(|| SandboxError::NoUser(name.to_owned()))?;
+    if entry.uid.is_root() {
         return Err(SandboxError::Root(name.to_owned()));
     }
-    Ok(Some(Identity {
-        uid: entry.pw_uid,
-        gid: entry.pw_gid,
-    }))
+    Ok(Identity {
+        uid: entry.uid.as_raw(),
+        gid: entry.gid.as_raw(),
+    })
+}
+
+/// A uid, with the same number for the gid, that no user or group entry
+/// names and no process runs as: no other process on the host may then
+/// signal, trace or read the serving process as its own user, as any
+/// daemon running as `nobody` could.
+fn unused() -> Result<Identity, SandboxError> {
+    let taken = ids_of_processes();
+    let free = |id: u32| {
+        !taken.contains(&id)
+            && matches!(User::from_uid(Uid::from_raw(id)), Ok(None))
+            && matches!(Group::from_gid(Gid::from_raw(id)), Ok(None))
+    };
+    (0..PICKS)
+        .map(|_| rand::random_range(UNUSED_IDS))
+        .find(|&id| free(id))
+        .map(|id| Identity { uid: id, gid: id })
+        .ok_or(SandboxError::NoUnusedId)
+}
+
+/// Every uid and gid (real, effective, saved, filesystem) of every process
+/// in /proc.
+fn ids_of_processes() -> HashSet<u32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return HashSet::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|e| std::fs::read_to_string(e.path().join("status")).ok())
+        .flat_map(|status| {
+            status
+                .lines()
+                .filter_map(|l| l.strip_prefix("Uid:").or_else(|| l.strip_prefix("Gid:")))
+                .flat_map(|ids| ids.split_whitespace().filter_map(|id| id.parse().ok()))
+                .collect::<Vec<u32>>()
+        })
+        .collect()
 }
 
 /// Drops every privilege of this process for good, then allows only the
 /// system calls of `ALLOWED`. Call it before any thread starts: threads
-/// inherit the filter, and the user switch then covers them all.
+/// inherit the filter, and the capability sets dropped here are this
+/// thread's.
 pub fn confine(identity: Option<Identity>) -> Result<(), SandboxError> {
-    let last = last_capability()?;
     // Only a process holding CAP_SETPCAP may shrink its bounding set; an
     // unprivileged one has nothing to gain from it once no_new_privs is set.
-    let bounding = effective()? & (1 << CAP_SETPCAP) != 0;
+    let bounding = caps::has_cap(None, CapSet::Effective, Capability::CAP_SETPCAP)
+        .map_err(caps_error("reading the effective capabilities"))?;
     if bounding {
-        for cap in 0..=last {
-            prctl(
-                "dropping the capability bounding set",
-                libc::PR_CAPBSET_DROP,
-                cap.into(),
-                0,
-            )?;
-        }
+        caps::clear(None, CapSet::Bounding)
+            .map_err(caps_error("dropping the capability bounding set"))?;
     }
-    prctl(
-        "clearing ambient capabilities",
-        libc::PR_CAP_AMBIENT,
-        libc::PR_CAP_AMBIENT_CLEAR_ALL as libc::c_ulong,
-        0,
-    )?;
+    caps::clear(None, CapSet::Ambient).map_err(caps_error("clearing ambient capabilities"))?;
     if let Some(id) = identity {
         become_user(id)?;
     }
-    set_capabilities(CapData::default())?;
-    prctl("setting no_new_privs", libc::PR_SET_NO_NEW_PRIVS, 1, 0)?;
-    verify(last, bounding, identity)?;
-    install_filter()
+    for set in [CapSet::Inheritable, CapSet::Permitted] {
+        caps::clear(None, set).map_err(caps_error("clearing the capability sets"))?;
+    }
+    prctl::set_no_new_privs().map_err(call("setting no_new_privs"))?;
+    verify(bounding, identity)?;
+    install_filters()
 }
 
 /// Supplementary groups, then group, then user (a user switch first would
-/// lose the right to change groups).
+/// lose the right to change groups). Through the C library, which changes
+/// them for every thread of the process, not only the calling one.
 fn become_user(id: Identity) -> Result<(), SandboxError> {
-    // SAFETY: an empty group list needs no pointer.
-    check("setgroups", unsafe { libc::setgroups(0, std::ptr::null()) })?;
-    // SAFETY: plain system calls on integers.
-    check("setresgid", unsafe {
-        libc::setresgid(id.gid, id.gid, id.gid)
-    })?;
-    // SAFETY: as above.
-    check("setresuid", unsafe {
-        libc::setresuid(id.uid, id.uid, id.uid)
-    })
+    let (uid, gid) = (Uid::from_raw(id.uid), Gid::from_raw(id.gid));
+    unistd::setgroups(&[]).map_err(call("setgroups"))?;
+    unistd::setresgid(gid, gid, gid).map_err(call("setresgid"))?;
+    unistd::setresuid(uid, uid, uid).map_err(call("setresuid"))
 }
 
-fn verify(last: u32, bounding: bool, identity: Option<Identity>) -> Result<(), SandboxError> {
-    let caps = capabilities()?;
-    if caps
-        .iter()
-        .any(|c| c.effective | c.permitted | c.inheritable != 0)
-    {
-        return Err(SandboxError::Remains("capabilities"));
-    }
-    for cap in 0..=last {
-        let ambient = prctl_read(
-            libc::PR_CAP_AMBIENT,
-            libc::PR_CAP_AMBIENT_IS_SET as libc::c_ulong,
-            cap.into(),
-        );
-        if ambient != 0 {
-            return Err(SandboxError::Remains("ambient capabilities"));
-        }
-        if bounding && prctl_read(libc::PR_CAPBSET_READ, cap.into(), 0) != 0 {
-            return Err(SandboxError::Remains("the capability bounding set"));
+fn verify(bounding: bool, identity: Option<Identity>) -> Result<(), SandboxError> {
+    let held = |set| caps::read(None, set).map_err(caps_error("reading the capability sets"));
+    for set in [CapSet::Effective, CapSet::Permitted, CapSet::Inheritable] {
+        if !held(set)?.is_empty() {
+            return Err(SandboxError::Remains("capabilities"));
         }
     }
-    if prctl_read(libc::PR_GET_NO_NEW_PRIVS, 0, 0) != 1 {
+    if !held(CapSet::Ambient)?.is_empty() {
+        return Err(SandboxError::Remains("ambient capabilities"));
+    }
+    if bounding && !held(CapSet::Bounding)?.is_empty() {
+        return Err(SandboxError::Remains("the capability bounding set"));
+    }
+    if !prctl::get_no_new_privs().map_err(call("reading no_new_privs"))? {
         return Err(SandboxError::Remains("no_new_privs unset"));
     }
     if let Some(id) = identity {
-        // SAFETY: plain system calls without arguments.
-        let (uid, gid) = unsafe { (libc::geteuid(), libc::getegid()) };
-        if (uid, gid) != (id.uid, id.gid) {
+        if (unistd::geteuid().as_raw(), unistd::getegid().as_raw()) != (id.uid, id.gid) {
             return Err(SandboxError::Remains("root's user or group"));
         }
     }
     Ok(())
 }
 
-/// The highest capability number this kernel knows.
-fn last_capability() -> Result<u32, SandboxError> {
-    let path = "/proc/sys/kernel/cap_last_cap";
-    let text = std::fs::read_to_string(path).map_err(|cause| SandboxError::Call {
-        call: "reading /proc/sys/kernel/cap_last_cap",
-        cause,
-    })?;
-    text.trim().parse().map_err(|_| SandboxError::Call {
-        call: "reading /proc/sys/kernel/cap_last_cap",
-        cause: io::Error::new(io::ErrorKind::InvalidData, text.trim().to_owned()),
-    })
-}
-
-/// The capability that allows shrinking the bounding set
-/// (linux/capability.h).
-const CAP_SETPCAP: u32 = 8;
-
-/// `struct __user_cap_header_struct`.
-#[repr(C)]
-struct CapHeader {
-    version: u32,
-    pid: libc::c_int,
-}
-
-/// `struct __user_cap_data_struct`: one per 32 capabilities.
-#[repr(C)]
-#[derive(Debug, Default, Clone, Copy)]
-struct CapData {
-    effective: u32,
-    permitted: u32,
-    inheritable: u32,
-}
-
-/// `_LINUX_CAPABILITY_VERSION_3`: 64-bit sets, as two `CapData`.
-const CAPABILITY_VERSION_3: u32 = 0x2008_0522;
-
-fn capabilities() -> Result<[CapData; 2], SandboxError> {
-    let mut header = CapHeader {
-        version: CAPABILITY_VERSION_3,
-        pid: 0,
-    };
-    let mut data = [CapData::default(); 2];
-    // SAFETY: header and data are the layout capget(2) fills for version 3.
-    let rc = unsafe { libc::syscall(libc::SYS_capget, &mut header, data.as_mut_ptr()) };
-    check("capget", rc as libc::c_int)?;
-    Ok(data)
-}
-
-fn effective() -> Result<u64, SandboxError> {
-    let [low, high] = capabilities()?;
-    Ok(u64::from(high.effective) << 32 | u64::from(low.effective))
-}
-
-/// Sets this thread's effective, permitted and inheritable sets to `data`
-/// (the same for both halves of the 64 capabilities).
-fn set_capabilities(data: CapData) -> Result<(), SandboxError> {
-    let mut header = CapHeader {
-        version: CAPABILITY_VERSION_3,
-        pid: 0,
-    };
-    let data = [data; 2];
-    // SAFETY: header and data are the layout capset(2) reads for version 3.
-    let rc = unsafe { libc::syscall(libc::SYS_capset, &mut header, data.as_ptr()) };
-    check("capset", rc as libc::c_int)
-}
-
-fn prctl(
-    what: &'static str,
-    option: libc::c_int,
-    arg2: libc::c_ulong,
-    arg3: libc::c_ulong,
-) -> Result<(), SandboxError> {
-    // SAFETY: the options used here take integers only.
-    check(what, unsafe { libc::prctl(option, arg2, arg3, 0, 0) })
-}
-
-/// A prctl that reads a flag: its value, or -1.
-fn prctl_read(option: libc::c_int, arg2: libc::c_ulong, arg3: libc::c_ulong) -> libc::c_int {
-    // SAFETY: the options used here take integers only.
-    unsafe { libc::prctl(option, arg2, arg3, 0, 0) }
-}
-
-fn check(call: &'static str, rc: libc::c_int) -> Result<(), SandboxError> {
-    if rc < 0 {
-        Err(SandboxError::Call {
-            call,
-            cause: io::Error::last_os_error(),
-        })
-    } else {
-        Ok(())
+fn call(call: &'static str) -> impl Fn(nix::Error) -> SandboxError {
+    move |errno| SandboxError::Call {
+        call,
+        cause: errno.into(),
     }
+}
+
+fn caps_error(what: &'static str) -> impl Fn(CapsError) -> SandboxError {
+    move |cause| SandboxError::Caps { what, cause }
 }
 
 /// A system call the serving process may make, on any arguments or only
@@ -279,6 +230,29 @@ const fn never_executable(call: libc::c_long) -> Allowed {
     }
 }
 
+/// The clone flags of a thread: what glibc's and musl's pthread_create
+/// both pass (besides those about the thread's TLS and id).
+const THREAD_FLAGS: u64 = (libc::CLONE_VM
+    | libc::CLONE_FS
+    | libc::CLONE_FILES
+    | libc::CLONE_SIGHAND
+    | libc::CLONE_THREAD
+    | libc::CLONE_SYSVSEM) as u64;
+
+/// Every clone flag that makes a new namespace (CLONE_NEWTIME is clone3's
+/// and unshare's only: in clone's flags that bit is the exit signal's).
+const NAMESPACE_FLAGS: u64 = (libc::CLONE_NEWNS
+    | libc::CLONE_NEWCGROUP
+    | libc::CLONE_NEWUTS
+    | libc::CLONE_NEWIPC
+    | libc::CLONE_NEWUSER
+    | libc::CLONE_NEWPID
+    | libc::CLONE_NEWNET) as u64;
+
+/// System calls answered ENOSYS, as a kernel without them would, so that
+/// the C library falls back to one the allow-list can judge.
+const NOT_IMPLEMENTED: &[libc::c_long] = &[libc::SYS_clone3];
+
 /// What actix-web and tokio serving on an inherited socket need, found by
 /// tracing (strace -f) the serving process through every endpoint, a
 /// stream, a flame graph and its shutdown. Anything else fails with EPERM,
@@ -293,8 +267,17 @@ const ALLOWED: &[Allowed] = &[
     Allowed::Any(libc::SYS_mremap),
     Allowed::Any(libc::SYS_madvise),
     // Threads: the workers, the blocking pool that draws flame graphs.
-    Allowed::Any(libc::SYS_clone),
-    Allowed::Any(libc::SYS_clone3),
+    // Only threads: a clone that would make a process (fork) or a new
+    // namespace of any kind is refused. clone3 passes its flags in memory,
+    // which seccomp cannot read: it is answered ENOSYS instead (see
+    // [`NOT_IMPLEMENTED`]), and the C library then makes its threads with
+    // clone.
+    Allowed::Masked {
+        call: libc::SYS_clone,
+        arg: 0,
+        mask: THREAD_FLAGS | NAMESPACE_FLAGS,
+        value: THREAD_FLAGS,
+    },
     Allowed::Any(libc::SYS_futex),
     Allowed::Any(libc::SYS_set_robust_list),
     Allowed::Any(libc::SYS_rseq),
@@ -361,8 +344,14 @@ const ALLOWED: &[Allowed] = &[
     Allowed::Any(libc::SYS_poll),
 ];
 
-/// The allow-list as a seccomp program for this architecture.
-pub fn filter() -> Result<BpfProgram, SandboxError> {
+/// The seccomp programs for this architecture, in the order they are
+/// installed: first one that answers [`NOT_IMPLEMENTED`] with ENOSYS and
+/// lets everything else through, then the allow-list of [`ALLOWED`], which
+/// lets those calls through too. Of two filters' answers the kernel takes
+/// the more restrictive (an error over an allowance), and of two errors
+/// the later filter's: so the ENOSYS filter must come first, and the
+/// allow-list must allow what it answers.
+pub fn filters() -> Result<[BpfProgram; 2], SandboxError> {
     let bad = |e: &dyn std::fmt::Display| SandboxError::Filter(e.to_string());
     let condition = |arg: u8, op: SeccompCmpOp, value: u64| {
         SeccompCondition::new(arg, SeccompCmpArgLen::Qword, op, value).map_err(|e| bad(&e))
@@ -398,21 +387,35 @@ pub fn filter() -> Result<BpfProgram, SandboxError> {
         };
         rules.insert(call, chain);
     }
+    let not_implemented: BTreeMap<i64, Vec<SeccompRule>> =
+        NOT_IMPLEMENTED.iter().map(|&call| (call, vec![])).collect();
+    rules.extend(not_implemented.clone());
     let arch = std::env::consts::ARCH.try_into().map_err(|e| bad(&e))?;
-    let filter = SeccompFilter::new(
-        rules,
-        SeccompAction::Errno(libc::EPERM as u32),
-        SeccompAction::Allow,
-        arch,
-    )
-    .map_err(|e| bad(&e))?;
-    filter
-        .try_into()
-        .map_err(|e: seccompiler::BackendError| bad(&e))
+    let compile = |rules, mismatch, matched| -> Result<BpfProgram, SandboxError> {
+        SeccompFilter::new(rules, mismatch, matched, arch)
+            .map_err(|e| bad(&e))?
+            .try_into()
+            .map_err(|e: seccompiler::BackendError| bad(&e))
+    };
+    Ok([
+        compile(
+            not_implemented,
+            SeccompAction::Allow,
+            SeccompAction::Errno(libc::ENOSYS as u32),
+        )?,
+        compile(
+            rules,
+            SeccompAction::Errno(libc::EPERM as u32),
+            SeccompAction::Allow,
+        )?,
+    ])
 }
 
-fn install_filter() -> Result<(), SandboxError> {
-    seccompiler::apply_filter(&filter()?).map_err(|e| SandboxError::Filter(e.to_string()))
+fn install_filters() -> Result<(), SandboxError> {
+    for filter in filters()? {
+        seccompiler::apply_filter(&filter).map_err(|e| SandboxError::Filter(e.to_string()))?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -420,11 +423,24 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_filter_compiles_for_this_machine() {
-        let program = filter().unwrap();
-        // An instruction or more per allowed call, within seccomp's limit.
-        assert!(program.len() > ALLOWED.len());
-        assert!(program.len() < 4096);
+    fn the_filters_compile_for_this_machine() {
+        let [not_implemented, allowed] = filters().unwrap();
+        // An instruction or more per call, within seccomp's limit.
+        assert!(not_implemented.len() > NOT_IMPLEMENTED.len());
+        assert!(allowed.len() > ALLOWED.len());
+        assert!(allowed.len() < 4096);
+    }
+
+    /// What pthread_create passes, as both C libraries do: the allow-list
+    /// must let it through, or the server cannot start a thread.
+    #[test]
+    fn thread_flags_are_the_c_librarys() {
+        let glibc = THREAD_FLAGS
+            | (libc::CLONE_SETTLS | libc::CLONE_PARENT_SETTID | libc::CLONE_CHILD_CLEARTID) as u64;
+        assert_eq!(glibc & (THREAD_FLAGS | NAMESPACE_FLAGS), THREAD_FLAGS);
+        assert_eq!(THREAD_FLAGS & NAMESPACE_FLAGS, 0);
+        // The exit signal's byte is not looked at.
+        assert_eq!((THREAD_FLAGS | NAMESPACE_FLAGS) & libc::CSIGNAL as u64, 0);
     }
 
     /// Set in the copy of the test binary that confines itself.
@@ -440,8 +456,7 @@ mod tests {
 
     /// What the confined copy checks on itself.
     fn confined_checks() {
-        let nobody = identity("nobody").unwrap();
-        confine(nobody).unwrap();
+        confine(identity(None).unwrap()).unwrap();
         // confine() checked the user and the capability sets before the
         // filter went on (which refuses getuid and capget now); the serve
         // tests read them in /proc.
@@ -472,9 +487,28 @@ mod tests {
             ),
             (libc::SYS_prctl, [libc::PR_SET_DUMPABLE.into(), 1, 0]),
             (libc::SYS_ioctl, [0, libc::TIOCSTI as libc::c_long, 0]),
+            // No new namespace (what unshare would do), no new process.
+            (
+                libc::SYS_clone,
+                [
+                    (libc::CLONE_NEWUSER | libc::CLONE_NEWNET | libc::SIGCHLD).into(),
+                    0,
+                    0,
+                ],
+            ),
+            (libc::SYS_clone, [libc::SIGCHLD.into(), 0, 0]),
+            (
+                libc::SYS_clone,
+                [
+                    THREAD_FLAGS as libc::c_long | libc::CLONE_NEWNET as libc::c_long,
+                    0,
+                    0,
+                ],
+            ),
         ] {
             assert_eq!(errno_of(call, args), libc::EPERM, "system call {call}");
         }
+        assert_eq!(errno_of(libc::SYS_clone3, [0, 0, 0]), libc::ENOSYS);
         // SAFETY: an anonymous mapping, unmapped if it was made.
         let exec = unsafe {
             libc::mmap(
@@ -527,17 +561,53 @@ mod tests {
     }
 
     #[test]
-    fn nobody_is_found_and_root_is_refused() {
-        if unsafe { libc::geteuid() } != 0 {
-            assert_eq!(identity("nobody").unwrap(), None);
+    fn users_are_found_and_root_is_refused() {
+        if !unistd::geteuid().is_root() {
+            assert_eq!(identity(Some("nobody")).unwrap(), None);
+            assert_eq!(identity(None).unwrap(), None);
             return;
         }
-        let nobody = identity("nobody").unwrap().unwrap();
+        let nobody = identity(Some("nobody")).unwrap().unwrap();
         assert_ne!(nobody.uid, 0);
-        assert!(matches!(identity("root"), Err(SandboxError::Root(_))));
+        assert!(matches!(identity(Some("root")), Err(SandboxError::Root(_))));
         assert!(matches!(
-            identity("no-such-user-here"),
+            identity(Some("no-such-user-here")),
             Err(SandboxError::NoUser(_))
         ));
+    }
+
+    #[test]
+    fn an_unused_id_is_nobodys() {
+        let taken = ids_of_processes();
+        // This process at least.
+        assert!(taken.contains(&unistd::getuid().as_raw()));
+        let picked = unused().unwrap();
+        assert_eq!(picked.uid, picked.gid);
+        assert!(UNUSED_IDS.contains(&picked.uid));
+        assert!(!taken.contains(&picked.uid));
+        assert!(User::from_uid(Uid::from_raw(picked.uid)).unwrap().is_none());
+        assert!(Group::from_gid(Gid::from_raw(picked.gid))
+            .unwrap()
+            .is_none());
+        // Picked afresh each time.
+        let picks: HashSet<u32> = (0..8).map(|_| unused().unwrap().uid).collect();
+        assert!(picks.len() > 1);
+    }
+
+    /// The capability sets are read and cleared through `caps`, which
+    /// names the capabilities it knows: every one this kernel has must be
+    /// among them, or a new one could stay in the bounding set unseen.
+    #[test]
+    fn caps_knows_every_capability_of_this_kernel() {
+        let last: u8 = std::fs::read_to_string("/proc/sys/kernel/cap_last_cap")
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        let known = caps::all();
+        assert!(
+            (0..=last).all(|n| known.iter().any(|c| c.index() == n)),
+            "the kernel knows capabilities up to {last}"
+        );
     }
 }
