@@ -10,6 +10,7 @@ use std::thread::{self, JoinHandle};
 use std::time::Duration;
 
 use anyhow::{anyhow, Context};
+use nix::sys::signal::{self, SigHandler, Signal};
 
 use crate::workload::netns::VethPair;
 use crate::workload::traffic::{
@@ -194,8 +195,12 @@ pub const DEMO_TRAFFIC_COMMAND: &str = "demo-traffic";
 /// child ignores them (and so do the `ip` commands it runs to clean up,
 /// which inherit the setting), leaving netto to decide: netto closes the
 /// child's stdin when it ends, however it ends, SIGKILL included.
-const TERMINAL_SIGNALS: [libc::c_int; 4] =
-    [libc::SIGINT, libc::SIGQUIT, libc::SIGTSTP, libc::SIGHUP];
+const TERMINAL_SIGNALS: [Signal; 4] = [
+    Signal::SIGINT,
+    Signal::SIGQUIT,
+    Signal::SIGTSTP,
+    Signal::SIGHUP,
+];
 
 /// Body of `netto demo-traffic`: runs the traffic until stdin closes, or until a
 /// SIGTERM (sent to every process of a stopped service, for instance),
@@ -204,12 +209,12 @@ pub fn run_until_stdin_closes() -> anyhow::Result<()> {
     use std::io::{Read, Write};
 
     for signal in TERMINAL_SIGNALS {
-        // SAFETY: installing SIG_IGN runs no code in a signal context, and
-        // nothing else in this process handles these signals.
-        if unsafe { libc::signal(signal, libc::SIG_IGN) } == libc::SIG_ERR {
-            return Err(std::io::Error::last_os_error())
-                .context("ignoring the terminal's signals in the demo traffic");
-        }
+        // SAFETY: nix's signal() is unsafe for the handlers it may install;
+        // SIG_IGN runs no code in a signal context, and nothing else in this
+        // process handles these signals. Ignored (not handled: a handler
+        // is reset by exec), so the `ip` commands inherit it.
+        unsafe { signal::signal(signal, SigHandler::SigIgn) }
+            .context("ignoring the terminal's signals in the demo traffic")?;
     }
     let (done_tx, done) = mpsc::channel();
     let mut terminate = signal_hook::iterator::Signals::new([libc::SIGTERM])

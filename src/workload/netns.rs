@@ -14,10 +14,14 @@ use std::ffi::OsStr;
 use std::fs::File;
 use std::io;
 use std::net::Ipv4Addr;
-use std::os::fd::AsRawFd;
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, SystemTime};
+
+use nix::errno::Errno;
+use nix::sched::{setns, CloneFlags};
+use nix::sys::signal::kill;
+use nix::unistd::{sysconf, Pid, SysconfVar};
 
 use super::undo::{self, Registered};
 
@@ -207,11 +211,7 @@ impl VethPair {
             cause,
         };
         let handle = File::open(format!("/run/netns/{}", self.ns)).map_err(enter_error)?;
-        // SAFETY: `handle` is an open namespace file for the whole call; setns only reads it.
-        if unsafe { libc::setns(handle.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
-            return Err(enter_error(io::Error::last_os_error()));
-        }
-        Ok(())
+        setns(handle, CloneFlags::CLONE_NEWNET).map_err(|e| enter_error(e.into()))
     }
 }
 
@@ -274,9 +274,8 @@ fn owner_pid(suffix: &str) -> Option<libc::pid_t> {
 }
 
 fn process_alive(pid: libc::pid_t) -> bool {
-    // SAFETY: signal 0 only checks that the process exists; nothing is delivered.
-    let found = unsafe { libc::kill(pid, 0) } == 0;
-    found || io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+    // No signal: only whether the process exists (EPERM: it does, as another user).
+    matches!(kill(Pid::from_raw(pid), None), Ok(()) | Err(Errno::EPERM))
 }
 
 /// When a process started: the boot time (`btime` of /proc/stat) plus its start in
@@ -290,8 +289,7 @@ fn process_started(pid: libc::pid_t) -> Option<SystemTime> {
         .trim()
         .parse()
         .ok()?;
-    // SAFETY: sysconf has no preconditions.
-    let hz = u64::try_from(unsafe { libc::sysconf(libc::_SC_CLK_TCK) }).ok()?;
+    let hz = u64::try_from(sysconf(SysconfVar::CLK_TCK).ok()??).ok()?;
     let ticks = start_ticks(&stat)?;
     Some(
         SystemTime::UNIX_EPOCH

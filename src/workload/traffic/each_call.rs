@@ -6,13 +6,15 @@
 use std::fs::File;
 use std::io::{self, Write};
 use std::net::{Ipv4Addr, SocketAddr, UdpSocket};
-use std::os::fd::{AsFd, FromRawFd};
+use std::os::fd::AsFd;
 use std::time::Duration;
+
+use nix::sys::memfd::{memfd_create, MFdFlags};
+use nix::sys::socket::SockaddrStorage;
 
 use super::pipe::Pipe;
 use super::recvcall::{self, RecvBatch};
 use super::sendcall::{self, SendBatch};
-use super::sockaddr::RawAddr;
 use super::{RecvSyscall, SendSyscall, Syscall};
 
 const PAYLOAD: &[u8] = b"netto self-check";
@@ -73,7 +75,7 @@ impl LoopbackPair {
             SocketCall::Send(SendSyscall::Sendto) => sendcall::sendto(out, PAYLOAD, None),
             SocketCall::Send(SendSyscall::Sendmsg) => sendcall::sendmsg(out, PAYLOAD, None),
             SocketCall::Send(SendSyscall::Sendmmsg) => {
-                let dest = RawAddr::new(self.receiver.local_addr()?);
+                let dest = SockaddrStorage::from(self.receiver.local_addr()?);
                 SendBatch::new(PAYLOAD.to_vec(), dest, 2).send(out)
             }
             SocketCall::Send(SendSyscall::Write) => sendcall::write(out, PAYLOAD),
@@ -98,13 +100,7 @@ impl LoopbackPair {
 
 /// An anonymous in-memory file: nothing on disk to clean up.
 fn memfd() -> io::Result<File> {
-    // SAFETY: a valid C string and flags; the kernel returns a fresh fd.
-    let fd = unsafe { libc::memfd_create(c"netto-self-check".as_ptr(), libc::MFD_CLOEXEC) };
-    if fd < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: the fd was just created and nothing else owns it.
-    Ok(unsafe { File::from_raw_fd(fd) })
+    Ok(memfd_create(c"netto-self-check", MFdFlags::MFD_CLOEXEC)?.into())
 }
 
 #[cfg(test)]

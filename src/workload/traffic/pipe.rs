@@ -6,10 +6,10 @@
 
 use std::fs::{File, OpenOptions};
 use std::io;
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
-use std::ptr;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 
-use super::ffi::cvt;
+use nix::fcntl::{self, OFlag, SpliceFFlags};
+use nix::unistd;
 
 /// A pipe's default capacity: a splice of this much never waits for room.
 pub(crate) const PIPE_LEN: usize = 64 * 1024;
@@ -24,11 +24,7 @@ pub(crate) struct Pipe {
 
 impl Pipe {
     pub(crate) fn new() -> io::Result<Pipe> {
-        let mut fds = [0; 2];
-        // SAFETY: `fds` has room for the two descriptors pipe2 writes.
-        cvt(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } as isize)?;
-        // SAFETY: pipe2 succeeded, so both are open descriptors we now own.
-        let (read, write) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+        let (read, write) = unistd::pipe2(OFlag::O_CLOEXEC)?;
         let discard = OpenOptions::new().write(true).open("/dev/null")?;
         Ok(Pipe {
             read,
@@ -45,7 +41,7 @@ impl Pipe {
         &mut self,
         socket: BorrowedFd<'_>,
         source: BorrowedFd<'_>,
-        offset: &mut libc::off_t,
+        offset: &mut libc::loff_t,
         len: usize,
     ) -> io::Result<u64> {
         while self.held < len {
@@ -75,21 +71,17 @@ impl Pipe {
 /// regular file, advanced by the kernel (pipes and sockets have none).
 fn splice(
     from: BorrowedFd<'_>,
-    from_offset: Option<&mut libc::off_t>,
+    from_offset: Option<&mut libc::loff_t>,
     to: BorrowedFd<'_>,
     len: usize,
 ) -> io::Result<u64> {
-    let from_offset = from_offset.map_or(ptr::null_mut(), |o| o as *mut libc::off_t);
-    // SAFETY: both descriptors are open and `from_offset` is null or an
-    // exclusive pointer valid during the call.
-    cvt(unsafe {
-        libc::splice(
-            from.as_raw_fd(),
-            from_offset,
-            to.as_raw_fd(),
-            ptr::null_mut(),
-            len,
-            libc::SPLICE_F_MOVE,
-        )
-    })
+    let moved = fcntl::splice(
+        from,
+        from_offset,
+        to,
+        None,
+        len,
+        SpliceFFlags::SPLICE_F_MOVE,
+    )?;
+    Ok(moved as u64)
 }

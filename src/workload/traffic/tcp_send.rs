@@ -2,9 +2,11 @@
 
 use std::io;
 use std::net::{SocketAddr, TcpStream};
-use std::os::fd::{AsFd, FromRawFd, OwnedFd};
+use std::os::fd::AsFd;
 use std::thread;
 use std::time::{Duration, Instant};
+
+use nix::sys::socket::{self, AddressFamily, SockFlag, SockType};
 
 use super::drive::{drive, is_transient};
 use super::pipe::{Pipe, PIPE_LEN};
@@ -77,7 +79,7 @@ pub(super) fn send(config: &SendConfig, until: Until<'_>) -> Result<Summary, Tra
             let source = ScratchFile::create(SENDFILE_SOURCE_LEN)
                 .map_err(TrafficError::io("creating the splice source file"))?;
             let mut pipe = Pipe::new().map_err(TrafficError::io("creating the splice pipe"))?;
-            let mut offset: libc::off_t = 0;
+            let mut offset: libc::loff_t = 0;
             let len = config.size.min(PIPE_LEN);
             drive(until, &mut summary, is_transient, || {
                 until_peer_leaves(pipe.send(fd, source.file.as_fd(), &mut offset, len))
@@ -113,18 +115,11 @@ fn until_peer_leaves(sent: io::Result<u64>) -> io::Result<Option<u64>> {
 /// is reported as such even when nothing is listening at the destination.
 fn probe_congestion(dest: SocketAddr, name: &str) -> Result<(), TrafficError> {
     let family = match dest {
-        SocketAddr::V4(_) => libc::AF_INET,
-        SocketAddr::V6(_) => libc::AF_INET6,
+        SocketAddr::V4(_) => AddressFamily::Inet,
+        SocketAddr::V6(_) => AddressFamily::Inet6,
     };
-    // SAFETY: plain socket creation; the result is checked before use.
-    let fd = unsafe { libc::socket(family, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0) };
-    if fd < 0 {
-        return Err(TrafficError::io("creating a TCP socket")(
-            io::Error::last_os_error(),
-        ));
-    }
-    // SAFETY: `fd` was just created and is owned by nothing else.
-    let socket = unsafe { OwnedFd::from_raw_fd(fd) };
+    let socket = socket::socket(family, SockType::Stream, SockFlag::SOCK_CLOEXEC, None)
+        .map_err(|e| TrafficError::io("creating a TCP socket")(e.into()))?;
     sockopt::set_congestion(socket.as_fd(), name).map_err(|cause| TrafficError::Congestion {
         name: name.to_owned(),
         cause,

@@ -4,9 +4,10 @@ use std::io;
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
 use std::os::fd::AsFd;
 
+use nix::sys::socket::SockaddrStorage;
+
 use super::drive::{drive, is_transient};
 use super::sendcall::{self, SendBatch};
-use super::sockaddr::RawAddr;
 use super::Syscall;
 use super::{Proto, SendConfig, SendSyscall, Summary, TrafficError, Until, IO_TIMEOUT, MMSG_BATCH};
 
@@ -29,7 +30,7 @@ pub(super) fn send(config: &SendConfig, until: Until<'_>) -> Result<Summary, Tra
     }
     let fd = socket.as_fd();
     let payload = vec![0xa5; config.size];
-    let raw_dest = RawAddr::new(dest);
+    let raw_dest = SockaddrStorage::from(dest);
     let mut summary = Summary::default();
     let sent = match config.syscall {
         SendSyscall::Sendto => drive(until, &mut summary, udp_transient, || {
@@ -39,7 +40,7 @@ pub(super) fn send(config: &SendConfig, until: Until<'_>) -> Result<Summary, Tra
             sendcall::sendmsg(fd, &payload, Some(&raw_dest)).map(Some)
         }),
         SendSyscall::Sendmmsg => {
-            let mut batch = SendBatch::new(payload.clone(), RawAddr::new(dest), MMSG_BATCH);
+            let mut batch = SendBatch::new(payload.clone(), raw_dest, MMSG_BATCH);
             drive(until, &mut summary, udp_transient, || {
                 batch.send(fd).map(Some)
             })
