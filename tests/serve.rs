@@ -793,7 +793,11 @@ fn a_serving_process_that_will_not_stop_is_killed() {
     serve.wait_ended();
     let server = serve.server_pid();
     // Stopped, it cannot see its pipe close.
-    unsafe { libc::kill(server as i32, libc::SIGSTOP) };
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(server as i32),
+        nix::sys::signal::Signal::SIGSTOP,
+    )
+    .unwrap();
     let started = std::time::Instant::now();
     let (exit, lines) = serve.signal(libc::SIGTERM);
     let took = started.elapsed();
