@@ -51,7 +51,7 @@ pub enum OutputError {
     MissingDirectory { path: PathBuf, dir: PathBuf },
     #[error("cannot write {}: it is a directory", path.display())]
     IsDirectory { path: PathBuf },
-    /// `kind` as [`special_kind`] names it.
+    /// `kind` as `special_kind` names it.
     #[error(
         "{} is {kind}; netto writes only regular files (use -o - for standard output)",
         path.display()

@@ -92,11 +92,20 @@ mod tests {
             .spawn()
             .unwrap();
         let mut own = OwnProcesses::default();
-        std::thread::sleep(Duration::from_millis(300));
-        let alone = OwnProcesses::default().cpu_ns();
         own.add(child.id());
         own.add(child.id());
-        let with_child = own.cpu_ns();
+        // Wait until the child's loop shows, however busy the host: a
+        // reading that does not add the child never gets there.
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        let (mut alone, mut with_child) = (0, 0);
+        while std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(50));
+            alone = OwnProcesses::default().cpu_ns();
+            with_child = own.cpu_ns();
+            if with_child > alone + 10_000_000 {
+                break;
+            }
+        }
         assert!(
             with_child > alone + 10_000_000,
             "{with_child} ns with the child, {alone} ns without"

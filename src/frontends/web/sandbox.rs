@@ -345,8 +345,8 @@ const ALLOWED: &[Allowed] = &[
 ];
 
 /// The seccomp programs for this architecture, in the order they are
-/// installed: first one that answers [`NOT_IMPLEMENTED`] with ENOSYS and
-/// lets everything else through, then the allow-list of [`ALLOWED`], which
+/// installed: first one that answers `NOT_IMPLEMENTED` with ENOSYS and
+/// lets everything else through, then the allow-list of `ALLOWED`, which
 /// lets those calls through too. Of two filters' answers the kernel takes
 /// the more restrictive (an error over an allowance), and of two errors
 /// the later filter's: so the ENOSYS filter must come first, and the
