@@ -35,18 +35,14 @@ struct {
 } task_windows SEC(".maps");
 
 /* callback function address -> index into netto_cpu.callback_ns (see
- * struct netto_callback_table), filled by user space before load */
-const volatile struct netto_callback_table callback_table = {};
+ * struct netto_callback_table), filled by user space before load, whole:
+ * the section holds nothing else */
+const volatile struct netto_callback_table callback_table SEC(".rodata.callbacks") = {};
 
 /* Bumped by user space when the tier changes (kernel/accounting.rs), in a
  * section of their own that it writes with a map update, like
- * attribution_on. window_epoch: whenever the socket window programs are
- * attached or detached; a window opened in another epoch may have lost its
- * close, so it is charged nothing (struct netto_cpu.window_epoch).
- * state_epoch: whenever every hook was detached; a CPU's state from
- * another epoch is stale, so the next hook forgets it. */
-__u32 window_epoch SEC(".data.tier");
-__u32 state_epoch SEC(".data.tier");
+ * attribution_on (see struct netto_tier_epochs). */
+struct netto_tier_epochs epochs SEC(".data.tier");
 
 /* What the CPU was doing is unknown since `now`: the hooks were detached. */
 static __always_inline void forget_state(struct netto_cpu *c, __u64 now)
@@ -60,7 +56,7 @@ static __always_inline void forget_state(struct netto_cpu *c, __u64 now)
 	c->run_net_ns = 0;
 	c->run_other_ns = 0;
 	c->run_idle_ns = 0;
-	c->state_epoch = state_epoch;
+	c->state_epoch = epochs.state_epoch;
 }
 
 /*
@@ -77,7 +73,7 @@ static __always_inline void charge(struct netto_cpu *c, __u64 now)
 	__u32 vec = c->softirq - 1;
 	__u32 cb = c->callback - 1;
 
-	if (c->state_epoch != state_epoch) {
+	if (c->state_epoch != epochs.state_epoch) {
 		forget_state(c, now);
 		return;
 	}
@@ -109,7 +105,7 @@ static __always_inline void charge(struct netto_cpu *c, __u64 now)
 	}
 	if (c->task_window == NETTO_WIN_NAPI)
 		c->event_ns[NETTO_EV_NET_RX_SOFTIRQ] += delta;
-	else if (c->window_epoch != window_epoch)
+	else if (c->window_epoch != epochs.window_epoch)
 		return;
 	else if (c->task_window == NETTO_WIN_SEND)
 		c->event_ns[NETTO_EV_SOCK_SEND] += delta;
@@ -339,7 +335,7 @@ static __always_inline void open_window(struct netto_cpu *c, __u64 now, __u32 wi
 	c->in_hardirq = 0;
 	c->task_window = window;
 	c->window_depth = 1;
-	c->window_epoch = window_epoch;
+	c->window_epoch = epochs.window_epoch;
 	attr_window_start(c);
 	c->event_count[window == NETTO_WIN_SEND ? NETTO_EV_SOCK_SEND : NETTO_EV_SOCK_RECV]++;
 	if (check_tid && (__u32)bpf_get_current_pid_tgid() == check_tid && window <= NETTO_WIN_RECV)
@@ -395,7 +391,7 @@ int BPF_PROG(netto_sched_switch, bool preempt, struct task_struct *prev, struct 
 	 * netto creates it only for a task switched out mid-call) has no
 	 * saved window; one load tells, where the lookup is a helper call. */
 	saved = next->bpf_storage ? bpf_task_storage_get(&task_windows, next, 0, 0) : NULL;
-	if (saved && saved->window != NETTO_WIN_NONE && saved->epoch == window_epoch) {
+	if (saved && saved->window != NETTO_WIN_NONE && saved->epoch == epochs.window_epoch) {
 		c->task_window = saved->window;
 		c->window_depth = saved->depth;
 		c->window_epoch = saved->epoch;

@@ -160,6 +160,20 @@ struct netto_callback_table {
 };
 
 /*
+ * The accounting's epochs, which user space bumps when the tier changes
+ * (src/kernel/accounting.rs) with one map update of the whole struct.
+ */
+struct netto_tier_epochs {
+	/* Whenever the socket window programs are attached or detached: a
+	 * window opened in another epoch may have lost its close, so it is
+	 * charged nothing (struct netto_cpu.window_epoch). */
+	netto_u32 window_epoch;
+	/* Whenever every hook was detached: a CPU's state from another epoch
+	 * is stale, so the next hook forgets it. */
+	netto_u32 state_epoch;
+};
+
+/*
  * What netto's programs run for, one counter per CPU each, so that the cost
  * of every program is known from exact run counts: BPF run-time statistics,
  * which tax every BPF program on the host, are held only for a slice of
@@ -223,12 +237,12 @@ struct netto_cpu {
 	 * (fentry backend: they nest, e.g. sock_sendmsg -> __sock_sendmsg);
 	 * the window closes when the outermost returns. */
 	netto_u16 window_depth;
-	/* The window_epoch (account.bpf.c) the running task's window was
-	 * opened in: a window from an earlier epoch was opened before the
-	 * window hooks were last detached, and its close may never be seen,
-	 * so it is charged nothing. */
+	/* The window epoch (struct netto_tier_epochs) the running task's
+	 * window was opened in: a window from an earlier epoch was opened
+	 * before the window hooks were last detached, and its close may never
+	 * be seen, so it is charged nothing. */
 	netto_u32 window_epoch;
-	/* The state_epoch the state above belongs to: state from an earlier
+	/* The state epoch the state above belongs to: state from an earlier
 	 * epoch was left when every hook was detached (the sampled tier), and
 	 * the first hook to run again forgets it. */
 	netto_u32 state_epoch;

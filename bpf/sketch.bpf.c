@@ -49,9 +49,10 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 /* The 64-bit words of a struct sketch_flow. */
 #define KEY_WORDS (sizeof(struct sketch_flow) / sizeof(__u64))
 
-/* Set by user space before loading: the verifier then sees constants,
- * which bound every cell index without a runtime mask. */
-const volatile struct sketch_config geometry = {};
+/* Set by user space before loading, whole (the section holds nothing
+ * else): the verifier then sees constants, which bound every cell index
+ * without a runtime mask. */
+const volatile struct sketch_config geometry SEC(".rodata.geometry") = {};
 
 /* One hot line per CPU, indexed by CPU number: a global array, so the
  * program has its address as a constant. User space resizes it to

@@ -34,7 +34,7 @@ static __always_inline int function_enter(__u32 window)
 		return 0;
 	/* A window of an earlier epoch lost its close: this call starts
 	 * afresh. */
-	if (c->task_window != NETTO_WIN_NONE && c->window_epoch == window_epoch) {
+	if (c->task_window != NETTO_WIN_NONE && c->window_epoch == epochs.window_epoch) {
 		c->window_depth++;
 		return 0;
 	}

@@ -26,6 +26,9 @@ macro_rules! plain {
 }
 
 plain!(
+    netto_callback_slot,
+    netto_callback_table,
+    netto_tier_epochs,
     netto_task_state,
     netto_syscall,
     netto_cpu,

@@ -7,21 +7,22 @@ use std::cell::{Cell, RefCell};
 use std::mem::MaybeUninit;
 use std::os::fd::AsFd;
 
-use libbpf_rs::skel::{OpenSkel, Skel, SkelBuilder};
-use libbpf_rs::{AsRawLibbpf, Btf, Link, MapCore, MapFlags, OpenObject, ProgramMut};
+use libbpf_rs::skel::{OpenSkel, Skel};
+use libbpf_rs::{Btf, Link, MapCore, MapFlags, OpenObject};
 
 use super::backend::Backend;
 use super::callbacks::{lookup_table, NETWORK_CALLBACKS};
 use super::functions::{function_exists, FunctionHook, SocketFunctions};
 use super::hooks;
-use super::skel::account::{AccountSkel, AccountSkelBuilder};
+use super::skel;
+use super::skel::account::{AccountSkel, AccountSkelBuilder, OpenAccountSkel};
 use super::stats::{self, ProgramRun};
 use super::syscalls::socket_syscalls;
 use super::tracepoints::{self, OptionalGroup};
 use super::{privileges, KernelError};
 use crate::abi::{
     bytes_of, netto_callback_table, netto_cpu, netto_group_key, netto_group_time, netto_syscall,
-    netto_task_window, read_from,
+    netto_task_window, netto_tier_epochs, read_from,
 };
 use crate::model::Tier;
 use crate::symbols::kallsyms::Kallsyms;
@@ -108,72 +109,16 @@ impl<'obj> Accounting<'obj> {
             return Err(KernelError::NotPrivileged);
         }
         let btf = Btf::from_vmlinux().map_err(KernelError::NoBtf)?;
-        let mut open = AccountSkelBuilder::default()
-            .open(storage)
-            .map_err(load_error)?;
-
-        let mut missing = Vec::new();
-        let mut functions = SocketFunctions::default();
-        let variants = tracepoints::Variants {
-            direct: function_exists(&btf, tracepoints::DIRECT_KFUNC),
-            names: open
-                .open_object()
-                .progs()
-                .map(|p| p.name().to_string_lossy().into_owned())
-                .collect(),
-        };
-        for mut prog in open.open_object_mut().progs_mut() {
-            let section = prog.section().to_string_lossy().into_owned();
-            if let Some(hook) = FunctionHook::from_program(&prog.name().to_string_lossy(), &section)
-            {
-                let wanted = backend == Backend::Fentry && function_exists(&btf, hook.function);
-                prog.set_autoload(wanted);
-                if backend == Backend::Fentry {
-                    functions.note(&hook, wanted);
-                }
-                continue;
-            }
-            let Some(tp) = tracepoints::from_section(&section) else {
-                continue;
-            };
-            if tracepoints::SYSCALL_WINDOWS.contains(&tp) {
-                let name = prog.name().to_string_lossy().into_owned();
-                prog.set_autoload(backend == Backend::Tracepoint && variants.wanted(&name));
-            } else if tracepoints::optional_group(tp).is_some_and(|group| {
-                !group
-                    .tracepoints
-                    .iter()
-                    .all(|t| tracepoints::exists(&btf, t))
-            }) {
-                prog.set_autoload(false);
-            } else if !tracepoints::exists(&btf, tp) {
-                missing.push(tp.to_owned());
-            }
-        }
-        if !missing.is_empty() {
-            return Err(KernelError::MissingTracepoints {
-                missing: missing.join(", "),
-                minimum: backend.minimum_kernel(),
-            });
-        }
-        if backend == Backend::Fentry {
-            functions.check_complete()?;
-        }
-        let (callbacks, callbacks_resolved, table) = resolve_callbacks()?;
-        let rodata = open
-            .maps
-            .rodata_data
-            .as_deref_mut()
-            .ok_or(KernelError::Object(
-                "the accounting object has no read-only data",
-            ))?;
-        // The skeleton has its own copy of the C type: copied field by field.
-        rodata.callback_table.multiplier = table.multiplier;
-        for (to, from) in rodata.callback_table.slots.iter_mut().zip(&table.slots) {
-            to.address = from.address;
-            to.index = from.index;
-        }
-        let skel = open.load().map_err(load_error)?;
+        let (skel, (functions, callbacks, callbacks_resolved)) =
+            skel::load::<AccountSkelBuilder, _, _>(storage, load_error, |open| {
+                let functions = choose_programs(open, backend, &btf)?;
+                let (callbacks, resolved, table) = resolve_callbacks()?;
+                open.maps
+                    .rodata_callbacks
+                    .set_initial_value(bytes_of(&table))
+                    .map_err(load_error)?;
+                Ok((functions, callbacks, resolved))
+            })?;
 
         for (nr, kind, fd_arg) in socket_syscalls().filter(|_| backend == Backend::Tracepoint) {
             let value = netto_syscall {
@@ -372,18 +317,14 @@ impl<'obj> Accounting<'obj> {
     }
 
     fn write_epochs(&self, state: u32, window: u32) -> Result<(), KernelError> {
-        let epochs = super::skel::account::types::data_tier {
-            state_epoch: state,
+        let epochs = netto_tier_epochs {
             window_epoch: window,
-        };
-        // SAFETY: a plain C struct of two u32s, no padding.
-        let bytes = unsafe {
-            std::slice::from_raw_parts((&raw const epochs).cast::<u8>(), size_of_val(&epochs))
+            state_epoch: state,
         };
         self.skel
             .maps
             .data_tier
-            .update(&0u32.to_ne_bytes(), bytes, MapFlags::ANY)
+            .update(&0u32.to_ne_bytes(), bytes_of(&epochs), MapFlags::ANY)
             .map_err(|source| KernelError::Map {
                 map: "tier epochs",
                 source,
@@ -397,22 +338,74 @@ impl<'obj> Accounting<'obj> {
         let prog = self
             .skel
             .object()
-            .progs()
+            .progs_mut()
             .find(|p| p.name() == name)
             .ok_or(KernelError::Object(
                 "a program to attach is not in the object",
             ))?;
-        // SAFETY: libbpf-rs attaches only through a `ProgramMut`, which the
-        // shared skeleton cannot hand out. No Rust reference to the
-        // program's libbpf struct exists (the skeleton holds pointers), the
-        // accounting is used by one thread only, and attaching reads the
-        // struct.
-        let prog = unsafe { ProgramMut::new_mut(&mut *prog.as_libbpf_object().as_ptr()) };
         prog.attach().map_err(|source| KernelError::Attach {
             prog: name.to_owned(),
             source,
         })
     }
+}
+
+/// Decides which programs `backend` loads on this kernel, before the
+/// verifier sees them: its socket window hooks and no other backend's,
+/// each optional group only whole. Returns the socket functions hooked
+/// (fentry); a required tracepoint this kernel lacks is an error.
+fn choose_programs(
+    open: &mut OpenAccountSkel<'_>,
+    backend: Backend,
+    btf: &Btf<'_>,
+) -> Result<SocketFunctions, KernelError> {
+    let mut missing = Vec::new();
+    let mut functions = SocketFunctions::default();
+    let variants = tracepoints::Variants {
+        direct: function_exists(btf, tracepoints::DIRECT_KFUNC),
+        names: open
+            .open_object()
+            .progs()
+            .map(|p| p.name().to_string_lossy().into_owned())
+            .collect(),
+    };
+    for mut prog in open.open_object_mut().progs_mut() {
+        let section = prog.section().to_string_lossy().into_owned();
+        if let Some(hook) = FunctionHook::from_program(&prog.name().to_string_lossy(), &section) {
+            let wanted = backend == Backend::Fentry && function_exists(btf, hook.function);
+            prog.set_autoload(wanted);
+            if backend == Backend::Fentry {
+                functions.note(&hook, wanted);
+            }
+            continue;
+        }
+        let Some(tp) = tracepoints::from_section(&section) else {
+            continue;
+        };
+        if tracepoints::SYSCALL_WINDOWS.contains(&tp) {
+            let name = prog.name().to_string_lossy().into_owned();
+            prog.set_autoload(backend == Backend::Tracepoint && variants.wanted(&name));
+        } else if tracepoints::optional_group(tp).is_some_and(|group| {
+            !group
+                .tracepoints
+                .iter()
+                .all(|t| tracepoints::exists(btf, t))
+        }) {
+            prog.set_autoload(false);
+        } else if !tracepoints::exists(btf, tp) {
+            missing.push(tp.to_owned());
+        }
+    }
+    if !missing.is_empty() {
+        return Err(KernelError::MissingTracepoints {
+            missing: missing.join(", "),
+            minimum: backend.minimum_kernel(),
+        });
+    }
+    if backend == Backend::Fentry {
+        functions.check_complete()?;
+    }
+    Ok(functions)
 }
 
 /// A libbpf error while loading the accounting.
@@ -516,6 +509,8 @@ impl Accounting<'_> {
 
 #[cfg(test)]
 mod tests {
+    use libbpf_rs::skel::SkelBuilder;
+
     use super::*;
 
     /// The program that ends what the program of `section` begins.
@@ -530,6 +525,22 @@ mod tests {
         ]
         .iter()
         .find_map(|(begin, end)| Some(format!("{}{end}", section.strip_suffix(begin)?)))
+    }
+
+    #[test]
+    fn the_callback_table_is_its_section_whole() {
+        let mut storage = MaybeUninit::uninit();
+        let mut open = AccountSkelBuilder::default().open(&mut storage).unwrap();
+        let table = netto_callback_table::default();
+        open.maps
+            .rodata_callbacks
+            .set_initial_value(bytes_of(&table))
+            .expect("the section is the size of the table");
+        assert!(open
+            .maps
+            .rodata_callbacks
+            .set_initial_value(&bytes_of(&table)[1..])
+            .is_err());
     }
 
     #[test]

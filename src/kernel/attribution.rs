@@ -8,10 +8,11 @@
 
 use std::mem::MaybeUninit;
 
-use libbpf_rs::skel::{OpenSkel, Skel, SkelBuilder};
+use libbpf_rs::skel::{OpenSkel, Skel};
 use libbpf_rs::{Btf, Link, OpenObject};
 
 use super::accounting::Accounting;
+use super::skel;
 use super::skel::attribute::{AttributeSkel, AttributeSkelBuilder};
 use super::tracepoints::{missing_points, Point};
 use super::KernelError;
@@ -75,23 +76,22 @@ impl<'obj> Points<'obj> {
         };
         let btf = Btf::from_vmlinux().map_err(KernelError::NoBtf)?;
         let missing = missing_points(&btf);
-        let mut open = AttributeSkelBuilder::default()
-            .open(storage)
-            .map_err(load_err)?;
-        open.maps
-            .cpus
-            .reuse_fd(accounting.cpus_map())
-            .map_err(load_err)?;
-        open.maps
-            .groups
-            .reuse_fd(accounting.groups_map())
-            .map_err(load_err)?;
-        for mut prog in open.open_object_mut().progs_mut() {
-            let name = prog.name().to_string_lossy().into_owned();
-            let absent = missing.iter().any(|point| point.program == name);
-            prog.set_autoload(!absent);
-        }
-        let skel = open.load().map_err(load_err)?;
+        let (skel, ()) = skel::load::<AttributeSkelBuilder, _, _>(storage, load_err, |open| {
+            open.maps
+                .cpus
+                .reuse_fd(accounting.cpus_map())
+                .map_err(load_err)?;
+            open.maps
+                .groups
+                .reuse_fd(accounting.groups_map())
+                .map_err(load_err)?;
+            for mut prog in open.open_object_mut().progs_mut() {
+                let name = prog.name().to_string_lossy().into_owned();
+                let absent = missing.iter().any(|point| point.program == name);
+                prog.set_autoload(!absent);
+            }
+            Ok(())
+        })?;
         Ok(Points {
             skel,
             links: Vec::new(),
@@ -141,6 +141,8 @@ impl<'obj> Points<'obj> {
 
 #[cfg(test)]
 mod tests {
+    use libbpf_rs::skel::SkelBuilder;
+
     use super::*;
     use crate::kernel::tracepoints::POINTS;
 

@@ -1,10 +1,12 @@
-//! perf events. For now only the probe `check` needs: whether a software
-//! cpu-clock event can be opened (stack sampling builds on it).
+//! perf events: the cpu-clock event of each CPU that the stack sampler
+//! runs on, and the probe `check` makes of it.
 
 use std::io;
-use std::os::fd::{FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, FromRawFd, IntoRawFd, OwnedFd};
 
-use libbpf_rs::libbpf_sys;
+use libbpf_rs::{libbpf_sys, Link, ProgramMut};
+
+use super::KernelError;
 
 /// Opens (and closes) a cpu-clock software event on CPU 0.
 pub fn try_cpu_clock() -> Result<String, String> {
@@ -43,4 +45,60 @@ pub fn open_cpu_clock(cpu: i32, frequency: u64) -> io::Result<OwnedFd> {
     let fd = i32::try_from(fd).map_err(|_| io::Error::other("fd out of range"))?;
     // SAFETY: the kernel returned a fresh fd that nothing else owns.
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// A CPU's cpu-clock event with the sampler attached through a link (which
+/// owns the event), and a second descriptor of the event to read its count.
+pub struct CpuEvent {
+    _link: Link,
+    counter: OwnedFd,
+    last_count: u64,
+}
+
+impl CpuEvent {
+    /// Attaches `program` to a new event on `cpu`; `None` if the CPU went
+    /// offline in the meantime.
+    pub fn attach(
+        program: &ProgramMut<'_>,
+        cpu: usize,
+        frequency_hz: u64,
+    ) -> Result<Option<CpuEvent>, KernelError> {
+        let cpu = i32::try_from(cpu).expect("CPU numbers are small");
+        let fd = match open_cpu_clock(cpu, frequency_hz) {
+            Ok(fd) => fd,
+            Err(e) if e.raw_os_error() == Some(libc::ENODEV) => return Ok(None),
+            Err(e) => return Err(KernelError::Perf(e.to_string())),
+        };
+        let counter = fd
+            .try_clone()
+            .map_err(|e| KernelError::Perf(e.to_string()))?;
+        let link = program
+            .attach_perf_event(fd.into_raw_fd())
+            .map_err(|source| KernelError::Attach {
+                prog: program.name().to_string_lossy().into_owned(),
+                source,
+            })?;
+        Ok(Some(CpuEvent {
+            _link: link,
+            counter,
+            last_count: 0,
+        }))
+    }
+
+    /// Whether the event's clock moved since the last look: a live
+    /// cpu-clock event counts every nanosecond, idle or not.
+    pub fn still_counting(&mut self) -> bool {
+        let mut count = 0u64;
+        // SAFETY: reads one u64 (the default read format) into `count`.
+        let n = unsafe {
+            libc::read(
+                self.counter.as_raw_fd(),
+                (&mut count as *mut u64).cast(),
+                size_of::<u64>(),
+            )
+        };
+        let moved = n == size_of::<u64>() as isize && count != self.last_count;
+        self.last_count = count;
+        moved
+    }
 }

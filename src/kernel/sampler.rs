@@ -5,18 +5,18 @@
 use std::cell::RefCell;
 use std::io;
 use std::mem::MaybeUninit;
-use std::os::fd::{AsFd, AsRawFd, IntoRawFd, OwnedFd};
+use std::os::fd::AsFd;
 use std::rc::Rc;
 use std::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use libbpf_rs::skel::{OpenSkel, SkelBuilder};
-use libbpf_rs::{Link, OpenObject, RingBuffer, RingBufferBuilder};
+use libbpf_rs::{OpenObject, RingBuffer, RingBufferBuilder};
 
 use super::accounting::Accounting;
 use super::attribution::Key;
 use super::mmap::Mapping;
-use super::perf::open_cpu_clock;
+use super::perf::CpuEvent;
+use super::skel;
 use super::skel::sample::{SampleSkel, SampleSkelBuilder};
 use super::stats;
 use super::KernelError;
@@ -171,44 +171,42 @@ impl<'obj> Sampler<'obj> {
         let slots = config
             .slots_per_half
             .unwrap_or_else(|| slots_for(config.frequency_hz, cpus, config.drain_period));
-        let mut open = SampleSkelBuilder::default()
-            .open(storage)
-            .map_err(load_err)?;
-        open.maps
-            .cpus
-            .reuse_fd(accounting.cpus_map())
-            .map_err(load_err)?;
-        open.maps
-            .data_attr
-            .reuse_fd(accounting.attribution_switch_map())
-            .map_err(load_err)?;
-        let rodata =
-            open.maps.rodata_data.as_deref_mut().ok_or_else(|| {
-                load_err(io::Error::other("the object has no read-only data").into())
+        let (skel, buffer_bytes) =
+            skel::load::<SampleSkelBuilder, _, _>(storage, load_err, |open| {
+                open.maps
+                    .cpus
+                    .reuse_fd(accounting.cpus_map())
+                    .map_err(load_err)?;
+                open.maps
+                    .data_attr
+                    .reuse_fd(accounting.attribution_switch_map())
+                    .map_err(load_err)?;
+                let rodata = open.maps.rodata_data.as_deref_mut().ok_or_else(|| {
+                    load_err(io::Error::other("the object has no read-only data").into())
+                })?;
+                Ok(match config.transport {
+                    Transport::Mmap => {
+                        rodata.transport = netto_transport::NETTO_TRANSPORT_MMAP as u32;
+                        open.maps
+                            .samples
+                            .set_max_entries(slots * 2)
+                            .map_err(load_err)?;
+                        u64::from(slots) * 2 * size_of::<netto_sample>() as u64
+                    }
+                    Transport::Ringbuf => {
+                        rodata.transport = netto_transport::NETTO_TRANSPORT_RINGBUF as u32;
+                        let bytes = (u64::from(slots) * 2 * (size_of::<netto_sample>() as u64 + 8))
+                            .next_power_of_two()
+                            .max(4096);
+                        let bytes = u32::try_from(bytes).unwrap_or(1 << 30);
+                        open.maps
+                            .sample_ring
+                            .set_max_entries(bytes)
+                            .map_err(load_err)?;
+                        u64::from(bytes)
+                    }
+                })
             })?;
-        let buffer_bytes = match config.transport {
-            Transport::Mmap => {
-                rodata.transport = netto_transport::NETTO_TRANSPORT_MMAP as u32;
-                open.maps
-                    .samples
-                    .set_max_entries(slots * 2)
-                    .map_err(load_err)?;
-                u64::from(slots) * 2 * size_of::<netto_sample>() as u64
-            }
-            Transport::Ringbuf => {
-                rodata.transport = netto_transport::NETTO_TRANSPORT_RINGBUF as u32;
-                let bytes = (u64::from(slots) * 2 * (size_of::<netto_sample>() as u64 + 8))
-                    .next_power_of_two()
-                    .max(4096);
-                let bytes = u32::try_from(bytes).unwrap_or(1 << 30);
-                open.maps
-                    .sample_ring
-                    .set_max_entries(bytes)
-                    .map_err(load_err)?;
-                u64::from(bytes)
-            }
-        };
-        let skel = open.load().map_err(load_err)?;
 
         let ctl = map(
             &skel.maps.sample_ctl,
@@ -305,14 +303,15 @@ impl<'obj> Sampler<'obj> {
                 if !online_cpus.contains(&cpu) {
                     *event = None;
                 } else if event.is_none() {
-                    *event = CpuEvent::attach(&self.skel, cpu, self.frequency_hz)?;
+                    *event =
+                        CpuEvent::attach(&self.skel.progs.netto_sample, cpu, self.frequency_hz)?;
                 }
             }
             self.online = online;
         }
         for (cpu, event) in self.events.iter_mut().enumerate() {
             if event.as_mut().is_some_and(|e| !e.still_counting()) {
-                *event = CpuEvent::attach(&self.skel, cpu, self.frequency_hz)?;
+                *event = CpuEvent::attach(&self.skel.progs.netto_sample, cpu, self.frequency_hz)?;
             }
         }
         Ok(())
@@ -410,63 +409,6 @@ fn set_tier(ctl: &Mapping, tier: Tier) {
 }
 
 const ONLINE_CPUS: &str = "/sys/devices/system/cpu/online";
-
-/// A CPU's cpu-clock event with the sampler attached through a link (which
-/// owns the event), and a second descriptor of the event to read its count.
-struct CpuEvent {
-    _link: Link,
-    counter: OwnedFd,
-    last_count: u64,
-}
-
-impl CpuEvent {
-    /// `None` if the CPU went offline in the meantime.
-    fn attach(
-        skel: &SampleSkel<'_>,
-        cpu: usize,
-        frequency_hz: u64,
-    ) -> Result<Option<CpuEvent>, KernelError> {
-        let cpu = i32::try_from(cpu).expect("CPU numbers are small");
-        let fd = match open_cpu_clock(cpu, frequency_hz) {
-            Ok(fd) => fd,
-            Err(e) if e.raw_os_error() == Some(libc::ENODEV) => return Ok(None),
-            Err(e) => return Err(KernelError::Perf(e.to_string())),
-        };
-        let counter = fd
-            .try_clone()
-            .map_err(|e| KernelError::Perf(e.to_string()))?;
-        let link = skel
-            .progs
-            .netto_sample
-            .attach_perf_event(fd.into_raw_fd())
-            .map_err(|source| KernelError::Attach {
-                prog: "netto_sample".into(),
-                source,
-            })?;
-        Ok(Some(CpuEvent {
-            _link: link,
-            counter,
-            last_count: 0,
-        }))
-    }
-
-    /// Whether the event's clock moved since the last look: a live
-    /// cpu-clock event counts every nanosecond, idle or not.
-    fn still_counting(&mut self) -> bool {
-        let mut count = 0u64;
-        // SAFETY: reads one u64 (the default read format) into `count`.
-        let n = unsafe {
-            libc::read(
-                self.counter.as_raw_fd(),
-                (&mut count as *mut u64).cast(),
-                size_of::<u64>(),
-            )
-        };
-        let moved = n == size_of::<u64>() as isize && count != self.last_count;
-        self.last_count = count;
-        moved
-    }
-}
 
 /// The kernel's CPU list format ("0-3,5"), as in /sys/devices/system/cpu.
 fn parse_cpu_list(list: &str) -> Option<Vec<usize>> {

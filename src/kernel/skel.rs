@@ -1,4 +1,32 @@
-//! The libbpf-rs skeletons build.rs generates from `bpf/*.bpf.c`.
+//! The libbpf-rs skeletons build.rs generates from `bpf/*.bpf.c`, and the
+//! one way netto loads them ([`load`]).
+
+use std::mem::MaybeUninit;
+
+use libbpf_rs::skel::{OpenSkel, SkelBuilder};
+use libbpf_rs::OpenObject;
+
+/// A loaded skeleton of the builder `B`.
+pub type Loaded<'obj, B> = <<B as SkelBuilder<'obj>>::Output as OpenSkel<'obj>>::Output;
+
+/// Opens the object of `B` in `storage`, has `prepare` set what must be
+/// settled before the verifier sees it (maps shared with an object loaded
+/// before, read-only data, which programs load, map sizes) and loads it.
+/// Every libbpf error on the way becomes `failed`'s; what `prepare`
+/// returns comes back beside the skeleton.
+pub fn load<'obj, B, T, E>(
+    storage: &'obj mut MaybeUninit<OpenObject>,
+    failed: impl Fn(libbpf_rs::Error) -> E,
+    prepare: impl FnOnce(&mut B::Output) -> Result<T, E>,
+) -> Result<(Loaded<'obj, B>, T), E>
+where
+    B: SkelBuilder<'obj> + Default,
+{
+    let mut open = B::default().open(storage).map_err(&failed)?;
+    let prepared = prepare(&mut open)?;
+    let skel = open.load().map_err(failed)?;
+    Ok((skel, prepared))
+}
 
 pub mod account {
     include!(concat!(env!("OUT_DIR"), "/account.skel.rs"));

@@ -3,15 +3,16 @@
 //! only the geometry's is loaded; rows go into its read-only data, and rows
 //! and columns size its per-CPU slots before the verifier sees it.
 
-use std::io;
 use std::mem::MaybeUninit;
 use std::os::fd::AsFd;
 
-use libbpf_rs::skel::{OpenSkel, SkelBuilder};
+use libbpf_rs::skel::OpenSkel;
 use libbpf_rs::{OpenObject, ProgramMut};
 
-use crate::abi::sketch::sketch_hot;
-use crate::kernel::skel::sketch::{types, SketchProgs, SketchSkel, SketchSkelBuilder};
+use crate::abi::bytes_of;
+use crate::abi::sketch::{sketch_config, sketch_hot};
+use crate::kernel::skel;
+use crate::kernel::skel::sketch::{SketchProgs, SketchSkel, SketchSkelBuilder};
 
 use super::config::Geometry;
 use super::error::SketchError;
@@ -68,36 +69,37 @@ impl<'obj> Loaded<'obj> {
         // A power of two of hot lines: the program bounds the CPU number
         // with a mask.
         let hot_lines = cpus.next_power_of_two();
-        let mut open = SketchSkelBuilder::default()
-            .open(storage)
-            .map_err(SketchError::Load)?;
-        let rodata = open.maps.rodata_data.as_deref_mut().ok_or_else(|| {
-            SketchError::Load(io::Error::other("the object has no read-only data").into())
-        })?;
-        rodata.geometry = types::sketch_config {
+        let config = sketch_config {
             rows: geometry.rows(),
             cpu_mask: u32::try_from(hot_lines - 1).expect("CPU count fits u32"),
         };
-        let wanted = program_name(geometry);
-        for mut prog in open.open_object_mut().progs_mut() {
-            let load = prog.name() == wanted.as_str();
-            prog.set_autoload(load);
-        }
-        let hot_bytes = u32::try_from(hot_lines * size_of::<sketch_hot>())
-            .expect("hot lines are far below 4 GiB");
-        open.maps
-            .data_hot
-            .set_value_size(hot_bytes)
-            .map_err(SketchError::Load)?;
-        let slot_bytes = u32::try_from(slot_bytes(geometry)).expect("slots are far below 4 GiB");
-        let slots_map = &mut open.maps.sketch_slots;
-        slots_map
-            .set_value_size(slot_bytes)
-            .map_err(SketchError::Load)?;
-        slots_map
-            .set_max_entries(cpus_u32)
-            .map_err(SketchError::Load)?;
-        let skel = open.load().map_err(SketchError::Load)?;
+        let (skel, ()) =
+            skel::load::<SketchSkelBuilder, _, _>(storage, SketchError::Load, |open| {
+                open.maps
+                    .rodata_geometry
+                    .set_initial_value(bytes_of(&config))
+                    .map_err(SketchError::Load)?;
+                let wanted = program_name(geometry);
+                for mut prog in open.open_object_mut().progs_mut() {
+                    let load = prog.name() == wanted.as_str();
+                    prog.set_autoload(load);
+                }
+                let hot_bytes = u32::try_from(hot_lines * size_of::<sketch_hot>())
+                    .expect("hot lines are far below 4 GiB");
+                open.maps
+                    .data_hot
+                    .set_value_size(hot_bytes)
+                    .map_err(SketchError::Load)?;
+                let slot_bytes =
+                    u32::try_from(slot_bytes(geometry)).expect("slots are far below 4 GiB");
+                let slots_map = &mut open.maps.sketch_slots;
+                slots_map
+                    .set_value_size(slot_bytes)
+                    .map_err(SketchError::Load)?;
+                slots_map
+                    .set_max_entries(cpus_u32)
+                    .map_err(SketchError::Load)
+            })?;
         let slots = Slots::map(
             skel.maps.data_hot.as_fd(),
             skel.maps.sketch_slots.as_fd(),
@@ -145,9 +147,27 @@ impl<'obj> Loaded<'obj> {
 
 #[cfg(test)]
 mod tests {
+    use libbpf_rs::skel::SkelBuilder;
+
     use super::*;
     use crate::breakdown::{categorize, Category};
     use crate::sketch::config::{SKETCH_MAX_COLUMNS, SKETCH_MIN_COLUMNS};
+
+    #[test]
+    fn the_geometry_is_its_section_whole() {
+        let mut storage = MaybeUninit::uninit();
+        let mut open = SketchSkelBuilder::default().open(&mut storage).unwrap();
+        let config = sketch_config::default();
+        open.maps
+            .rodata_geometry
+            .set_initial_value(bytes_of(&config))
+            .expect("the section is the size of the geometry");
+        assert!(open
+            .maps
+            .rodata_geometry
+            .set_initial_value(&bytes_of(&config)[1..])
+            .is_err());
+    }
 
     #[test]
     fn breakdown_knows_every_program_by_name() {
