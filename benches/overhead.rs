@@ -874,9 +874,16 @@ fn accuracy(pair: &VethPair, windows: u32, seconds: u32) -> Result<()> {
     use netto::kernel::selection::{select, Storage};
     use netto::model::{EventKey, Tier};
     use netto::symbols::symbolizer::Symbolizer;
+    use netto::workload::traffic::each_call::Loopback;
 
     let mut storage = Storage::default();
-    let accounting = select(BackendChoice::Auto, &Features::detect(), &mut storage)?.accounting;
+    let accounting = select(
+        BackendChoice::Auto,
+        &Features::detect(),
+        &mut storage,
+        &Loopback,
+    )?
+    .accounting;
     let mut sampler_storage = MaybeUninit::uninit();
     let mut sampler = Sampler::load(
         &mut sampler_storage,

@@ -12,7 +12,7 @@ use crate::kernel::backend::BackendChoice;
 use crate::kernel::sampler::Transport;
 use crate::sketch::config as sketch_config;
 use crate::sketch::SketchConfig;
-use crate::source::live::{DemoWhen, LiveConfig, StackSampling};
+use crate::source::live::{LiveConfig, StackSampling};
 
 use crate::model::{GroupBy, Tier, MAX_DURATION_S, MAX_INTERVAL_S, MIN_INTERVAL_S};
 use crate::output::Destination;
@@ -101,16 +101,6 @@ pub enum DemoArg {
     On,
     /// only when the host's network is idle at start
     Auto,
-}
-
-impl From<DemoArg> for DemoWhen {
-    fn from(arg: DemoArg) -> Self {
-        match arg {
-            DemoArg::Off => DemoWhen::Off,
-            DemoArg::On => DemoWhen::On,
-            DemoArg::Auto => DemoWhen::IfIdle,
-        }
-    }
 }
 
 /// How every measuring command (stat, record, top, serve) measures. A new
@@ -222,7 +212,6 @@ impl MeasureArgs {
                         transport: Transport::Mmap,
                     })
                 }),
-            demo: self.demo.into(),
             flush_on_stop,
             xdp_sketch: self.xdp_sketch.as_ref().map(|iface| {
                 (

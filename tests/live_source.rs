@@ -13,9 +13,10 @@ use netto::collect::estimate::CALIBRATION_MIN_SAMPLES;
 use netto::kernel::backend::BackendChoice;
 use netto::kernel::sampler::Transport;
 use netto::model::{EventKey, GroupBy, Snapshot, Tier};
-use netto::source::live::{self, DemoWhen, LiveConfig, StackSampling};
+use netto::source::live::{self, LiveConfig, StackSampling, Traffic};
+use netto::workload::traffic::each_call::Loopback;
 
-use netto::source::Control;
+use netto::source::{Control, Source};
 
 #[test]
 fn frequency_changes_while_running_and_everything_unloads() {
@@ -28,8 +29,7 @@ fn frequency_changes_while_running_and_everything_unloads() {
     });
     assert!(settled, "netto programs of an earlier test still loaded");
     let before = 0;
-    let source =
-        live::start(config(BackendChoice::Auto, 300, Some(200))).expect("starting the live source");
+    let source = start(config(BackendChoice::Auto, 300, Some(200)));
     assert!(source.is_live());
     assert_eq!(source.info.frequency_hz, Some(200));
     assert!(common::netto_programs_loaded() > before);
@@ -81,14 +81,13 @@ fn frequency_changes_while_running_and_everything_unloads() {
 /// time unattributed; turned on again, the links and the groups are back.
 #[test]
 fn attribution_turns_off_and_on_while_running() {
-    let source = live::start(LiveConfig {
+    let source = start(LiveConfig {
         attribution: Some(attribution::Config {
             by: GroupBy::Process,
             max_groups: 5,
         }),
         ..config(BackendChoice::Auto, 300, None)
-    })
-    .expect("starting the live source");
+    });
     let next = || {
         source
             .snapshots
@@ -145,8 +144,7 @@ fn attribution_turns_off_and_on_while_running() {
 /// intervals that measured it.
 #[test]
 fn tiers_change_between_intervals_without_a_gap_or_a_stale_charge() {
-    let source = live::start(config(common::test_backend(), 500, Some(499)))
-        .expect("starting the live source");
+    let source = start(config(common::test_backend(), 500, Some(499)));
     // Started once the programs are loaded (which takes long in an
     // emulated guest), to last the test's 13 intervals and more.
     let (_sink, sender) = udp_load(5611, 12);
@@ -243,12 +241,11 @@ fn tiers_change_between_intervals_without_a_gap_or_a_stale_charge() {
 fn a_run_in_a_lower_tier_measures_one_interval_exactly_every_so_often() {
     let every_s = 2.0;
     let interval_s = 0.5; // config's 500 ms
-    let source = live::start(LiveConfig {
+    let source = start(LiveConfig {
         tier: Tier::Sampled,
         calibrate_every_s: Some(every_s),
         ..config(common::test_backend(), 500, Some(499))
-    })
-    .expect("starting the live source");
+    });
     let (_sink, sender) = udp_load(5612, 12);
     // 10 s: calibration intervals end at 1, 3.5, 6 and 8.5 s.
     let mut seen: Vec<Snapshot> = Vec::new();
@@ -325,6 +322,19 @@ fn udp_load(port: u16, seconds: u64) -> (common::Server, JoinHandle<common::Load
     (sink, sender)
 }
 
+/// A live run as `config` says, with the self-check's traffic only (no
+/// demo).
+fn start(config: LiveConfig) -> Source {
+    live::start(
+        config,
+        Traffic {
+            probe: &Loopback,
+            companion: None,
+        },
+    )
+    .expect("starting the live source")
+}
+
 /// A live run in the exact tier with intervals of `interval_ms`,
 /// sampling at `frequency_hz` (none without), and nothing else: no BPF
 /// statistics, demo, sketch, attribution, budget or calibration.
@@ -338,7 +348,6 @@ fn config(backend: BackendChoice, interval_ms: u64, frequency_hz: Option<u64>) -
             frequency_hz,
             transport: Transport::Mmap,
         }),
-        demo: DemoWhen::Off,
         flush_on_stop: false,
         xdp_sketch: None,
         attribution: None,

@@ -88,6 +88,11 @@ fn every_endpoint_of_a_replayed_recording() {
     assert_eq!(source["source"]["backend"], "tracepoint");
     assert_eq!(source["source"]["origin"]["replay"], RECORDING);
     assert_eq!(source["source"]["frequency_hz"], 1000);
+    // Notes in words, and each one's kind and data beside them.
+    let note = source["source"]["notes"][0].as_str().unwrap();
+    assert!(note.starts_with("replaying "), "{note}");
+    assert_eq!(source["source"]["note_details"][0]["kind"], "replaying");
+    assert_eq!(source["source"]["note_details"][0]["snapshots"], 6);
     assert_eq!(source["snapshots"], 6);
     assert_eq!(source["ended"], true);
     assert_eq!(source["settings"]["history_s"], 300.0);

@@ -132,18 +132,21 @@ impl<'a, 'obj> Collector<'a, 'obj> {
         Ok(snapshot)
     }
 
-    /// Attributes every interval's time from now on, as `config` says; what
-    /// the user should know about naming comes back.
-    pub fn attribute(&mut self, config: attribution::Config) -> Result<Vec<String>, KernelError> {
+    /// Attributes every interval's time from now on, as `config` says.
+    pub fn attribute(&mut self, config: attribution::Config) -> Result<(), KernelError> {
         let start = self.accounting.read_groups()?;
-        let names = Resolver::new();
-        let notes = names.notes();
         self.attribution = Some(Attributing {
             ledger: Ledger::new(config, &start),
-            names,
+            names: Resolver::new(),
             on: true,
         });
-        Ok(notes)
+        Ok(())
+    }
+
+    /// Whether cgroups have names here (see [`Resolver::names_cgroups`]);
+    /// `None` without attribution.
+    pub fn names_cgroups(&self) -> Option<bool> {
+        Some(self.attribution.as_ref()?.names.names_cgroups())
     }
 
     /// The group a stack sample's key was in over the interval just

@@ -5,11 +5,14 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 use netto::cli::CheckArgs;
+use netto::frontends::notes;
 use netto::kernel::backend::BackendChoice;
 use netto::kernel::callbacks::NETWORK_CALLBACKS;
 use netto::kernel::features::Features;
 use netto::kernel::selection::{self, Storage};
+use netto::source::notes::{self as source_notes, CheckSeen};
 use netto::symbols::kallsyms::Kallsyms;
+use netto::workload::traffic::each_call::Loopback;
 use serde_json::json;
 
 /// How many names of the callback table this kernel has (kallsyms lists
@@ -26,7 +29,12 @@ pub fn run(args: &CheckArgs) -> Result<ExitCode> {
     let features = Features::detect();
     // The choice every measuring command makes, self-check included.
     let mut storage = Storage::default();
-    let selected = selection::select(BackendChoice::Auto, &features, &mut storage);
+    let selected = selection::select(BackendChoice::Auto, &features, &mut storage, &Loopback);
+    let tried: Vec<String> = selected
+        .iter()
+        .flat_map(source_notes::of_selection)
+        .map(|note| notes::sentence(&note))
+        .collect();
     let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease")
         .map(|s| s.trim().to_owned())
         .unwrap_or_default();
@@ -41,7 +49,7 @@ pub fn run(args: &CheckArgs) -> Result<ExitCode> {
             Ok(chosen) => json!({
                 "kernel": kernel, "features": findings,
                 "network_callbacks": present_callbacks(),
-                "backend": chosen.accounting.backend().name(), "why": chosen.notes.join("; "),
+                "backend": chosen.accounting.backend().name(), "why": tried.join("; "),
                 "self_check": chosen.check, "can_run": true,
             }),
             Err(e) => json!({
@@ -68,7 +76,7 @@ pub fn run(args: &CheckArgs) -> Result<ExitCode> {
         );
         match &selected {
             Ok(chosen) => {
-                for note in &chosen.notes {
+                for note in &tried {
                     println!("{note}");
                 }
                 let check = &chosen.check;
@@ -76,7 +84,7 @@ pub fn run(args: &CheckArgs) -> Result<ExitCode> {
                     "{:<14} {}: {}",
                     "self-check",
                     check.backend,
-                    check.summary()
+                    notes::self_check(&CheckSeen::from(check))
                 );
             }
             Err(e) => println!("backend        none: {}", e.describe()),

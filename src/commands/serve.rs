@@ -39,9 +39,7 @@ pub fn run(args: &ServeArgs) -> Result<ExitCode> {
     // everything as soon as the server runs, instead of killing netto.
     let signalled = stop_on_signals()?;
     let source = startup::view_source(&args.source)?;
-    for note in &source.info.notes {
-        eprintln!("netto: {note}");
-    }
+    startup::print_notes(&source);
     let start = Feed::Start {
         info: source.info.clone(),
         settings: ServeSettings {

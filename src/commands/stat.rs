@@ -13,7 +13,8 @@ use super::stdout::still_read;
 /// Prints every interval, the one in progress at a stop (Ctrl-C) too: it is
 /// measured time like the others, and its snapshot says how long it ran.
 pub fn run(args: &StatArgs) -> Result<ExitCode> {
-    let source = startup::live(args.measure.live_config(None, args.duration, true))?;
+    let config = args.measure.live_config(None, args.duration, true);
+    let source = startup::live(config, args.measure.demo)?;
     let mut stdout = io::stdout().lock();
     for snapshot in source.snapshots.iter() {
         startup::announce_budget(&snapshot);

@@ -4,6 +4,7 @@
 pub mod calibration_text;
 pub mod flame;
 pub mod label;
+pub mod notes;
 pub mod sketch;
 pub mod stat;
 pub mod tui;

@@ -207,26 +207,16 @@ impl<'obj> Accounting<'obj> {
         &self.callbacks
     }
 
-    /// What this kernel keeps the accounting from measuring, one sentence
-    /// each: optional hooks it lacks, callbacks it hides.
-    pub fn limits(&self) -> Vec<String> {
-        let mut notes: Vec<String> = self
-            .skipped
-            .iter()
-            .map(|group| {
-                format!(
-                    "note: no {} tracepoints here: {}",
-                    group.tracepoints.join("/"),
-                    group.without
-                )
-            })
-            .collect();
-        if !self.callbacks_resolved {
-            notes.push(
-                "note: kallsyms hides addresses (kernel.kptr_restrict): net_timers stays 0".into(),
-            );
-        }
-        notes
+    /// The optional tracepoint groups this kernel lacks, which the
+    /// accounting runs without.
+    pub fn skipped(&self) -> &[&'static OptionalGroup] {
+        &self.skipped
+    }
+
+    /// Whether kallsyms gave the network callbacks' addresses (not with
+    /// kernel.kptr_restrict): without them net_timers stays 0.
+    pub fn callbacks_resolved(&self) -> bool {
+        self.callbacks_resolved
     }
 
     /// The cumulative per-CPU records, index = CPU.

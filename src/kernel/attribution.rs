@@ -125,17 +125,10 @@ impl<'obj> Points<'obj> {
         !self.links.is_empty()
     }
 
-    /// What this kernel leaves unattributed, one sentence each.
-    pub fn limits(&self) -> Vec<String> {
-        self.missing
-            .iter()
-            .map(|point| {
-                format!(
-                    "note: no {} tracepoint here: {}",
-                    point.tracepoint, point.without
-                )
-            })
-            .collect()
+    /// The delivery points this kernel lacks: what each would have claimed
+    /// stays unattributed.
+    pub fn missing(&self) -> &[&'static Point] {
+        &self.missing
     }
 }
 

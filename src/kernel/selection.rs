@@ -11,7 +11,7 @@ use libbpf_rs::OpenObject;
 use super::accounting::Accounting;
 use super::backend::{self, Backend, BackendChoice};
 use super::features::Features;
-use super::self_check::{self, SelfCheck};
+use super::self_check::{self, ProbeTraffic, SelfCheck};
 use super::{privileges, KernelError};
 
 /// Where the accounting objects [`select`] loads live: one place per
@@ -34,20 +34,37 @@ impl Default for Storage {
 /// The chosen backend, loaded and attached.
 pub struct Selection<'obj> {
     pub accounting: Accounting<'obj>,
-    /// What was tried and why, one sentence each.
-    pub notes: Vec<String>,
-    /// The self-check of the backend chosen.
+    /// The candidates tried before it, in order.
+    pub given_up: Vec<GivenUp>,
+    /// Why this backend.
+    pub why: String,
+    /// Its self-check (which may have missed calls where it was the last
+    /// candidate).
     pub check: SelfCheck,
 }
 
+/// A candidate given up for the next, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum GivenUp {
+    /// Its self-check missed these calls.
+    Missed {
+        backend: Backend,
+        missed: Vec<&'static str>,
+    },
+    /// It failed to load.
+    Failed { backend: Backend, error: String },
+}
+
 /// The first candidate that loads and sees every kind of socket call in its
-/// self-check. Under `auto` a fentry backend that misses calls or fails to
-/// load gives way to tracepoints, saying why; the last candidate (or one
-/// asked for explicitly) runs anyway and warns what it misses.
+/// self-check, made with `traffic`'s calls. Under `auto` a fentry backend
+/// that misses calls or fails to load gives way to tracepoints, saying why;
+/// the last candidate (or one asked for explicitly) runs anyway and its
+/// self-check says what it misses.
 pub fn select<'obj>(
     choice: BackendChoice,
     features: &Features,
     storage: &'obj mut Storage,
+    traffic: &dyn ProbeTraffic,
 ) -> Result<Selection<'obj>, KernelError> {
     if !privileges::sufficient() {
         return Err(KernelError::NotPrivileged);
@@ -57,7 +74,7 @@ pub fn select<'obj>(
         tracepoint: tracepoint_place,
     } = storage;
     let (mut fentry_place, mut tracepoint_place) = (Some(fentry_place), Some(tracepoint_place));
-    let mut notes = Vec::new();
+    let mut given_up = Vec::new();
     let candidates = backend::candidates(choice, features)?;
     let last = candidates.len() - 1;
     for (i, candidate) in candidates.into_iter().enumerate() {
@@ -68,40 +85,31 @@ pub fn select<'obj>(
         }
         .expect("each backend is a candidate once");
         let checked = Accounting::load(place, candidate.backend).and_then(|mut accounting| {
-            let check = self_check::run(&mut accounting)?;
+            let check = self_check::run(&mut accounting, traffic)?;
             Ok((accounting, check))
         });
+        let backend = candidate.backend;
         match checked {
             Ok((accounting, check)) if check.complete() || !fallback => {
-                let warning = if check.complete() {
-                    ""
-                } else {
-                    "; warning: those calls are not counted"
-                };
-                notes.push(format!(
-                    "backend {}: {}; self-check {}{warning}",
-                    candidate.backend,
-                    candidate.why,
-                    check.summary()
-                ));
                 return Ok(Selection {
                     accounting,
-                    notes,
+                    given_up,
+                    why: candidate.why,
                     check,
                 });
             }
-            Ok((_, check)) => notes.push(format!(
-                "note: the {} backend missed {} in its self-check on this kernel; falling back",
-                candidate.backend,
-                check.missed().join(", ")
-            )),
-            Err(e) if fallback => notes.push(format!(
-                "note: the {} backend failed to load ({}); falling back",
-                candidate.backend,
-                e.describe()
-            )),
+            Ok((_, check)) => given_up.push(GivenUp::Missed {
+                backend,
+                missed: check.missed(),
+            }),
+            Err(e) if fallback => given_up.push(GivenUp::Failed {
+                backend,
+                error: e.describe(),
+            }),
             Err(e) => return Err(e),
         }
     }
-    Err(KernelError::NoBackend(notes.join("; ")))
+    Err(KernelError::NoBackend(
+        "every candidate backend was given up".to_owned(),
+    ))
 }

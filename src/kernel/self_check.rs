@@ -1,15 +1,50 @@
-//! The start-up self-check of a backend: netto makes one socket call of
-//! each kind on loopback and asks the loaded programs whether each opened a
-//! window. Function hooks differ between kernels (inlined, renamed, bypassed
-//! by a new call path), so this is the only way to know the fentry backend
-//! sees everything before trusting its numbers.
+//! The start-up self-check of a backend: one socket call of each kind is
+//! made on loopback, and the loaded programs are asked whether each opened
+//! a window. Function hooks differ between kernels (inlined, renamed,
+//! bypassed by a new call path), so this is the only way to know the fentry
+//! backend sees everything before trusting its numbers. The calls come from
+//! the command that measures ([`ProbeTraffic`]): the kernel layer makes no
+//! traffic of its own.
+
+use std::io;
 
 use serde::Serialize;
 
 use super::accounting::Accounting;
 use super::functions::SocketFunctions;
 use super::KernelError;
-use crate::workload::traffic::each_call::{LoopbackPair, SocketCall};
+
+/// The window a socket call opens.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Window {
+    Send,
+    Recv,
+}
+
+impl Window {
+    pub fn name(self) -> &'static str {
+        match self {
+            Window::Send => "send",
+            Window::Recv => "recv",
+        }
+    }
+}
+
+/// One kind of socket call, as the self-check reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProbeCall {
+    pub name: &'static str,
+    pub window: Window,
+}
+
+/// The self-check's traffic: one call of every kind of socket call netto
+/// accounts.
+pub trait ProbeTraffic {
+    /// Makes each call once, in turn, from the calling thread, and tells
+    /// `made` of each as soon as it returns (before the next is made). An
+    /// error names the call that failed.
+    fn each_call(&self, made: &mut dyn FnMut(ProbeCall)) -> io::Result<()>;
+}
 
 /// Whether the backend saw one kind of call.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -41,50 +76,32 @@ impl SelfCheck {
     pub fn complete(&self) -> bool {
         self.calls.iter().all(|c| c.seen)
     }
-
-    /// One line: what is hooked and what was seen.
-    pub fn summary(&self) -> String {
-        let seen = self.calls.iter().filter(|c| c.seen).count();
-        let mut text = format!("saw {seen} of {} kinds of socket call", self.calls.len());
-        if !self.complete() {
-            text.push_str(&format!(" (missed {})", self.missed().join(", ")));
-        }
-        if !self.functions.send.is_empty() || !self.functions.recv.is_empty() {
-            text.push_str(&format!(
-                "; hooks {}",
-                [&self.functions.send[..], &self.functions.recv[..]]
-                    .concat()
-                    .join(", ")
-            ));
-        }
-        text
-    }
 }
 
-/// Runs the check on loaded programs, from the calling thread.
-pub fn run(accounting: &mut Accounting<'_>) -> Result<SelfCheck, KernelError> {
-    let failed = |e: std::io::Error| KernelError::SelfCheck(e.to_string());
-    let pair = LoopbackPair::new().map_err(failed)?;
+/// Runs the check on loaded programs with `traffic`'s calls, from the
+/// calling thread.
+pub fn run(
+    accounting: &mut Accounting<'_>,
+    traffic: &dyn ProbeTraffic,
+) -> Result<SelfCheck, KernelError> {
     // SAFETY: gettid has no preconditions.
     let tid = u32::try_from(unsafe { libc::gettid() }).unwrap_or(0);
     let mut calls = Vec::new();
-    for call in SocketCall::all() {
-        accounting.watch_thread(tid);
-        pair.call(call).map_err(|e| {
-            KernelError::SelfCheck(format!("{} on loopback failed: {e}", call.name()))
-        })?;
+    accounting.watch_thread(tid);
+    let made = traffic.each_call(&mut |call| {
         let (send, recv) = accounting.windows_seen();
-        let (window, seen) = match call {
-            SocketCall::Send(_) => ("send", send > 0),
-            SocketCall::Recv(_) => ("recv", recv > 0),
-        };
         calls.push(CallSeen {
-            call: call.name(),
-            window,
-            seen,
+            call: call.name,
+            window: call.window.name(),
+            seen: match call.window {
+                Window::Send => send > 0,
+                Window::Recv => recv > 0,
+            },
         });
-    }
+        accounting.watch_thread(tid);
+    });
     accounting.watch_thread(0);
+    made.map_err(|e| KernelError::SelfCheck(e.to_string()))?;
     Ok(SelfCheck {
         backend: accounting.backend().name(),
         calls,

@@ -9,6 +9,7 @@ pub mod calibration_intervals;
 pub mod duty;
 pub mod intervals;
 pub mod live;
+pub mod notes;
 pub mod replay;
 
 use std::fmt;
@@ -18,6 +19,7 @@ use std::thread::JoinHandle;
 use serde::{Deserialize, Serialize};
 
 use crate::model::Snapshot;
+use notes::Note;
 
 /// What a front end shows about where its numbers come from.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -28,9 +30,9 @@ pub struct SourceInfo {
     /// Stack sampling frequency at the start; `None` when not sampling.
     pub frequency_hz: Option<u64>,
     pub origin: Origin,
-    /// Things the user should know about this run (features this kernel
-    /// lacks, the demo traffic), one sentence each.
-    pub notes: Vec<String>,
+    /// Things the user should know about this run (the backend, features
+    /// this kernel lacks, the demo traffic), for each front end to word.
+    pub notes: Vec<Note>,
 }
 
 /// Where a source's snapshots come from. In JSON `"live"`, or

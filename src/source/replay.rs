@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 
+use super::notes::Note;
 use super::{Control, Origin, Source, SourceInfo};
 use crate::model::Snapshot;
 use crate::recording::ValidRecording;
@@ -25,11 +26,12 @@ pub fn start(recording: ValidRecording, path: &str, speed: f64) -> Result<Source
         backend: header.backend.clone(),
         frequency_hz: (header.frequency_hz > 0).then_some(header.frequency_hz),
         origin: Origin::Replay(path.to_owned()),
-        notes: vec![format!(
-            "replaying {path}: {} snapshots over {:.1} s at {speed}x",
-            recording.snapshots.len(),
-            header.duration_s
-        )],
+        notes: vec![Note::Replaying {
+            path: path.to_owned(),
+            snapshots: recording.snapshots.len(),
+            duration_s: header.duration_s,
+            speed: speed.is_finite().then_some(speed),
+        }],
     };
     let (control_tx, control_rx) = mpsc::channel();
     let (snapshot_tx, snapshot_rx) = mpsc::channel();

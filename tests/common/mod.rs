@@ -21,6 +21,7 @@ use netto::kernel::features::Features;
 use netto::kernel::selection::{select, Storage};
 use netto::model::{EventKey, Snapshot};
 use netto::workload::netns::{NetnsError, VethPair};
+use netto::workload::traffic::each_call::Loopback;
 use netto::workload::undo;
 use serde_json::Value;
 use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
@@ -114,7 +115,7 @@ pub fn backend_args() -> Vec<String> {
 /// The same choice for tests that drive the library directly, resolved
 /// and loaded as netto resolves `--backend`.
 pub fn library_accounting(storage: &mut Storage) -> Accounting<'_> {
-    select(test_backend(), &Features::detect(), storage)
+    select(test_backend(), &Features::detect(), storage, &Loopback)
         .expect("no backend can run here")
         .accounting
 }

@@ -49,14 +49,10 @@ impl Resolver {
         self.cgroups.walk.read
     }
 
-    /// What the user should know about naming here.
-    pub fn notes(&self) -> Vec<String> {
-        match &self.cgroups.root {
-            Some(_) => Vec::new(),
-            None => vec![
-                "note: no cgroup v2 hierarchy is mounted: every task is in its root, so --by cgroup shows `/` only".to_owned(),
-            ],
-        }
+    /// Whether cgroups have names here: without a cgroup v2 hierarchy
+    /// every task is in its root, and `--by cgroup` shows `/` only.
+    pub fn names_cgroups(&self) -> bool {
+        self.cgroups.root.is_some()
     }
 
     fn command(&mut self, pid: u32) -> String {

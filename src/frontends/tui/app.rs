@@ -9,6 +9,7 @@ use super::table::{self, Grid};
 use super::tree::{Expansion, NodeId, Row, Tree};
 use crate::breakdown::Categorizer;
 use crate::frontends::flame::{any_estimated, flame_stacks, FlameStack, Scope, Weight};
+use crate::frontends::notes;
 use crate::history::History;
 use crate::model::{EventKey, Snapshot};
 use crate::source::{Origin, SourceInfo};
@@ -113,7 +114,8 @@ pub struct App {
 
 impl App {
     pub fn new(info: SourceInfo, settings: TopSettings) -> App {
-        let status = (!info.notes.is_empty()).then(|| info.notes.join("; "));
+        let notes: Vec<String> = info.notes.iter().map(notes::sentence).collect();
+        let status = (!notes.is_empty()).then(|| notes.join("; "));
         App {
             frequency_hz: info.frequency_hz,
             info,

@@ -9,6 +9,7 @@ use crate::model::{
     Attribution, EventKey, Flow, FlowEstimate, Group, GroupBy, ProgramCost, SampleContext,
     SamplingStats, SketchCost, SketchSnapshot, Snapshot, StackCount, XdpMode,
 };
+use crate::source::notes::Note;
 use crate::source::{Origin, SourceInfo};
 
 /// Two CPUs over one second. net_rx_softirq: 250 ms (12.5% of the host,
@@ -171,7 +172,9 @@ pub fn info(origin: Origin) -> SourceInfo {
         backend: "tracepoint".into(),
         frequency_hz: Some(499),
         origin,
-        notes: vec!["backend tracepoint: fixture".into()],
+        notes: vec![Note::Demo {
+            description: "demo traffic: fixture".into(),
+        }],
     }
 }
 

@@ -86,6 +86,7 @@ pub fn pump(input: &mut impl BufRead, state: &State) -> Result<(), FeedError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::source::notes::Note;
     use crate::source::Origin;
 
     fn info() -> SourceInfo {
@@ -95,7 +96,7 @@ mod tests {
             backend: "tracepoint".into(),
             frequency_hz: None,
             origin: Origin::Live,
-            notes: vec!["a note".into()],
+            notes: vec![Note::Calibrating { every_s: 30.0 }],
         }
     }
 

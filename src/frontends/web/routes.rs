@@ -24,6 +24,8 @@ use super::host::{HostCheck, HostError};
 use super::metrics;
 use super::state::{FlameFailure, FlameWindow, ProfileWindow, State, FLAME_WINDOWS_S};
 use crate::frontends::flame::Weight;
+use crate::frontends::notes;
+use crate::source::SourceInfo;
 
 /// The page may load only its own files: no inline script, nothing from
 /// another origin, and no framing by another site.
@@ -113,12 +115,23 @@ async fn not_found(request: HttpRequest) -> HttpResponse {
 
 async fn source(state: web::Data<State>) -> HttpResponse {
     ok("application/json").json(json!({
-        "source": state.info,
+        "source": source_json(&state.info),
         "settings": state.settings,
         "snapshots": state.snapshots(),
         "ended": state.ended(),
         "version": env!("CARGO_PKG_VERSION"),
     }))
+}
+
+/// The source as the API serves it: its notes in words, as they always
+/// were, and beside them `note_details`, each note's kind and data in the
+/// same order.
+fn source_json(info: &SourceInfo) -> serde_json::Value {
+    let mut source = json!(info);
+    let words: Vec<String> = info.notes.iter().map(notes::sentence).collect();
+    source["notes"] = json!(words);
+    source["note_details"] = json!(info.notes);
+    source
 }
 
 async fn snapshot(state: web::Data<State>) -> HttpResponse {

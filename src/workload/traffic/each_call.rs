@@ -1,7 +1,7 @@
 //! One call of every socket syscall netto accounts, on a connected UDP pair
-//! on loopback: the start-up self-check of a backend runs them and asks
-//! whether each opened a window. Sends come first and leave a datagram each
-//! for the receives that follow.
+//! on loopback: the traffic of a backend's start-up self-check, which asks
+//! whether each opened a window ([`Loopback`] hands it to the kernel layer).
+//! Sends come first and leave a datagram each for the receives that follow.
 
 use std::fs::File;
 use std::io::{self, Write};
@@ -16,6 +16,7 @@ use super::pipe::Pipe;
 use super::recvcall::{self, RecvBatch};
 use super::sendcall::{self, SendBatch};
 use super::{RecvSyscall, SendSyscall, Syscall};
+use crate::kernel::self_check::{ProbeCall, ProbeTraffic, Window};
 
 const PAYLOAD: &[u8] = b"netto self-check";
 
@@ -45,6 +46,14 @@ impl SocketCall {
         match self {
             SocketCall::Send(s) => s.name(),
             SocketCall::Recv(r) => r.name(),
+        }
+    }
+
+    /// The window the call opens.
+    pub fn window(self) -> Window {
+        match self {
+            SocketCall::Send(_) => Window::Send,
+            SocketCall::Recv(_) => Window::Recv,
         }
     }
 }
@@ -98,6 +107,26 @@ impl LoopbackPair {
     }
 }
 
+/// The self-check's traffic: each call once on a fresh [`LoopbackPair`].
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Loopback;
+
+impl ProbeTraffic for Loopback {
+    fn each_call(&self, made: &mut dyn FnMut(ProbeCall)) -> io::Result<()> {
+        let pair = LoopbackPair::new()?;
+        for call in SocketCall::all() {
+            pair.call(call).map_err(|e| {
+                io::Error::new(e.kind(), format!("{} on loopback failed: {e}", call.name()))
+            })?;
+            made(ProbeCall {
+                name: call.name(),
+                window: call.window(),
+            });
+        }
+        Ok(())
+    }
+}
+
 /// An anonymous in-memory file: nothing on disk to clean up.
 fn memfd() -> io::Result<File> {
     Ok(memfd_create(c"netto-self-check", MFdFlags::MFD_CLOEXEC)?.into())
@@ -116,5 +145,19 @@ mod tests {
                 .unwrap_or_else(|e| panic!("{}: {e}", call.name()));
             assert!(moved > 0, "{} moved nothing", call.name());
         }
+    }
+
+    #[test]
+    fn the_probe_makes_every_call_sends_first() {
+        let mut made = Vec::new();
+        Loopback
+            .each_call(&mut |call| made.push((call.name, call.window)))
+            .unwrap();
+        let sends = made.iter().filter(|(_, w)| *w == Window::Send).count();
+        assert_eq!(sends, SendSyscall::ALL.len());
+        assert_eq!(made.len(), sends + RecvSyscall::ALL.len());
+        assert!(made[..sends].iter().all(|(_, w)| *w == Window::Send));
+        assert_eq!(made[0], ("sendto", Window::Send));
+        assert_eq!(made[sends], ("recvfrom", Window::Recv));
     }
 }

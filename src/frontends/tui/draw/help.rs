@@ -7,6 +7,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Clear, Paragraph, Wrap};
 use ratatui::Frame;
 
+use crate::frontends::notes;
 use crate::frontends::tui::app::App;
 use crate::frontends::tui::input::BINDINGS;
 
@@ -29,7 +30,12 @@ pub fn draw(app: &App, frame: &mut Frame<'_>, area: Rect) {
         "", app.settings.flame_s
     )));
     lines.push(Line::default());
-    lines.extend(app.info.notes.iter().map(|note| Line::from(note.as_str())));
+    lines.extend(
+        app.info
+            .notes
+            .iter()
+            .map(|note| Line::from(notes::sentence(note))),
+    );
     let width = WIDTH.min(area.width);
     let inner = usize::from(width.saturating_sub(2)).max(1);
     let rows: usize = lines.iter().map(|l| l.width().div_ceil(inner).max(1)).sum();

@@ -452,14 +452,14 @@ fn help_overlay_lists_the_keys_and_the_notes() {
     line(&screen, "pause / resume the display");
     line(&screen, "write a flame graph of the last seconds to a file");
     line(&screen, "last 30 s");
-    line(&screen, "backend tracepoint: fixture");
+    line(&screen, "demo traffic: fixture");
 }
 
 #[test]
 fn start_up_notes_in_the_status_line_until_a_key_replaces_them() {
     let app = App::new(fixture::info(Origin::Live), fixture::settings());
     let screen = screen(&app, 80, 24);
-    assert_eq!(words(&screen[23]), ["backend", "tracepoint:", "fixture"]);
+    assert_eq!(words(&screen[23]), ["demo", "traffic:", "fixture"]);
 }
 
 #[test]

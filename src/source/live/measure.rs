@@ -1,0 +1,400 @@
+//! The interval loop of a live run: waits for the end of each interval
+//! (or a request), drains the sampler, and delivers the interval's
+//! snapshot; between two intervals it puts in force what
+//! [`Changes`] decided, replacing the sampler when the frequency changes.
+
+use std::mem::MaybeUninit;
+use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+
+use super::changes::{sampler_first, Changes};
+use super::own_cost::{beside, price_sketch};
+use super::startup::load_sampler;
+use super::{LiveConfig, DRAIN_PERIOD};
+use crate::breakdown::fold::Folder;
+use crate::breakdown::{breakdowns, leave_out_softirq_loop};
+use crate::collect::estimate::{estimate_unmeasured, Calibrator};
+use crate::collect::{Beside, Collector};
+use crate::kernel::accounting::Accounting;
+use crate::kernel::attribution::Points;
+use crate::kernel::sampler::{Sampler, SamplerCounters, MAX_FREQUENCY_HZ, MIN_FREQUENCY_HZ};
+use crate::model::{SamplingStats, Snapshot, Tier};
+use crate::sketch::Host;
+use crate::source::budget::{Budget, Knob};
+use crate::source::calibration_intervals::CalibrationIntervals;
+use crate::source::duty::DutyCycle;
+use crate::source::intervals::Intervals;
+use crate::source::notes::Note;
+use crate::source::Control;
+use crate::symbols::symbolizer::Symbolizer;
+
+/// Why [`Measure::intervals`] returned.
+enum Next {
+    Done,
+    Frequency(u64),
+}
+
+/// What a wait ended with.
+enum Wake {
+    Due,
+    Stop,
+    Frequency(u64),
+    Attribution(bool),
+    Tier(Tier),
+}
+
+/// Start-up step 3 and the run: the interval loop, kept across sampler
+/// replacements.
+pub(super) struct Measure<'c, 'a, 'obj> {
+    collector: Collector<'a, 'obj>,
+    accounting: &'a Accounting<'obj>,
+    /// Attribution's delivery points (with `--by`).
+    points: Option<Points<'a>>,
+    symbolizer: Option<Symbolizer>,
+    folder: Folder,
+    control: &'c Receiver<Control>,
+    out: &'c Sender<Snapshot>,
+    intervals: Intervals,
+    flush_on_stop: bool,
+    /// Sampler counters when the interval began (zero for a sampler that
+    /// replaced another during it).
+    base: SamplerCounters,
+    /// What samplers replaced during this interval counted in it.
+    retired: SamplerCounters,
+    sketch: Option<Host<'obj>>,
+    /// BPF run-time statistics for a slice of each interval; `None`
+    /// without them (`--no-bpf-stats`, or not allowed).
+    duty: Option<DutyCycle>,
+    budget: Option<Budget>,
+    changes: Changes,
+    /// Each event's agreement where measured, for its estimates.
+    calibrator: Calibrator,
+    /// When to measure one interval exactly (`--calibrate-every`).
+    calibration_intervals: Option<CalibrationIntervals>,
+}
+
+impl<'c, 'a, 'obj> Measure<'c, 'a, 'obj> {
+    /// Starts the first interval now.
+    pub fn start(
+        config: &LiveConfig,
+        accounting: &'a Accounting<'obj>,
+        mut duty: Option<DutyCycle>,
+        symbolizer: Option<Symbolizer>,
+        sketch: Option<Host<'obj>>,
+        control: &'c Receiver<Control>,
+        out: &'c Sender<Snapshot>,
+    ) -> Result<Self> {
+        let collector = Collector::start(accounting, duty.is_some())?;
+        if let Some(duty) = duty.as_mut() {
+            duty.begin_interval();
+        }
+        Ok(Measure {
+            collector,
+            accounting,
+            points: None,
+            symbolizer,
+            folder: Folder::new(),
+            control,
+            out,
+            intervals: Intervals::new(Instant::now(), config.interval, config.duration),
+            flush_on_stop: config.flush_on_stop,
+            base: SamplerCounters::default(),
+            retired: SamplerCounters::default(),
+            sketch,
+            duty,
+            budget: config.budget.map(|percent| {
+                let asked_hz = config.sampling.map(|s| s.frequency_hz);
+                let sketch = config.xdp_sketch.as_ref().map(|(_, c)| c.probability);
+                Budget::new(percent, asked_hz, config.attribution.is_some(), config.tier)
+                    .with_sketch(sketch)
+            }),
+            changes: Changes::new(config.tier),
+            calibrator: Calibrator::default(),
+            calibration_intervals: config.calibrate_every_s.map(CalibrationIntervals::new),
+        })
+    }
+
+    /// Delivers snapshots until the run ends, starting with `first` as the
+    /// sampler and replacing it whenever the frequency changes (its buffer
+    /// is sized for the frequency); the interval goes on meanwhile.
+    pub fn run(
+        &mut self,
+        accounting: &Accounting<'_>,
+        config: &LiveConfig,
+        mut first: Option<Sampler<'_>>,
+    ) -> Result<()> {
+        if let Some(sampler) = first.as_mut() {
+            self.sample_from_now(sampler)?;
+        }
+        let mut frequency = None;
+        loop {
+            let mut storage = MaybeUninit::uninit();
+            let mut sampler = match frequency.take() {
+                Some(hz) => Some(load_sampler(&mut storage, accounting, config, hz)?),
+                None => first.take(),
+            };
+            match self.intervals(sampler.as_mut())? {
+                Next::Done => return Ok(()),
+                Next::Frequency(hz) => frequency = Some(hz),
+            }
+        }
+    }
+
+    /// Leaves out what the sampler took before the first interval began
+    /// (while kernel symbols, the demo and the sketch were loading): those
+    /// samples and drops fall in no interval, and counted in the first one
+    /// they had it read up to 1.5 times its exact time.
+    fn sample_from_now(&mut self, sampler: &mut Sampler<'_>) -> Result<()> {
+        sampler.drain(|_| {})?;
+        self.base = sampler.counters();
+        Ok(())
+    }
+
+    /// Delivers snapshots until the run ends or the frequency changes.
+    fn intervals(&mut self, mut sampler: Option<&mut Sampler<'_>>) -> Result<Next> {
+        loop {
+            let due = self.intervals.due();
+            let wake_at = match sampler {
+                Some(_) => due.min(Instant::now() + DRAIN_PERIOD),
+                None => due,
+            };
+            let slice_end = self.duty.as_ref().and_then(DutyCycle::slice_end);
+            let wake = self.wait(slice_end.map_or(wake_at, |end| wake_at.min(end)));
+            if let Some(duty) = self.duty.as_mut() {
+                duty.poll(Instant::now());
+            }
+            if let Some(sampler) = sampler.as_deref_mut() {
+                let folder = &mut self.folder;
+                sampler.follow_cpus()?;
+                sampler.drain(|s| folder.add(s.cpu, s.context, s.group, s.frames))?;
+            }
+            let now = Instant::now();
+            match wake {
+                Wake::Frequency(hz) => {
+                    let now = self.changes.frequency_asked(hz, self.accounting.tier());
+                    let replaced = now.and_then(|hz| self.replace_sampler(sampler.as_deref(), hz));
+                    if let Some(next) = replaced {
+                        return Ok(next);
+                    }
+                }
+                Wake::Attribution(on) => self.switch_attribution(on)?,
+                Wake::Tier(tier) => self.changes.next_tier = Some(tier),
+                Wake::Stop => {
+                    if self.flush_on_stop {
+                        self.deliver(sampler.as_deref(), true)?;
+                    }
+                    return Ok(Next::Done);
+                }
+                Wake::Due if now >= due => {
+                    let last = self.intervals.ended(now);
+                    if !self.deliver(sampler.as_deref(), last)? || last {
+                        return Ok(Next::Done);
+                    }
+                    self.intervals.advance(now);
+                    self.changes.interval_ended();
+                    self.switch_tier(sampler.as_deref())?;
+                    self.calibrate_if_due(sampler.as_deref())?;
+                    match self.changes.next_knob.take() {
+                        Some(Knob::Frequency(hz)) => {
+                            if let Some(next) = self.replace_sampler(sampler.as_deref(), hz) {
+                                return Ok(next);
+                            }
+                        }
+                        Some(Knob::Attribution(on)) => self.switch_attribution(on)?,
+                        Some(Knob::Sketch(probability)) => {
+                            if let Some(sketch) = self.sketch.as_mut() {
+                                sketch.set_probability(probability)?;
+                            }
+                        }
+                        Some(Knob::Tier(tier, hz)) => {
+                            self.changes.next_tier = Some(tier);
+                            self.switch_tier(sampler.as_deref())?;
+                            if let Some(next) = self.replace_sampler(sampler.as_deref(), hz) {
+                                return Ok(next);
+                            }
+                        }
+                        None => {}
+                    }
+                }
+                Wake::Due => {}
+            }
+        }
+    }
+
+    /// Hands the sampler's counts to the interval and asks for one at `hz`,
+    /// unless it samples at `hz` already.
+    fn replace_sampler(&mut self, sampler: Option<&Sampler<'_>>, hz: u64) -> Option<Next> {
+        let sampler = sampler.filter(|s| s.frequency_hz() != hz)?;
+        let counters = sampler.counters();
+        self.retired = self.retired + (counters - self.base);
+        self.base = SamplerCounters::default();
+        Some(Next::Frequency(hz))
+    }
+
+    /// Sleeps until `deadline` unless told something first. Blocks on the
+    /// control channel rather than polling: one wake-up per wait keeps
+    /// netto's own CPU time down.
+    fn wait(&mut self, deadline: Instant) -> Wake {
+        loop {
+            let timeout = deadline.saturating_duration_since(Instant::now());
+            return match self.control.recv_timeout(timeout) {
+                Err(RecvTimeoutError::Timeout) => Wake::Due,
+                Err(RecvTimeoutError::Disconnected) | Ok(Control::Stop) => Wake::Stop,
+                Ok(Control::SetFrequency(hz)) => {
+                    let hz = hz.clamp(MIN_FREQUENCY_HZ, MAX_FREQUENCY_HZ);
+                    if let Some(budget) = self.budget.as_mut() {
+                        budget.asked(hz);
+                    }
+                    Wake::Frequency(hz)
+                }
+                Ok(Control::SetAttribution(on)) => Wake::Attribution(on),
+                Ok(Control::SetTier(tier)) => Wake::Tier(tier),
+                Ok(Control::OwnProcess(pid)) => {
+                    self.collector.own_process(pid);
+                    continue;
+                }
+            };
+        }
+    }
+
+    /// Attribution as `config` asks (nothing without `--by`): the points
+    /// attached, the collector keeping the groups. Returns what the user
+    /// should know.
+    pub fn attribute(
+        &mut self,
+        config: &LiveConfig,
+        points: Option<Points<'a>>,
+    ) -> Result<Vec<Note>> {
+        let (Some(attribution), Some(points)) = (config.attribution, points) else {
+            return Ok(Vec::new());
+        };
+        self.collector.attribute(attribution)?;
+        self.points = Some(points);
+        self.switch_attribution(true)?;
+        let unnamed = self.collector.names_cgroups() == Some(false);
+        Ok(unnamed.then_some(Note::NoCgroupV2).into_iter().collect())
+    }
+
+    /// Attaches or detaches attribution's programs (a request without
+    /// `--by` changes nothing); the snapshots say which.
+    fn switch_attribution(&mut self, on: bool) -> Result<()> {
+        if let Some(points) = self.points.as_mut() {
+            points.switch(self.accounting, on)?;
+            self.collector.attribution_on(on);
+        }
+        Ok(())
+    }
+
+    /// Puts the tier asked for in force, between two intervals. Only a run
+    /// that samples can estimate: without a sampler a lower tier is not
+    /// taken. Attribution needs every event exact, so a lower tier turns
+    /// it off first (the budget does the same in that order).
+    pub fn switch_tier(&mut self, sampler: Option<&Sampler<'_>>) -> Result<()> {
+        let Some(tier) = self.changes.next_tier.take() else {
+            return Ok(());
+        };
+        let Some(sampler) = sampler else {
+            return Ok(());
+        };
+        if tier != Tier::Exact {
+            self.switch_attribution(false)?;
+        }
+        if sampler_first(self.accounting.tier(), tier) {
+            sampler.set_tier(tier);
+            self.accounting.set_tier(tier)?;
+        } else {
+            self.accounting.set_tier(tier)?;
+            sampler.set_tier(tier);
+        }
+        Ok(())
+    }
+
+    /// Makes the next interval a calibration interval if one is due (see
+    /// [`Changes::calibrate`]).
+    fn calibrate_if_due(&mut self, sampler: Option<&Sampler<'_>>) -> Result<()> {
+        let in_force = self.accounting.tier();
+        let due = self
+            .calibration_intervals
+            .as_ref()
+            .is_some_and(|c| c.due(in_force));
+        if self.changes.calibrate(due, sampler.is_some(), in_force) {
+            self.switch_tier(sampler)?;
+        }
+        Ok(())
+    }
+
+    /// Ends the interval and sends its snapshot; false once nobody listens.
+    /// The budget reports on the `last` interval of a run (nothing changes
+    /// after it) and on a calibration interval without judging them.
+    fn deliver(&mut self, sampler: Option<&Sampler<'_>>, last: bool) -> Result<bool> {
+        let mut sketch = self.sketch.as_mut().map(Host::snapshot);
+        let counters = sampler.map(Sampler::counters);
+        let counted = counters.map(|c| self.retired + (c - self.base));
+        let stats_held = self
+            .duty
+            .as_mut()
+            .map_or(Duration::ZERO, |d| d.end_interval(Instant::now()));
+        let mut snapshot = self.collector.collect(Beside {
+            hooks: beside(counted.as_ref(), sketch.as_ref()),
+            stats_held,
+        })?;
+        if let Some(duty) = self.duty.as_mut() {
+            duty.begin_interval();
+        }
+        if let Some(sketch) = sketch.as_mut() {
+            price_sketch(sketch, &snapshot.overhead.programs);
+        }
+        snapshot.sketch = sketch;
+        if let (Some(sampler), Some(symbolizer), Some(counters), Some(counted)) =
+            (sampler, self.symbolizer.as_mut(), counters, counted)
+        {
+            symbolizer.refresh().context("re-reading kernel symbols")?;
+            // Named after the interval's attribution was made, as its groups.
+            let collector = &self.collector;
+            let mut stacks = self
+                .folder
+                .take(symbolizer, |key| collector.group_name(key));
+            let softirq_loop = leave_out_softirq_loop(&mut stacks);
+            estimate_unmeasured(&mut snapshot, &stacks, sampler.frequency_hz());
+            snapshot.breakdown = breakdowns(&stacks, &snapshot.events, sampler.frequency_hz());
+            snapshot.modules = stacks
+                .iter()
+                .flat_map(|stack| &stack.frames)
+                .filter_map(|name| Some((name.clone(), symbolizer.module_of(name)?.to_owned())))
+                .collect();
+            snapshot.stacks = stacks;
+            snapshot.sampling = Some(SamplingStats {
+                frequency_hz: sampler.frequency_hz(),
+                transport: sampler.transport().name().to_owned(),
+                samples: counted.samples,
+                dropped: counted.dropped,
+                failed_stacks: counted.failed,
+                softirq_loop,
+                unplaced: self.folder.unplaced(),
+                buffer_bytes: sampler.buffer_bytes(),
+            });
+            snapshot.losses.dropped_halves = counted.dropped_halves;
+            snapshot.losses.recursion_misses += counted.recursion_misses;
+            self.calibrator.observe(&snapshot);
+            self.calibrator.apply(&mut snapshot);
+            self.base = counters;
+            self.retired = SamplerCounters::default();
+        }
+        snapshot.calibrating = self.changes.calibrating;
+        if let Some(intervals) = self.calibration_intervals.as_mut() {
+            intervals.observe(&snapshot);
+        }
+        if let Some(budget) = self.budget.as_mut() {
+            snapshot.budget = Some(if self.changes.judged(last) {
+                let (status, step) = budget.observe(&snapshot);
+                self.changes.budget_stepped(step);
+                status
+            } else {
+                budget.unjudged(&snapshot.overhead)
+            });
+        }
+        Ok(self.out.send(snapshot).is_ok())
+    }
+}
