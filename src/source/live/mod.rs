@@ -3,14 +3,14 @@
 //!
 //! Everything that touches BPF lives on one thread, because libbpf objects
 //! are tied to the thread that loads them; the front end talks to it only
-//! through channels. Start-up ([`startup`]) runs in three steps, the same
+//! through channels. Start-up (`startup`) runs in three steps, the same
 //! for every command, so each says the same things in the same order:
 //! privileges, backend and statistics; what runs beside the accounting
 //! (the sampler, kernel symbols, the command's companion traffic, the
-//! co-hosted sketch); then the interval loop ([`measure`]), which replaces
+//! co-hosted sketch); then the interval loop (`measure`), which replaces
 //! the sampler when the frequency changes. What changes between intervals is
-//! decided in [`changes`], and what netto's own cost takes from beside the
-//! accounting in [`own_cost`], neither touching BPF.
+//! decided in `changes`, and what netto's own cost takes from beside the
+//! accounting in `own_cost`, neither touching BPF.
 //!
 //! The live source makes no traffic: the self-check's calls and any
 //! traffic to measure (the demo) come from the command ([`Traffic`]).
