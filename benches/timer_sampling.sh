@@ -3,7 +3,7 @@
 # time says, on this machine, without netto? (root; needs perf and iperf3)
 #
 # netto's `sampled` tier reads the network timers at 0.7-0.8 of their
-# exact time (README, "Tiers"). This asks the same question of perf alone,
+# exact time (docs/src/concepts/tiers.md). This asks the same question of perf alone,
 # so the answer cannot come from netto's programs: iperf3 TCP with BBR
 # (whose pacing runs from the HRTIMER softirq) through a veth pair into a
 # private namespace, client and server pinned to one CPU, while `perf

@@ -8,7 +8,7 @@
  * log2 of the columns), user space loads the one its geometry needs: with
  * the column count a compile-time constant, a row's column mask, sign bit
  * and stride are immediates instead of values the row loop spilled to the
- * stack and reloaded (README, "Benchmark", has the figures). Rows stay a
+ * stack and reloaded (docs/src/performance.md has the figures). Rows stay a
  * load-time constant: the verifier removes the rows the geometry does not
  * have.
  *

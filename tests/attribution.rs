@@ -234,10 +234,8 @@ fn three_to_one<T>(
 
 /// A 3:1 load's fast/slow `time` ratio against its bytes ratio `sent`.
 /// Their quotient is within a third of 1: the CPU a byte costs differs
-/// between the one flow and the three (fast/slow time read 2.60 to 3.74
-/// over this machine's runs, README "Tests"; 2.22 once on CI's machine
-/// before the pairs were pinned, a quotient of 0.74; pinned, 2.66 to 3.56
-/// over eleven runs here), while a group charged another's time moves it
+/// between the one flow and the three (the runs' spread is in
+/// docs/src/journal, attribution entries), while a group charged another's time moves it
 /// by a flow's softirq time (about a third of a flow's time: 0.67 or 1.67)
 /// or more (a whole flow: 2:2 or 4:0).
 fn assert_in_proportion(what: &str, time: f64, sent: f64) {
@@ -409,7 +407,7 @@ fn a_groups_flame_graph_is_its_stacks_in_its_time() {
 
 /// How well a group's samples stand for its time, per context: its share
 /// of the context's samples against its share of the event's exact time
-/// (printed: the figure README gives). Exact for socket calls; in softirq
+/// (printed: the figure docs/src/concepts/who-pays.md gives). Exact for socket calls; in softirq
 /// contexts a sample goes to the owner of the run's latest delivery point.
 fn report_sample_shares(recording: &Recording, group: &str) {
     for context in SampleContext::ALL {

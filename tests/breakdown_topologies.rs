@@ -130,7 +130,7 @@ fn net_rx_shares(
 }
 
 /// Each context's samples x period against its exact time over the whole
-/// recording: the figures README's "Agreement" gives per topology.
+/// recording: the figures docs/src/concepts/breakdown.md, "Agreement", gives per topology.
 fn print_agreement(recording: &Recording) {
     let period_ns = 1e9 / recording.header.frequency_hz as f64;
     let mut line = Vec::new();

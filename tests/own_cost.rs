@@ -204,8 +204,8 @@ fn held_error_bound() -> f64 {
 
 /// Each program's cost per run, and a socket call's cost in window
 /// programs, with BPF statistics held throughout (every run measured). The
-/// kernel matrix runs this once per backend in the same guest, and README
-/// sets the two side by side. Whatever the backend, every call of the load
+/// kernel matrix runs this once per backend in the same guest, and the performance
+/// page (docs/src/performance.md) sets the two side by side. Whatever the backend, every call of the load
 /// must have run at least a window's open and its close.
 #[test]
 fn each_program_and_each_socket_call_has_a_measured_cost() {

@@ -57,7 +57,8 @@ struct Run {
 
 /// Samples and accounts `seconds` of TCP through a veth pair, sender and
 /// receiver on CPU 1: unpinned, where the kernel's scheduler put them moved
-/// NET_RX's agreement from 0.67 to 1.15 between runs (README, "Tests").
+/// NET_RX's agreement widely between runs (docs/src/concepts/breakdown.md,
+/// "Agreement").
 fn run(
     transport: Transport,
     frequency_hz: u64,
@@ -144,7 +145,7 @@ fn run(
 /// misses the periods), so the absolute bound only catches gross errors
 /// (none or twice the samples). Such losses hit every context alike, so
 /// NET_RX's share of the network samples against its share of the exact
-/// network time is held to 20 % (README, "Agreement").
+/// network time is held to 20 % (docs/src/concepts/breakdown.md, "Agreement").
 fn agreement(transport: Transport) {
     let frequency = 1000;
     let Run {

@@ -49,7 +49,7 @@ struct Bench {
 impl Bench {
     /// Jumbo frames: large datagrams without IP fragmentation keep the
     /// calls busy with real work, so the fixed cost of entering and leaving
-    /// each syscall (outside the sys_enter..sys_exit window, see README) and
+    /// each syscall (outside the sys_enter..sys_exit window, see docs/src/concepts/backends.md) and
     /// the tick-accounting bias at each return to user mode stay small.
     /// BPF run-time statistics stay off: they add clock reads to every
     /// syscall hook, which the kernel bills to the process under test.

@@ -149,7 +149,7 @@ fn napi_threads_cpu_ns() -> u64 {
 
 /// With threaded NAPI the receive path runs in a kernel thread with bottom
 /// halves off and never enters the NET_RX softirq; netto charges that
-/// thread's time to net_rx_softirq (README: What is measured).
+/// thread's time to net_rx_softirq (docs/src/concepts/measured.md).
 #[test]
 fn threaded_napi_polling_is_net_rx_time() {
     let pair = common::veth_pair("napi").expect("creating the test namespace");
@@ -241,7 +241,7 @@ fn sparse_net_rx(dest: String, stop: Arc<AtomicBool>) -> thread::JoinHandle<u64>
     })
 }
 
-/// Attaching while NET_RX softirqs run (README: What is measured): netto
+/// Attaching while NET_RX softirqs run (docs/src/concepts/measured.md): netto
 /// attaches every program that ends a state before any that begins one.
 /// Entries first, a softirq beginning between the two attaches and ending
 /// before its exit is attached left NET_RX set on its CPU until the next

@@ -1,5 +1,5 @@
 //! `cargo xtask vm-matrix`: the kernel matrix. netto's kernel-dependent
-//! tests, run inside stock Debian kernels under qemu (see vm/ and README,
+//! tests, run inside stock Debian kernels under qemu (see vm/ and docs/src/concepts/backends.md,
 //! "Kernel support"). Needs root, qemu-system-x86, busybox-static, cpio,
 //! kmod and apt (see scripts/install-deps.sh); downloads each kernel once.
 
@@ -48,14 +48,14 @@ const MODULES: &[&str] = &["virtio_pci", "9pnet_virtio", "9p", "veth"];
 
 /// TCG emulates every instruction: loads make fewer calls per second than
 /// on the host, so the tests' load durations and waits are stretched (see
-/// README, "Kernel support", for what needed it).
+/// docs/src/concepts/backends.md, "Kernel support", for what needed it).
 const TIME_SCALE: &str = "3";
 
 const MINUTES: u64 = 60;
 
 /// Fresh boots for the jobs a guest left unfinished when its kernel
 /// panicked or hung. Three: one run of 2026-11-27 needed both of the two
-/// it had (two int3 panics of the 6.12 guest, README "Kernel support").
+/// it had (two int3 panics of the 6.12 guest, docs/src/reliability.md).
 const RETRIES: usize = 3;
 
 const MATRIX: &[Row] = &[
@@ -74,7 +74,7 @@ const MATRIX: &[Row] = &[
         timeout: Duration::from_secs(10 * MINUTES),
     },
     // Each program's ns/run and each socket call's window cost, one row per
-    // backend in the same guest: README's fentry-against-tracepoint figures
+    // backend in the same guest: the performance page's fentry-against-tracepoint figures
     // (emulated, so ratios only). fentry cannot be measured on the host.
     Row {
         feature: "program cost, fentry backend",
@@ -95,7 +95,7 @@ const MATRIX: &[Row] = &[
     // Only the tests that say whether sampling works: the NET_RX agreement
     // tests (an accuracy bound) cannot hold in an emulated guest, where the
     // host preempts qemu's vCPU threads and the cpu-clock hrtimer loses
-    // the periods it overran (see README, "Kernel support").
+    // the periods it overran (see docs/src/concepts/backends.md, "Kernel support").
     Row {
         feature: "stack sampling",
         test: "sampling",
@@ -210,8 +210,8 @@ fn boot_with_retries(
     let mut boot = guest::boot(kernel, &layout.target_dir, dir, jobs)?;
     // Under TCG a guest kernel has been seen to panic on its own (an
     // int3 oops while it patched its text to switch a tracepoint, in a
-    // workqueue netto has no part in) and to hang (see README, "Kernel
-    // support"), ending every job after the one it was running. The
+    // workqueue netto has no part in) and to hang (see docs/src/reliability.md, "The kernel
+    // matrix's retries"), ending every job after the one it was running. The
     // jobs it left unfinished get up to RETRIES fresh boots, and why
     // each boot stopped is shown.
     for attempt in 1..=RETRIES {

@@ -94,7 +94,7 @@ pub fn boot(kernel: &Kernel, share: &Path, dir: &Path, jobs: &[Job]) -> Result<B
         .arg(&archive)
         // oops=panic: an oops that kills only the task it hit (the
         // emulated guests' int3 oopses while the kernel patches its text,
-        // see README) leaves the job running it to fail on a lost child,
+        // see docs/src/reliability.md) leaves the job running it to fail on a lost child,
         // and the kernel in a state no later job should trust. As a panic
         // it ends the boot, and the jobs left get a fresh one.
         .args(["-append", "console=ttyS0 oops=panic panic=-1 quiet"])

@@ -101,7 +101,7 @@ pub struct Column {
     pub cells: Vec<Cell>,
 }
 
-/// A Markdown table, readable as text and pasteable into README.
+/// A Markdown table, readable as text and pasteable into the docs.
 pub fn render(rows: &[&Row], columns: &[Column]) -> String {
     let mut table = String::from("| feature | test |");
     let mut rule = String::from("|---|---|");
