@@ -2,7 +2,14 @@
 //! build.rs from `bpf/netto.h`, the single definition both sides compile.
 #![allow(non_camel_case_types, non_upper_case_globals, dead_code)]
 
-include!(concat!(env!("OUT_DIR"), "/netto_abi.rs"));
+/// bindgen's output for `bpf/netto.h`. Its `Default` impls zero a value
+/// in unsafe blocks it writes without `SAFETY:` comments; every field is an
+/// integer, so zero is a valid value of each.
+#[allow(clippy::undocumented_unsafe_blocks)]
+mod generated {
+    include!(concat!(env!("OUT_DIR"), "/netto_abi.rs"));
+}
+pub use generated::*;
 
 /// Plain data: what may cross between netto and its BPF programs as bytes.
 /// Every bit pattern is a valid value, so one can be read from any bytes
@@ -59,12 +66,16 @@ pub fn read_from<T: Plain>(bytes: &[u8]) -> Option<T> {
 
 /// The XDP sketch's ABI, generated from `bpf/sketch.h`. Its flexible
 /// array of cells comes with bindgen's accessor type, whose unsafe methods
-/// are generated without safety docs.
-#[allow(clippy::missing_safety_doc)]
+/// are generated without safety docs, and its `Default` impls zero values
+/// in unsafe blocks without `SAFETY:` comments (every field is an integer).
 pub mod sketch {
     use super::Plain;
 
-    include!(concat!(env!("OUT_DIR"), "/sketch_abi.rs"));
+    #[allow(clippy::missing_safety_doc, clippy::undocumented_unsafe_blocks)]
+    mod generated {
+        include!(concat!(env!("OUT_DIR"), "/sketch_abi.rs"));
+    }
+    pub use generated::*;
 
     // `sketch_state` is not plain: it ends in the flexible array of cells.
     plain!(

@@ -240,11 +240,7 @@ fn a_test_process_ended_by_a_signal_leaves_nothing_behind() {
             .collect();
         assert!(namespace_exists(ns) && namespace_exists(by_hand));
         assert!(interface_exists(host_if));
-        // SAFETY: kill only sends the signal to the child, which is ours.
-        assert_eq!(
-            unsafe { libc::kill(child.0.id() as libc::pid_t, signal) },
-            0
-        );
+        common::kill(child.0.id() as i32, signal);
         let status = child.0.wait().expect("waiting for the signalled copy");
         let mut stderr = String::new();
         let _ = child.0.stderr.take().unwrap().read_to_string(&mut stderr);

@@ -778,7 +778,7 @@ fn killing_the_serving_process_ends_netto() {
     let serve = Serve::start(&["--replay", RECORDING, "--speed", "inf"]);
     serve.wait_ended();
     let server = serve.server_pid();
-    unsafe { libc::kill(server as i32, libc::SIGKILL) };
+    common::kill(server as i32, libc::SIGKILL);
     let pid = serve.pid();
     let (exit, lines) = serve.wait_exit();
     assert_eq!(exit.code(), Some(1), "{lines:?}");

@@ -259,7 +259,7 @@ fn the_serving_process_ending_ends_a_live_netto_cleanly() {
         .find(|pid| *pid != server)
         .expect("the demo traffic process");
     assert_eq!(demo_namespaces(demo).len(), 1);
-    unsafe { libc::kill(server as i32, libc::SIGKILL) };
+    common::kill(server as i32, libc::SIGKILL);
     let started = Instant::now();
     let netto = serve.pid();
     let (exit, lines) = serve.wait_exit();

@@ -200,11 +200,11 @@ fn ctrl_c_while_perf_records_leaves_nothing() {
     }
     thread::sleep(Duration::from_secs(1));
     // What a terminal does on Ctrl-C: SIGINT to every process of the group.
-    // SAFETY: kill(2) with a negative pid signals that process group.
-    assert_eq!(
-        unsafe { libc::kill(-(pid as libc::pid_t), libc::SIGINT) },
-        0
-    );
+    nix::sys::signal::killpg(
+        nix::unistd::Pid::from_raw(pid as libc::pid_t),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .expect("signalling the group");
     let status = common::exit_within(
         &mut child,
         Duration::from_secs(30),

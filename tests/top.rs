@@ -323,7 +323,7 @@ fn signals_end_the_ui_and_restore_the_terminal() {
         pane.wait_for("first snapshot", Duration::from_secs(20), |s| {
             s.contains("net_rx_softirq")
         });
-        assert_eq!(unsafe { libc::kill(pane.netto_pid(), signal) }, 0);
+        common::kill(pane.netto_pid(), signal);
         pane.assert_exits_and_restores(Duration::from_secs(2));
     }
 }

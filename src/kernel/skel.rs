@@ -1,5 +1,8 @@
 //! The libbpf-rs skeletons build.rs generates from `bpf/*.bpf.c`, and the
 //! one way netto loads them ([`load`]).
+// The skeletons are libbpf-rs's generated code, whose unsafe blocks carry
+// no `SAFETY:` comments; this file writes no unsafe code of its own.
+#![allow(clippy::undocumented_unsafe_blocks)]
 
 use std::mem::MaybeUninit;
 

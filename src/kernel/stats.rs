@@ -23,8 +23,8 @@ impl StatsGuard {
         if fd < 0 {
             return Err(io::Error::from_raw_os_error(-fd));
         }
-        // SAFETY: the kernel just handed us this fd and nothing else owns it.
         Ok(StatsGuard {
+            // SAFETY: the kernel just handed us this fd and nothing else owns it.
             _fd: unsafe { OwnedFd::from_raw_fd(fd) },
         })
     }

@@ -241,7 +241,11 @@ impl NettoStat {
     /// the interval in progress at the signal is the last. Read to the end
     /// of netto's output, so that line is never still in the pipe.
     pub fn stop(mut self) -> Vec<Snapshot> {
-        unsafe { libc::kill(self.child.0.id() as i32, libc::SIGINT) };
+        nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(self.child.0.id() as i32),
+            nix::sys::signal::Signal::SIGINT,
+        )
+        .expect("signalling netto");
         let status = self.child.0.wait().expect("waiting for netto");
         assert!(status.success(), "netto exited with {status}");
         let snaps: Vec<Snapshot> = self
@@ -403,7 +407,9 @@ fn proc_stat_ns(line: &str, column: usize) -> u64 {
         .unwrap()
         .parse()
         .unwrap();
-    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as u64;
+    let hz = nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK)
+        .expect("sysconf")
+        .expect("a clock tick") as u64;
     ticks * 1_000_000_000 / hz
 }
 
@@ -601,4 +607,12 @@ pub fn assert_clean_failure(out: &std::process::Output, mentions: &str) {
         "{stderr:?} does not mention {mentions:?}"
     );
     assert!(out.stdout.is_empty(), "wrote to stdout on error");
+}
+
+/// Sends `signal` (a `libc::SIG*` number) to process `pid`, which must
+/// exist.
+pub fn kill(pid: i32, signal: i32) {
+    let signal = nix::sys::signal::Signal::try_from(signal).expect("a signal number");
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), signal)
+        .unwrap_or_else(|e| panic!("sending {signal} to {pid}: {e}"));
 }

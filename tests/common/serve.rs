@@ -95,7 +95,9 @@ impl Serve {
 
     /// Sends `signal` to netto, then waits for it to exit.
     pub fn signal(self, signal: i32) -> (std::process::ExitStatus, Vec<String>) {
-        unsafe { libc::kill(self.pid() as i32, signal) };
+        let signal = nix::sys::signal::Signal::try_from(signal).expect("a signal");
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(self.pid() as i32), signal)
+            .expect("signalling netto");
         self.wait_exit()
     }
 
