@@ -19,8 +19,8 @@ use std::fmt::Write;
 use std::hint::black_box;
 
 use criterion::{criterion_group, BatchSize, Criterion, Throughput};
+use netto::breakdown::categories::{Pattern, RULES};
 use netto::breakdown::fold::Folder;
-use netto::breakdown::rules::{Pattern, RULES};
 use netto::breakdown::{breakdowns, categorize};
 use netto::model::{CpuTime, EventKey, SampleContext};
 use netto::symbols::kallsyms::SymbolTable;

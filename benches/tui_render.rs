@@ -25,7 +25,7 @@ use std::io;
 use std::time::Duration;
 
 use criterion::{criterion_group, Criterion};
-use netto::breakdown::rules::{Pattern, RULES};
+use netto::breakdown::categories::{Pattern, RULES};
 use netto::breakdown::{breakdowns, Categorizer};
 use netto::frontends::tui::app::{App, Panel, TopSettings};
 use netto::frontends::tui::draw;

@@ -15,7 +15,7 @@ use crate::sketch::SketchConfig;
 use crate::source::live::{LiveConfig, StackSampling};
 
 use crate::model::{GroupBy, Tier, MAX_DURATION_S, MAX_INTERVAL_S, MIN_INTERVAL_S};
-use crate::output::Destination;
+use crate::output_file::Destination;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -735,7 +735,7 @@ fn parse_calibrate_every(text: &str) -> Result<OrOff, String> {
 }
 
 fn parse_host_name(text: &str) -> Result<String, String> {
-    if crate::frontends::web::host::is_host_name(text) {
+    if crate::frontends::web::host_header::is_host_name(text) {
         Ok(text.to_owned())
     } else {
         Err(format!("'{text}' is not a host name"))

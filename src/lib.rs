@@ -10,7 +10,7 @@
 //! [`model`], streamed by a [`source`] (live or replayed) -> front ends
 //! ([`frontends`]); a [`recording`] is checked before it is replayed. Front
 //! ends never touch BPF; the collector never renders. [`history`] is the
-//! recent past the live front ends keep, [`output`] writes result files
+//! recent past the live front ends keep, [`output_file`] writes result files
 //! whole or not at all. [`workload`] makes traffic to measure and is not
 //! part of the measuring path. [`docs`] renders the reference pages (the
 //! metrics, the command line, the JSON schemas) from the code.
@@ -39,7 +39,7 @@
 //!    ([`attribution`](collect::attribution)).
 //! 6. [`symbols`] and [`breakdown`]: sampled stacks named from kallsyms,
 //!    then sorted into contexts and categories by tables
-//!    ([`rules`](breakdown::rules), [`placement`](breakdown::placement)).
+//!    ([`categories`](breakdown::categories), [`placement`](breakdown::placement)).
 //! 7. [`frontends`]: `stat`'s table and JSON, `top`'s terminal view, the web
 //!    server, and flame graphs, folded stacks and pprof profiles.
 //! 8. [`sketch`]: the XDP sketch's control plane, beside the rest.
@@ -57,7 +57,7 @@ pub mod frontends;
 pub mod history;
 pub mod kernel;
 pub mod model;
-pub mod output;
+pub mod output_file;
 pub mod recording;
 pub mod sketch;
 pub mod source;

@@ -18,7 +18,6 @@ use netto::sketch::config::{
     Geometry, Sampling, DEFAULT_COLUMNS, DEFAULT_ROWS, SKETCH_MAX_COLUMNS, SKETCH_MAX_ROWS,
     SKETCH_MIN_COLUMNS,
 };
-use netto::sketch::estimate::{self, Estimate, TopK};
 use netto::sketch::flow::FlowKey;
 use netto::sketch::flow::{classify, protocol_name, Class, PROTOCOLS};
 use netto::sketch::hash::{buckets, flow_hash};
@@ -27,6 +26,7 @@ use netto::sketch::packet::{
     set_ipv4_total_length, set_ipv6_payload_length, Extension,
 };
 use netto::sketch::program::Loaded;
+use netto::sketch::query::{self, Estimate, TopK};
 use netto::sketch::reference::Reference;
 use netto::sketch::variates::Variates;
 use netto::workload::netns::VethPair;
@@ -681,7 +681,7 @@ fn zipf_estimates_within_10_percent_at_p001() {
             found.contains(key),
             "flow of rank {rank} not among the top-20"
         );
-        let e = estimate::flow(reference.counters(), geometry, key);
+        let e = query::flow(reference.counters(), geometry, key);
         assert!(
             relative_error(e.packets, *packets) <= 0.10,
             "rank {rank}: {} vs {packets}",

@@ -17,7 +17,7 @@ use clap::{Args, Parser, Subcommand};
 use serde::Serialize;
 
 use netto::cli::parse_or_exit_code;
-use netto::collect::process;
+use netto::collect::cpu_time;
 use netto::workload::traffic::{
     self, Discard, Proto, Receiver, RecvSyscall, SendConfig, SendSyscall, Summary, TrafficError,
     Until,
@@ -222,7 +222,7 @@ fn announce_ready() -> Result<(), Failure> {
 }
 
 fn report(summary: Summary) -> Result<(), Failure> {
-    let times = process::cpu_times()
+    let times = cpu_time::cpu_times()
         .map_err(|e| Failure::Run(format!("cannot read this process's CPU time: {e}")))?;
     let report = Report {
         pid: std::process::id(),

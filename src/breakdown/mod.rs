@@ -24,12 +24,12 @@
 //! inherit the stage of their nearest matching caller. A stack nothing
 //! matches, or whose leaf is in the softirq machinery itself, is
 //! [`Category::Other`]. The table and the netfilter hook rule are in
-//! [`rules`].
+//! [`categories`].
 
+pub mod categories;
 pub mod fold;
 pub mod hot;
 pub mod placement;
-pub mod rules;
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -204,25 +204,25 @@ impl Category {
 /// The category of one stack, frames outermost first (as in
 /// [`StackCount`]).
 pub fn categorize(frames: &[&str]) -> Category {
-    categorize_with(frames, rules::action)
+    categorize_with(frames, categories::action)
 }
 
 /// [`categorize`] with the per-frame lookup supplied, so a caller
 /// categorizing many stacks can remember each name's row.
 fn categorize_with<'a, S: AsRef<str>>(
     frames: &'a [S],
-    mut action: impl FnMut(&'a str) -> Option<rules::Action>,
+    mut action: impl FnMut(&'a str) -> Option<categories::Action>,
 ) -> Category {
     let mut deferred = None;
     for (i, frame) in frames.iter().enumerate().rev() {
         match action(frame.as_ref()) {
             None => {}
-            Some(rules::Action::Is(Category::Other)) => break,
-            Some(rules::Action::Is(category)) if category.defers() => {
+            Some(categories::Action::Is(Category::Other)) => break,
+            Some(categories::Action::Is(category)) if category.defers() => {
                 deferred.get_or_insert(category);
             }
-            Some(rules::Action::Is(category)) => return category,
-            Some(rules::Action::Netfilter) => return rules::hook(&frames[..=i]),
+            Some(categories::Action::Is(category)) => return category,
+            Some(categories::Action::Netfilter) => return categories::hook(&frames[..=i]),
         }
     }
     deferred.unwrap_or(Category::Other)
@@ -234,7 +234,7 @@ fn categorize_with<'a, S: AsRef<str>>(
 /// remembers every name it has seen, at most the kernel's symbols.
 #[derive(Debug, Clone, Default)]
 pub struct Categorizer {
-    memo: HashMap<Box<str>, Option<rules::Action>, FastState>,
+    memo: HashMap<Box<str>, Option<categories::Action>, FastState>,
 }
 
 impl Categorizer {
@@ -244,7 +244,7 @@ impl Categorizer {
         let category = categorize_with(frames, |name| match memo.get(name) {
             Some(&action) => action,
             None => {
-                let action = rules::action(name);
+                let action = categories::action(name);
                 memo.insert(name.into(), action);
                 action
             }
@@ -255,10 +255,10 @@ impl Categorizer {
 
 /// `category` of a stack sampled in `context`: a stack no row claims is
 /// [`Category::Other`], except in a context whose every sample is known to
-/// be one stage when no frame says more ([`rules::CONTEXT_DEFAULTS`]).
+/// be one stage when no frame says more ([`categories::CONTEXT_DEFAULTS`]).
 pub fn in_context(context: SampleContext, category: Category) -> Category {
     match category {
-        Category::Other => rules::CONTEXT_DEFAULTS
+        Category::Other => categories::CONTEXT_DEFAULTS
             .iter()
             .find(|(c, _)| *c == context)
             .map_or(Category::Other, |&(_, default)| default),
@@ -267,7 +267,7 @@ pub fn in_context(context: SampleContext, category: Category) -> Category {
 }
 
 /// Takes out of `stacks` the samples of socket-call contexts whose stack
-/// passes through the softirq loop ([`rules::SOFTIRQ_LOOP`]), and returns
+/// passes through the softirq loop ([`categories::SOFTIRQ_LOOP`]), and returns
 /// how many there were.
 ///
 /// A softirq run inline in a socket call is sampled as that softirq's
@@ -288,7 +288,7 @@ pub fn leave_out_softirq_loop(stacks: &mut Vec<StackCount>) -> u64 {
         ) && stack
             .frames
             .iter()
-            .any(|frame| rules::SOFTIRQ_LOOP.contains(&normalize_name(frame)));
+            .any(|frame| categories::SOFTIRQ_LOOP.contains(&normalize_name(frame)));
         if in_loop {
             left_out += stack.count;
         }

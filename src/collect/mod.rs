@@ -4,9 +4,9 @@
 pub mod attribution;
 pub mod clock;
 pub mod cost;
+pub mod cpu_time;
 pub mod estimate;
 pub mod groups;
-pub mod process;
 pub mod snapshot;
 
 use std::time::{Duration, Instant};
@@ -17,8 +17,8 @@ use crate::kernel::KernelError;
 use crate::model::Snapshot;
 use attribution::Ledger;
 use cost::{CostHistory, HookRuns};
+use cpu_time::OwnProcesses;
 use groups::resolve::Resolver;
-use process::OwnProcesses;
 use snapshot::{Context, Reading};
 
 pub struct Collector<'a, 'obj> {

@@ -10,7 +10,7 @@ use std::process::ExitCode;
 use anyhow::{bail, Context, Result};
 use clap::CommandFactory;
 use netto::cli::{Cli, CompletionsArgs, DocsReferenceArgs, ManArgs};
-use netto::output::write_atomically;
+use netto::output_file::write_atomically;
 
 pub fn completions(args: &CompletionsArgs) -> Result<ExitCode> {
     let mut script = Vec::new();

@@ -15,9 +15,9 @@ use anyhow::{bail, Context, Result};
 use netto::cli::{ServeArgs, ServeHttpArgs};
 use netto::frontends::web;
 use netto::frontends::web::feed::{self, Feed};
-use netto::frontends::web::host::HostCheck;
-use netto::frontends::web::process::{self, PidFd, ServerProcess};
+use netto::frontends::web::host_header::HostCheck;
 use netto::frontends::web::sandbox::{self, Identity};
+use netto::frontends::web::server_process::{self, PidFd, ServerProcess};
 use netto::frontends::web::state::{FlameWindow, ServeSettings, State};
 use netto::source::{Control, Source};
 
@@ -48,7 +48,7 @@ pub fn run(args: &ServeArgs) -> Result<ExitCode> {
         },
         hosts: HostCheck::new(args.allow_remote, &args.allow_host),
     };
-    let server = process::spawn(listener, identity, &start)?;
+    let server = server_process::spawn(listener, identity, &start)?;
     eprintln!("netto: serving on http://{address}/ (Ctrl-C to stop)");
     supervise(source, server, signalled)
 }
@@ -166,8 +166,8 @@ fn server_exit(next: &Receiver<Event>, server: &PidFd) -> io::Result<ExitStatus>
 /// it reads anything, then serves what the pipe on stdin brings until the
 /// pipe closes.
 pub fn run_http(args: &ServeHttpArgs) -> Result<ExitCode> {
-    process::close_inherited()?;
-    let listener = process::listener()?;
+    server_process::close_inherited()?;
+    let listener = server_process::listener()?;
     let identity = args
         .uid
         .zip(args.gid)
@@ -188,7 +188,7 @@ pub fn run_http(args: &ServeHttpArgs) -> Result<ExitCode> {
                 fed
             })
             .context("starting the feed thread")?;
-        process::ready().context("telling netto the server is ready")?;
+        server_process::ready().context("telling netto the server is ready")?;
         server.await.context("running the web server")?;
         feeder
             .join()

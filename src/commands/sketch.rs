@@ -9,7 +9,7 @@ use netto::cli::SketchArgs;
 use netto::frontends::{sketch, stat::write_json};
 use netto::kernel::stats::Statistics;
 use netto::kernel::{privileges, KernelError};
-use netto::sketch::Host;
+use netto::sketch::Cohosted;
 
 use super::signals::{every_interval, stop_on_signals};
 use super::stdout::still_read;
@@ -26,7 +26,7 @@ pub fn run(args: &SketchArgs) -> Result<ExitCode> {
         eprintln!("netto: {note}");
     }
     let mut storage = MaybeUninit::uninit();
-    let mut host = Host::attach(&args.iface, &config, &mut storage)?;
+    let mut host = Cohosted::attach(&args.iface, &config, &mut storage)?;
     eprintln!(
         "netto: sketch attached to {} ({} XDP), p={}, {}x{}",
         args.iface,

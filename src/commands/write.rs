@@ -12,7 +12,7 @@ use netto::frontends::flame::{
     any_estimated, diff, flame_stacks, folded, pprof, FlameStack, Labels, Scope, Weight,
 };
 use netto::model::Recording;
-use netto::output::{write_atomically, Destination};
+use netto::output_file::{write_atomically, Destination};
 
 /// Where `record` or `report` writes, and as what; made by [`Output::check`].
 pub struct Output {

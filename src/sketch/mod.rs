@@ -3,7 +3,7 @@
 //! hitters and what measuring them costs.
 //!
 //! Data flows one way: the program (`bpf/sketch.bpf.c`) writes per-CPU
-//! slots ([`slots`]), [`host`] sums them into [`counters`], [`estimate`]
+//! slots ([`slots`]), [`cohosted`] sums them into [`counters`], [`query`]
 //! answers queries, and the result is a [`crate::model::SketchSnapshot`].
 //! `reference` is the same algorithm in plain Rust and `packet` builds the
 //! frames fed to both; the tests hold the kernel program to exact counts
@@ -20,22 +20,22 @@
 //! (of the holders' hashes) per sampled packet: no sort, no median, no hash
 //! map in the kernel, and nothing at all on skipped packets.
 
+pub mod cohosted;
 pub mod config;
 pub mod counters;
 pub mod error;
-pub mod estimate;
 pub mod flow;
 pub mod hash;
-pub mod host;
 pub mod link;
 #[cfg(any(test, feature = "test-support"))]
 pub mod packet;
 pub mod program;
+pub mod query;
 #[cfg(any(test, feature = "test-support"))]
 pub mod reference;
 pub mod slots;
 pub mod variates;
 
+pub use cohosted::Cohosted;
 pub use config::SketchConfig;
 pub use error::SketchError;
-pub use host::Host;

@@ -10,7 +10,7 @@ use std::fs;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
-use super::rules;
+use super::cgroup_names;
 use crate::collect::attribution::{GroupId, Namer};
 use crate::kernel::cgroup::v2_hierarchy;
 
@@ -227,12 +227,12 @@ impl CgroupTree {
             .zip(found)
             .map(|(&id, found)| match found {
                 Found::Path(path) if self.holders.get(&path).is_none_or(|&h| h == id) => {
-                    let label = rules::label(&path);
+                    let label = cgroup_names::label(&path);
                     (path, label)
                 }
                 Found::Path(path) => (
                     unnamed(id),
-                    format!("{} (removed, since restarted)", rules::label(&path)),
+                    format!("{} (removed, since restarted)", cgroup_names::label(&path)),
                 ),
                 Found::Missing { cut: false } => {
                     (unnamed(id), "removed before it was named".into())

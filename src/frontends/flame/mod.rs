@@ -349,7 +349,7 @@ pub fn check_scope(snapshots: &[Snapshot], scope: Scope<'_>) -> Result<(), Scope
     })
 }
 
-/// Lets a renderer run inside [`crate::output::write_atomically`],
+/// Lets a renderer run inside [`crate::output_file::write_atomically`],
 /// whose writer speaks `io::Result`, with a plain `?`.
 impl From<FlameError> for io::Error {
     fn from(err: FlameError) -> io::Error {

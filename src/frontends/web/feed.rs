@@ -8,7 +8,7 @@ use std::io::{self, BufRead, Write};
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
-use super::host::HostCheck;
+use super::host_header::HostCheck;
 use super::state::{ServeSettings, State};
 use crate::model::Snapshot;
 use crate::source::SourceInfo;

@@ -3,7 +3,7 @@
 //!
 //! Two processes: `netto serve` runs the source (and so holds the BPF
 //! objects) and writes each snapshot to a pipe ([`feed`]); the serving
-//! process ([`process`]), confined to no privileges at all ([`sandbox`]),
+//! process ([`server_process`]), confined to no privileges at all ([`sandbox`]),
 //! takes each snapshot into the [`state::State`] on its feed thread and
 //! pushes it to the stream clients without ever waiting for one;
 //! actix-web's workers answer requests from that state. So the collector's
@@ -12,11 +12,11 @@
 
 pub mod assets;
 pub mod feed;
-pub mod host;
+pub mod host_header;
 pub mod metrics;
-pub mod process;
 pub mod routes;
 pub mod sandbox;
+pub mod server_process;
 pub mod state;
 pub mod stream;
 
@@ -27,7 +27,7 @@ use std::time::Duration;
 use actix_web::dev::Server;
 use actix_web::{middleware, web, App, HttpServer};
 
-use host::HostCheck;
+use host_header::HostCheck;
 use state::State;
 
 /// Request handling threads; requests are short, and stream clients cost

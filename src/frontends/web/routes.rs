@@ -1,7 +1,7 @@
 //! The HTTP surface: the page, the JSON API under `/api/v1/`, the stream
 //! and `/metrics`. Every endpoint is read-only: each resource has only a GET
 //! route, so any other method gets 405. A request must name this server in
-//! its Host header (see [`super::host`]). Query values are checked here and
+//! its Host header (see [`super::host_header`]). Query values are checked here and
 //! answered with a JSON error, never a panic.
 
 use std::convert::Infallible;
@@ -20,7 +20,7 @@ use tokio_stream::wrappers::ReceiverStream;
 use tokio_stream::StreamExt;
 
 use super::assets::{Asset, ASSETS};
-use super::host::{HostCheck, HostError};
+use super::host_header::{HostCheck, HostError};
 use super::metrics;
 use super::state::{FlameFailure, FlameWindow, ProfileWindow, State, FLAME_WINDOWS_S};
 use crate::frontends::flame::Weight;

@@ -21,7 +21,7 @@ use crate::kernel::accounting::Accounting;
 use crate::kernel::attribution::Points;
 use crate::kernel::sampler::{Sampler, SamplerCounters, MAX_FREQUENCY_HZ, MIN_FREQUENCY_HZ};
 use crate::model::{SamplingStats, Snapshot, Tier};
-use crate::sketch::Host;
+use crate::sketch::Cohosted;
 use crate::source::budget::{Budget, Knob};
 use crate::source::calibration_intervals::CalibrationIntervals;
 use crate::source::duty::DutyCycle;
@@ -63,7 +63,7 @@ pub(super) struct Measure<'c, 'a, 'obj> {
     base: SamplerCounters,
     /// What samplers replaced during this interval counted in it.
     retired: SamplerCounters,
-    sketch: Option<Host<'obj>>,
+    sketch: Option<Cohosted<'obj>>,
     /// BPF run-time statistics for a slice of each interval; `None`
     /// without them (`--no-bpf-stats`, or not allowed).
     duty: Option<DutyCycle>,
@@ -82,7 +82,7 @@ impl<'c, 'a, 'obj> Measure<'c, 'a, 'obj> {
         accounting: &'a Accounting<'obj>,
         mut duty: Option<DutyCycle>,
         symbolizer: Option<Symbolizer>,
-        sketch: Option<Host<'obj>>,
+        sketch: Option<Cohosted<'obj>>,
         control: &'c Receiver<Control>,
         out: &'c Sender<Snapshot>,
     ) -> Result<Self> {
@@ -329,7 +329,7 @@ impl<'c, 'a, 'obj> Measure<'c, 'a, 'obj> {
     /// The budget reports on the `last` interval of a run (nothing changes
     /// after it) and on a calibration interval without judging them.
     fn deliver(&mut self, sampler: Option<&Sampler<'_>>, last: bool) -> Result<bool> {
-        let mut sketch = self.sketch.as_mut().map(Host::snapshot);
+        let mut sketch = self.sketch.as_mut().map(Cohosted::snapshot);
         let counters = sampler.map(Sampler::counters);
         let counted = counters.map(|c| self.retired + (c - self.base));
         let stats_held = self

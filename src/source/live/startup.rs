@@ -19,7 +19,7 @@ use crate::kernel::sampler::{Sampler, SamplerConfig, Transport, WRITER_WAIT};
 use crate::kernel::selection;
 use crate::kernel::self_check::ProbeTraffic;
 use crate::model::{percent, EventKey, Tier};
-use crate::sketch::Host;
+use crate::sketch::Cohosted;
 use crate::source::duty::DutyCycle;
 use crate::source::notes::{self, BudgetPlan, Note};
 use crate::source::{Origin, SourceInfo};
@@ -114,7 +114,7 @@ pub(super) struct Extras<'obj> {
     pub symbolizer: Option<Symbolizer>,
     /// The command's companion traffic, running until the run ends.
     pub companion: Option<Box<dyn Send>>,
-    pub sketch: Option<Host<'obj>>,
+    pub sketch: Option<Cohosted<'obj>>,
     /// Attribution's delivery points, loaded with `--by` (not attached yet).
     pub points: Option<Points<'obj>>,
     pub notes: Vec<Note>,
@@ -151,7 +151,7 @@ impl<'obj> Extras<'obj> {
         });
         let sketch = match &config.xdp_sketch {
             Some((iface, sketch_config)) => {
-                let host = Host::attach(iface, sketch_config, sketch_storage)?;
+                let host = Cohosted::attach(iface, sketch_config, sketch_storage)?;
                 notes.push(Note::Sketch {
                     interface: iface.clone(),
                     mode: host.mode().name().to_owned(),

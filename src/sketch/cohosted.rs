@@ -14,13 +14,13 @@ use crate::model::{percent, FlowEstimate, PacketUnit, SketchCost, SketchSnapshot
 use super::config::{Geometry, Sampling, SketchConfig};
 use super::counters::Counters;
 use super::error::SketchError;
-use super::estimate::{self, Estimate, TopK};
 use super::flow::FlowKey;
 use super::link::{ifindex, XdpLink};
 use super::program::Loaded;
+use super::query::{self, Estimate, TopK};
 use super::variates::Variates;
 
-pub struct Host<'obj> {
+pub struct Cohosted<'obj> {
     iface: String,
     top: TopK,
     variates: Variates,
@@ -33,14 +33,14 @@ pub struct Host<'obj> {
     previous_ts: f64,
 }
 
-impl<'obj> Host<'obj> {
+impl<'obj> Cohosted<'obj> {
     /// Loads the sketch into `storage` and attaches it to `iface`. Nothing
     /// is attached when any step fails.
     pub fn attach(
         iface: &str,
         config: &SketchConfig,
         storage: &'obj mut MaybeUninit<OpenObject>,
-    ) -> Result<Host<'obj>, SketchError> {
+    ) -> Result<Cohosted<'obj>, SketchError> {
         let geometry = config.geometry()?;
         let sampling = config.sampling()?;
         let index = ifindex(iface)?;
@@ -48,7 +48,7 @@ impl<'obj> Host<'obj> {
         let loaded = Loaded::load(storage, geometry, &mut variates)?;
         let link = XdpLink::attach(loaded.program().as_fd(), iface, index)?;
         let previous_stats = stats_of(&loaded);
-        Ok(Host {
+        Ok(Cohosted {
             iface: iface.to_owned(),
             top: TopK::new(config.top),
             variates,
@@ -127,7 +127,7 @@ impl<'obj> Host<'obj> {
             bytes: delta.bytes,
             gaps_reused: delta.gaps_reused,
             top,
-            other_protocols: estimate::protocols(&delta, geometry),
+            other_protocols: query::protocols(&delta, geometry),
             cost: cost(self.previous_stats, stats, interval_s),
         };
         self.previous = current;
@@ -140,13 +140,13 @@ impl<'obj> Host<'obj> {
 }
 
 /// The ranked flows as reported: their estimates within the interval's
-/// exact totals ([`estimate::within_total`]), so that no flow has more than
+/// exact totals ([`query::within_total`]), so that no flow has more than
 /// every packet or byte seen and the shares add up to at most 1.
 fn top_flows(ranked: &[(FlowKey, Estimate)], packets: u64, bytes: u64) -> Vec<FlowEstimate> {
     let mut flow_packets: Vec<f64> = ranked.iter().map(|(_, e)| e.packets).collect();
     let mut flow_bytes: Vec<f64> = ranked.iter().map(|(_, e)| e.bytes).collect();
-    estimate::within_total(&mut flow_packets, packets as f64);
-    estimate::within_total(&mut flow_bytes, bytes as f64);
+    query::within_total(&mut flow_packets, packets as f64);
+    query::within_total(&mut flow_bytes, bytes as f64);
     ranked
         .iter()
         .zip(flow_packets.iter().zip(&flow_bytes))
