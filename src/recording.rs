@@ -18,8 +18,8 @@ use thiserror::Error;
 
 use crate::kernel::sampler::MAX_FREQUENCY_HZ;
 use crate::model::{
-    Attribution, BudgetChange, CpuTime, EventKey, Recording, Snapshot, SoftirqVector, StackCount,
-    Tier, MAX_BUDGET_PERCENT,
+    Attribution, BudgetChange, CpuTime, EventKey, Recording, RecordingHeader, Snapshot,
+    SoftirqVector, StackCount, Tier, MAX_BUDGET_PERCENT,
 };
 
 /// Most CPUs a recording may have: the kernel's own ceiling (`NR_CPUS`
@@ -217,17 +217,46 @@ pub fn parse(bytes: &[u8]) -> Result<Recording, Invalid> {
 /// frames that are names (no kernel address, nothing that would break
 /// the folded format).
 pub fn validate(recording: &Recording) -> Result<(), Invalid> {
-    let header = &recording.header;
-    check_frequency("header.frequency_hz", header.frequency_hz)?;
-    check_seconds("header.started", header.started, f64::MAX)?;
-    check_seconds("header.duration_s", header.duration_s, MAX_MEASURED_S)?;
-    let mut previous_ts = f64::NEG_INFINITY;
-    // What the intervals add up to: bounded, it bounds what the front
-    // ends add up over any range of snapshots (the stack samples of a
-    // century on MAX_CPUS at MAX_FREQUENCY_HZ fit 64 bits).
-    let mut measured_s = 0.0;
-    for (i, snapshot) in recording.snapshots.iter().enumerate() {
-        let at = format!("snapshots[{i}]");
+    let mut checker = Checker::new(&recording.header)?;
+    recording
+        .snapshots
+        .iter()
+        .try_for_each(|snapshot| checker.next(snapshot))
+}
+
+/// [`validate`] one snapshot at a time, for a writer that makes a
+/// recording as it goes (the agent's recording endpoint) rather than
+/// holding all of it.
+pub struct Checker<'h> {
+    header: &'h RecordingHeader,
+    /// Snapshots checked so far.
+    count: usize,
+    previous_ts: f64,
+    /// What the intervals add up to: bounded, it bounds what the front
+    /// ends add up over any range of snapshots (the stack samples of a
+    /// century on MAX_CPUS at MAX_FREQUENCY_HZ fit 64 bits).
+    measured_s: f64,
+}
+
+impl<'h> Checker<'h> {
+    /// Checks the header.
+    pub fn new(header: &'h RecordingHeader) -> Result<Checker<'h>, Invalid> {
+        check_frequency("header.frequency_hz", header.frequency_hz)?;
+        check_seconds("header.started", header.started, f64::MAX)?;
+        check_seconds("header.duration_s", header.duration_s, MAX_MEASURED_S)?;
+        Ok(Checker {
+            header,
+            count: 0,
+            previous_ts: f64::NEG_INFINITY,
+            measured_s: 0.0,
+        })
+    }
+
+    /// Checks the recording's next snapshot.
+    pub fn next(&mut self, snapshot: &Snapshot) -> Result<(), Invalid> {
+        let header = self.header;
+        let at = format!("snapshots[{}]", self.count);
+        self.count += 1;
         let transport = snapshot.sampling.as_ref().map(|s| &s.transport);
         for (field, value, header_value) in [
             ("backend", Some(&snapshot.backend), &header.backend),
@@ -241,25 +270,25 @@ pub fn validate(recording: &Recording) -> Result<(), Invalid> {
             }
         }
         check_snapshot(&at, snapshot)?;
-        if snapshot.ts < previous_ts {
+        if snapshot.ts < self.previous_ts {
             return Err(invalid(
                 format!("{at}.ts"),
                 format!(
-                    "{} is before the previous snapshot's {previous_ts}",
-                    snapshot.ts
+                    "{} is before the previous snapshot's {}",
+                    snapshot.ts, self.previous_ts
                 ),
             ));
         }
-        previous_ts = snapshot.ts;
-        measured_s += snapshot.interval_s;
-        if measured_s > MAX_MEASURED_S {
+        self.previous_ts = snapshot.ts;
+        self.measured_s += snapshot.interval_s;
+        if self.measured_s > MAX_MEASURED_S {
             return Err(invalid(
                 format!("{at}.interval_s"),
                 "the intervals up to here add up to more than a century",
             ));
         }
+        Ok(())
     }
-    Ok(())
 }
 
 fn check_snapshot(at: &str, s: &Snapshot) -> Result<(), Invalid> {
@@ -796,7 +825,6 @@ fn check_share(at: &str, share: f64) -> Result<(), Invalid> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::RecordingHeader;
 
     fn recording(cpus: usize, interval_s: f64) -> Recording {
         let snapshot = |i: usize| Snapshot {

@@ -14,6 +14,7 @@ pub mod assets;
 pub mod feed;
 pub mod host_header;
 pub mod metrics;
+pub mod recording;
 pub mod routes;
 pub mod sandbox;
 pub mod server_process;

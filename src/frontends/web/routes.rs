@@ -51,6 +51,7 @@ pub fn configure(state: web::Data<State>) -> impl FnOnce(&mut web::ServiceConfig
             .service(web::resource("/api/v1/source").route(web::get().to(source)))
             .service(web::resource("/api/v1/snapshot").route(web::get().to(snapshot)))
             .service(web::resource("/api/v1/history").route(web::get().to(history)))
+            .service(web::resource("/api/v1/recording").route(web::get().to(recording)))
             .service(web::resource("/api/v1/flame/folded").route(web::get().to(folded)))
             .service(web::resource("/api/v1/flame/svg").route(web::get().to(flame_svg)))
             .service(web::resource("/api/v1/flame/pprof").route(web::get().to(flame_pprof)))
@@ -58,6 +59,7 @@ pub fn configure(state: web::Data<State>) -> impl FnOnce(&mut web::ServiceConfig
             .service(web::resource("/debug/pprof/profile").route(web::get().to(flame_pprof)))
             .service(web::resource("/api/v1/stream").route(web::get().to(stream)))
             .service(web::resource("/metrics").route(web::get().to(prometheus)))
+            .service(web::resource("/healthz").route(web::get().to(health)))
             .default_service(web::to(not_found));
     }
 }
@@ -162,6 +164,19 @@ impl Window {
         }
     }
 
+    /// A recording's span: all of the history when absent, else a
+    /// positive number of seconds up to it, or the 400 response.
+    fn recording(&self, history_s: f64) -> Result<f64, Box<HttpResponse>> {
+        match self.seconds {
+            None => Ok(history_s),
+            Some(s) if s.is_finite() && s > 0.0 && s <= history_s => Ok(s),
+            Some(_) => Err(bad_request(&format!(
+                "seconds must be a positive number up to {history_s} (--history: how long \
+                 snapshots are kept)"
+            ))),
+        }
+    }
+
     /// One of the offered flame windows (the default when absent), or the
     /// 400 response naming them.
     fn flame(&self) -> Result<FlameWindow, Box<HttpResponse>> {
@@ -230,6 +245,28 @@ async fn history(state: web::Data<State>, window: web::Query<Window>) -> HttpRes
     let length = parts.iter().map(Bytes::len).sum::<usize>();
     let body = tokio_stream::iter(parts.into_iter().map(Ok::<_, Infallible>));
     ok("application/json").body(SizedStream::new(length as u64, body))
+}
+
+/// The last N seconds as a recording file, made once per snapshot and
+/// span, one at a time.
+async fn recording(state: web::Data<State>, window: web::Query<Window>) -> HttpResponse {
+    let seconds = match window.recording(state.settings.history_s) {
+        Ok(seconds) => seconds,
+        Err(response) => return *response,
+    };
+    // Serializing minutes of snapshots takes tens of milliseconds and
+    // more: off the async workers.
+    match web::block(move || state.recording(seconds)).await {
+        Ok(Some(Ok(file))) => ok("application/json")
+            .insert_header((
+                header::CONTENT_DISPOSITION,
+                "attachment; filename=\"netto.json\"",
+            ))
+            .body(file),
+        Ok(Some(Err(message))) => error(StatusCode::INTERNAL_SERVER_ERROR, &message),
+        Ok(None) => error(StatusCode::SERVICE_UNAVAILABLE, "no snapshot yet"),
+        Err(_) => error(StatusCode::SERVICE_UNAVAILABLE, "server shutting down"),
+    }
 }
 
 async fn folded(
@@ -308,6 +345,21 @@ async fn stream(state: web::Data<State>, query: web::Query<Since>) -> HttpRespon
             .streaming(ReceiverStream::new(messages).map(Ok::<_, Infallible>)),
         Err(e) => error(StatusCode::SERVICE_UNAVAILABLE, &e.to_string()),
     }
+}
+
+/// 200 while snapshots arrive (or before the first, or after a replay
+/// ended), 503 when a live source's have stopped: for liveness probes.
+async fn health(state: web::Data<State>) -> HttpResponse {
+    let health = state.health();
+    let status = if health.status.healthy() {
+        StatusCode::OK
+    } else {
+        StatusCode::SERVICE_UNAVAILABLE
+    };
+    HttpResponse::build(status)
+        .insert_header((header::CACHE_CONTROL, "no-store"))
+        .insert_header((header::X_CONTENT_TYPE_OPTIONS, "nosniff"))
+        .json(health)
 }
 
 async fn prometheus(state: web::Data<State>) -> HttpResponse {

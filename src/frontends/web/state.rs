@@ -6,26 +6,28 @@
 //!
 //! Each snapshot is serialized once, without its stacks, when it arrives;
 //! the history endpoint and every stream client share those bytes. Its
-//! stacks are kept apart, shared too, and only for the longest flame
-//! window, so a long history at a short interval costs its summaries and
-//! no more. Whatever is drawn from the kept snapshots (a flame graph of a
-//! window, the latest snapshot in full) is drawn at most once per snapshot,
+//! stacks are kept apart, shared too, for the same span (`--history`), so
+//! that a recording of any part of the history has them. Whatever is
+//! drawn from the kept snapshots (a flame graph of a window, the latest
+//! snapshot in full, a recording) is drawn at most once per snapshot,
 //! outside the history's lock.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock, RwLockReadGuard};
+use std::time::Instant;
 
 use actix_web::web::Bytes;
 use serde::{Deserialize, Serialize};
 
 use super::metrics::{Metrics, MetricsError};
+use super::recording;
 use super::stream::{self, StreamError, Streams};
 use crate::frontends::flame::{
     any_estimated, flame_stacks, folded, pprof, svg, FlameError, FlameStack, Labels, Scope, Weight,
 };
 use crate::history::{stack_bytes, Entry, History};
 use crate::model::{Snapshot, StackCount};
-use crate::source::SourceInfo;
+use crate::source::{Origin, SourceInfo};
 
 /// How the server was started, shown by the page and the source endpoint.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -38,7 +40,7 @@ pub struct ServeSettings {
 
 /// The flame graph windows the page offers, in seconds. A request names
 /// one of them, so each is drawn at most once per snapshot whatever the
-/// clients ask; the longest is how long stacks are kept.
+/// clients ask.
 pub const FLAME_WINDOWS_S: [f64; 4] = [10.0, 30.0, 60.0, 300.0];
 
 /// One of [`FLAME_WINDOWS_S`].
@@ -73,7 +75,7 @@ pub struct ProfileWindow(u32);
 
 impl ProfileWindow {
     /// `seconds` rounded up to whole seconds, if positive and within the
-    /// longest flame window (how long stacks are kept).
+    /// longest flame window.
     pub fn of(seconds: f64) -> Option<ProfileWindow> {
         let longest = FlameWindow::LONGEST.seconds();
         (seconds.is_finite() && seconds > 0.0 && seconds <= longest)
@@ -90,7 +92,7 @@ impl ProfileWindow {
 /// gigabytes.
 pub const SUMMARY_BUDGET: usize = 256 << 20;
 
-/// Most bytes of stacks kept (besides the longest flame window).
+/// Most bytes of stacks kept (besides `--history`).
 pub const STACK_BUDGET: usize = 256 << 20;
 
 /// A kept snapshot as the history endpoint and the stream send it: its
@@ -142,11 +144,18 @@ impl Entry for Stacks {
 
 struct Recent {
     summaries: History<Summary>,
-    /// The newest snapshots' stacks, for the longest flame window.
+    /// The stacks of the newest snapshots: one entry per snapshot, like
+    /// `summaries`, so the newest of each belong together even when their
+    /// budgets keep different numbers.
     stacks: History<Stacks>,
     /// The newest snapshot without its stacks, which are the newest in
     /// `stacks`.
     latest: Option<Arc<Snapshot>>,
+    /// When it arrived, for the health endpoint.
+    arrived: Option<Instant>,
+    /// The stack samples' transport, from the first snapshot that sampled:
+    /// a recording's header names it.
+    transport: Option<String>,
     /// Bumped per snapshot; says whether something drawn is still current.
     generation: u64,
     ended: bool,
@@ -216,7 +225,49 @@ pub struct State {
     /// Profiles encoded for the current generation.
     profiles: Mutex<(u64, Profiles)>,
     snapshot: Drawn<Option<Bytes>>,
+    /// The recording made last: (generation, seconds asked, file). One is
+    /// made at a time, whatever the clients ask.
+    recording: Mutex<Option<(u64, f64, Bytes)>>,
 }
+
+/// What the health endpoint answers: whether snapshots still arrive.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Health {
+    pub status: HealthStatus,
+    /// `live` or `replay`.
+    pub source: &'static str,
+    /// How many are kept.
+    pub snapshots: usize,
+    /// Seconds since the newest snapshot arrived; null before the first.
+    pub last_snapshot_age_s: Option<f64>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HealthStatus {
+    /// No snapshot yet: the first interval has not ended.
+    Starting,
+    /// Snapshots arrive.
+    Ok,
+    /// A live source whose snapshots stopped: more than
+    /// [`STALE_INTERVALS`] intervals and [`STALE_GRACE_S`] since the last.
+    Stale,
+    /// A replay that played out, or a live run that stopped.
+    Ended,
+}
+
+impl HealthStatus {
+    /// Whether a probe should count the agent alive.
+    pub fn healthy(self) -> bool {
+        self != HealthStatus::Stale
+    }
+}
+
+/// Intervals without a snapshot, plus a grace for a slow start of one
+/// (a loaded host, a calibration interval), before a live source is
+/// stale.
+const STALE_INTERVALS: f64 = 3.0;
+const STALE_GRACE_S: f64 = 10.0;
 
 /// Encoded profiles by window and weight.
 type Profiles = HashMap<(ProfileWindow, Weight), Bytes>;
@@ -233,15 +284,16 @@ const SNAPSHOT_EVENT: &str = "snapshot";
 
 impl State {
     pub fn new(info: SourceInfo, settings: ServeSettings) -> Result<State, MetricsError> {
-        let stack_span = FlameWindow::LONGEST.seconds().min(settings.history_s);
         Ok(State {
             metrics: Metrics::new(&info)?,
             info,
             streams: Streams::default(),
             recent: RwLock::new(Recent {
                 summaries: History::with_budget(settings.history_s, SUMMARY_BUDGET),
-                stacks: History::with_budget(stack_span, STACK_BUDGET),
+                stacks: History::with_budget(settings.history_s, STACK_BUDGET),
                 latest: None,
+                arrived: None,
+                transport: None,
                 generation: 0,
                 ended: false,
             }),
@@ -253,6 +305,7 @@ impl State {
             }),
             profiles: Mutex::default(),
             snapshot: Drawn::new(),
+            recording: Mutex::default(),
             settings,
         })
     }
@@ -286,7 +339,11 @@ impl State {
             let message = summary.event.clone();
             recent.summaries.push(summary);
             recent.stacks.push(kept_stacks);
+            if recent.transport.is_none() {
+                recent.transport = snapshot.sampling.as_ref().map(|s| s.transport.clone());
+            }
             recent.latest = Some(Arc::new(snapshot));
+            recent.arrived = Some(Instant::now());
             recent.generation += 1;
             // Under the lock: a client subscribing now gets this snapshot
             // either in its backlog or from here, never twice or not at all.
@@ -380,6 +437,68 @@ impl State {
 
     pub fn snapshots(&self) -> usize {
         self.read().summaries.len()
+    }
+
+    /// The last `seconds` of history (selected as [`State::history`]
+    /// selects them) as a recording file, stacks included wherever they
+    /// are still kept; `None` before the first snapshot. Made once per
+    /// snapshot and span, one at a time, outside the history's lock.
+    pub fn recording(&self, seconds: f64) -> Option<Result<Bytes, String>> {
+        let mut made = lock(&self.recording);
+        let (generation, kept, transport) = {
+            let recent = self.read();
+            if let Some((generation, asked, file)) = &*made {
+                if *generation == recent.generation && *asked == seconds {
+                    return Some(Ok(file.clone()));
+                }
+            }
+            let summaries: Vec<&Summary> = recent.summaries.last(seconds).collect();
+            // One entry per snapshot in each: the newest belong together.
+            let mut stacks = recent.stacks.iter().rev().map(|s| s.sampled.clone());
+            let mut kept: Vec<recording::Kept> = summaries
+                .iter()
+                .rev()
+                .map(|summary| recording::Kept {
+                    ts: summary.ts,
+                    interval_s: summary.interval_s,
+                    json: summary.json(),
+                    stacks: stacks.next(),
+                })
+                .collect();
+            kept.reverse();
+            (recent.generation, kept, recent.transport.clone())
+        };
+        if kept.is_empty() {
+            return None;
+        }
+        let header = recording::header(&self.info, transport.as_deref(), &kept);
+        let file = recording::write(&header, &kept).map(Bytes::from);
+        if let Ok(file) = &file {
+            *made = Some((generation, seconds, file.clone()));
+        }
+        Some(file)
+    }
+
+    /// How the source is doing, for the health endpoint.
+    pub fn health(&self) -> Health {
+        let recent = self.read();
+        let live = self.info.origin == Origin::Live;
+        let age_s = recent.arrived.map(|at| at.elapsed().as_secs_f64());
+        let interval_s = recent.latest.as_ref().map_or(0.0, |s| s.interval_s);
+        let status = match age_s {
+            _ if recent.ended => HealthStatus::Ended,
+            None => HealthStatus::Starting,
+            Some(age) if live && age > STALE_INTERVALS * interval_s + STALE_GRACE_S => {
+                HealthStatus::Stale
+            }
+            Some(_) => HealthStatus::Ok,
+        };
+        Health {
+            status,
+            source: if live { "live" } else { "replay" },
+            snapshots: recent.summaries.len(),
+            last_snapshot_age_s: age_s,
+        }
     }
 
     /// Folded stacks of `window`, widths in `weight`.
@@ -537,7 +656,6 @@ fn clock(ts: f64) -> String {
 mod tests {
     use super::*;
     use crate::model::SampleContext;
-    use crate::source::Origin;
 
     fn state_with(history_s: f64) -> State {
         let info = SourceInfo {
@@ -784,20 +902,112 @@ mod tests {
     }
 
     #[test]
-    fn stacks_are_kept_for_the_longest_window_only() {
+    fn stacks_are_kept_as_long_as_the_history() {
+        for (history_s, kept) in [(3600.0, 400), (100.0, 100)] {
+            let state = state_with(history_s);
+            for ts in 1..=400 {
+                state.publish(snapshot(f64::from(ts), 1));
+            }
+            let recent = state.read();
+            assert_eq!(recent.summaries.len(), kept);
+            assert_eq!(recent.stacks.len(), kept);
+        }
         let state = state_with(3600.0);
         for ts in 1..=400 {
             state.publish(snapshot(f64::from(ts), 1));
         }
-        let recent = state.read();
-        assert_eq!(recent.summaries.len(), 400);
-        assert_eq!(recent.stacks.len(), 300);
-        drop(recent);
         assert_eq!(
             &state.folded(window(300.0), Weight::Samples)[..],
             b"net_rx;net_rx_action;tcp_v4_rcv 300\n"
         );
-        assert_eq!(state.history(3600.0).len(), 400);
+    }
+
+    /// A recording of the last N seconds holds the snapshots the history
+    /// endpoint gives for N, whole: their stacks back in, and the header
+    /// of the source, checked as `load` checks a file.
+    #[test]
+    fn a_recording_of_the_last_seconds_is_the_history_with_its_stacks() {
+        let state = state();
+        assert_eq!(state.recording(10.0), None);
+        for ts in 1..=12 {
+            let mut s = snapshot(f64::from(ts), u64::try_from(ts).unwrap());
+            s.modules.insert("tcp_v4_rcv".into(), "vmlinux".into());
+            state.publish(s);
+        }
+        let file = state.recording(4.0).unwrap().unwrap();
+        let recording = crate::recording::parse(&file).unwrap();
+        crate::recording::validate(&recording).unwrap();
+        let history: Vec<Snapshot> = state
+            .history(4.0)
+            .iter()
+            .map(|json| serde_json::from_slice(json).unwrap())
+            .collect();
+        assert_eq!(history.len(), 4);
+        for (got, kept) in recording.snapshots.iter().zip(&history) {
+            let whole = snapshot(kept.ts, kept.ts as u64);
+            assert_eq!(got.stacks, whole.stacks);
+            assert_eq!(got.modules["tcp_v4_rcv"], "vmlinux");
+            assert_eq!(
+                Snapshot {
+                    stacks: vec![],
+                    modules: Default::default(),
+                    ..got.clone()
+                },
+                *kept
+            );
+        }
+        assert_eq!(recording.snapshots.len(), history.len());
+        let header = &recording.header;
+        assert_eq!((header.started, header.duration_s), (8.0, 4.0));
+        assert_eq!((header.host.as_str(), header.frequency_hz), ("box", 99));
+        assert_eq!(header.transport, "mmap");
+        // Made once per snapshot and span.
+        assert_eq!(
+            file.as_ptr(),
+            state.recording(4.0).unwrap().unwrap().as_ptr()
+        );
+        assert_ne!(
+            file.as_ptr(),
+            state.recording(5.0).unwrap().unwrap().as_ptr()
+        );
+    }
+
+    /// The stacks the budget no longer keeps are left out, the snapshots
+    /// kept: the newest stacks go with the newest snapshots.
+    #[test]
+    fn a_recording_has_stacks_only_where_they_are_kept() {
+        let state = state_with(60.0);
+        {
+            let mut recent = state.write();
+            recent.stacks = History::with_budget(60.0, 1);
+        }
+        for ts in 1..=5 {
+            state.publish(snapshot(f64::from(ts), 2));
+        }
+        let file = state.recording(60.0).unwrap().unwrap();
+        let recording = crate::recording::parse(&file).unwrap();
+        let stacks: Vec<usize> = recording.snapshots.iter().map(|s| s.stacks.len()).collect();
+        assert_eq!(stacks, [0, 0, 0, 0, 1]);
+    }
+
+    #[test]
+    fn health_says_whether_snapshots_arrive() {
+        let state = state();
+        let health = state.health();
+        assert_eq!(
+            (health.status, health.source, health.last_snapshot_age_s),
+            (HealthStatus::Starting, "live", None)
+        );
+        state.publish(snapshot(1.0, 0));
+        let health = state.health();
+        assert_eq!((health.status, health.snapshots), (HealthStatus::Ok, 1));
+        assert!(health.last_snapshot_age_s.unwrap() < 5.0);
+        // The last one arrived long ago.
+        state.write().arrived = Some(Instant::now() - std::time::Duration::from_secs(14));
+        assert_eq!(state.health().status, HealthStatus::Stale);
+        assert!(!HealthStatus::Stale.healthy());
+        state.end();
+        assert_eq!(state.health().status, HealthStatus::Ended);
     }
 
     #[test]
