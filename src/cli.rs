@@ -7,6 +7,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::collect::attribution::{Config as AttributionConfig, DEFAULT_MAX_GROUPS};
 use crate::collect::estimate::ESTIMATE_HZ;
+use crate::collect::groups::kubelet;
 use crate::frontends::flame::{Scope, Weight};
 use crate::kernel::backend::BackendChoice;
 use crate::kernel::sampler::Transport;
@@ -140,6 +141,8 @@ pub struct MeasureArgs {
     /// Groups shown with --by; the lighter ones are folded into `other`.
     #[arg(long, value_name = "N", requires = "by", default_value_t = DEFAULT_MAX_GROUPS, value_parser = parse_max_groups)]
     pub max_groups: usize,
+    #[command(flatten)]
+    pub kubelet: KubeletArgs,
     /// Keep netto's whole cost (its processes and BPF programs) under this
     /// percentage of one CPU by turning the sampling frequency down, then
     /// attribution (--by) off, then the XDP sketch's probability
@@ -236,8 +239,20 @@ impl MeasureArgs {
         self.by.map(|by| AttributionConfig {
             by: by.into(),
             max_groups: self.max_groups,
+            kubelet_logs: self.kubelet.kubelet_logs.clone(),
         })
     }
+}
+
+/// Where the names of pods and containers come from, for `--by cgroup`
+/// and `check`.
+#[derive(Debug, Args)]
+pub struct KubeletArgs {
+    /// The kubelet's log directory: its containers/ links and pods/
+    /// directories name the pods and containers of cgroups (--by cgroup)
+    /// without the API server. In a pod, where the node's are mounted.
+    #[arg(long, value_name = "DIR", default_value = kubelet::DEFAULT_ROOT)]
+    pub kubelet_logs: std::path::PathBuf,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -648,6 +663,8 @@ pub struct CheckArgs {
     /// Print the findings as one JSON object.
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub kubelet: KubeletArgs,
 }
 
 /// Parses the command line of a netto binary. Help and version print and

@@ -790,7 +790,7 @@ fn naming_cgroups_is_bounded_in_depth_and_per_interval() {
     assert_eq!(walking.directories_read(), read);
 
     // As root, by id: any depth, and no walk at all.
-    let mut by_id = Resolver::new();
+    let mut by_id = Resolver::new(Path::new(netto::collect::groups::kubelet::DEFAULT_ROOT));
     let names = by_id.names(&[GroupId::Cgroup(too_deep), GroupId::Cgroup(many[0].0)]);
     assert_eq!(names[0].0, deep_path);
     assert_eq!(names[1].0, many[0].1);

@@ -85,6 +85,7 @@ fn attribution_turns_off_and_on_while_running() {
         attribution: Some(attribution::Config {
             by: GroupBy::Process,
             max_groups: 5,
+            kubelet_logs: netto::collect::groups::kubelet::DEFAULT_ROOT.into(),
         }),
         ..config(BackendChoice::Auto, 300, None)
     });

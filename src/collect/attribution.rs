@@ -61,11 +61,14 @@ pub trait Namer {
 }
 
 /// How a run attributes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Config {
     pub by: GroupBy,
     /// Groups shown; the rest are folded into `other`.
     pub max_groups: usize,
+    /// The kubelet's log root (`--kubelet-logs`), whose entries name the
+    /// pods and containers of cgroups.
+    pub kubelet_logs: std::path::PathBuf,
 }
 
 /// Default `--max-groups`: a screenful, and few enough label values for
@@ -127,8 +130,8 @@ impl Ledger {
         ledger
     }
 
-    pub fn config(&self) -> Config {
-        self.config
+    pub fn config(&self) -> &Config {
+        &self.config
     }
 
     /// The interval's attribution: `reading` is the group map read just
@@ -424,7 +427,15 @@ mod tests {
     }
 
     fn ledger(by: GroupBy, max_groups: usize) -> Ledger {
-        Ledger::new(Config { by, max_groups }, &[])
+        let kubelet_logs = crate::collect::groups::kubelet::DEFAULT_ROOT.into();
+        Ledger::new(
+            Config {
+                by,
+                max_groups,
+                kubelet_logs,
+            },
+            &[],
+        )
     }
 
     /// Every event's groups and unattributed add up to its total.
@@ -457,13 +468,7 @@ mod tests {
         assert_eq!(a.unattributed[&EventKey::SockSend], 0);
 
         // The same map under --by netns: the forwarded part has an owner.
-        let mut ledger = super::Ledger::new(
-            Config {
-                by: GroupBy::Netns,
-                max_groups: 20,
-            },
-            &[],
-        );
+        let mut ledger = self::ledger(GroupBy::Netns, 20);
         let a = ledger.interval(&reading, &totals, 1.0, true, &mut ById);
         assert_adds_up(&a, &totals);
         assert_eq!(a.unattributed[&EventKey::NetRxSoftirq], 1000 - 750);
@@ -476,6 +481,7 @@ mod tests {
             Config {
                 by: GroupBy::Process,
                 max_groups: 20,
+                kubelet_logs: crate::collect::groups::kubelet::DEFAULT_ROOT.into(),
             },
             &start,
         );

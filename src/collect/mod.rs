@@ -135,9 +135,10 @@ impl<'a, 'obj> Collector<'a, 'obj> {
     /// Attributes every interval's time from now on, as `config` says.
     pub fn attribute(&mut self, config: attribution::Config) -> Result<(), KernelError> {
         let start = self.accounting.read_groups()?;
+        let names = Resolver::new(&config.kubelet_logs);
         self.attribution = Some(Attributing {
             ledger: Ledger::new(config, &start),
-            names: Resolver::new(),
+            names,
             on: true,
         });
         Ok(())
@@ -147,6 +148,12 @@ impl<'a, 'obj> Collector<'a, 'obj> {
     /// `None` without attribution.
     pub fn names_cgroups(&self) -> Option<bool> {
         Some(self.attribution.as_ref()?.names.names_cgroups())
+    }
+
+    /// The kubelet's log directory, when it is there and cannot be read
+    /// (see [`Resolver::kubelet_unreadable`]): (its path, why).
+    pub fn kubelet_unreadable(&self) -> Option<(String, String)> {
+        self.attribution.as_ref()?.names.kubelet_unreadable()
     }
 
     /// The group a stack sample's key was in over the interval just

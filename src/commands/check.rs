@@ -5,6 +5,7 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 use netto::cli::CheckArgs;
+use netto::collect::groups::kubelet::{self, Kubelet};
 use netto::frontends::notes;
 use netto::kernel::backend::BackendChoice;
 use netto::kernel::callbacks::NETWORK_CALLBACKS;
@@ -25,7 +26,41 @@ fn present_callbacks() -> usize {
     names.iter().filter(|name| syms.contains(name)).count()
 }
 
+/// Whether the kubelet's logs name pods and containers here, and what
+/// came of reading them (or why `--by cgroup` shows uids and ids).
+fn kubelet_names(root: &std::path::Path) -> (bool, String) {
+    match Kubelet::new(root).read_now() {
+        kubelet::Status::Read {
+            containers,
+            pods,
+            truncated,
+        } => (
+            true,
+            format!(
+                "{}: {containers} containers, {pods} pods{}",
+                root.display(),
+                if truncated {
+                    format!(
+                        " (read {} entries per directory; the rest unnamed)",
+                        kubelet::MAX_ENTRIES
+                    )
+                } else {
+                    String::new()
+                }
+            ),
+        ),
+        kubelet::Status::Failed(path, why) => (
+            false,
+            format!(
+                "{path}: {why}: --by cgroup shows pods by uid and containers by id (not a \
+                 Kubernetes node, or its kubelet logs are not mounted here: --kubelet-logs)"
+            ),
+        ),
+    }
+}
+
 pub fn run(args: &CheckArgs) -> Result<ExitCode> {
+    let (kubelet_ok, kubelet_detail) = kubelet_names(&args.kubelet.kubelet_logs);
     let features = Features::detect();
     // The choice every measuring command makes, self-check included.
     let mut storage = Storage::default();
@@ -49,12 +84,14 @@ pub fn run(args: &CheckArgs) -> Result<ExitCode> {
             Ok(chosen) => json!({
                 "kernel": kernel, "features": findings,
                 "network_callbacks": present_callbacks(),
+                "kubelet_names": {"ok": kubelet_ok, "detail": kubelet_detail},
                 "backend": chosen.accounting.backend().name(), "why": tried.join("; "),
                 "self_check": chosen.check, "can_run": true,
             }),
             Err(e) => json!({
                 "kernel": kernel, "features": findings,
                 "network_callbacks": present_callbacks(),
+                "kubelet_names": {"ok": kubelet_ok, "detail": kubelet_detail},
                 "backend": null, "why": e.describe(), "self_check": null, "can_run": false,
             }),
         };
@@ -73,6 +110,11 @@ pub fn run(args: &CheckArgs) -> Result<ExitCode> {
             "callbacks",
             present_callbacks(),
             NETWORK_CALLBACKS.len()
+        );
+        println!(
+            "{:<14} {:<4} {kubelet_detail}",
+            "kubelet names",
+            if kubelet_ok { "yes" } else { "no" }
         );
         match &selected {
             Ok(chosen) => {

@@ -51,6 +51,9 @@ pub fn sentence(note: &Note) -> String {
         Note::NoCgroupV2 => "note: no cgroup v2 hierarchy is mounted: every task is in its root, \
                              so --by cgroup shows `/` only"
             .to_owned(),
+        Note::NoKubeletNames { path, error } => format!(
+            "note: cannot read {path} ({error}): --by cgroup shows pods by uid, containers by id"
+        ),
         Note::Demo { description } => description.clone(),
         Note::Sketch {
             interface,

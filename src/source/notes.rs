@@ -42,6 +42,9 @@ pub enum Note {
     NoAttributionPoint { tracepoint: String, without: String },
     /// No cgroup v2 hierarchy: every task is in its root.
     NoCgroupV2,
+    /// The kubelet's log directory is there but cannot be read: pods are
+    /// shown by uid, containers by id.
+    NoKubeletNames { path: String, error: String },
     /// The built-in demo traffic runs, as it describes itself.
     Demo { description: String },
     /// The XDP sketch is co-hosted on an interface.

@@ -1,6 +1,10 @@
 //! The short name of a cgroup, from its path: the systemd unit, the
 //! container (docker, containerd, CRI-O, podman, LXC) and the Kubernetes
-//! pod it belongs to. The rules are data: a new runtime is one row.
+//! pod it belongs to, the last two by the names the kubelet gave them
+//! where they are known ([`super::kubelet`]). The rules are data: a new
+//! runtime is one row.
+
+use super::kubelet::Names;
 
 /// What a path component says about its group.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -152,38 +156,67 @@ impl Id {
     }
 }
 
-/// The label of the cgroup at `path` (under the v2 root, `/` first).
-pub fn label(path: &str) -> String {
-    let mut pod = None;
-    let mut container = None;
-    let mut unit = None;
+/// What a cgroup's path says about its group: the ids its components
+/// hold, before any of them is named.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Parts<'a> {
+    /// A Kubernetes pod's uid, with `-` (systemd slices write `_`).
+    pub pod: Option<String>,
+    /// A container: its runtime, and its id as the path holds it.
+    pub container: Option<(&'static str, &'a str)>,
+    /// The innermost systemd unit.
+    unit: Option<&'a str>,
+    /// The last component, the name of last resort.
+    last: Option<&'a str>,
+}
+
+/// The parts of the cgroup at `path` (under the v2 root, `/` first).
+pub fn parts(path: &str) -> Parts<'_> {
+    let mut parts = Parts::default();
     let mut before = None;
-    let components: Vec<&str> = path.split('/').filter(|c| !c.is_empty()).collect();
-    for &component in &components {
+    for component in path.split('/').filter(|c| !c.is_empty()) {
         let found = RULES
             .iter()
             .find_map(|rule| rule.capture(component, before).map(|id| (rule.finding, id)));
         match found {
-            Some((Finding::Pod, uid)) => pod = Some(uid.replace('_', "-")),
-            Some((Finding::Container(runtime), id)) => {
-                let short = if id.bytes().all(|b| b.is_ascii_hexdigit()) {
-                    &id[..id.len().min(SHORT_ID)]
-                } else {
-                    id
-                };
-                container = Some(format!("{runtime} {short}"));
-            }
-            Some((Finding::Unit, _)) => unit = Some(component),
+            Some((Finding::Pod, uid)) => parts.pod = Some(uid.replace('_', "-")),
+            Some((Finding::Container(runtime), id)) => parts.container = Some((runtime, id)),
+            Some((Finding::Unit, _)) => parts.unit = Some(component),
             None => {}
         }
         before = Some(component);
+        parts.last = Some(component);
     }
-    match (pod, container, unit) {
+    parts
+}
+
+/// The label of a cgroup of `parts`: its pod and container by the names
+/// the kubelet gave them when `names` knows them, else by uid and id.
+pub fn label(parts: &Parts<'_>, names: &Names) -> String {
+    if let Some(known) = parts.container.and_then(|(_, id)| names.container(id)) {
+        return format!(
+            "pod {}/{} container {}",
+            known.namespace, known.pod, known.container
+        );
+    }
+    let container = parts.container.map(|(runtime, id)| {
+        let short = if id.bytes().all(|b| b.is_ascii_hexdigit()) {
+            &id[..id.len().min(SHORT_ID)]
+        } else {
+            id
+        };
+        format!("{runtime} {short}")
+    });
+    let pod = parts.pod.as_deref().map(|uid| match names.pod(uid) {
+        Some(known) => format!("{}/{}", known.namespace, known.pod),
+        None => uid.to_owned(),
+    });
+    match (pod, container, parts.unit) {
         (Some(pod), Some(container), _) => format!("pod {pod} {container}"),
         (Some(pod), None, _) => format!("pod {pod}"),
         (None, Some(container), _) => container,
         (None, None, Some(unit)) => unit.to_owned(),
-        (None, None, None) => components.last().map_or("/", |c| c).to_owned(),
+        (None, None, None) => parts.last.unwrap_or("/").to_owned(),
     }
 }
 
@@ -241,7 +274,59 @@ mod tests {
                 "crio-conmon-zz.scope".to_owned(),
             ),
         ] {
-            assert_eq!(label(path), expected, "{path}");
+            assert_eq!(label(&parts(path), &Names::default()), expected, "{path}");
         }
+    }
+
+    /// Pods and containers by the names the kubelet gave them, where it
+    /// did; by uid and id where not.
+    #[test]
+    fn pods_and_containers_by_the_kubelets_names() {
+        use crate::collect::groups::kubelet::Names;
+        let uid = "1b2c3d4e-5f60-4718-8293-a4b5c6d7e8f9";
+        let uid_ = uid.replace('-', "_");
+        let dir = tempfile::tempdir().unwrap();
+        for sub in ["containers", "pods"] {
+            std::fs::create_dir(dir.path().join(sub)).unwrap();
+        }
+        std::os::unix::fs::symlink(
+            "/nowhere",
+            dir.path()
+                .join(format!("containers/web-7d4b-x2_shop_nginx-{ID}.log")),
+        )
+        .unwrap();
+        std::fs::create_dir(dir.path().join(format!("pods/shop_web-7d4b-x2_{uid}"))).unwrap();
+        let mut kubelet = crate::collect::groups::kubelet::Kubelet::new(dir.path());
+        let mut label_of = |path: &str| {
+            let parts = parts(path);
+            label(&parts, kubelet.names_for(&parts))
+        };
+        let slice =
+            format!("/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod{uid_}.slice");
+        assert_eq!(
+            label_of(&format!("{slice}/cri-containerd-{ID}.scope")),
+            "pod shop/web-7d4b-x2 container nginx"
+        );
+        // The pod's sandbox logs nothing: its pod by name, itself by id.
+        let sandbox = "9".repeat(64);
+        assert_eq!(
+            label_of(&format!("{slice}/cri-containerd-{sandbox}.scope")),
+            "pod shop/web-7d4b-x2 containerd 999999999999"
+        );
+        assert_eq!(label_of(&slice), "pod shop/web-7d4b-x2");
+        assert_eq!(
+            label_of(&format!("/kubepods/besteffort/pod{uid}/{ID}")),
+            "pod shop/web-7d4b-x2 container nginx"
+        );
+        // Nothing known: as without a kubelet.
+        let other = "2b2c3d4e-5f60-4718-8293-a4b5c6d7e8f9";
+        assert_eq!(
+            label_of(&format!("/kubepods/pod{other}/{sandbox}")),
+            format!("pod {other} container 999999999999")
+        );
+        assert_eq!(
+            label(&parts("/system.slice/ssh.service"), &Names::default()),
+            "ssh.service"
+        );
     }
 }

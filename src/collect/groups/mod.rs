@@ -4,4 +4,5 @@
 //! does in user space ([`resolve`]).
 
 pub mod cgroup_names;
+pub mod kubelet;
 pub mod resolve;

@@ -1,8 +1,9 @@
 //! Group names from the running system: a cgroup id is the inode of its
 //! directory in the v2 hierarchy (wherever that is mounted: `/sys/fs/cgroup`,
 //! or `/sys/fs/cgroup/unified` on hybrid hosts), opened by it or found by a
-//! bounded walk of the tree (`CgroupTree`); a process's command from
-//! /proc; a network namespace's `ip netns` name (or a process in it).
+//! bounded walk of the tree (`CgroupTree`), its pod and container named
+//! as the kubelet names them ([`super::kubelet`]); a process's command
+//! from /proc; a network namespace's `ip netns` name (or a process in it).
 //! Looked up only for ids not seen before.
 
 use std::collections::HashMap;
@@ -11,6 +12,7 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use super::cgroup_names;
+use super::kubelet::Kubelet;
 use crate::collect::attribution::{GroupId, Namer};
 use crate::kernel::cgroup::v2_hierarchy;
 
@@ -19,18 +21,24 @@ use crate::kernel::cgroup::v2_hierarchy;
 const NAMESPACE_DIRS: &[(&str, &str)] = &[("/run/netns", ""), ("/run/docker/netns", "docker ")];
 
 /// The names of groups, cached.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Resolver {
     cgroups: CgroupTree,
+    /// Names of pods and containers, under the kubelet's log root.
+    kubelet: Kubelet,
     commands: HashMap<u32, String>,
     namespaces: HashMap<u32, String>,
 }
 
 impl Resolver {
-    pub fn new() -> Resolver {
+    /// Names cgroups under this host's v2 hierarchy, their pods and
+    /// containers from the kubelet's logs under `kubelet_logs`.
+    pub fn new(kubelet_logs: &Path) -> Resolver {
         Resolver {
             cgroups: CgroupTree::find(),
-            ..Resolver::default()
+            kubelet: Kubelet::new(kubelet_logs),
+            commands: HashMap::new(),
+            namespaces: HashMap::new(),
         }
     }
 
@@ -38,9 +46,23 @@ impl Resolver {
     /// without CAP_DAC_READ_SEARCH (the systemd unit): for the tests.
     #[cfg(any(test, feature = "test-support"))]
     pub fn walking_only() -> Resolver {
-        let mut resolver = Resolver::new();
+        let mut resolver = Resolver::new(Path::new(super::kubelet::DEFAULT_ROOT));
         resolver.cgroups.handles = None;
         resolver
+    }
+
+    /// A resolver of a node made up by a test: its cgroup hierarchy at
+    /// `cgroups` (walked: ids are the inodes of its directories), the
+    /// kubelet's logs under `kubelet_logs`.
+    #[cfg(any(test, feature = "test-support"))]
+    pub fn of_node(cgroups: &Path, kubelet_logs: &Path) -> Resolver {
+        Resolver {
+            cgroups: CgroupTree {
+                root: Some(cgroups.to_owned()),
+                ..CgroupTree::default()
+            },
+            ..Resolver::new(kubelet_logs)
+        }
     }
 
     /// Directories read by walks so far: for the tests of the walk's bound.
@@ -53,6 +75,12 @@ impl Resolver {
     /// every task is in its root, and `--by cgroup` shows `/` only.
     pub fn names_cgroups(&self) -> bool {
         self.cgroups.root.is_some()
+    }
+
+    /// The kubelet's `containers/` when it is there but cannot be read
+    /// (see [`Kubelet::unreadable`]): pods show by uid, containers by id.
+    pub fn kubelet_unreadable(&self) -> Option<(String, String)> {
+        self.kubelet.unreadable()
     }
 
     fn command(&mut self, pid: u32) -> String {
@@ -121,6 +149,7 @@ impl Resolver {
 impl Namer for Resolver {
     fn names(&mut self, ids: &[GroupId]) -> Vec<(String, String)> {
         let mut rescanned = false;
+        self.kubelet.begin();
         let cgroup_ids: Vec<u64> = ids
             .iter()
             .filter_map(|&id| match id {
@@ -128,7 +157,10 @@ impl Namer for Resolver {
                 _ => None,
             })
             .collect();
-        let mut cgroups = self.cgroups.names(&cgroup_ids).into_iter();
+        let mut cgroups = self
+            .cgroups
+            .names(&cgroup_ids, &mut self.kubelet)
+            .into_iter();
         ids.iter()
             .map(|&id| match id {
                 GroupId::Cgroup(_) => cgroups.next().unwrap_or_default(),
@@ -217,7 +249,11 @@ impl CgroupTree {
     /// (name, label) of each group in `ids`: all are looked up first, so
     /// that a path taken over by a new group in this very naming is known
     /// before the old one is named.
-    fn names(&mut self, ids: &[u64]) -> Vec<(String, String)> {
+    fn names(&mut self, ids: &[u64], kubelet: &mut Kubelet) -> Vec<(String, String)> {
+        let mut label = |path: &str| {
+            let parts = cgroup_names::parts(path);
+            cgroup_names::label(&parts, kubelet.names_for(&parts))
+        };
         let mut budget = WALK_BUDGET;
         let found: Vec<Found> = ids
             .iter()
@@ -227,12 +263,12 @@ impl CgroupTree {
             .zip(found)
             .map(|(&id, found)| match found {
                 Found::Path(path) if self.holders.get(&path).is_none_or(|&h| h == id) => {
-                    let label = cgroup_names::label(&path);
+                    let label = label(&path);
                     (path, label)
                 }
                 Found::Path(path) => (
                     unnamed(id),
-                    format!("{} (removed, since restarted)", cgroup_names::label(&path)),
+                    format!("{} (removed, since restarted)", label(&path)),
                 ),
                 Found::Missing { cut: false } => {
                     (unnamed(id), "removed before it was named".into())
@@ -450,7 +486,8 @@ mod tests {
             }
             let root_id = fs::metadata(&root).unwrap().ino();
             assert_eq!(root_id, ROOT_CGROUP_ID, "the root's inode is its id");
-            let names = tree.names(&[root_id, u64::MAX]);
+            let mut kubelet = Kubelet::new(Path::new("/nonexistent"));
+            let names = tree.names(&[root_id, u64::MAX], &mut kubelet);
             assert_eq!(names[0], ("/".to_owned(), "/".to_owned()), "{by_handle}");
             assert_eq!(names[1].0, format!("cgroup-id:{}", u64::MAX), "{by_handle}");
             assert_eq!(names[1].1, "removed before it was named", "{by_handle}");
@@ -468,8 +505,11 @@ mod tests {
             };
             tree.remember(5, "/system.slice/web.service".into());
             tree.remember(6, "/system.slice/web.service".into());
-            let names: BTreeMap<u64, (String, String)> =
-                ids.into_iter().zip(tree.names(&ids)).collect();
+            let mut kubelet = Kubelet::new(Path::new("/nonexistent"));
+            let names: BTreeMap<u64, (String, String)> = ids
+                .into_iter()
+                .zip(tree.names(&ids, &mut kubelet))
+                .collect();
             assert_eq!(
                 names[&6],
                 (

@@ -267,14 +267,19 @@ impl<'c, 'a, 'obj> Measure<'c, 'a, 'obj> {
         config: &LiveConfig,
         points: Option<Points<'a>>,
     ) -> Result<Vec<Note>> {
-        let (Some(attribution), Some(points)) = (config.attribution, points) else {
+        let (Some(attribution), Some(points)) = (config.attribution.clone(), points) else {
             return Ok(Vec::new());
         };
         self.collector.attribute(attribution)?;
         self.points = Some(points);
         self.switch_attribution(true)?;
         let unnamed = self.collector.names_cgroups() == Some(false);
-        Ok(unnamed.then_some(Note::NoCgroupV2).into_iter().collect())
+        let kubelet = self.collector.kubelet_unreadable();
+        Ok(unnamed
+            .then_some(Note::NoCgroupV2)
+            .into_iter()
+            .chain(kubelet.map(|(path, error)| Note::NoKubeletNames { path, error }))
+            .collect())
     }
 
     /// Attaches or detaches attribution's programs (a request without

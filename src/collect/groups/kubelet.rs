@@ -1,0 +1,425 @@
+//! The names of pods and containers, read on the node without the API
+//! server: the kubelet keeps one log link per container,
+//! `containers/POD_NAMESPACE_CONTAINER-ID.log`, and one directory per pod,
+//! `pods/NAMESPACE_POD_UID/`, under its log root (`/var/log`). A cgroup
+//! path holds a container's id and its pod's uid; these name them.
+//!
+//! The directories are read only when a group's id or uid is not known
+//! yet, at most once per naming (one interval), and only when one of them
+//! changed since it was last read: a container the kubelet does not run
+//! (a `docker run` on the node, a pod's sandbox, which logs nothing) costs
+//! two `stat`s per interval, not a reading. A reading takes at most
+//! [`MAX_ENTRIES`] entries per directory.
+
+use std::collections::HashMap;
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+use super::cgroup_names::Parts;
+
+/// Where the kubelet writes pod logs unless `--kubelet-logs` says.
+pub const DEFAULT_ROOT: &str = "/var/log";
+
+/// Entries read per directory and reading: a node runs at most a few
+/// hundred pods (the kubelet's default is 110).
+pub const MAX_ENTRIES: usize = 16384;
+
+/// A directory modified this recently may still change within the same
+/// tick of its timestamp, which then would not move: it is read again
+/// next time whatever its timestamp says.
+const SETTLE: Duration = Duration::from_secs(1);
+
+/// A container as the kubelet names it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ContainerName {
+    pub namespace: String,
+    pub pod: String,
+    pub container: String,
+}
+
+/// A pod as the kubelet names it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PodName {
+    pub namespace: String,
+    pub pod: String,
+}
+
+/// What the kubelet's directories said when last read.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Names {
+    /// By full container id.
+    containers: HashMap<String, ContainerName>,
+    /// By pod uid.
+    pods: HashMap<String, PodName>,
+}
+
+impl Names {
+    pub fn container(&self, id: &str) -> Option<&ContainerName> {
+        self.containers.get(id)
+    }
+
+    pub fn pod(&self, uid: &str) -> Option<&PodName> {
+        self.pods.get(uid)
+    }
+
+    /// Whether the pod and container `parts` holds are both known (or
+    /// absent).
+    fn knows(&self, parts: &Parts<'_>) -> bool {
+        let container = parts
+            .container
+            .is_none_or(|(_, id)| self.containers.contains_key(id));
+        let pod = parts
+            .pod
+            .as_ref()
+            .is_none_or(|uid| self.pods.contains_key(uid));
+        container && pod
+    }
+}
+
+/// What reading the kubelet's directories came to, for `netto check`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Status {
+    Read {
+        containers: usize,
+        pods: usize,
+        /// A directory held more than [`MAX_ENTRIES`].
+        truncated: bool,
+    },
+    /// A directory could not be read: (its path, why).
+    Failed(String, String),
+}
+
+/// The kubelet's log root, and what was read from it.
+#[derive(Debug)]
+pub struct Kubelet {
+    root: PathBuf,
+    names: Names,
+    containers: Dir,
+    pods: Dir,
+    /// Whether this naming may still read.
+    may_read: bool,
+}
+
+/// One of the two directories, and its timestamp when last read.
+#[derive(Debug)]
+struct Dir {
+    path: PathBuf,
+    read_at: Option<Stamp>,
+    /// It held more than [`MAX_ENTRIES`] when last read.
+    cut: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Stamp {
+    modified: SystemTime,
+    /// Whether it was older than [`SETTLE`] when read.
+    settled: bool,
+}
+
+impl Kubelet {
+    pub fn new(root: &Path) -> Kubelet {
+        Kubelet {
+            root: root.to_owned(),
+            names: Names::default(),
+            containers: Dir::new(root.join("containers")),
+            pods: Dir::new(root.join("pods")),
+            may_read: true,
+        }
+    }
+
+    /// A new naming (interval): the directories may be read once more.
+    pub fn begin(&mut self) {
+        self.may_read = true;
+    }
+
+    /// The names, read again first when `parts` holds an id or uid not
+    /// known yet and a directory changed since (once per naming).
+    pub fn names_for(&mut self, parts: &Parts<'_>) -> &Names {
+        if self.may_read && !self.names.knows(parts) {
+            self.may_read = false;
+            self.refresh();
+        }
+        &self.names
+    }
+
+    /// Reads both directories now, whatever their timestamps: for `netto
+    /// check`, which says what came of it.
+    pub fn read_now(&mut self) -> Status {
+        self.containers.read_at = None;
+        self.pods.read_at = None;
+        self.refresh()
+    }
+
+    /// `containers/` when it is there but cannot be read: (its path,
+    /// why). A missing one is a host that is no Kubernetes node, or a pod
+    /// that did not mount it, and no news.
+    pub fn unreadable(&self) -> Option<(String, String)> {
+        match fs::read_dir(&self.containers.path) {
+            Err(e) if e.kind() != io::ErrorKind::NotFound => {
+                Some((self.containers.path.display().to_string(), e.to_string()))
+            }
+            _ => None,
+        }
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Reads each directory that changed since it was last read.
+    fn refresh(&mut self) -> Status {
+        let containers = self.containers.read_if_changed(container_entry);
+        let pods = self.pods.read_if_changed(pod_entry);
+        let mut failed = None;
+        match containers {
+            Ok(Some(read)) => self.names.containers = read.into_iter().collect(),
+            Ok(None) => {}
+            Err(e) => failed = Some((&self.containers.path, e)),
+        }
+        match pods {
+            Ok(Some(read)) => self.names.pods = read.into_iter().collect(),
+            Ok(None) => {}
+            Err(e) => failed = failed.or(Some((&self.pods.path, e))),
+        }
+        match failed {
+            Some((path, e)) => Status::Failed(path.display().to_string(), e.to_string()),
+            None => Status::Read {
+                containers: self.names.containers.len(),
+                pods: self.names.pods.len(),
+                truncated: self.containers.cut || self.pods.cut,
+            },
+        }
+    }
+}
+
+impl Dir {
+    fn new(path: PathBuf) -> Dir {
+        Dir {
+            path,
+            read_at: None,
+            cut: false,
+        }
+    }
+
+    /// The entries `parse` takes, if the directory changed since it was
+    /// last read (or was never read, or had not settled when read).
+    fn read_if_changed<T>(
+        &mut self,
+        parse: fn(&str) -> Option<(String, T)>,
+    ) -> io::Result<Option<Vec<(String, T)>>> {
+        let modified = fs::metadata(&self.path)?.modified()?;
+        if self
+            .read_at
+            .is_some_and(|read| read.settled && read.modified == modified)
+        {
+            return Ok(None);
+        }
+        let settled = SystemTime::now()
+            .duration_since(modified)
+            .is_ok_and(|age| age > SETTLE);
+        let (entries, cut) = read_entries(&self.path, parse)?;
+        self.read_at = Some(Stamp { modified, settled });
+        self.cut = cut;
+        Ok(Some(entries))
+    }
+}
+
+/// The entries of `dir` that `parse` takes, at most [`MAX_ENTRIES`] of
+/// them read, and whether there were more.
+fn read_entries<T>(
+    dir: &Path,
+    parse: fn(&str) -> Option<(String, T)>,
+) -> io::Result<(Vec<(String, T)>, bool)> {
+    let mut entries = Vec::new();
+    let mut read = 0;
+    for entry in fs::read_dir(dir)? {
+        if read == MAX_ENTRIES {
+            return Ok((entries, true));
+        }
+        read += 1;
+        let Ok(entry) = entry else { continue };
+        if let Some(parsed) = entry.file_name().to_str().and_then(parse) {
+            entries.push(parsed);
+        }
+    }
+    Ok((entries, false))
+}
+
+/// `POD_NAMESPACE_CONTAINER-ID.log`: the container id and its names.
+fn container_entry(file: &str) -> Option<(String, ContainerName)> {
+    let (names, id) = file.strip_suffix(".log")?.rsplit_once('-')?;
+    if !(id.len() >= 12 && id.bytes().all(|b| b.is_ascii_hexdigit())) {
+        return None;
+    }
+    let [pod, namespace, container] = three(names)?;
+    Some((
+        id.to_owned(),
+        ContainerName {
+            namespace: namespace.to_owned(),
+            pod: pod.to_owned(),
+            container: container.to_owned(),
+        },
+    ))
+}
+
+/// `NAMESPACE_POD_UID`: the pod's uid and its names.
+fn pod_entry(dir: &str) -> Option<(String, PodName)> {
+    let (names, uid) = dir.rsplit_once('_')?;
+    let uuid = uid.len() == 36
+        && uid.bytes().enumerate().all(|(i, b)| match i {
+            8 | 13 | 18 | 23 => b == b'-',
+            _ => b.is_ascii_hexdigit(),
+        });
+    if !uuid {
+        return None;
+    }
+    let (namespace, pod) = names.split_once('_')?;
+    [namespace, pod].iter().all(|n| is_name(n)).then(|| {
+        (
+            uid.to_owned(),
+            PodName {
+                namespace: namespace.to_owned(),
+                pod: pod.to_owned(),
+            },
+        )
+    })
+}
+
+/// Three Kubernetes names joined by `_`, which none of them holds.
+fn three(names: &str) -> Option<[&str; 3]> {
+    let mut split = names.split('_');
+    let three = [split.next()?, split.next()?, split.next()?];
+    (split.next().is_none() && three.iter().all(|n| is_name(n))).then_some(three)
+}
+
+/// A Kubernetes object name: a DNS subdomain (lower-case letters, digits,
+/// `-` and `.`, at most 253), which also covers namespaces and container
+/// names (DNS labels).
+fn is_name(name: &str) -> bool {
+    (1..=253).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ID: &str = "3f2a1b4c5d6e7f8091a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d5e6f70";
+    const UID: &str = "1b2c3d4e-5f60-4718-8293-a4b5c6d7e8f9";
+
+    #[test]
+    fn a_containers_log_link_names_it() {
+        let (id, name) = container_entry(&format!(
+            "coredns-5d78c9869d-8xv2k_kube-system_coredns-{ID}.log"
+        ))
+        .unwrap();
+        assert_eq!(id, ID);
+        assert_eq!(
+            name,
+            ContainerName {
+                namespace: "kube-system".into(),
+                pod: "coredns-5d78c9869d-8xv2k".into(),
+                container: "coredns".into(),
+            }
+        );
+        for not_one in [
+            format!("web_default_nginx-{ID}.txt"),
+            format!("web_default-{ID}.log"),
+            format!("web_default_nginx_x-{ID}.log"),
+            format!("Web_default_nginx-{ID}.log"),
+            format!("web__nginx-{ID}.log"),
+            "web_default_nginx-xyz.log".into(),
+            "web_default_nginx.log".into(),
+        ] {
+            assert_eq!(container_entry(&not_one), None, "{not_one}");
+        }
+    }
+
+    #[test]
+    fn a_pods_log_directory_names_it() {
+        let (uid, name) = pod_entry(&format!("kube-system_etcd-node1.example_{UID}")).unwrap();
+        assert_eq!(uid, UID);
+        assert_eq!(
+            name,
+            PodName {
+                namespace: "kube-system".into(),
+                pod: "etcd-node1.example".into(),
+            }
+        );
+        for not_one in [
+            format!("default_web_{}", &UID[..35]),
+            format!("default_web_{}", UID.replace('-', "_")),
+            format!("web_{UID}"),
+            format!("default_web_x_{UID}"),
+        ] {
+            assert_eq!(pod_entry(&not_one), None, "{not_one}");
+        }
+    }
+
+    /// An unknown id reads the directories at most once per naming, and
+    /// only once they changed since the last reading.
+    #[test]
+    fn read_again_only_for_an_unknown_id_once_per_naming_and_after_a_change() {
+        let root = tempfile::tempdir().unwrap();
+        let containers = root.path().join("containers");
+        fs::create_dir_all(&containers).unwrap();
+        fs::create_dir_all(root.path().join("pods")).unwrap();
+        let link = |pod: &str, id: &str| {
+            let file = containers.join(format!("{pod}_default_app-{id}.log"));
+            std::os::unix::fs::symlink("/nowhere", file).unwrap();
+        };
+        let (a, b) = ("a".repeat(64), "b".repeat(64));
+        link("first", &a);
+        // Old enough to have settled: a reading is trusted until it moves.
+        let old = SystemTime::now() - Duration::from_secs(60);
+        let age = |dir: &Path| {
+            fs::File::open(dir).unwrap().set_modified(old).unwrap();
+        };
+        age(&containers);
+        age(&root.path().join("pods"));
+        let mut kubelet = Kubelet::new(root.path());
+        let pod_of = |k: &mut Kubelet, id: &str| {
+            let path = format!("/cri-containerd-{id}.scope");
+            k.names_for(&super::super::cgroup_names::parts(&path))
+                .container(id)
+                .map(|c| c.pod.clone())
+        };
+        assert_eq!(pod_of(&mut kubelet, &a).as_deref(), Some("first"));
+        // b is added in the same naming: not read again until the next.
+        link("second", &b);
+        age(&containers);
+        assert_eq!(pod_of(&mut kubelet, &b), None);
+        kubelet.begin();
+        // The directory's timestamp did not move (set back): not read.
+        assert_eq!(pod_of(&mut kubelet, &b), None);
+        fs::File::open(&containers)
+            .unwrap()
+            .set_modified(old + Duration::from_secs(1))
+            .unwrap();
+        kubelet.begin();
+        assert_eq!(pod_of(&mut kubelet, &b).as_deref(), Some("second"));
+        assert_eq!(
+            kubelet.read_now(),
+            Status::Read {
+                containers: 2,
+                pods: 0,
+                truncated: false
+            }
+        );
+    }
+
+    #[test]
+    fn a_missing_directory_is_a_status_not_an_error() {
+        let root = tempfile::tempdir().unwrap();
+        let status = Kubelet::new(&root.path().join("absent")).read_now();
+        let Status::Failed(path, why) = status else {
+            panic!("{status:?}")
+        };
+        assert!(path.ends_with("absent/containers"), "{path}");
+        assert!(why.contains("No such file"), "{why}");
+    }
+}
