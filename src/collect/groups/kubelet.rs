@@ -1,8 +1,12 @@
 //! The names of pods and containers, read on the node without the API
-//! server: the kubelet keeps one log link per container,
-//! `containers/POD_NAMESPACE_CONTAINER-ID.log`, and one directory per pod,
-//! `pods/NAMESPACE_POD_UID/`, under its log root (`/var/log`). A cgroup
-//! path holds a container's id and its pod's uid; these name them.
+//! server. Under its log root (`/var/log`) the kubelet keeps one link per
+//! container, `containers/POD_NAMESPACE_CONTAINER-ID.log`, pointing into
+//! its pod's directory, `pods/NAMESPACE_POD_UID/CONTAINER/N.log`. A
+//! cgroup path holds a container's id and its pod's uid: the link's name
+//! names the container, and where it points names the pod (read with
+//! `readlink`, never followed: the logs themselves are not read, and
+//! `pods/` need not even be there). `pods/`, where it can be read, also
+//! names the pods whose containers have no link yet.
 //!
 //! The directories are read only when a group's id or uid is not known
 //! yet, at most once per naming (one interval), and only when one of them
@@ -51,8 +55,10 @@ pub struct PodName {
 pub struct Names {
     /// By full container id.
     containers: HashMap<String, ContainerName>,
-    /// By pod uid.
-    pods: HashMap<String, PodName>,
+    /// By pod uid, from where the containers' links point.
+    linked_pods: HashMap<String, PodName>,
+    /// By pod uid, from `pods/`.
+    listed_pods: HashMap<String, PodName>,
 }
 
 impl Names {
@@ -61,7 +67,9 @@ impl Names {
     }
 
     pub fn pod(&self, uid: &str) -> Option<&PodName> {
-        self.pods.get(uid)
+        self.linked_pods
+            .get(uid)
+            .or_else(|| self.listed_pods.get(uid))
     }
 
     /// Whether the pod and container `parts` holds are both known (or
@@ -72,9 +80,18 @@ impl Names {
             .is_none_or(|(_, id)| self.containers.contains_key(id));
         let pod = parts
             .pod
-            .as_ref()
-            .is_none_or(|uid| self.pods.contains_key(uid));
+            .as_deref()
+            .is_none_or(|uid| self.pod(uid).is_some());
         container && pod
+    }
+
+    fn pods(&self) -> usize {
+        let listed_only = self
+            .listed_pods
+            .keys()
+            .filter(|uid| !self.linked_pods.contains_key(*uid))
+            .count();
+        self.linked_pods.len() + listed_only
     }
 }
 
@@ -87,14 +104,13 @@ pub enum Status {
         /// A directory held more than [`MAX_ENTRIES`].
         truncated: bool,
     },
-    /// A directory could not be read: (its path, why).
+    /// `containers/` could not be read: (its path, why).
     Failed(String, String),
 }
 
 /// The kubelet's log root, and what was read from it.
 #[derive(Debug)]
 pub struct Kubelet {
-    root: PathBuf,
     names: Names,
     containers: Dir,
     pods: Dir,
@@ -121,7 +137,6 @@ struct Stamp {
 impl Kubelet {
     pub fn new(root: &Path) -> Kubelet {
         Kubelet {
-            root: root.to_owned(),
             names: Names::default(),
             containers: Dir::new(root.join("containers")),
             pods: Dir::new(root.join("pods")),
@@ -164,32 +179,33 @@ impl Kubelet {
         }
     }
 
-    pub fn root(&self) -> &Path {
-        &self.root
-    }
-
-    /// Reads each directory that changed since it was last read.
+    /// Reads each directory that changed since it was last read. Only
+    /// `containers/` must be there: `pods/` adds pods without links.
     fn refresh(&mut self) -> Status {
         let containers = self.containers.read_if_changed(container_entry);
-        let pods = self.pods.read_if_changed(pod_entry);
-        let mut failed = None;
+        if let Ok(Some(read)) = self.pods.read_if_changed(|_, dir| pod_entry(dir)) {
+            self.names.listed_pods = read.into_iter().collect();
+        }
         match containers {
-            Ok(Some(read)) => self.names.containers = read.into_iter().collect(),
+            Ok(Some(read)) => {
+                self.names.linked_pods = read
+                    .iter()
+                    .filter_map(|(_, (_, pod))| pod.clone())
+                    .collect();
+                self.names.containers = read
+                    .into_iter()
+                    .map(|(id, (container, _))| (id, container))
+                    .collect();
+            }
             Ok(None) => {}
-            Err(e) => failed = Some((&self.containers.path, e)),
+            Err(e) => {
+                return Status::Failed(self.containers.path.display().to_string(), e.to_string())
+            }
         }
-        match pods {
-            Ok(Some(read)) => self.names.pods = read.into_iter().collect(),
-            Ok(None) => {}
-            Err(e) => failed = failed.or(Some((&self.pods.path, e))),
-        }
-        match failed {
-            Some((path, e)) => Status::Failed(path.display().to_string(), e.to_string()),
-            None => Status::Read {
-                containers: self.names.containers.len(),
-                pods: self.names.pods.len(),
-                truncated: self.containers.cut || self.pods.cut,
-            },
+        Status::Read {
+            containers: self.names.containers.len(),
+            pods: self.names.pods(),
+            truncated: self.containers.cut || self.pods.cut,
         }
     }
 }
@@ -203,11 +219,12 @@ impl Dir {
         }
     }
 
-    /// The entries `parse` takes, if the directory changed since it was
-    /// last read (or was never read, or had not settled when read).
+    /// The entries `parse` takes (from each entry's path and name), if
+    /// the directory changed since it was last read (or was never read,
+    /// or had not settled when read).
     fn read_if_changed<T>(
         &mut self,
-        parse: fn(&str) -> Option<(String, T)>,
+        parse: fn(&Path, &str) -> Option<(String, T)>,
     ) -> io::Result<Option<Vec<(String, T)>>> {
         let modified = fs::metadata(&self.path)?.modified()?;
         if self
@@ -219,52 +236,55 @@ impl Dir {
         let settled = SystemTime::now()
             .duration_since(modified)
             .is_ok_and(|age| age > SETTLE);
-        let (entries, cut) = read_entries(&self.path, parse)?;
+        let mut entries = Vec::new();
+        let mut cut = false;
+        for (read, entry) in fs::read_dir(&self.path)?.enumerate() {
+            if read == MAX_ENTRIES {
+                cut = true;
+                break;
+            }
+            let Ok(entry) = entry else { continue };
+            if let Some(parsed) = entry
+                .file_name()
+                .to_str()
+                .and_then(|name| parse(&entry.path(), name))
+            {
+                entries.push(parsed);
+            }
+        }
         self.read_at = Some(Stamp { modified, settled });
         self.cut = cut;
         Ok(Some(entries))
     }
 }
 
-/// The entries of `dir` that `parse` takes, at most [`MAX_ENTRIES`] of
-/// them read, and whether there were more.
-fn read_entries<T>(
-    dir: &Path,
-    parse: fn(&str) -> Option<(String, T)>,
-) -> io::Result<(Vec<(String, T)>, bool)> {
-    let mut entries = Vec::new();
-    let mut read = 0;
-    for entry in fs::read_dir(dir)? {
-        if read == MAX_ENTRIES {
-            return Ok((entries, true));
-        }
-        read += 1;
-        let Ok(entry) = entry else { continue };
-        if let Some(parsed) = entry.file_name().to_str().and_then(parse) {
-            entries.push(parsed);
-        }
-    }
-    Ok((entries, false))
-}
-
-/// `POD_NAMESPACE_CONTAINER-ID.log`: the container id and its names.
-fn container_entry(file: &str) -> Option<(String, ContainerName)> {
+/// A container's link, `POD_NAMESPACE_CONTAINER-ID.log`: its id, its
+/// names, and its pod's uid and names from where the link points
+/// (`.../NAMESPACE_POD_UID/CONTAINER/N.log`), when it points there.
+fn container_entry(
+    link: &Path,
+    file: &str,
+) -> Option<(String, (ContainerName, Option<(String, PodName)>))> {
     let (names, id) = file.strip_suffix(".log")?.rsplit_once('-')?;
     if !(id.len() >= 12 && id.bytes().all(|b| b.is_ascii_hexdigit())) {
         return None;
     }
     let [pod, namespace, container] = three(names)?;
-    Some((
-        id.to_owned(),
-        ContainerName {
-            namespace: namespace.to_owned(),
-            pod: pod.to_owned(),
-            container: container.to_owned(),
-        },
-    ))
+    let container = ContainerName {
+        namespace: namespace.to_owned(),
+        pod: pod.to_owned(),
+        container: container.to_owned(),
+    };
+    let target = fs::read_link(link).ok();
+    let pod = target
+        .as_deref()
+        .and_then(|t| t.parent()?.parent()?.file_name()?.to_str())
+        .and_then(pod_entry)
+        .filter(|(_, pod)| pod.namespace == container.namespace && pod.pod == container.pod);
+    Some((id.to_owned(), (container, pod)))
 }
 
-/// `NAMESPACE_POD_UID`: the pod's uid and its names.
+/// A pod's directory, `NAMESPACE_POD_UID`: its uid and its names.
 fn pod_entry(dir: &str) -> Option<(String, PodName)> {
     let (names, uid) = dir.rsplit_once('_')?;
     let uuid = uid.len() == 36
@@ -311,12 +331,20 @@ mod tests {
     const ID: &str = "3f2a1b4c5d6e7f8091a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d5e6f70";
     const UID: &str = "1b2c3d4e-5f60-4718-8293-a4b5c6d7e8f9";
 
+    /// A link's name names the container; where it points, its pod (the
+    /// pod's name must agree with the link's).
     #[test]
-    fn a_containers_log_link_names_it() {
-        let (id, name) = container_entry(&format!(
-            "coredns-5d78c9869d-8xv2k_kube-system_coredns-{ID}.log"
-        ))
-        .unwrap();
+    fn a_containers_log_link_names_it_and_its_pod() {
+        let dir = tempfile::tempdir().unwrap();
+        let link = |file: &str, target: &str| {
+            let link = dir.path().join(file);
+            std::os::unix::fs::symlink(target, &link).unwrap();
+            container_entry(&link, file)
+        };
+        let file = format!("coredns-5d78c9869d-8xv2k_kube-system_coredns-{ID}.log");
+        let target =
+            format!("/var/log/pods/kube-system_coredns-5d78c9869d-8xv2k_{UID}/coredns/0.log");
+        let (id, (name, pod)) = link(&file, &target).unwrap();
         assert_eq!(id, ID);
         assert_eq!(
             name,
@@ -326,6 +354,33 @@ mod tests {
                 container: "coredns".into(),
             }
         );
+        assert_eq!(
+            pod,
+            Some((
+                UID.to_owned(),
+                PodName {
+                    namespace: "kube-system".into(),
+                    pod: "coredns-5d78c9869d-8xv2k".into(),
+                }
+            ))
+        );
+        // Pointing elsewhere, or into another pod: the container only.
+        for (i, target) in [
+            "/nowhere".to_owned(),
+            format!("/var/log/pods/kube-system_other_{UID}/coredns/0.log"),
+            format!(
+                "/var/log/pods/kube-system_coredns-5d78c9869d-8xv2k_{}/c/0.log",
+                &UID[..35]
+            ),
+        ]
+        .iter()
+        .enumerate()
+        {
+            let file = format!("coredns-5d78c9869d-8xv2k_kube-system_coredns-{i}{ID}.log");
+            let (_, (name, pod)) = link(&file, target).unwrap();
+            assert_eq!(name.container, "coredns", "{target}");
+            assert_eq!(pod, None, "{target}");
+        }
         for not_one in [
             format!("web_default_nginx-{ID}.txt"),
             format!("web_default-{ID}.log"),
@@ -335,7 +390,7 @@ mod tests {
             "web_default_nginx-xyz.log".into(),
             "web_default_nginx.log".into(),
         ] {
-            assert_eq!(container_entry(&not_one), None, "{not_one}");
+            assert_eq!(link(&not_one, "/nowhere"), None, "{not_one}");
         }
     }
 
