@@ -85,6 +85,42 @@ fn check_reports_this_kernel_and_picks_the_tracepoint_backend() {
         text.contains("self-check     tracepoint: saw 13 of 13 kinds of socket call"),
         "{text}"
     );
+
+    // Whether pods and containers get their names here, and why not.
+    let logs = tempfile::tempdir().unwrap();
+    let kubelet_names = |root: &std::path::Path| {
+        let root = root.to_str().unwrap();
+        let out = netto(&["check", "--json", "--kubelet-logs", root]);
+        assert!(out.status.success());
+        let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let names = &report["kubelet_names"];
+        (
+            names["ok"].as_bool().unwrap(),
+            names["detail"].as_str().unwrap().to_owned(),
+        )
+    };
+    let (ok, why) = kubelet_names(&logs.path().join("absent"));
+    assert!(!ok);
+    assert!(
+        why.contains("absent/containers: No such file")
+            && why.contains("--by cgroup shows pods by uid and containers by id"),
+        "{why}"
+    );
+    let uid = "1b2c3d4e-5f60-4718-8293-a4b5c6d7e8f9";
+    let pod = logs.path().join(format!("pods/shop_web-1_{uid}/nginx"));
+    std::fs::create_dir_all(&pod).unwrap();
+    std::fs::create_dir(logs.path().join("containers")).unwrap();
+    std::os::unix::fs::symlink(
+        pod.join("0.log"),
+        logs.path().join(format!(
+            "containers/web-1_shop_nginx-{}.log",
+            "a".repeat(64)
+        )),
+    )
+    .unwrap();
+    let (ok, detail) = kubelet_names(logs.path());
+    assert!(ok, "{detail}");
+    assert!(detail.ends_with(": 1 containers, 1 pods"), "{detail}");
 }
 
 #[test]

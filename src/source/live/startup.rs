@@ -165,6 +165,7 @@ impl<'obj> Extras<'obj> {
         };
         let points = config
             .attribution
+            .as_ref()
             .map(|_| Points::load(points_storage, accounting))
             .transpose()?;
         let missing = points.iter().flat_map(|points| points.missing());
