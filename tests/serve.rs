@@ -33,7 +33,7 @@ fn repeated(
     (dir, path)
 }
 
-const ENDPOINTS: [&str; 10] = [
+const ENDPOINTS: [&str; 12] = [
     "/",
     "/app.js",
     "/style.css",
@@ -42,8 +42,10 @@ const ENDPOINTS: [&str; 10] = [
     "/api/v1/history",
     "/api/v1/flame/folded",
     "/api/v1/flame/svg",
+    "/api/v1/recording",
     "/api/v1/stream",
     "/metrics",
+    "/healthz",
 ];
 
 #[test]
@@ -209,6 +211,8 @@ fn read_only_bad_queries_and_unknown_paths() {
         "/api/v1/history?seconds=inf",
         "/api/v1/flame/svg?seconds=0",
         "/api/v1/flame/folded?seconds=nan",
+        "/api/v1/recording?seconds=0",
+        "/api/v1/recording?seconds=1e9",
         "/api/v1/stream?since=yesterday",
         // Flame graphs only of the offered windows, each drawn once per
         // snapshot, not of any number a client makes up.
@@ -835,7 +839,7 @@ fn sigterm_ends_netto_and_its_serving_process() {
 }
 
 #[test]
-fn a_long_history_keeps_stacks_for_the_longest_flame_window_only() {
+fn a_long_history_keeps_its_stacks_and_records_them() {
     // 400 s at 50 ms, one sample per interval, kept for 3600 s.
     const SNAPSHOTS: usize = 8000;
     let mut snapshot = recording().snapshots[0].clone();
@@ -873,6 +877,15 @@ fn a_long_history_keeps_stacks_for_the_longest_flame_window_only() {
         "{}",
         samples("300")
     );
+    // The stacks are kept as long as the history: a recording of all of
+    // it has every snapshot's sample, and loads.
+    let recording = serve.get("/api/v1/recording");
+    assert_eq!(recording.status, 200, "{}", recording.body);
+    let file = netto::recording::parse(&recording.bytes).unwrap();
+    netto::recording::validate(&file).unwrap();
+    assert_eq!(file.snapshots.len(), SNAPSHOTS);
+    assert!(file.snapshots.iter().all(|s| s.stacks.len() == 1));
+    assert_eq!(serve.get("/api/v1/recording?seconds=3601").status, 400);
 }
 
 #[test]

@@ -2,7 +2,8 @@
 //! through a veth pair into a namespace): the stream delivers a snapshot
 //! per interval from a serving process that holds neither privileges nor
 //! BPF objects, 50 stream clients at once neither slow the collector down
-//! nor grow its memory, and the serving process's end ends everything.
+//! nor grow its memory, the recording endpoint gives back the history with
+//! its stacks, and the serving process's end ends everything.
 
 mod common;
 
@@ -278,4 +279,109 @@ fn the_serving_process_ending_ends_a_live_netto_cleanly() {
     assert!(children(netto).is_empty());
     assert!(!std::path::Path::new(&format!("/proc/{demo}")).exists());
     assert_eq!(demo_namespaces(demo), Vec::<String>::new());
+}
+
+/// A snapshot's JSON as the history endpoint sends it: without its
+/// stacks and their modules.
+fn without_stacks(mut snapshot: Value) -> Value {
+    let object = snapshot.as_object_mut().unwrap();
+    object.remove("stacks");
+    object.remove("modules");
+    snapshot
+}
+
+/// Hindsight: the recording endpoint's file holds the snapshots the
+/// history endpoint gives for the same seconds, with their stacks, and
+/// `report` reads it into a flame graph of kernel functions.
+#[test]
+fn the_recording_endpoint_holds_the_history_with_its_stacks() {
+    let serve = Serve::start(&[
+        "--demo",
+        "--interval",
+        "0.5",
+        "--frequency",
+        "199",
+        "--budget",
+        "off",
+    ]);
+    let mut events = serve.stream("/api/v1/stream");
+    for _ in 0..9 {
+        events.next_event().unwrap().expect("stream ended");
+    }
+    // A snapshot may arrive between two requests: ask again until the
+    // history is the same before and after the recording.
+    let (history, recording) = (0..5)
+        .find_map(|_| {
+            let before = serve.get("/api/v1/history?seconds=3").json();
+            let recording = serve.get("/api/v1/recording?seconds=3");
+            let after = serve.get("/api/v1/history?seconds=3").json();
+            (before == after).then_some((before, recording))
+        })
+        .expect("the history kept changing between requests");
+    assert_eq!(recording.status, 200, "{}", recording.body);
+    assert_eq!(recording.content_type, "application/json");
+    let file = recording.json();
+    let snapshots = file["snapshots"].as_array().unwrap();
+    let history = history.as_array().unwrap();
+    assert!((5..=7).contains(&history.len()), "{}", history.len());
+    assert_eq!(snapshots.len(), history.len());
+    for (got, kept) in snapshots.iter().zip(history) {
+        assert_eq!(&without_stacks(got.clone()), kept);
+    }
+    let stacks: usize = snapshots
+        .iter()
+        .map(|s| s["stacks"].as_array().unwrap().len())
+        .sum();
+    assert!(stacks > 0, "no stacks in the recording");
+    assert_eq!(file["header"]["frequency_hz"], 199);
+
+    // Beyond --history, or not a number: 400.
+    for bad in ["0", "-1", "301", "nan", "soon"] {
+        let reply = serve.get(&format!("/api/v1/recording?seconds={bad}"));
+        assert_eq!(reply.status, 400, "{bad}: {}", reply.body);
+    }
+    let (status, _) = serve.interrupt();
+    assert!(status.success(), "{status}");
+
+    // report reads it: a flame graph of kernel functions, no address.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("hindsight.json");
+    std::fs::write(&path, &recording.bytes).unwrap();
+    let out = common::netto(&[
+        "report",
+        path.to_str().unwrap(),
+        "--format",
+        "folded",
+        "-o",
+        "-",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let folded = String::from_utf8(out.stdout).unwrap();
+    let frames: std::collections::BTreeSet<&str> = folded
+        .lines()
+        .filter_map(|l| l.rsplit_once(' '))
+        .flat_map(|(stack, _)| stack.split(';'))
+        .collect();
+    assert!(
+        [
+            "net_rx_action",
+            "__netif_receive_skb_core",
+            "tcp_v4_rcv",
+            "tcp_sendmsg"
+        ]
+        .iter()
+        .any(|f| frames.contains(f)),
+        "{frames:?}"
+    );
+    // serve --replay plays it back whole.
+    let replayed = Serve::start(&["--replay", path.to_str().unwrap(), "--speed", "inf"]);
+    replayed.wait_ended();
+    assert_eq!(
+        replayed.get("/api/v1/source").json()["snapshots"],
+        snapshots.len()
+    );
 }
