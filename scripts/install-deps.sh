@@ -13,6 +13,7 @@ packages=(
   prometheus chromium                                         # serve tests: promtool check metrics, the page in a browser
   qemu-system-x86 busybox-static cpio kmod xz-utils           # the kernel matrix (cargo xtask vm-matrix)
   systemd man-db groff-base                                   # the unit's systemd-analyze verify, man page checks
+  python3 python3-venv libcap2-bin                            # tests/agent.rs: kubernetes-validate (pinned, from PyPI) in a venv; setcap
   gcc-multilib                                                # tests/compat_calls.rs: a 32-bit program's socket calls
   ethtool                                                     # tests/softirq_accounting.rs: GRO and TSO on a veth for threaded NAPI
 )

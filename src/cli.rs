@@ -248,9 +248,10 @@ impl MeasureArgs {
 /// and `check`.
 #[derive(Debug, Args)]
 pub struct KubeletArgs {
-    /// The kubelet's log directory: its containers/ links and pods/
-    /// directories name the pods and containers of cgroups (--by cgroup)
-    /// without the API server. In a pod, where the node's are mounted.
+    /// The kubelet's log directory: its containers/ links (and pods/
+    /// directories, where there) name the pods and containers of cgroups
+    /// (--by cgroup) without the API server. In a pod, where the node's
+    /// are mounted.
     #[arg(long, value_name = "DIR", default_value = kubelet::DEFAULT_ROOT)]
     pub kubelet_logs: std::path::PathBuf,
 }
@@ -566,8 +567,9 @@ pub struct ServeArgs {
     pub allow_remote: bool,
     #[command(flatten)]
     pub source: SourceArgs,
-    /// Seconds of history kept for the chart, the history endpoint and
-    /// flame graphs.
+    /// Seconds of history kept for the chart, the history and recording
+    /// endpoints and flame graphs (up to an hour; each minute kept costs
+    /// memory: see the agent page).
     #[arg(long, default_value = "300", value_name = "SECONDS", allow_negative_numbers = true, value_parser = parse_window)]
     pub history: f64,
     /// Another name the server answers to in the Host header, besides

@@ -1,8 +1,10 @@
 //! netto as a node agent: the systemd unit passes `systemd-analyze verify`
 //! and its capabilities, given to an unprivileged user, are enough for
-//! `netto serve` and each one is needed; the shell completions and manual
-//! pages generated from the command line's definitions name every command
-//! and pass bash's and man's own checks.
+//! `netto serve` and each one is needed; the Kubernetes manifests pass
+//! `kubernetes-validate --strict` and grant the unit's privileges and no
+//! more, the image's way of granting them (file capabilities) works; the
+//! shell completions and manual pages generated from the command line's
+//! definitions name every command and pass bash's and man's own checks.
 
 mod common;
 
@@ -10,12 +12,30 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use clap::CommandFactory;
+use clap::{CommandFactory, Parser};
 use common::serve::Serve;
 use common::{netto, NETTO};
 
 const UNIT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/dist/netto.service");
 const INSTALLED: &str = "/usr/local/bin/netto";
+const DAEMONSET: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/dist/kubernetes/daemonset.yaml"
+);
+const NETWORK_POLICY: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/dist/kubernetes/networkpolicy.yaml"
+);
+const CONTAINERFILE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/dist/kubernetes/Containerfile");
+const AGENT_PAGE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/src/agent.md");
+/// kubernetes-validate and what it imports, pinned.
+const VALIDATE_PINS: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/fixtures/kubernetes-validate.txt"
+);
+/// The Kubernetes version the manifests are validated against: the
+/// newest whose schemas the pinned kubernetes-validate bundles.
+const KUBERNETES_VERSION: &str = "1.37.0";
 
 fn stdout_of(args: &[&str]) -> String {
     let out = netto(args);
@@ -299,4 +319,264 @@ fn manual_pages_name_every_command_and_render() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
     assert!(stderr.contains("nonesuch"));
+}
+
+fn run_ok(command: &mut Command) -> std::process::Output {
+    let out = command
+        .output()
+        .unwrap_or_else(|e| panic!("{command:?}: {e}"));
+    assert!(
+        out.status.success(),
+        "{command:?}: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// A virtual environment holding the pinned kubernetes-validate (from
+/// PyPI; its schemas are in the package, so it validates offline). Made
+/// once per build directory, and again when the pins change; once per
+/// run of the tests, whichever asks first.
+fn kubernetes_validate() -> &'static Path {
+    static VENV: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+    VENV.get_or_init(|| {
+        let venv = Path::new(env!("CARGO_TARGET_TMPDIR")).join("kubernetes-validate");
+        let pins = std::fs::read_to_string(VALIDATE_PINS).unwrap();
+        let stamp = venv.join("netto-pins.txt");
+        if std::fs::read_to_string(&stamp).ok().as_deref() != Some(pins.as_str()) {
+            let _ = std::fs::remove_dir_all(&venv);
+            run_ok(Command::new("python3").args(["-m", "venv"]).arg(&venv));
+            run_ok(Command::new(venv.join("bin/pip")).args([
+                "install",
+                "--quiet",
+                "--disable-pip-version-check",
+                "--no-deps",
+                "--requirement",
+                VALIDATE_PINS,
+            ]));
+            std::fs::write(&stamp, pins).unwrap();
+        }
+        venv
+    })
+}
+
+fn validate_strict(venv: &Path, files: &[&Path]) -> std::process::Output {
+    Command::new(venv.join("bin/kubernetes-validate"))
+        .args(["--strict", "--kubernetes-version", KUBERNETES_VERSION])
+        .args(files)
+        .output()
+        .expect("running kubernetes-validate")
+}
+
+/// The documents of a YAML file as JSON, read by the environment's
+/// PyYAML.
+fn yaml_documents(venv: &Path, file: &str) -> Vec<serde_json::Value> {
+    let out = run_ok(Command::new(venv.join("bin/python")).args([
+        "-c",
+        "import json, sys, yaml; json.dump(list(yaml.safe_load_all(open(sys.argv[1]))), sys.stdout)",
+        file,
+    ]));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn the_manifests_pass_kubernetes_validate_strict() {
+    let venv = kubernetes_validate();
+    let out = validate_strict(venv, &[Path::new(DAEMONSET), Path::new(NETWORK_POLICY)]);
+    let said =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{said}");
+    for resource in [
+        "namespace/netto",
+        "serviceaccount/netto",
+        "daemonset/netto",
+        "networkpolicy/netto",
+    ] {
+        assert!(
+            said.contains(&format!("passed for resource {resource}")),
+            "{said}"
+        );
+    }
+    // A misspelt field fails: the check is a real one.
+    let dir = tempfile::tempdir().unwrap();
+    let misspelt = dir.path().join("daemonset.yaml");
+    let text = std::fs::read_to_string(DAEMONSET).unwrap();
+    assert!(text.contains("hostPID: true"));
+    std::fs::write(&misspelt, text.replace("hostPID: true", "hostPid: true")).unwrap();
+    let out = validate_strict(venv, &[&misspelt]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stdout).contains("hostPid"));
+}
+
+/// The DaemonSet grants what the unit grants (its capabilities, its
+/// arguments) and no more: not privileged, not root, no host network,
+/// only read-only mounts of what netto reads; the NetworkPolicy covers
+/// its pods and port; the image sets the same capabilities; the docs'
+/// table says what each is for.
+#[test]
+fn the_manifest_holds_the_units_privileges_and_no_more() {
+    let venv = kubernetes_validate();
+    let documents = yaml_documents(venv, DAEMONSET);
+    let kinds: Vec<&str> = documents
+        .iter()
+        .map(|d| d["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, ["Namespace", "ServiceAccount", "DaemonSet"]);
+    let daemonset = &documents[2];
+    let pod = &daemonset["spec"]["template"]["spec"];
+    assert_eq!(pod["hostPID"], true);
+    assert!(pod["hostNetwork"] != true && pod["hostIPC"] != true);
+    assert_eq!(pod["automountServiceAccountToken"], false);
+    assert_eq!(documents[1]["automountServiceAccountToken"], false);
+    assert_eq!(pod["securityContext"]["runAsNonRoot"], true);
+    assert_eq!(pod["securityContext"]["runAsUser"], 65534);
+    let containers = pod["containers"].as_array().unwrap();
+    assert_eq!(containers.len(), 1);
+    let container = &containers[0];
+    let security = &container["securityContext"];
+    assert_eq!(security["privileged"], false);
+    assert_eq!(security["readOnlyRootFilesystem"], true);
+    assert_eq!(security["capabilities"]["drop"], serde_json::json!(["ALL"]));
+    let added: Vec<String> = security["capabilities"]["add"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_str().unwrap().to_ascii_lowercase())
+        .collect();
+    let caps = unit_capabilities();
+    assert_eq!(added, caps);
+    // The image's binary carries the same ones.
+    let containerfile = std::fs::read_to_string(CONTAINERFILE).unwrap();
+    let setcap: Vec<String> = caps.iter().map(|c| format!("cap_{c}")).collect();
+    assert!(
+        containerfile.contains(&format!("setcap {}+ep", setcap.join(","))),
+        "{containerfile}"
+    );
+    // One table in the docs says what each is for.
+    let page = std::fs::read_to_string(AGENT_PAGE).unwrap();
+    for cap in &caps {
+        let row = format!("| `CAP_{}` |", cap.to_ascii_uppercase());
+        assert!(page.contains(&row), "{row} missing from the agent page");
+    }
+
+    // serve as the unit runs it, listening on the pod's port.
+    let args: Vec<&str> = container["args"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap())
+        .collect();
+    assert_eq!(args[0], "serve");
+    for arg in unit_arguments() {
+        assert!(args.contains(&arg.as_str()), "{arg} missing from {args:?}");
+    }
+    let port = container["ports"][0]["containerPort"].as_u64().unwrap();
+    assert!(
+        args.contains(&format!("--listen=0.0.0.0:{port}").as_str()),
+        "{args:?}"
+    );
+    for probe in ["livenessProbe", "readinessProbe"] {
+        assert_eq!(container[probe]["httpGet"]["path"], "/healthz");
+        assert_eq!(
+            container[probe]["httpGet"]["port"],
+            container["ports"][0]["name"]
+        );
+    }
+    // The CPU request is serve's default budget (percent of one CPU).
+    let netto::cli::Command::Serve(serve) = netto::cli::Cli::try_parse_from(["netto", "serve"])
+        .unwrap()
+        .into_command()
+    else {
+        unreachable!()
+    };
+    let budget = serve.source.measure.budget.0.unwrap();
+    assert_eq!(
+        container["resources"]["requests"]["cpu"],
+        format!("{}m", budget * 10.0)
+    );
+
+    // Read-only mounts of what netto reads, and nothing else of the host.
+    let mounts = container["volumeMounts"].as_array().unwrap();
+    assert!(mounts.iter().all(|m| m["readOnly"] == true), "{mounts:?}");
+    let host_paths: Vec<&str> = pod["volumes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v["hostPath"]["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        host_paths,
+        ["/sys/kernel/btf", "/sys/fs/cgroup", "/var/log/containers"]
+    );
+
+    // The NetworkPolicy: netto's pods, its port only, nothing out.
+    let policies = yaml_documents(venv, NETWORK_POLICY);
+    assert_eq!(policies.len(), 1);
+    let policy = &policies[0]["spec"];
+    assert_eq!(policy["podSelector"], daemonset["spec"]["selector"]);
+    assert_eq!(
+        policies[0]["metadata"]["namespace"],
+        daemonset["metadata"]["namespace"]
+    );
+    assert_eq!(
+        policy["policyTypes"],
+        serde_json::json!(["Ingress", "Egress"])
+    );
+    assert_eq!(policy["egress"], serde_json::json!([]));
+    let ingress = policy["ingress"].as_array().unwrap();
+    assert_eq!(ingress.len(), 1);
+    assert_eq!(
+        ingress[0]["ports"],
+        serde_json::json!([{"protocol": "TCP", "port": port}])
+    );
+}
+
+/// What the image does: netto's binary with the unit's capabilities as
+/// file capabilities, run by user nobody under a bounding set of just
+/// those (what the DaemonSet's securityContext makes of `drop: [ALL]`,
+/// `add: [...]` for a non-root user), measures and serves; its serving
+/// process holds none of them.
+#[test]
+fn file_capabilities_as_the_image_sets_them_are_enough() {
+    let caps = unit_capabilities();
+    let (_dir, binary) = netto_for_nobody();
+    let set: Vec<String> = caps.iter().map(|c| format!("cap_{c}")).collect();
+    run_ok(
+        Command::new("setcap")
+            .arg(format!("{}+ep", set.join(",")))
+            .arg(&binary),
+    );
+    let bounding: String = caps.iter().map(|c| format!(",+{c}")).collect();
+    let mut command = Command::new("setpriv");
+    command
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .args(["--inh-caps=-all", "--ambient-caps=-all"])
+        .arg(format!("--bounding-set=-all{bounding}"))
+        .arg(&binary)
+        .args(unit_arguments());
+    let serve = Serve::spawn(command);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while serve.get("/api/v1/source").json()["snapshots"].as_u64() < Some(2) {
+        assert!(Instant::now() < deadline, "no snapshots as nobody");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(serve.get("/healthz").json()["status"], "ok");
+    assert_eq!(serve.get("/debug/pprof/profile?seconds=5").status, 200);
+    let status = |pid: u32| std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let netto = status(serve.pid());
+    assert!(
+        netto
+            .lines()
+            .any(|l| l.starts_with("Uid:") && l.contains("65534")),
+        "{netto}"
+    );
+    let server = status(serve.server_pid());
+    for field in ["CapEff", "CapPrm", "CapAmb"] {
+        let line = server.lines().find(|l| l.starts_with(field)).unwrap();
+        assert!(
+            line.ends_with("0000000000000000"),
+            "serving process: {line}"
+        );
+    }
 }

@@ -189,8 +189,9 @@ const DIRECTION: Label = Label {
 
 const GROUP_LABEL: Label = Label {
     name: "label",
-    meaning: "A group's short name: the container, pod or systemd unit, the command, the \
-              `ip netns` name; `other` and `unattributed` as their group.",
+    meaning: "A group's short name: the container, pod or systemd unit (a pod and its \
+              container by the names the kubelet gave them, where its logs are read), the \
+              command, the `ip netns` name; `other` and `unattributed` as their group.",
     values: None,
 };
 
