@@ -141,8 +141,8 @@ pub struct MeasureArgs {
     /// Groups shown with --by; the lighter ones are folded into `other`.
     #[arg(long, value_name = "N", requires = "by", default_value_t = DEFAULT_MAX_GROUPS, value_parser = parse_max_groups)]
     pub max_groups: usize,
-    #[command(flatten)]
-    pub kubelet: KubeletArgs,
+    #[arg(long, value_name = "DIR", default_value = kubelet::DEFAULT_ROOT, help = KUBELET_LOGS_HELP)]
+    pub kubelet_logs: std::path::PathBuf,
     /// Keep netto's whole cost (its processes and BPF programs) under this
     /// percentage of one CPU by turning the sampling frequency down, then
     /// attribution (--by) off, then the XDP sketch's probability
@@ -239,22 +239,18 @@ impl MeasureArgs {
         self.by.map(|by| AttributionConfig {
             by: by.into(),
             max_groups: self.max_groups,
-            kubelet_logs: self.kubelet.kubelet_logs.clone(),
+            kubelet_logs: self.kubelet_logs.clone(),
         })
     }
 }
 
-/// Where the names of pods and containers come from, for `--by cgroup`
-/// and `check`.
-#[derive(Debug, Args)]
-pub struct KubeletArgs {
-    /// The kubelet's log directory: its containers/ links (and pods/
-    /// directories, where there) name the pods and containers of cgroups
-    /// (--by cgroup) without the API server. In a pod, where the node's
-    /// are mounted.
-    #[arg(long, value_name = "DIR", default_value = kubelet::DEFAULT_ROOT)]
-    pub kubelet_logs: std::path::PathBuf,
-}
+/// `--kubelet-logs`, where the names of pods and containers come from:
+/// an option of the measuring commands and of `check`. (A struct of its
+/// own flattened into [`MeasureArgs`] would empty clap's group of it,
+/// which `--replay` conflicts with.)
+const KUBELET_LOGS_HELP: &str = "The kubelet's log directory: its containers/ links (and pods/ \
+     directories, where there) name the pods and containers of cgroups (--by cgroup) without the \
+     API server. In a pod, where the node's are mounted";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum GroupByArg {
@@ -665,8 +661,8 @@ pub struct CheckArgs {
     /// Print the findings as one JSON object.
     #[arg(long)]
     pub json: bool,
-    #[command(flatten)]
-    pub kubelet: KubeletArgs,
+    #[arg(long, value_name = "DIR", default_value = kubelet::DEFAULT_ROOT, help = KUBELET_LOGS_HELP)]
+    pub kubelet_logs: std::path::PathBuf,
 }
 
 /// Parses the command line of a netto binary. Help and version print and

@@ -60,7 +60,7 @@ fn kubelet_names(root: &std::path::Path) -> (bool, String) {
 }
 
 pub fn run(args: &CheckArgs) -> Result<ExitCode> {
-    let (kubelet_ok, kubelet_detail) = kubelet_names(&args.kubelet.kubelet_logs);
+    let (kubelet_ok, kubelet_detail) = kubelet_names(&args.kubelet_logs);
     let features = Features::detect();
     // The choice every measuring command makes, self-check included.
     let mut storage = Storage::default();

@@ -258,13 +258,13 @@ impl Dir {
     }
 }
 
+/// A pod's uid and names.
+type Pod = (String, PodName);
+
 /// A container's link, `POD_NAMESPACE_CONTAINER-ID.log`: its id, its
 /// names, and its pod's uid and names from where the link points
 /// (`.../NAMESPACE_POD_UID/CONTAINER/N.log`), when it points there.
-fn container_entry(
-    link: &Path,
-    file: &str,
-) -> Option<(String, (ContainerName, Option<(String, PodName)>))> {
+fn container_entry(link: &Path, file: &str) -> Option<(String, (ContainerName, Option<Pod>))> {
     let (names, id) = file.strip_suffix(".log")?.rsplit_once('-')?;
     if !(id.len() >= 12 && id.bytes().all(|b| b.is_ascii_hexdigit())) {
         return None;
@@ -285,7 +285,7 @@ fn container_entry(
 }
 
 /// A pod's directory, `NAMESPACE_POD_UID`: its uid and its names.
-fn pod_entry(dir: &str) -> Option<(String, PodName)> {
+fn pod_entry(dir: &str) -> Option<Pod> {
     let (names, uid) = dir.rsplit_once('_')?;
     let uuid = uid.len() == 36
         && uid.bytes().enumerate().all(|(i, b)| match i {
