@@ -196,7 +196,7 @@ impl Window {
         ProfileWindow::of(seconds).ok_or_else(|| {
             let longest = FLAME_WINDOWS_S[FLAME_WINDOWS_S.len() - 1];
             bad_request(&format!(
-                "seconds must be a positive number up to {longest} (how long stacks are kept)"
+                "seconds must be a positive number up to {longest} (the longest flame window)"
             ))
         })
     }
