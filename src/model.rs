@@ -318,19 +318,41 @@ pub struct Overhead {
     /// One standard error of `bpf_run_time_ns` (0 when not `estimated`).
     #[serde(default)]
     pub bpf_error_ns: u64,
-    /// netto's whole cost, `process_cpu_ns + bpf_run_time_ns`, in percent
-    /// of one CPU over the interval (the BPF part counted only when
-    /// `bpf_stats`). Absent from recordings made before it existed.
+    /// netto's whole cost, `process_cpu_ns + bpf_run_time_ns +
+    /// dispatch_run_time_ns`, in percent of one CPU over the interval (the
+    /// program part counted only when `bpf_stats`). Absent from recordings
+    /// made before it existed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost_percent: Option<f64>,
     /// Whether the BPF part is an estimate: runs counted exactly, each
     /// priced at the cost per run measured while statistics were on.
     #[serde(default)]
     pub estimated: bool,
-    /// `bpf_error_ns` in percent of one CPU: the error of `cost_percent`.
+    /// `bpf_error_ns` and the dispatch's error, in percent of one CPU: the
+    /// error of `cost_percent`.
     #[serde(default)]
     pub error_percent: f64,
     pub programs: Vec<ProgramCost>,
+    /// CPU time netto spent starting, before its first interval began
+    /// (loading and verifying its BPF programs, reading kernel symbols,
+    /// timing dispatch): part of `process_cpu_ns` and `cost_percent` in a
+    /// run's first snapshot, 0 in the others. The budget does not act on
+    /// it, since no knob gets it back.
+    #[serde(default)]
+    pub startup_cpu_ns: u64,
+    /// An estimate: what entering one of netto's tracepoint programs costs,
+    /// in ns per run, which BPF run-time statistics leave out; measured at
+    /// start-up (`netto check` shows it too), with `dispatch_error_ns`, one
+    /// standard error. Absent when not measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dispatch_ns: Option<f64>,
+    #[serde(default)]
+    pub dispatch_error_ns: f64,
+    /// `dispatch_ns` times the interval's runs of netto's tracepoint
+    /// programs (counted exactly): part of `cost_percent`, with its error
+    /// in `error_percent`, whether or not `bpf_stats`.
+    #[serde(default)]
+    pub dispatch_run_time_ns: u64,
 }
 
 /// Everything measured over one interval.

@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 
 use crate::kernel::accounting::Accounting;
 use crate::kernel::attribution::Key;
+use crate::kernel::dispatch::Dispatch;
 use crate::kernel::KernelError;
 use crate::model::Snapshot;
 use attribution::Ledger;
@@ -28,6 +29,8 @@ pub struct Collector<'a, 'obj> {
     history: CostHistory,
     processes: OwnProcesses,
     attribution: Option<Attributing>,
+    /// Start-up CPU time not yet reported: the first snapshot's.
+    startup_cpu_ns: u64,
 }
 
 /// Attribution's state between intervals.
@@ -59,6 +62,7 @@ impl<'a, 'obj> Collector<'a, 'obj> {
             backend: accounting.backend().name().to_owned(),
             callback_names: accounting.callback_names().to_vec(),
             bpf_stats,
+            dispatch: None,
         };
         let mut processes = OwnProcesses::default();
         let previous = read(accounting, &mut processes)?;
@@ -69,7 +73,21 @@ impl<'a, 'obj> Collector<'a, 'obj> {
             history: CostHistory::default(),
             processes,
             attribution: None,
+            startup_cpu_ns: 0,
         })
+    }
+
+    /// Counts the CPU time this process spent before now (start-up: loading
+    /// and verifying programs, reading kernel symbols) in the first
+    /// interval, as `overhead.startup_cpu_ns`.
+    pub fn count_startup(&mut self) {
+        self.startup_cpu_ns = std::mem::take(&mut self.previous.process_cpu_ns);
+    }
+
+    /// Prices every run of netto's tracepoint programs at `dispatch` more
+    /// than their statistics say (see [`crate::kernel::dispatch`]).
+    pub fn price_dispatch(&mut self, dispatch: Dispatch) {
+        self.context.dispatch = Some(dispatch);
     }
 
     /// Counts process `pid` as netto's own from now on (its CPU time so
@@ -112,6 +130,7 @@ impl<'a, 'obj> Collector<'a, 'obj> {
         );
         // Tiers change only between intervals.
         snapshot.tier = self.accounting.tier();
+        snapshot.overhead.startup_cpu_ns = std::mem::take(&mut self.startup_cpu_ns);
         self.previous = current;
         if let (Some(state), Some(groups)) = (self.attribution.as_mut(), groups) {
             snapshot.attribution = Some(state.ledger.interval(

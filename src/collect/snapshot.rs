@@ -7,7 +7,8 @@ use std::time::Instant;
 use super::cost::{BpfCost, HookRuns};
 use crate::abi::{netto_cpu, netto_event, netto_hook};
 use crate::kernel::accounting::recursion_miss_is_loss;
-use crate::kernel::hooks::HOOKS;
+use crate::kernel::dispatch::Dispatch;
+use crate::kernel::hooks::{Hook, HOOKS};
 use crate::kernel::stats::{ProgramRun, RunStats};
 use crate::model::{
     percent, CpuTime, EventKey, Losses, Overhead, SchemaVersion, Snapshot, SoftirqVector, Tier,
@@ -35,6 +36,8 @@ pub struct Context {
     /// Index = callback slot in `netto_cpu.callback_ns`.
     pub callback_names: Vec<&'static str>,
     pub bpf_stats: bool,
+    /// Entering one program, as measured at start-up; `None`: not priced.
+    pub dispatch: Option<Dispatch>,
 }
 
 /// Key in `net_timer_callbacks` for the share of timer-softirq time spent
@@ -56,25 +59,29 @@ pub fn hook_runs(prev: &Reading, cur: &Reading) -> Vec<HookRuns> {
     let deltas: Vec<(&ProgramRun, RunStats)> = program_deltas(prev, cur).collect();
     HOOKS
         .iter()
-        .map(|hook| {
-            let i = hook.id as usize;
-            let counted: u64 = prev
-                .cpus
+        .map(|hook| HookRuns {
+            hook: hook.name,
+            runs: program_runs(prev, cur, hook),
+            programs: deltas
                 .iter()
-                .zip(&cur.cpus)
-                .map(|(p, c)| c.hook_runs[i].saturating_sub(p.hook_runs[i]))
-                .sum();
-            HookRuns {
-                hook: hook.name,
-                runs: counted * u64::from(hook.runs_per_count),
-                programs: deltas
-                    .iter()
-                    .filter(|(program, _)| program.hook == hook.name)
-                    .map(|(program, delta)| (program.name.clone(), *delta))
-                    .collect(),
-            }
+                .filter(|(program, _)| program.hook == hook.name)
+                .map(|(program, delta)| (program.name.clone(), *delta))
+                .collect(),
         })
         .collect()
+}
+
+/// Runs of `hook`'s programs between the readings: its counter times the
+/// programs that run per count.
+fn program_runs(prev: &Reading, cur: &Reading, hook: &Hook) -> u64 {
+    let i = hook.id as usize;
+    let counted: u64 = prev
+        .cpus
+        .iter()
+        .zip(&cur.cpus)
+        .map(|(p, c)| c.hook_runs[i].saturating_sub(p.hook_runs[i]))
+        .sum();
+    counted * u64::from(hook.runs_per_count)
 }
 
 /// The interval's snapshot; `bpf` is what netto's BPF programs cost in it
@@ -162,7 +169,7 @@ pub fn build(
         softirq,
         hardirq,
         net_timer_callbacks,
-        overhead: overhead(prev, cur, bpf, stats_held_s),
+        overhead: overhead(prev, cur, bpf, ctx.dispatch, stats_held_s),
         sampling: None,
         breakdown: Vec::new(),
         stacks: Vec::new(),
@@ -215,22 +222,50 @@ fn program_deltas<'a>(
     })
 }
 
-fn overhead(prev: &Reading, cur: &Reading, bpf: Option<BpfCost>, stats_held_s: f64) -> Overhead {
+fn overhead(
+    prev: &Reading,
+    cur: &Reading,
+    bpf: Option<BpfCost>,
+    dispatch: Option<Dispatch>,
+    stats_held_s: f64,
+) -> Overhead {
     let process_cpu_ns = cur.process_cpu_ns.saturating_sub(prev.process_cpu_ns);
     let interval_s = cur.at.duration_since(prev.at).as_secs_f64();
     let bpf_stats = bpf.is_some();
     let bpf = bpf.unwrap_or_default();
+    let runs = dispatched_runs(prev, cur) as f64;
+    let dispatch_run_time_ns = dispatch.map_or(0, |d| (d.ns * runs).round() as u64);
+    let dispatch_error_ns = dispatch.map_or(0.0, |d| d.error_ns * runs);
+    let error_ns = (bpf.error_ns as f64).hypot(dispatch_error_ns);
     Overhead {
         process_cpu_ns,
         bpf_stats,
         bpf_stats_held_s: stats_held_s,
         bpf_run_time_ns: bpf.run_time_ns,
         bpf_error_ns: bpf.error_ns,
-        cost_percent: Some(percent(process_cpu_ns + bpf.run_time_ns, interval_s)),
+        cost_percent: Some(percent(
+            process_cpu_ns + bpf.run_time_ns + dispatch_run_time_ns,
+            interval_s,
+        )),
         estimated: bpf.estimated,
-        error_percent: percent(bpf.error_ns, interval_s),
+        error_percent: percent(error_ns.round() as u64, interval_s),
         programs: bpf.programs,
+        startup_cpu_ns: 0,
+        dispatch_ns: dispatch.map(|d| d.ns),
+        dispatch_error_ns: dispatch.map_or(0.0, |d| d.error_ns),
+        dispatch_run_time_ns,
     }
+}
+
+/// Runs of netto's tracepoint programs between the readings, each entered
+/// through the dispatch start-up priced (the sampler's perf event is
+/// entered another way, from its interrupt).
+fn dispatched_runs(prev: &Reading, cur: &Reading) -> u64 {
+    HOOKS
+        .iter()
+        .filter(|hook| hook.id != netto_hook::NETTO_HOOK_SAMPLE)
+        .map(|hook| program_runs(prev, cur, hook))
+        .sum()
 }
 
 #[cfg(test)]
@@ -294,6 +329,7 @@ mod tests {
             backend: "tracepoint".into(),
             callback_names: vec!["tcp_pace_kick", "tcp_write_timer"],
             bpf_stats: true,
+            dispatch: None,
         };
         let hooks = hook_runs(&prev, &cur);
         // 10 softirq runs: 20 program runs, entry's 20 all measured.
@@ -324,6 +360,43 @@ mod tests {
         assert!((cost - 7000.0 / 5e8 * 100.0).abs() < 1e-9, "{cost}");
         assert_eq!(snap.overhead.programs[0].run_count, 20);
         assert!(!snap.losses.any());
+        assert_eq!(snap.overhead.dispatch_ns, None);
+        assert_eq!(snap.overhead.dispatch_run_time_ns, 0);
+    }
+
+    #[test]
+    fn every_tracepoint_run_pays_dispatch_and_the_sampler_does_not() {
+        let t0 = Instant::now();
+        let at = |ms, f: fn(&mut netto_cpu)| Reading {
+            at: t0 + Duration::from_millis(ms),
+            ts: 0.0,
+            cpus: vec![cpu(f)],
+            programs: Vec::new(),
+            process_cpu_ns: 0,
+        };
+        let prev = at(0, |_| {});
+        // 100 softirqs (200 runs), 50 system calls (100 runs), 30 samples.
+        let cur = at(1000, |c| {
+            c.hook_runs[netto_hook::NETTO_HOOK_SOFTIRQ as usize] = 100;
+            c.hook_runs[netto_hook::NETTO_HOOK_WINDOW as usize] = 50;
+            c.hook_runs[netto_hook::NETTO_HOOK_SAMPLE as usize] = 30;
+        });
+        let ctx = Context {
+            backend: "tracepoint".into(),
+            callback_names: vec![],
+            bpf_stats: false,
+            dispatch: Some(Dispatch {
+                ns: 40.0,
+                error_ns: 2.0,
+            }),
+        };
+        let overhead = build(&prev, &cur, &ctx, None, 0.0).overhead;
+        assert_eq!(overhead.dispatch_ns, Some(40.0));
+        assert_eq!(overhead.dispatch_run_time_ns, 300 * 40);
+        // Without statistics the programs are not priced, dispatch is.
+        let cost = overhead.cost_percent.unwrap();
+        assert!((cost - 12_000.0 / 1e9 * 100.0).abs() < 1e-9, "{cost}");
+        assert!((overhead.error_percent - 600.0 / 1e9 * 100.0).abs() < 1e-9);
     }
 
     fn reading(cpus: Vec<netto_cpu>, programs: &[(&str, u64)]) -> Reading {
@@ -382,6 +455,7 @@ mod tests {
             backend: "tracepoint".into(),
             callback_names: vec![],
             bpf_stats: false,
+            dispatch: None,
         };
         let snap = build(&prev, &cur, &ctx, None, 0.0);
         assert_eq!(

@@ -9,6 +9,7 @@ use netto::collect::groups::kubelet::{self, Kubelet};
 use netto::frontends::notes;
 use netto::kernel::backend::BackendChoice;
 use netto::kernel::callbacks::NETWORK_CALLBACKS;
+use netto::kernel::dispatch;
 use netto::kernel::features::Features;
 use netto::kernel::selection::{self, Storage};
 use netto::source::notes::{self as source_notes, CheckSeen};
@@ -62,6 +63,8 @@ fn kubelet_names(root: &std::path::Path) -> (bool, String) {
 pub fn run(args: &CheckArgs) -> Result<ExitCode> {
     let (kubelet_ok, kubelet_detail) = kubelet_names(&args.kubelet_logs);
     let features = Features::detect();
+    // Before netto's programs attach, as a live run does.
+    let dispatch = dispatch::measure();
     // The choice every measuring command makes, self-check included.
     let mut storage = Storage::default();
     let selected = selection::select(BackendChoice::Auto, &features, &mut storage, &Loopback);
@@ -87,6 +90,8 @@ pub fn run(args: &CheckArgs) -> Result<ExitCode> {
                 "kubelet_names": {"ok": kubelet_ok, "detail": kubelet_detail},
                 "backend": chosen.accounting.backend().name(), "why": tried.join("; "),
                 "self_check": chosen.check, "can_run": true,
+                "dispatch_ns": dispatch.as_ref().ok().map(|d| d.ns),
+                "dispatch_error_ns": dispatch.as_ref().ok().map(|d| d.error_ns),
             }),
             Err(e) => json!({
                 "kernel": kernel, "features": findings,
@@ -128,6 +133,14 @@ pub fn run(args: &CheckArgs) -> Result<ExitCode> {
                     check.backend,
                     notes::self_check(&CheckSeen::from(check))
                 );
+                match &dispatch {
+                    Ok(d) => println!(
+                        "{:<14} {:.0} ± {:.0} ns to enter a program (an estimate, \
+                         timed on raw sys_enter/exit; priced into netto's own cost)",
+                        "dispatch", d.ns, d.error_ns
+                    ),
+                    Err(e) => println!("{:<14} not measured: {}", "dispatch", e.describe()),
+                }
             }
             Err(e) => println!("backend        none: {}", e.describe()),
         }

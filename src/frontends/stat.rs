@@ -269,6 +269,7 @@ mod tests {
                 estimated: true,
                 error_percent: 0.02,
                 programs: vec![],
+                ..Overhead::default()
             },
             ..Snapshot::empty("tracepoint", 2)
         }

@@ -7,6 +7,7 @@ pub mod attribution;
 pub mod backend;
 pub mod callbacks;
 pub mod cgroup;
+pub mod dispatch;
 pub mod features;
 pub mod functions;
 pub mod hooks;

@@ -49,6 +49,12 @@ pub mod attribute {
     include!(concat!(env!("OUT_DIR"), "/attribute.skel.rs"));
 }
 
+/// An empty program whose entry cost start-up measures (see
+/// `kernel::dispatch`).
+pub mod dispatch {
+    include!(concat!(env!("OUT_DIR"), "/dispatch.skel.rs"));
+}
+
 pub mod probe {
     include!(concat!(env!("OUT_DIR"), "/probe.skel.rs"));
 }

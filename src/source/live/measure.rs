@@ -19,6 +19,7 @@ use crate::collect::estimate::{estimate_unmeasured, Calibrator};
 use crate::collect::{Beside, Collector};
 use crate::kernel::accounting::Accounting;
 use crate::kernel::attribution::Points;
+use crate::kernel::dispatch::Dispatch;
 use crate::kernel::sampler::{Sampler, SamplerCounters, MAX_FREQUENCY_HZ, MIN_FREQUENCY_HZ};
 use crate::model::{SamplingStats, Snapshot, Tier};
 use crate::sketch::Cohosted;
@@ -76,7 +77,8 @@ pub(super) struct Measure<'c, 'a, 'obj> {
 }
 
 impl<'c, 'a, 'obj> Measure<'c, 'a, 'obj> {
-    /// Starts the first interval now.
+    /// Starts the first interval now; the CPU time spent so far counts in
+    /// it.
     pub fn start(
         config: &LiveConfig,
         accounting: &'a Accounting<'obj>,
@@ -86,7 +88,8 @@ impl<'c, 'a, 'obj> Measure<'c, 'a, 'obj> {
         control: &'c Receiver<Control>,
         out: &'c Sender<Snapshot>,
     ) -> Result<Self> {
-        let collector = Collector::start(accounting, duty.is_some())?;
+        let mut collector = Collector::start(accounting, duty.is_some())?;
+        collector.count_startup();
         if let Some(duty) = duty.as_mut() {
             duty.begin_interval();
         }
@@ -114,6 +117,12 @@ impl<'c, 'a, 'obj> Measure<'c, 'a, 'obj> {
             calibrator: Calibrator::default(),
             calibration_intervals: config.calibrate_every_s.map(CalibrationIntervals::new),
         })
+    }
+
+    /// Prices every run of netto's tracepoint programs at `dispatch` more
+    /// than their statistics say.
+    pub fn price_dispatch(&mut self, dispatch: Dispatch) {
+        self.collector.price_dispatch(dispatch);
     }
 
     /// Delivers snapshots until the run ends, starting with `first` as the

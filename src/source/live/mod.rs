@@ -190,6 +190,9 @@ fn run(
     let Some(mut measure) = started(ready, measure) else {
         return Ok(());
     };
+    if let Some(dispatch) = opened.dispatch {
+        measure.price_dispatch(dispatch);
+    }
     let Some(attribution_notes) = started(ready, measure.attribute(config, points)) else {
         return Ok(());
     };

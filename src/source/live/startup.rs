@@ -14,6 +14,7 @@ use crate::collect::estimate::ESTIMATE_HZ;
 use crate::collect::{Beside, Collector};
 use crate::kernel::accounting::Accounting;
 use crate::kernel::attribution::Points;
+use crate::kernel::dispatch::{self, Dispatch};
 use crate::kernel::features::Features;
 use crate::kernel::sampler::{Sampler, SamplerConfig, Transport, WRITER_WAIT};
 use crate::kernel::selection;
@@ -50,6 +51,9 @@ impl Default for Storage {
 pub(super) struct Opened<'obj> {
     pub accounting: Accounting<'obj>,
     pub duty: Option<DutyCycle>,
+    /// What entering a program costs, timed before netto's attach;
+    /// `None` when it could not be (start-up fails a step later then).
+    pub dispatch: Option<Dispatch>,
     notes: Vec<Note>,
 }
 
@@ -59,6 +63,7 @@ impl<'obj> Opened<'obj> {
         storage: &'obj mut selection::Storage,
         probe: &dyn ProbeTraffic,
     ) -> Result<Self> {
+        let dispatch = dispatch::measure().ok();
         let selection = selection::select(config.backend, &Features::detect(), storage, probe)?;
         let mut notes = notes::of_selection(&selection);
         let duty = match config.bpf_stats.then(|| DutyCycle::new(config.interval)) {
@@ -79,6 +84,7 @@ impl<'obj> Opened<'obj> {
         Ok(Opened {
             accounting,
             duty,
+            dispatch,
             notes,
         })
     }
