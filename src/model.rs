@@ -293,6 +293,11 @@ pub fn percent(ns: u64, interval_s: f64) -> f64 {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct ProgramCost {
     pub name: String,
+    /// The hook it runs on, as netto's cost figures name hooks (`softirq`,
+    /// `window`, `sample`, `xdp_sketch`, ...); empty in recordings made
+    /// before it was given.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub hook: String,
     pub run_count: u64,
     pub run_time_ns: u64,
 }
@@ -439,6 +444,7 @@ impl BudgetStatus {
             change: None,
             steps_down: 4,
             steps_up: 0,
+            knobs: Vec::new(),
         }
     }
 }
@@ -475,9 +481,57 @@ pub struct BudgetStatus {
     /// What the budget changed at the end of this interval.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub change: Option<BudgetChange>,
-    /// Steps (of either knob) taken down and up since the start.
+    /// Steps (of either knob) taken down and up since the start. The
+    /// budget may take several steps down at the end of one interval, to
+    /// the setting its knobs' costs say fits; `change` is then the last.
     pub steps_down: u64,
     pub steps_up: u64,
+    /// What each part of netto's cost is now, the parts a knob turns down
+    /// and the measuring process; what it judged on. Empty without
+    /// program costs (`--no-bpf-stats`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub knobs: Vec<KnobCost>,
+}
+
+/// One part of netto's cost, as the budget sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct KnobCost {
+    pub knob: KnobName,
+    /// In percent of one CPU, dispatch included.
+    pub cost_percent: f64,
+    pub basis: CostBasis,
+}
+
+/// The parts of netto's cost the budget weighs.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum KnobName {
+    /// netto's processes, start-up left out: no knob of its own, it
+    /// shrinks with the others.
+    Process,
+    /// The socket window hooks (every system call of the host): what the
+    /// `softirq` tier leaves out.
+    SocketWindow,
+    /// Every other exact hook (softirqs, interrupts, callbacks, context
+    /// switches): what the `sampled` tier leaves out.
+    ExactHooks,
+    /// The stack sampler, in proportion to its frequency.
+    Sampler,
+    /// The co-hosted XDP sketch, in proportion to its probability.
+    Sketch,
+}
+
+/// Where a [`KnobCost`] comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum CostBasis {
+    /// Measured over this interval.
+    Measured,
+    /// Off in this interval: its last measured cost, scaled by the network
+    /// load since.
+    Predicted,
 }
 
 /// One change the budget makes; each is one line on stderr (the TUI's

@@ -348,6 +348,7 @@ fn the_page_shows_the_sketch_probability_in_force_and_the_one_asked() {
         }),
         steps_down: 1,
         steps_up: 0,
+        knobs: Vec::new(),
     });
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("budget.json");

@@ -144,6 +144,7 @@ fn share(
         };
         ProgramCost {
             name: name.clone(),
+            hook: hook.hook.to_owned(),
             run_count: s.run_count + extra_runs.round() as u64,
             run_time_ns: s.run_time_ns + extra_ns.round() as u64,
         }

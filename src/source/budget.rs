@@ -18,12 +18,28 @@
 //! ([`BudgetChange::Exceeded`]). Whatever the tier, every estimate is
 //! labelled as one, with its error.
 //!
+//! That ladder is the order when nothing says what a step saves (without
+//! BPF run-time statistics, `--no-bpf-stats`). With them, every snapshot
+//! carries each part's cost (`budget.knobs`: the socket window hooks, the
+//! other exact hooks, the sampler, the sketch, the measuring process;
+//! dispatch included): measured where it ran, and where it is off,
+//! predicted from its last measured cost scaled by the network load since.
+//! Over the budget, the budget then takes at once, at the end of one
+//! interval, as many steps as the costs say it takes to fit, each time
+//! the step that saves the most: under load that is the tier, not the
+//! sampling frequency. A step back up that the predicted cost of the hooks
+//! it brings back leaves no room for is not tried. The CPU time of
+//! start-up counts in the first snapshot's cost, but is not judged: no
+//! knob gets it back.
+//!
 //! Hysteresis, counted in intervals: one step down after [`DOWN_AFTER`]
 //! intervals in a row over the budget; one step up after [`UP_AFTER`] in a
 //! row with room, that is with the cost plus twice its error under
 //! [`ROOM`] of the budget. The [`SETTLE`] intervals after a step are not
 //! judged: they pay for loading the new sampler and for re-reading the
-//! kernel's symbols, which its programs change. A step up that is over the budget again
+//! kernel's symbols, which its programs change (the first of them is the
+//! costly one: stepping every [`DOWN_AFTER`] + [`SETTLE`] intervals, the
+//! old ladder showed a peak every fourth interval). A step up that is over the budget again
 //! straight away doubles the wait before the next one (up to
 //! [`LONGEST_UP_WAIT`]), so a cost that sits between two steps does not
 //! swing back and forth every few intervals. Such an undone step also
@@ -37,9 +53,13 @@
 //! [`Control`](super::Control) request, which the live source carries out
 //! like one from a front end.
 
+use std::collections::BTreeMap;
+
 use crate::collect::estimate::ESTIMATE_HZ;
 use crate::kernel::sampler::MIN_FREQUENCY_HZ;
-use crate::model::{BudgetChange, BudgetStatus, Overhead, Snapshot, Tier};
+use crate::model::{
+    percent, BudgetChange, BudgetStatus, CostBasis, KnobCost, KnobName, Overhead, Snapshot, Tier,
+};
 
 pub const DOWN_AFTER: u32 = 2;
 pub const UP_AFTER: u32 = 5;
@@ -70,6 +90,15 @@ pub enum Knob {
     Sketch(f64),
     /// The tier, and the sampling frequency that goes with it.
     Tier(Tier, u64),
+}
+
+/// A knob the budget can step down by what it saves (attribution's
+/// programs are not priced, so it goes by the ladder alone).
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Step {
+    Frequency,
+    Sketch,
+    Tier,
 }
 
 #[derive(Debug)]
@@ -107,6 +136,9 @@ pub struct Budget {
     exceeded: bool,
     steps_down: u64,
     steps_up: u64,
+    /// Each knob's cost (percent of one CPU) and the network load (the
+    /// same unit) when last measured on.
+    seen: BTreeMap<KnobName, (f64, f64)>,
 }
 
 impl Budget {
@@ -131,6 +163,7 @@ impl Budget {
             exceeded: false,
             steps_down: 0,
             steps_up: 0,
+            seen: BTreeMap::new(),
         }
     }
 
@@ -152,6 +185,7 @@ impl Budget {
                 attribution_off: self.attribution_off,
                 tier: self.tier,
                 sketch_level: self.sketch_level,
+                seen: std::mem::take(&mut self.seen),
                 ..Budget::new(self.percent, Some(hz), self.attributing, self.asked_tier)
                     .with_sketch(self.asked_sketch)
             };
@@ -214,11 +248,12 @@ impl Budget {
             && self.tier_at_floor()
     }
 
-    /// Judges one interval's cost (`snapshot.overhead`) under its network
-    /// load; returns what the interval's snapshot says about the budget,
-    /// and the knob to turn, if any.
-    pub fn observe(&mut self, snapshot: &Snapshot) -> (BudgetStatus, Option<Knob>) {
-        let overhead = &snapshot.overhead;
+    /// Judges one interval's cost (`snapshot.overhead`, start-up left
+    /// out) under its network load; returns what the interval's snapshot
+    /// says about the budget, and the knobs to turn, if any.
+    pub fn observe(&mut self, snapshot: &Snapshot) -> (BudgetStatus, Vec<Knob>) {
+        let knobs = self.knob_costs(snapshot);
+        let overhead = &without_startup(snapshot);
         let load = network_load(snapshot);
         let room_for = |extra: f64| {
             overhead
@@ -226,35 +261,132 @@ impl Budget {
                 .is_some_and(|c| c + extra + 2.0 * overhead.error_percent < ROOM * self.percent)
         };
         let room = room_for(0.0);
-        let room_above = room_for(self.up_cost_per_load.map_or(0.0, |k| k * load));
+        let above = self.up_cost_per_load.map_or(0.0, |k| k * load);
+        let room_above = room_for(above.max(self.predicted_up_cost(&knobs)));
+        let before = self.setting();
         let change = if self.settling > 0 {
             self.settling -= 1;
             None
         } else {
-            self.judge(overhead, load, room, room_above)
+            self.judge(overhead, &knobs, load, room, room_above)
         };
-        let knob = match change {
-            Some(BudgetChange::Down { to_hz, .. } | BudgetChange::Up { to_hz, .. }) => {
-                Some(Knob::Frequency(to_hz))
-            }
-            Some(BudgetChange::AttributionOff) => Some(Knob::Attribution(false)),
-            Some(BudgetChange::AttributionOn) => Some(Knob::Attribution(true)),
-            Some(BudgetChange::SketchDown { to, .. } | BudgetChange::SketchUp { to, .. }) => {
-                Some(Knob::Sketch(to))
-            }
-            Some(BudgetChange::TierDown { to, .. } | BudgetChange::TierUp { to, .. }) => {
-                Some(Knob::Tier(to, self.frequency_hz().unwrap_or(ESTIMATE_HZ)))
-            }
-            Some(BudgetChange::Exceeded | BudgetChange::Kept) | None => None,
-        };
-        (self.status(overhead, change), knob)
+        let turned = self.turned_since(before);
+        let mut status = self.status(overhead, change);
+        status.knobs = knobs;
+        (status, turned)
     }
 
     /// What an interval the budget does not judge says about it: the last
     /// of a run (nothing changes after it), or a calibration interval
-    /// (exact for one interval by design, whatever the budget).
-    pub fn unjudged(&self, overhead: &Overhead) -> BudgetStatus {
-        self.status(overhead, None)
+    /// (exact for one interval by design, whatever the budget), whose
+    /// costs are learnt all the same.
+    pub fn unjudged(&mut self, snapshot: &Snapshot) -> BudgetStatus {
+        let knobs = self.knob_costs(snapshot);
+        let mut status = self.status(&without_startup(snapshot), None);
+        status.knobs = knobs;
+        status
+    }
+
+    /// Each part of the interval's cost: measured where it ran, predicted
+    /// from when it last did where it is off (see [`KnobCost`]); empty
+    /// without program costs.
+    fn knob_costs(&mut self, snapshot: &Snapshot) -> Vec<KnobCost> {
+        let overhead = &snapshot.overhead;
+        if !overhead.bpf_stats || snapshot.interval_s <= 0.0 {
+            return Vec::new();
+        }
+        let load = network_load(snapshot);
+        let dispatch_ns = overhead.dispatch_ns.unwrap_or(0.0);
+        let process_ns = overhead
+            .process_cpu_ns
+            .saturating_sub(overhead.startup_cpu_ns);
+        let mut ns = BTreeMap::from([(KnobName::Process, process_ns as f64)]);
+        for program in &overhead.programs {
+            if let Some(knob) = knob_of_hook(&program.hook) {
+                let dispatch = match knob {
+                    KnobName::SocketWindow | KnobName::ExactHooks => dispatch_ns,
+                    _ => 0.0,
+                };
+                *ns.entry(knob).or_default() +=
+                    program.run_time_ns as f64 + program.run_count as f64 * dispatch;
+            }
+        }
+        let on = [
+            (KnobName::Process, true),
+            (KnobName::SocketWindow, snapshot.tier == Tier::Exact),
+            (KnobName::ExactHooks, snapshot.tier != Tier::Sampled),
+            (KnobName::Sampler, self.asked_hz.is_some()),
+            (KnobName::Sketch, self.asked_sketch.is_some()),
+        ];
+        let mut knobs = Vec::new();
+        for (knob, running) in on {
+            if running {
+                let cost = ns
+                    .get(&knob)
+                    .map_or(0.0, |&ns| ns / snapshot.interval_s / 1e7);
+                self.seen.insert(knob, (cost, load));
+                knobs.push(KnobCost {
+                    knob,
+                    cost_percent: cost,
+                    basis: CostBasis::Measured,
+                });
+            } else if let Some(&(cost, then)) = self.seen.get(&knob) {
+                let scale = load.max(MIN_LEARNING_LOAD) / then.max(MIN_LEARNING_LOAD);
+                knobs.push(KnobCost {
+                    knob,
+                    cost_percent: cost * scale,
+                    basis: CostBasis::Predicted,
+                });
+            }
+        }
+        knobs
+    }
+
+    /// What the next step up would add, as the knobs' costs predict it:
+    /// back to a tier adds the hooks it attaches.
+    fn predicted_up_cost(&self, knobs: &[KnobCost]) -> f64 {
+        let hooks = match self.tier {
+            _ if self.tier == self.asked_tier => return 0.0,
+            Tier::Softirq => KnobName::SocketWindow,
+            Tier::Sampled => KnobName::ExactHooks,
+            Tier::Exact => return 0.0,
+        };
+        cost_of(knobs, hooks)
+    }
+
+    /// The knobs as they are now, to tell what a judgement turned.
+    fn setting(&self) -> (Tier, Option<u64>, bool, Option<f64>) {
+        (
+            self.tier,
+            self.frequency_hz(),
+            self.attribution_off,
+            self.sketch_probability(),
+        )
+    }
+
+    /// The knobs turned since `before`, each once, in the order the live
+    /// source carries them out (the sampler last: it is replaced).
+    fn turned_since(&self, before: (Tier, Option<u64>, bool, Option<f64>)) -> Vec<Knob> {
+        let (tier, hz, attribution_off, sketch) = before;
+        let mut turned = Vec::new();
+        if attribution_off != self.attribution_off {
+            turned.push(Knob::Attribution(!self.attribution_off));
+        }
+        if let (Some(p), true) = (
+            self.sketch_probability(),
+            sketch != self.sketch_probability(),
+        ) {
+            turned.push(Knob::Sketch(p));
+        }
+        if tier != self.tier {
+            turned.push(Knob::Tier(
+                self.tier,
+                self.frequency_hz().unwrap_or(ESTIMATE_HZ),
+            ));
+        } else if let (Some(now), true) = (self.frequency_hz(), hz != self.frequency_hz()) {
+            turned.push(Knob::Frequency(now));
+        }
+        turned
     }
 
     fn is_over(&self, overhead: &Overhead) -> bool {
@@ -271,6 +403,7 @@ impl Budget {
             change,
             steps_down: self.steps_down,
             steps_up: self.steps_up,
+            knobs: Vec::new(),
         }
     }
 
@@ -279,6 +412,7 @@ impl Budget {
     fn judge(
         &mut self,
         overhead: &Overhead,
+        knobs: &[KnobCost],
         load: f64,
         room: bool,
         room_above: bool,
@@ -309,7 +443,7 @@ impl Budget {
             if undone {
                 self.up_wait = (self.up_wait * 2).min(LONGEST_UP_WAIT);
             }
-            let change = self.step_down();
+            let change = self.steps_down_to_fit(cost, knobs);
             // Back where the step up started: what it added per unit of
             // load, for the next try. Any other step down lands elsewhere.
             self.up_cost_per_load = (undone && load >= MIN_LEARNING_LOAD)
@@ -329,29 +463,140 @@ impl Budget {
         None
     }
 
-    /// One step down: the frequency while it can go lower, then
-    /// attribution, then the sketch's probability, then the tier.
-    fn step_down(&mut self) -> BudgetChange {
+    /// Steps down until the knobs' costs predict the budget holds, each
+    /// time turning the knob whose step saves the most, or to the floor;
+    /// without knowing what a step saves, one step down the ladder
+    /// ([`Budget::step_down`]). Returns the last step.
+    fn steps_down_to_fit(&mut self, cost: f64, knobs: &[KnobCost]) -> BudgetChange {
+        let mut parts: BTreeMap<KnobName, f64> =
+            knobs.iter().map(|k| (k.knob, k.cost_percent)).collect();
+        let mut predicted = cost;
+        loop {
+            let (step, saving) = self.best_step(&parts);
+            let change = self.step_down(step);
+            predicted -= saving;
+            if saving <= 0.0 || predicted <= self.percent || self.at_floor() {
+                return change;
+            }
+            self.apply_saving(step, &mut parts);
+        }
+    }
+
+    /// The next step down that saves the most by `parts` (percent of one
+    /// CPU per knob), and what it saves; the ladder's next step when none
+    /// is known to save anything.
+    fn best_step(&self, parts: &BTreeMap<KnobName, f64>) -> (Option<Step>, f64) {
+        let part = |knob| parts.get(&knob).copied().unwrap_or(0.0);
+        let hz = self.frequency_hz().unwrap_or(0) as f64;
+        let mut candidates = Vec::new();
+        if !self.frequency_at_floor() {
+            let next = self.asked_hz.map_or(0, |a| at_level(a, self.level + 1)) as f64;
+            candidates.push((Step::Frequency, part(KnobName::Sampler) * (1.0 - next / hz)));
+        }
+        if !self.sketch_at_floor() {
+            candidates.push((
+                Step::Sketch,
+                part(KnobName::Sketch) * (1.0 - 1.0 / SKETCH_STEP),
+            ));
+        }
+        if !self.tier_at_floor() {
+            let hooks = match self.tier {
+                Tier::Exact => KnobName::SocketWindow,
+                _ => KnobName::ExactHooks,
+            };
+            // An estimating tier samples at ESTIMATE_HZ at least.
+            let faster = if hz > 0.0 && hz < ESTIMATE_HZ as f64 {
+                part(KnobName::Sampler) * (ESTIMATE_HZ as f64 / hz - 1.0)
+            } else {
+                0.0
+            };
+            candidates.push((Step::Tier, part(hooks) - faster));
+        }
+        candidates
+            .into_iter()
+            .filter(|&(_, saving)| saving > 0.0)
+            .max_by(|a, b| a.1.total_cmp(&b.1))
+            .map_or((None, 0.0), |(step, saving)| (Some(step), saving))
+    }
+
+    /// `parts` after `step` was taken.
+    fn apply_saving(&self, step: Option<Step>, parts: &mut BTreeMap<KnobName, f64>) {
+        let hz = self.frequency_hz().unwrap_or(0) as f64;
+        match step {
+            Some(Step::Frequency) => {
+                if let Some(sampler) = parts.get_mut(&KnobName::Sampler) {
+                    let was = self.asked_hz.map_or(0, |a| at_level(a, self.level - 1)) as f64;
+                    *sampler *= hz / was.max(1.0);
+                }
+            }
+            Some(Step::Sketch) => {
+                if let Some(sketch) = parts.get_mut(&KnobName::Sketch) {
+                    *sketch /= SKETCH_STEP;
+                }
+            }
+            Some(Step::Tier) => {
+                let hooks = match self.tier {
+                    Tier::Softirq => KnobName::SocketWindow,
+                    _ => KnobName::ExactHooks,
+                };
+                parts.insert(hooks, 0.0);
+            }
+            None => {}
+        }
+    }
+
+    /// One step down of `step`'s knob, or without one the ladder's: the
+    /// frequency while it can go lower, then attribution, then the
+    /// sketch's probability, then the tier. A tier below exact turns
+    /// attribution off with it (it needs every event exact).
+    fn step_down(&mut self, step: Option<Step>) -> BudgetChange {
         self.settling = SETTLE;
         self.steps_down += 1;
+        match step {
+            Some(Step::Frequency) => return self.frequency_down(),
+            Some(Step::Sketch) => {
+                if let Some(change) = self.sketch_down() {
+                    return change;
+                }
+            }
+            Some(Step::Tier) => return self.tier_down(),
+            None => {}
+        }
         if self.frequency_at_floor() {
             if !self.attribution_at_floor() {
                 self.attribution_off = true;
                 return BudgetChange::AttributionOff;
             }
-            if let (false, Some(from)) = (self.sketch_at_floor(), self.sketch_probability()) {
-                self.sketch_level += 1;
-                let to = self.sketch_probability().unwrap_or(from);
-                return BudgetChange::SketchDown { from, to };
+            if let Some(change) = self.sketch_down() {
+                return change;
             }
-            let from = self.tier;
-            // at_floor() was false, so there is a lower tier.
-            self.tier = from.lower().unwrap_or(from);
-            return BudgetChange::TierDown {
-                from,
-                to: self.tier,
-            };
+            return self.tier_down();
         }
+        self.frequency_down()
+    }
+
+    fn sketch_down(&mut self) -> Option<BudgetChange> {
+        let from = self
+            .sketch_probability()
+            .filter(|_| !self.sketch_at_floor())?;
+        self.sketch_level += 1;
+        let to = self.sketch_probability().unwrap_or(from);
+        Some(BudgetChange::SketchDown { from, to })
+    }
+
+    fn tier_down(&mut self) -> BudgetChange {
+        let from = self.tier;
+        self.tier = from.lower().unwrap_or(from);
+        if self.attributing {
+            self.attribution_off = true;
+        }
+        BudgetChange::TierDown {
+            from,
+            to: self.tier,
+        }
+    }
+
+    fn frequency_down(&mut self) -> BudgetChange {
         let from_hz = self.frequency_hz().unwrap_or(0);
         self.level += 1;
         let to_hz = self.frequency_hz().unwrap_or(0);
@@ -385,6 +630,34 @@ impl Budget {
     }
 }
 
+/// The part of netto's cost a knob turns down, by the hook its programs
+/// run on (`kernel::hooks`, and the sketch's).
+fn knob_of_hook(hook: &str) -> Option<KnobName> {
+    Some(match hook {
+        "window" => KnobName::SocketWindow,
+        "softirq" | "hardirq" | "callback" | "sched_switch" => KnobName::ExactHooks,
+        "sample" => KnobName::Sampler,
+        "xdp_sketch" => KnobName::Sketch,
+        _ => return None,
+    })
+}
+
+fn cost_of(knobs: &[KnobCost], knob: KnobName) -> f64 {
+    knobs
+        .iter()
+        .find(|k| k.knob == knob)
+        .map_or(0.0, |k| k.cost_percent)
+}
+
+/// The interval's overhead as the budget judges it: start-up's CPU time
+/// left out, since no knob gets it back.
+fn without_startup(snapshot: &Snapshot) -> Overhead {
+    let mut overhead = snapshot.overhead.clone();
+    let startup = percent(overhead.startup_cpu_ns, snapshot.interval_s);
+    overhead.cost_percent = overhead.cost_percent.map(|c| (c - startup).max(0.0));
+    overhead
+}
+
 /// The interval's network CPU time (every event, exact or estimated), in
 /// percent of one CPU: what a step's cost grows with.
 fn network_load(snapshot: &Snapshot) -> f64 {
@@ -406,6 +679,7 @@ fn at_level(asked_hz: u64, level: u32) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::ProgramCost;
 
     /// A 1 s interval of `cost` with `load` percent of one CPU of network
     /// time.
@@ -463,7 +737,7 @@ mod tests {
         );
         assert_eq!(budget.frequency_hz(), Some(250));
         let (status, to) = budget.observe(&cost(1.5, 0.0));
-        assert_eq!(to, None);
+        assert_eq!(to, []);
         assert!(status.over && !status.at_floor);
         assert_eq!((status.steps_down, status.steps_up), (2, 0));
         assert_eq!(status.asked_frequency_hz, Some(1000));
@@ -530,14 +804,14 @@ mod tests {
     fn one_interval_over_or_a_cost_between_room_and_budget_holds() {
         let mut budget = Budget::new(1.0, Some(99), false, Tier::Exact);
         for percent in [1.5, 0.9, 1.5, 0.7, 2.0, 0.61] {
-            assert_eq!(budget.observe(&cost(percent, 0.0)).1, None, "{percent}");
+            assert_eq!(budget.observe(&cost(percent, 0.0)).1, [], "{percent}");
         }
         budget.level = 1;
         // Between 0.6 and 1 % of the budget: no room, not over.
         assert_eq!(run(&mut budget, 0.8, 20), vec![None; 20]);
         // Room by the estimate, but not with twice its error.
         let (_, to) = budget.observe(&cost(0.5, 0.1));
-        assert_eq!(to, None);
+        assert_eq!(to, []);
         assert_eq!(budget.room_for, 0);
     }
 
@@ -631,7 +905,7 @@ mod tests {
     fn the_last_interval_reports_and_changes_nothing() {
         let mut budget = Budget::new(1.0, Some(99), false, Tier::Exact);
         budget.observe(&cost(2.0, 0.0));
-        let status = budget.unjudged(&cost(2.0, 0.0).overhead);
+        let status = budget.unjudged(&cost(2.0, 0.0));
         assert!(status.over && status.change.is_none());
         assert_eq!((budget.frequency_hz(), status.steps_down), (Some(99), 0));
     }
@@ -641,7 +915,7 @@ mod tests {
         let mut budget = Budget::new(1.0, Some(99), false, Tier::Exact);
         for _ in 0..10 {
             let (status, to) = budget.observe(&loaded(Overhead::default(), 0.0));
-            assert!(!status.over && to.is_none());
+            assert!(!status.over && to.is_empty());
         }
     }
 
@@ -789,7 +1063,7 @@ mod tests {
         assert_eq!(low.sketch_probability(), Some(0.0005));
         let mut status = Budget::new(1.0, None, false, Tier::Exact)
             .with_sketch(Some(0.01))
-            .unjudged(&cost(0.1, 0.0).overhead);
+            .unjudged(&cost(0.1, 0.0));
         status.change = Some(sketch_down(0.01, 0.0025));
         assert!(status
             .change_line()
@@ -804,12 +1078,194 @@ mod tests {
         assert!(!status.at_floor, "attribution is still on");
         let (status, knob) = budget.observe(&cost(0.9, 0.0));
         assert_eq!(status.change, Some(BudgetChange::AttributionOff));
-        assert_eq!(knob, Some(Knob::Attribution(false)));
+        assert_eq!(knob, [Knob::Attribution(false)]);
         assert!(status.change_line().unwrap().contains("attribution off"));
         let changes = run(&mut budget, 0.9, 4);
         assert_eq!(changes, [None, None, None, Some(BudgetChange::Exceeded)]);
         // A front end's frequency does not turn attribution back on.
         budget.asked(99);
         assert!(budget.attribution_off && budget.at_floor());
+    }
+
+    /// A 1 s interval in `tier` whose parts cost these percentages of one
+    /// CPU (by hook; `process` for the measuring process), at `load`.
+    fn priced(tier: Tier, parts: &[(&str, f64)], load: f64) -> Snapshot {
+        let ns = |percent: f64| (percent * 1e7) as u64;
+        let programs: Vec<ProgramCost> = parts
+            .iter()
+            .filter(|(hook, _)| *hook != "process")
+            .map(|&(hook, percent)| ProgramCost {
+                name: format!("netto_{hook}"),
+                hook: hook.to_owned(),
+                run_count: 1_000,
+                run_time_ns: ns(percent),
+            })
+            .collect();
+        let process = parts
+            .iter()
+            .find(|(h, _)| *h == "process")
+            .map_or(0.0, |p| p.1);
+        let total: f64 = parts.iter().map(|p| p.1).sum();
+        let mut snapshot = loaded(
+            Overhead {
+                process_cpu_ns: ns(process),
+                bpf_stats: true,
+                cost_percent: Some(total),
+                error_percent: 0.01,
+                programs,
+                ..Overhead::default()
+            },
+            load,
+        );
+        snapshot.tier = tier;
+        snapshot
+    }
+
+    /// Given what each part costs, over the budget for two intervals: the
+    /// knobs turned, all at once, and the steps that took.
+    #[test]
+    fn over_the_budget_it_turns_the_knobs_that_save_the_most_until_it_fits() {
+        struct Case {
+            what: &'static str,
+            budget: f64,
+            hz: u64,
+            attributing: bool,
+            parts: &'static [(&'static str, f64)],
+            knobs: &'static [Knob],
+            steps: u64,
+        }
+        let cases = [
+            Case {
+                what: "a loaded host: the exact hooks, not the sampler",
+                budget: 1.0,
+                hz: 99,
+                attributing: false,
+                parts: &[
+                    ("process", 0.3),
+                    ("window", 3.0),
+                    ("softirq", 0.8),
+                    ("sample", 0.1),
+                ],
+                knobs: &[Knob::Tier(Tier::Sampled, 99)],
+                steps: 2,
+            },
+            Case {
+                what: "the window hooks alone are enough",
+                budget: 1.0,
+                hz: 99,
+                attributing: true,
+                parts: &[
+                    ("process", 0.2),
+                    ("window", 0.9),
+                    ("softirq", 0.1),
+                    ("sample", 0.1),
+                ],
+                knobs: &[Knob::Attribution(false), Knob::Tier(Tier::Softirq, 99)],
+                steps: 1,
+            },
+            Case {
+                what: "a fast sampler: halve it once",
+                budget: 1.0,
+                hz: 400,
+                attributing: false,
+                parts: &[
+                    ("process", 0.2),
+                    ("window", 0.1),
+                    ("softirq", 0.1),
+                    ("sample", 1.2),
+                ],
+                knobs: &[Knob::Frequency(200)],
+                steps: 1,
+            },
+            Case {
+                what: "below what estimates need, a lower tier would sample faster",
+                budget: 0.5,
+                hz: 12,
+                attributing: false,
+                parts: &[
+                    ("process", 0.1),
+                    ("window", 0.05),
+                    ("softirq", 0.05),
+                    ("sample", 0.6),
+                ],
+                knobs: &[Knob::Frequency(6)],
+                steps: 1,
+            },
+            Case {
+                what: "an idle host stays exact",
+                budget: 1.0,
+                hz: 99,
+                attributing: true,
+                parts: &[
+                    ("process", 0.2),
+                    ("window", 0.1),
+                    ("softirq", 0.1),
+                    ("sample", 0.1),
+                ],
+                knobs: &[],
+                steps: 0,
+            },
+        ];
+        for case in cases {
+            let mut budget = Budget::new(case.budget, Some(case.hz), case.attributing, Tier::Exact);
+            let interval = priced(Tier::Exact, case.parts, 20.0);
+            let (first, knobs) = budget.observe(&interval);
+            assert_eq!(knobs, [], "{}: one interval over is not enough", case.what);
+            assert_eq!(first.knobs.len(), 4, "{}: {:?}", case.what, first.knobs);
+            assert!(first.knobs.iter().all(|k| k.basis == CostBasis::Measured));
+            let (status, knobs) = budget.observe(&interval);
+            assert_eq!(knobs, case.knobs, "{}", case.what);
+            assert_eq!(status.steps_down, case.steps, "{}", case.what);
+        }
+    }
+
+    #[test]
+    fn an_off_knob_is_predicted_from_its_last_cost_and_the_load_since() {
+        let mut budget = Budget::new(1.0, Some(99), false, Tier::Exact);
+        let parts = [
+            ("process", 0.2),
+            ("window", 2.0),
+            ("softirq", 0.2),
+            ("sample", 0.1),
+        ];
+        budget.observe(&priced(Tier::Exact, &parts, 20.0));
+        let (_, knobs) = budget.observe(&priced(Tier::Exact, &parts, 20.0));
+        assert_eq!(knobs, [Knob::Tier(Tier::Softirq, 99)]);
+        // In the softirq tier, at half the load: the window hooks would
+        // cost half what they did.
+        let softirq = [("process", 0.2), ("softirq", 0.1), ("sample", 0.1)];
+        let (status, _) = budget.observe(&priced(Tier::Softirq, &softirq, 10.0));
+        let window = status
+            .knobs
+            .iter()
+            .find(|k| k.knob == KnobName::SocketWindow)
+            .unwrap();
+        assert_eq!(window.basis, CostBasis::Predicted);
+        assert!((window.cost_percent - 1.0).abs() < 1e-9, "{window:?}");
+        // Room by the measured cost, but not for the hooks a step up
+        // would bring back: it stays, however long.
+        for _ in 0..40 {
+            let (status, knobs) = budget.observe(&priced(Tier::Softirq, &softirq, 10.0));
+            assert_eq!((knobs, status.change), (vec![], None));
+        }
+        // Once the load is gone, back to exact.
+        let idle: Vec<_> = (0..10)
+            .flat_map(|_| budget.observe(&priced(Tier::Softirq, &softirq, 0.1)).1)
+            .collect();
+        assert_eq!(idle, [Knob::Tier(Tier::Exact, 99)]);
+    }
+
+    #[test]
+    fn start_up_counts_in_the_cost_but_not_in_the_judgement() {
+        let mut budget = Budget::new(1.0, Some(99), false, Tier::Exact);
+        let mut first = priced(Tier::Exact, &[("process", 14.2), ("window", 0.2)], 0.0);
+        first.overhead.startup_cpu_ns = 140_000_000;
+        for _ in 0..3 {
+            let (status, knobs) = budget.observe(&first);
+            assert!(!status.over, "14.4 % with 14 % of it start-up");
+            assert_eq!(knobs, []);
+            let process = status.knobs.iter().find(|k| k.knob == KnobName::Process);
+            assert!((process.unwrap().cost_percent - 0.2).abs() < 1e-9);
+        }
     }
 }

@@ -41,6 +41,7 @@ pub fn snapshot() -> Snapshot {
     s.overhead.error_percent = 0.03;
     s.overhead.programs = vec![ProgramCost {
         name: "netto_softirq_entry".into(),
+        hook: "softirq".into(),
         run_count: 10_000,
         run_time_ns: 2_000_000,
     }];

@@ -9,10 +9,10 @@ use crate::source::budget::Knob;
 
 #[derive(Debug, Default, PartialEq)]
 pub(super) struct Changes {
-    /// What turns when the interval in progress ends: the budget's step,
-    /// or a front end's frequency in a tier that estimates (an interval's
-    /// estimates are priced at one sampling frequency).
-    pub next_knob: Option<Knob>,
+    /// What turns when the interval in progress ends, in order: the
+    /// budget's steps, or a front end's frequency in a tier that estimates
+    /// (an interval's estimates are priced at one sampling frequency).
+    pub next_knobs: Vec<Knob>,
     /// The tier asked for, put in force when the interval in progress
     /// ends.
     pub next_tier: Option<Tier>,
@@ -35,7 +35,7 @@ impl Changes {
     /// of the interval, in a tier that estimates and while calibrating.
     pub fn frequency_asked(&mut self, hz: u64, in_force: Tier) -> Option<u64> {
         if in_force != Tier::Exact || self.calibrating.is_some() {
-            self.next_knob = Some(Knob::Frequency(hz));
+            self.next_knobs = vec![Knob::Frequency(hz)];
             None
         } else {
             Some(hz)
@@ -56,7 +56,7 @@ impl Changes {
     /// intervals (a knob's step waits for the interval after it). Returns
     /// whether it did: the exact tier is then asked for.
     pub fn calibrate(&mut self, due: bool, sampling: bool, in_force: Tier) -> bool {
-        let calibrate = due && sampling && self.next_knob.is_none();
+        let calibrate = due && sampling && self.next_knobs.is_empty();
         if calibrate {
             self.calibrating = Some(in_force);
             self.next_tier = Some(Tier::Exact);
@@ -71,11 +71,13 @@ impl Changes {
         !last && self.calibrating.is_none()
     }
 
-    /// The budget judged an interval and may step: its own step wins over
+    /// The budget judged an interval and may step: its own steps win over
     /// a front end's request, which it has judged already
     /// ([`crate::source::budget::Budget::asked`]).
-    pub fn budget_stepped(&mut self, step: Option<Knob>) {
-        self.next_knob = step.or(self.next_knob.take());
+    pub fn budget_stepped(&mut self, steps: Vec<Knob>) {
+        if !steps.is_empty() {
+            self.next_knobs = steps;
+        }
     }
 }
 
@@ -100,15 +102,15 @@ mod tests {
     fn a_frequency_waits_for_the_interval_where_estimates_are_priced() {
         let mut changes = Changes::default();
         assert_eq!(changes.frequency_asked(99, Tier::Exact), Some(99));
-        assert_eq!(changes.next_knob, None);
+        assert_eq!(changes.next_knobs, []);
         assert_eq!(changes.frequency_asked(49, Tier::Softirq), None);
-        assert_eq!(changes.next_knob, Some(Knob::Frequency(49)));
+        assert_eq!(changes.next_knobs, [Knob::Frequency(49)]);
         let mut calibrating = Changes {
             calibrating: Some(Tier::Sampled),
             ..Changes::default()
         };
         assert_eq!(calibrating.frequency_asked(199, Tier::Exact), None);
-        assert_eq!(calibrating.next_knob, Some(Knob::Frequency(199)));
+        assert_eq!(calibrating.next_knobs, [Knob::Frequency(199)]);
     }
 
     #[test]
@@ -135,7 +137,7 @@ mod tests {
     #[test]
     fn no_calibration_beside_another_change_or_without_samples() {
         let mut pending = Changes {
-            next_knob: Some(Knob::Attribution(false)),
+            next_knobs: vec![Knob::Attribution(false)],
             ..Changes::default()
         };
         assert!(!pending.calibrate(true, true, Tier::Softirq));
@@ -152,11 +154,12 @@ mod tests {
         let mut changes = Changes::default();
         assert!(changes.judged(false));
         assert!(!changes.judged(true));
-        changes.next_knob = Some(Knob::Frequency(49));
-        changes.budget_stepped(None);
-        assert_eq!(changes.next_knob, Some(Knob::Frequency(49)));
-        changes.budget_stepped(Some(Knob::Frequency(24)));
-        assert_eq!(changes.next_knob, Some(Knob::Frequency(24)));
+        changes.next_knobs = vec![Knob::Frequency(49)];
+        changes.budget_stepped(Vec::new());
+        assert_eq!(changes.next_knobs, [Knob::Frequency(49)]);
+        let steps = vec![Knob::Attribution(false), Knob::Tier(Tier::Softirq, 99)];
+        changes.budget_stepped(steps.clone());
+        assert_eq!(changes.next_knobs, steps);
     }
 
     #[test]

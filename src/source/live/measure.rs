@@ -205,31 +205,36 @@ impl<'c, 'a, 'obj> Measure<'c, 'a, 'obj> {
                     self.changes.interval_ended();
                     self.switch_tier(sampler.as_deref())?;
                     self.calibrate_if_due(sampler.as_deref())?;
-                    match self.changes.next_knob.take() {
-                        Some(Knob::Frequency(hz)) => {
-                            if let Some(next) = self.replace_sampler(sampler.as_deref(), hz) {
-                                return Ok(next);
-                            }
-                        }
-                        Some(Knob::Attribution(on)) => self.switch_attribution(on)?,
-                        Some(Knob::Sketch(probability)) => {
-                            if let Some(sketch) = self.sketch.as_mut() {
-                                sketch.set_probability(probability)?;
-                            }
-                        }
-                        Some(Knob::Tier(tier, hz)) => {
-                            self.changes.next_tier = Some(tier);
-                            self.switch_tier(sampler.as_deref())?;
-                            if let Some(next) = self.replace_sampler(sampler.as_deref(), hz) {
-                                return Ok(next);
-                            }
-                        }
-                        None => {}
+                    if let Some(next) = self.turn(sampler.as_deref())? {
+                        return Ok(next);
                     }
                 }
                 Wake::Due => {}
             }
         }
+    }
+
+    /// Turns the knobs [`Changes`] holds, between two intervals, all at
+    /// once; the sampler, if its frequency changes, is replaced last.
+    fn turn(&mut self, sampler: Option<&Sampler<'_>>) -> Result<Option<Next>> {
+        let mut hz = None;
+        for knob in std::mem::take(&mut self.changes.next_knobs) {
+            match knob {
+                Knob::Frequency(to) => hz = Some(to),
+                Knob::Attribution(on) => self.switch_attribution(on)?,
+                Knob::Sketch(probability) => {
+                    if let Some(sketch) = self.sketch.as_mut() {
+                        sketch.set_probability(probability)?;
+                    }
+                }
+                Knob::Tier(tier, to) => {
+                    self.changes.next_tier = Some(tier);
+                    self.switch_tier(sampler)?;
+                    hz = Some(to);
+                }
+            }
+        }
+        Ok(hz.and_then(|hz| self.replace_sampler(sampler, hz)))
     }
 
     /// Hands the sampler's counts to the interval and asks for one at `hz`,
@@ -406,7 +411,7 @@ impl<'c, 'a, 'obj> Measure<'c, 'a, 'obj> {
                 self.changes.budget_stepped(step);
                 status
             } else {
-                budget.unjudged(&snapshot.overhead)
+                budget.unjudged(&snapshot)
             });
         }
         Ok(self.out.send(snapshot).is_ok())

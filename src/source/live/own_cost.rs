@@ -102,6 +102,7 @@ mod tests {
         let mut sketch = sketch();
         let other = ProgramCost {
             name: "netto_sample".into(),
+            hook: "sample".into(),
             run_count: 1,
             run_time_ns: 1,
         };
@@ -109,6 +110,7 @@ mod tests {
         assert_eq!(sketch.cost.run_count, 500, "not priced: left alone");
         let priced = ProgramCost {
             name: SKETCH_PROGRAM.into(),
+            hook: "xdp_sketch".into(),
             run_count: 5_000,
             run_time_ns: 200_000_000,
         };

@@ -403,6 +403,7 @@ fn sketch_panel_says_when_the_budget_holds_the_probability_under_the_asked() {
             change: None,
             steps_down: 1,
             steps_up: 0,
+            knobs: Vec::new(),
         });
         screen(&fixture::app_showing(snapshot), 200, 60)
     };

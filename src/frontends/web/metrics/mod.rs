@@ -534,6 +534,7 @@ mod tests {
             }),
             steps_down: 1,
             steps_up: 0,
+            knobs: Vec::new(),
         };
         s.budget = Some(status.clone());
         metrics.add(&s);
