@@ -471,12 +471,13 @@ impl Budget {
         let mut parts: BTreeMap<KnobName, f64> =
             knobs.iter().map(|k| (k.knob, k.cost_percent)).collect();
         let mut predicted = cost;
+        let mut taken: Vec<BudgetChange> = Vec::new();
         loop {
             let (step, saving) = self.best_step(&parts);
-            let change = self.step_down(step);
+            taken.push(self.step_down(step));
             predicted -= saving;
             if saving <= 0.0 || predicted <= self.percent || self.at_floor() {
-                return change;
+                return whole_move(&taken);
             }
             self.apply_saving(step, &mut parts);
         }
@@ -627,6 +628,30 @@ impl Budget {
         self.level -= 1;
         let to_hz = self.frequency_hz().unwrap_or(0);
         BudgetChange::Up { from_hz, to_hz }
+    }
+}
+
+/// The last of `taken`'s steps as one move of its knob, from where the
+/// first step of that knob started: "tier exact -> sampled", not the
+/// last step alone.
+fn whole_move(taken: &[BudgetChange]) -> BudgetChange {
+    let last = taken[taken.len() - 1];
+    let first_of_kind = taken
+        .iter()
+        .find(|c| std::mem::discriminant(*c) == std::mem::discriminant(&last))
+        .copied()
+        .unwrap_or(last);
+    match (first_of_kind, last) {
+        (BudgetChange::Down { from_hz, .. }, BudgetChange::Down { to_hz, .. }) => {
+            BudgetChange::Down { from_hz, to_hz }
+        }
+        (BudgetChange::SketchDown { from, .. }, BudgetChange::SketchDown { to, .. }) => {
+            BudgetChange::SketchDown { from, to }
+        }
+        (BudgetChange::TierDown { from, .. }, BudgetChange::TierDown { to, .. }) => {
+            BudgetChange::TierDown { from, to }
+        }
+        _ => last,
     }
 }
 
@@ -1132,6 +1157,7 @@ mod tests {
             attributing: bool,
             parts: &'static [(&'static str, f64)],
             knobs: &'static [Knob],
+            change: Option<BudgetChange>,
             steps: u64,
         }
         let cases = [
@@ -1147,6 +1173,7 @@ mod tests {
                     ("sample", 0.1),
                 ],
                 knobs: &[Knob::Tier(Tier::Sampled, 99)],
+                change: Some(tier_down(Tier::Exact, Tier::Sampled)),
                 steps: 2,
             },
             Case {
@@ -1161,6 +1188,7 @@ mod tests {
                     ("sample", 0.1),
                 ],
                 knobs: &[Knob::Attribution(false), Knob::Tier(Tier::Softirq, 99)],
+                change: Some(tier_down(Tier::Exact, Tier::Softirq)),
                 steps: 1,
             },
             Case {
@@ -1175,6 +1203,7 @@ mod tests {
                     ("sample", 1.2),
                 ],
                 knobs: &[Knob::Frequency(200)],
+                change: down(400, 200),
                 steps: 1,
             },
             Case {
@@ -1189,6 +1218,7 @@ mod tests {
                     ("sample", 0.6),
                 ],
                 knobs: &[Knob::Frequency(6)],
+                change: down(12, 6),
                 steps: 1,
             },
             Case {
@@ -1203,6 +1233,7 @@ mod tests {
                     ("sample", 0.1),
                 ],
                 knobs: &[],
+                change: None,
                 steps: 0,
             },
         ];
@@ -1215,6 +1246,7 @@ mod tests {
             assert!(first.knobs.iter().all(|k| k.basis == CostBasis::Measured));
             let (status, knobs) = budget.observe(&interval);
             assert_eq!(knobs, case.knobs, "{}", case.what);
+            assert_eq!(status.change, case.change, "{}", case.what);
             assert_eq!(status.steps_down, case.steps, "{}", case.what);
         }
     }
