@@ -143,8 +143,9 @@ pub struct MeasureArgs {
     pub max_groups: usize,
     #[arg(long, value_name = "DIR", default_value = kubelet::DEFAULT_ROOT, help = KUBELET_LOGS_HELP)]
     pub kubelet_logs: std::path::PathBuf,
-    /// Keep netto's whole cost (its processes and BPF programs) under this
-    /// percentage of one CPU by turning the sampling frequency down, then
+    /// Keep what measuring costs (netto's measuring process and its BPF
+    /// programs; not serve's HTTP server, which --serve-budget bounds) under
+    /// this percentage of one CPU by turning the sampling frequency down, then
     /// attribution (--by) off, then the XDP sketch's probability
     /// (--xdp-sketch) down, then (when sampling) the tier down, and back
     /// when there is room; `off`: no budget. Estimates are marked with

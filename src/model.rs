@@ -310,6 +310,10 @@ pub struct Overhead {
     /// process (every thread) and the HTTP server process of `serve`; not
     /// the demo load. Exact.
     pub process_cpu_ns: u64,
+    /// The part of `process_cpu_ns` that `serve`'s HTTP server process
+    /// took, exited threads included: serving, not measuring.
+    #[serde(default)]
+    pub serving_cpu_ns: u64,
     /// Whether netto measured its BPF programs' cost (BPF run-time
     /// statistics, held for a slice of each interval); false with
     /// `--no-bpf-stats`, and then the program figures below are absent.
@@ -329,6 +333,16 @@ pub struct Overhead {
     /// made before it existed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost_percent: Option<f64>,
+    /// What measuring costs, in percent of one CPU over the interval: the
+    /// BPF programs (as in `cost_percent`) and the measuring process,
+    /// without serving. The budget acts on this alone. Absent from
+    /// recordings made before it existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub measuring_percent: Option<f64>,
+    /// What serving costs: `serving_cpu_ns` in percent of one CPU over the
+    /// interval (0 without `serve`); `serve --serve-budget` bounds it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub serving_percent: Option<f64>,
     /// Whether the BPF part is an estimate: runs counted exactly, each
     /// priced at the cost per run measured while statistics were on.
     #[serde(default)]
@@ -358,6 +372,14 @@ pub struct Overhead {
     /// in `error_percent`, whether or not `bpf_stats`.
     #[serde(default)]
     pub dispatch_run_time_ns: u64,
+}
+
+impl Overhead {
+    /// The cost the budget holds: measuring's, or netto's whole cost in a
+    /// recording made before the two were told apart.
+    pub fn budgeted_percent(&self) -> Option<f64> {
+        self.measuring_percent.or(self.cost_percent)
+    }
 }
 
 /// Everything measured over one interval.

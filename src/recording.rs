@@ -361,6 +361,11 @@ fn check_snapshot(at: &str, s: &Snapshot) -> Result<(), Invalid> {
         host_ns,
     )?;
     check_at_most(
+        &format!("{at}.overhead.serving_cpu_ns"),
+        s.overhead.serving_cpu_ns as f64,
+        s.overhead.process_cpu_ns as f64,
+    )?;
+    check_at_most(
         &format!("{at}.overhead.bpf_run_time_ns"),
         s.overhead.bpf_run_time_ns as f64,
         host_ns,
@@ -381,8 +386,14 @@ fn check_snapshot(at: &str, s: &Snapshot) -> Result<(), Invalid> {
     } else {
         0.0
     };
-    if let Some(cost) = s.overhead.cost_percent {
-        check_percent(&format!("{at}.overhead.cost_percent"), cost, host_percent)?;
+    for (field, value) in [
+        ("cost_percent", s.overhead.cost_percent),
+        ("measuring_percent", s.overhead.measuring_percent),
+        ("serving_percent", s.overhead.serving_percent),
+    ] {
+        if let Some(value) = value {
+            check_percent(&format!("{at}.overhead.{field}"), value, host_percent)?;
+        }
     }
     check_percent(
         &format!("{at}.overhead.error_percent"),

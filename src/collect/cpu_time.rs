@@ -40,42 +40,118 @@ pub fn cpu_time() -> Duration {
 }
 
 /// netto's processes besides this one (the HTTP server process of `serve`),
-/// whose CPU time is netto's cost too; the demo load is not one of them.
+/// whose CPU time is netto's cost too, but serving's rather than
+/// measuring's; the demo load is not one of them.
 #[derive(Debug, Default)]
 pub struct OwnProcesses {
-    /// pid, and its CPU time when last read (ns).
-    others: Vec<(u32, u64)>,
+    others: Vec<Other>,
+}
+
+/// Another process of netto's, and what was read of it so far.
+#[derive(Debug)]
+struct Other {
+    pid: u32,
+    /// Each live thread's run time when last read (ns).
+    threads: Vec<(u32, u64)>,
+    /// The run time of its threads that have exited since it was added.
+    gone_ns: u64,
+    /// The whole process's CPU time when last read, never falling (ns).
+    total_ns: u64,
+}
+
+/// The CPU time so far of netto's processes, split by what they do.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct OwnCpu {
+    /// This process: measuring.
+    pub measuring_ns: u64,
+    /// The others: serving.
+    pub serving_ns: u64,
+}
+
+impl OwnCpu {
+    pub fn total_ns(self) -> u64 {
+        self.measuring_ns + self.serving_ns
+    }
 }
 
 impl OwnProcesses {
     pub fn add(&mut self, pid: u32) {
-        if !self.others.iter().any(|&(p, _)| p == pid) {
-            self.others.push((pid, 0));
+        if !self.others.iter().any(|o| o.pid == pid) {
+            self.others.push(Other {
+                pid,
+                threads: Vec::new(),
+                gone_ns: 0,
+                total_ns: 0,
+            });
         }
     }
 
-    /// CPU time of this process and the others so far, in ns. Another
-    /// process is read from the scheduler's run time of each of its
-    /// threads (/proc/PID/task/*/schedstat, exact), and keeps what it had
-    /// once it, or one of its threads, has gone: the figure never falls.
-    pub fn cpu_ns(&mut self) -> u64 {
-        let own = u64::try_from(cpu_time().as_nanos()).unwrap_or(u64::MAX);
-        for (pid, last) in &mut self.others {
-            *last = (*last).max(threads_run_time_ns(*pid));
+    /// CPU time of this process and of the others so far, in ns; the
+    /// figures never fall.
+    pub fn cpu_ns(&mut self) -> OwnCpu {
+        let measuring_ns = u64::try_from(cpu_time().as_nanos()).unwrap_or(u64::MAX);
+        let serving_ns = self.others.iter_mut().map(Other::read).sum();
+        OwnCpu {
+            measuring_ns,
+            serving_ns,
         }
-        own + self.others.iter().map(|&(_, ns)| ns).sum::<u64>()
     }
 }
 
-fn threads_run_time_ns(pid: u32) -> u64 {
+impl Other {
+    /// The process's CPU time so far, exited threads included. Two
+    /// readings, and the larger counts: each thread's scheduler run time
+    /// (/proc/PID/task/*/schedstat, in ns), a thread that exited keeping
+    /// what it had when last read; and the process's own user + system
+    /// time (/proc/PID/stat), which covers all of its exited threads'
+    /// time but only in clock ticks.
+    fn read(&mut self) -> u64 {
+        let live = threads_run_time_ns(self.pid);
+        if !live.is_empty() {
+            for (tid, ns) in &self.threads {
+                if !live.iter().any(|(t, _)| t == tid) {
+                    self.gone_ns += ns;
+                }
+            }
+            self.threads = live;
+        }
+        let by_thread = self.gone_ns + self.threads.iter().map(|&(_, ns)| ns).sum::<u64>();
+        let by_process = process_stat_ns(self.pid).unwrap_or(0);
+        self.total_ns = self.total_ns.max(by_thread).max(by_process);
+        self.total_ns
+    }
+}
+
+/// Each live thread of `pid` and its run time so far (ns).
+fn threads_run_time_ns(pid: u32) -> Vec<(u32, u64)> {
     let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
-        return 0;
+        return Vec::new();
     };
     tasks
         .filter_map(Result::ok)
-        .filter_map(|task| std::fs::read_to_string(task.path().join("schedstat")).ok())
-        .filter_map(|line| line.split_whitespace().next()?.parse::<u64>().ok())
-        .sum()
+        .filter_map(|task| {
+            let tid = task.file_name().to_str()?.parse().ok()?;
+            let line = std::fs::read_to_string(task.path().join("schedstat")).ok()?;
+            Some((tid, line.split_whitespace().next()?.parse().ok()?))
+        })
+        .collect()
+}
+
+/// utime + stime of the whole process `pid` (exited threads included), in
+/// ns at the precision of a clock tick.
+fn process_stat_ns(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name, in parentheses, may hold spaces: fields count from
+    // after its closing one. utime and stime are fields 14 and 15.
+    let mut fields = stat
+        .get(stat.rfind(')')? + 1..)?
+        .split_whitespace()
+        .skip(11);
+    let utime: u64 = fields.next()?.parse().ok()?;
+    let stime: u64 = fields.next()?.parse().ok()?;
+    let ticks = nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK).ok()??;
+    let ticks = u64::try_from(ticks).ok().filter(|&t| t > 0)?;
+    Some((utime + stime) * (1_000_000_000 / ticks))
 }
 
 #[cfg(test)]
@@ -100,8 +176,8 @@ mod tests {
         let (mut alone, mut with_child) = (0, 0);
         while std::time::Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(50));
-            alone = OwnProcesses::default().cpu_ns();
-            with_child = own.cpu_ns();
+            alone = OwnProcesses::default().cpu_ns().total_ns();
+            with_child = own.cpu_ns().total_ns();
             if with_child > alone + 10_000_000 {
                 break;
             }
@@ -112,7 +188,42 @@ mod tests {
         );
         child.kill().unwrap();
         child.wait().unwrap();
-        assert!(own.cpu_ns() >= with_child);
+        assert!(own.cpu_ns().total_ns() >= with_child);
+    }
+
+    #[test]
+    fn a_process_keeps_the_time_of_its_exited_threads() {
+        let mut us = Other {
+            pid: std::process::id(),
+            threads: Vec::new(),
+            gone_ns: 0,
+            total_ns: 0,
+        };
+        let before = us.read();
+        // A thread that runs for 60 ms of CPU, then exits before the next
+        // reading: a sum over the live threads alone loses it.
+        std::thread::spawn(|| {
+            let start = thread_cpu();
+            let mut x = 0u64;
+            while thread_cpu() - start < Duration::from_millis(60) {
+                for _ in 0..10_000 {
+                    x = std::hint::black_box(x.wrapping_add(1));
+                }
+            }
+        })
+        .join()
+        .unwrap();
+        let after = us.read();
+        assert!(
+            after >= before + 50_000_000,
+            "{} ms counted of a thread's 60",
+            (after - before) / 1_000_000
+        );
+    }
+
+    fn thread_cpu() -> Duration {
+        let t = nix::time::clock_gettime(nix::time::ClockId::CLOCK_THREAD_CPUTIME_ID).unwrap();
+        Duration::from(t)
     }
 
     #[test]

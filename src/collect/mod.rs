@@ -81,7 +81,7 @@ impl<'a, 'obj> Collector<'a, 'obj> {
     /// and verifying programs, reading kernel symbols) in the first
     /// interval, as `overhead.startup_cpu_ns`.
     pub fn count_startup(&mut self) {
-        self.startup_cpu_ns = std::mem::take(&mut self.previous.process_cpu_ns);
+        self.startup_cpu_ns = std::mem::take(&mut self.previous.process_cpu.measuring_ns);
     }
 
     /// Prices every run of netto's tracepoint programs at `dispatch` more
@@ -199,6 +199,6 @@ fn read(accounting: &Accounting<'_>, processes: &mut OwnProcesses) -> Result<Rea
         // Read whether or not statistics are on: recursion misses are
         // counted always.
         programs: accounting.program_stats(),
-        process_cpu_ns: processes.cpu_ns(),
+        process_cpu: processes.cpu_ns(),
     })
 }

@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use std::time::Instant;
 
 use super::cost::{BpfCost, HookRuns};
+use super::cpu_time::OwnCpu;
 use crate::abi::{netto_cpu, netto_event, netto_hook};
 use crate::kernel::accounting::recursion_miss_is_loss;
 use crate::kernel::dispatch::Dispatch;
@@ -26,7 +27,7 @@ pub struct Reading {
     /// Every attached program, whether or not run-time statistics are on.
     pub programs: Vec<ProgramRun>,
     /// CPU time of netto's own processes so far.
-    pub process_cpu_ns: u64,
+    pub process_cpu: OwnCpu,
 }
 
 /// What does not change between intervals.
@@ -229,7 +230,15 @@ fn overhead(
     dispatch: Option<Dispatch>,
     stats_held_s: f64,
 ) -> Overhead {
-    let process_cpu_ns = cur.process_cpu_ns.saturating_sub(prev.process_cpu_ns);
+    let measuring_ns = cur
+        .process_cpu
+        .measuring_ns
+        .saturating_sub(prev.process_cpu.measuring_ns);
+    let serving_cpu_ns = cur
+        .process_cpu
+        .serving_ns
+        .saturating_sub(prev.process_cpu.serving_ns);
+    let process_cpu_ns = measuring_ns + serving_cpu_ns;
     let interval_s = cur.at.duration_since(prev.at).as_secs_f64();
     let bpf_stats = bpf.is_some();
     let bpf = bpf.unwrap_or_default();
@@ -237,8 +246,12 @@ fn overhead(
     let dispatch_run_time_ns = dispatch.map_or(0, |d| (d.ns * runs).round() as u64);
     let dispatch_error_ns = dispatch.map_or(0.0, |d| d.error_ns * runs);
     let error_ns = (bpf.error_ns as f64).hypot(dispatch_error_ns);
+    // What measuring costs: the measuring process, every BPF program it
+    // runs and the hooks' dispatch into them. Serving is not measuring.
+    let measuring_total_ns = measuring_ns + bpf.run_time_ns + dispatch_run_time_ns;
     Overhead {
         process_cpu_ns,
+        serving_cpu_ns,
         bpf_stats,
         bpf_stats_held_s: stats_held_s,
         bpf_run_time_ns: bpf.run_time_ns,
@@ -247,6 +260,8 @@ fn overhead(
             process_cpu_ns + bpf.run_time_ns + dispatch_run_time_ns,
             interval_s,
         )),
+        measuring_percent: Some(percent(measuring_total_ns, interval_s)),
+        serving_percent: Some(percent(serving_cpu_ns, interval_s)),
         estimated: bpf.estimated,
         error_percent: percent(error_ns.round() as u64, interval_s),
         programs: bpf.programs,
@@ -304,7 +319,10 @@ mod tests {
                 cpu(|c| c.softirq_time[3].ns = 1000),
             ],
             programs: vec![softirq_entry(10, 1000)],
-            process_cpu_ns: 5_000,
+            process_cpu: OwnCpu {
+                measuring_ns: 4_000,
+                serving_ns: 1_000,
+            },
         };
         let cur = Reading {
             at: t0 + Duration::from_millis(500),
@@ -323,7 +341,10 @@ mod tests {
                 }),
             ],
             programs: vec![softirq_entry(30, 5000)],
-            process_cpu_ns: 8_000,
+            process_cpu: OwnCpu {
+                measuring_ns: 6_000,
+                serving_ns: 2_000,
+            },
         };
         let ctx = Context {
             backend: "tracepoint".into(),
@@ -358,6 +379,17 @@ mod tests {
         assert!(!snap.overhead.estimated);
         let cost = snap.overhead.cost_percent.unwrap();
         assert!((cost - 7000.0 / 5e8 * 100.0).abs() < 1e-9, "{cost}");
+        // Serving (the HTTP process's 1000 ns) is netto's cost, but not
+        // measuring's: the budget sees 2000 + 4000 ns.
+        assert_eq!(snap.overhead.serving_cpu_ns, 1_000);
+        let measuring = snap.overhead.measuring_percent.unwrap();
+        assert!(
+            (measuring - 6000.0 / 5e8 * 100.0).abs() < 1e-9,
+            "{measuring}"
+        );
+        let serving = snap.overhead.serving_percent.unwrap();
+        assert!((serving - 1000.0 / 5e8 * 100.0).abs() < 1e-9, "{serving}");
+        assert_eq!(snap.overhead.budgeted_percent(), Some(measuring));
         assert_eq!(snap.overhead.programs[0].run_count, 20);
         assert!(!snap.losses.any());
         assert_eq!(snap.overhead.dispatch_ns, None);
@@ -372,7 +404,7 @@ mod tests {
             ts: 0.0,
             cpus: vec![cpu(f)],
             programs: Vec::new(),
-            process_cpu_ns: 0,
+            process_cpu: OwnCpu::default(),
         };
         let prev = at(0, |_| {});
         // 100 softirqs (200 runs), 50 system calls (100 runs), 30 samples.
@@ -418,7 +450,7 @@ mod tests {
                     }
                 })
                 .collect(),
-            process_cpu_ns: 0,
+            process_cpu: OwnCpu::default(),
         }
     }
 

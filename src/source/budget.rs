@@ -1,5 +1,6 @@
-//! `--budget`: netto keeps its whole cost (its processes plus its BPF
-//! programs, `overhead.cost_percent`) under a share of one CPU by itself.
+//! `--budget`: netto keeps what measuring costs (its measuring process plus
+//! its BPF programs, `overhead.measuring_percent`; serving is bounded apart,
+//! by `serve --serve-budget`) under a share of one CPU by itself.
 //!
 //! The knobs, in the order they are turned down: the stack sampling
 //! frequency, on a ladder of halvings of the asked frequency down to
@@ -257,7 +258,7 @@ impl Budget {
         let load = network_load(snapshot);
         let room_for = |extra: f64| {
             overhead
-                .cost_percent
+                .budgeted_percent()
                 .is_some_and(|c| c + extra + 2.0 * overhead.error_percent < ROOM * self.percent)
         };
         let room = room_for(0.0);
@@ -390,7 +391,9 @@ impl Budget {
     }
 
     fn is_over(&self, overhead: &Overhead) -> bool {
-        overhead.cost_percent.is_some_and(|c| c > self.percent)
+        overhead
+            .budgeted_percent()
+            .is_some_and(|c| c > self.percent)
     }
 
     fn status(&self, overhead: &Overhead, change: Option<BudgetChange>) -> BudgetStatus {
@@ -418,7 +421,7 @@ impl Budget {
         room_above: bool,
     ) -> Option<BudgetChange> {
         let over = self.is_over(overhead);
-        let cost = overhead.cost_percent.unwrap_or(0.0);
+        let cost = overhead.budgeted_percent().unwrap_or(0.0);
         if let Some(n) = self.since_up.as_mut() {
             *n += 1;
             if *n > DOWN_AFTER {
@@ -680,6 +683,7 @@ fn without_startup(snapshot: &Snapshot) -> Overhead {
     let mut overhead = snapshot.overhead.clone();
     let startup = percent(overhead.startup_cpu_ns, snapshot.interval_s);
     overhead.cost_percent = overhead.cost_percent.map(|c| (c - startup).max(0.0));
+    overhead.measuring_percent = overhead.measuring_percent.map(|c| (c - startup).max(0.0));
     overhead
 }
 
@@ -748,6 +752,29 @@ mod tests {
 
     fn up(from_hz: u64, to_hz: u64) -> Option<BudgetChange> {
         Some(BudgetChange::Up { from_hz, to_hz })
+    }
+
+    /// Serving's cost (the HTTP server's) is netto's, but not measuring's:
+    /// however much clients ask, the budget never steps measuring down.
+    #[test]
+    fn serving_never_makes_measuring_step_down() {
+        let mut budget = Budget::new(1.0, Some(99), false, Tier::Exact);
+        for _ in 0..20 {
+            let serving = loaded(
+                Overhead {
+                    cost_percent: Some(9.2),
+                    measuring_percent: Some(0.4),
+                    serving_percent: Some(8.8),
+                    error_percent: 0.01,
+                    ..Overhead::default()
+                },
+                0.0,
+            );
+            let (status, knob) = budget.observe(&serving);
+            assert!(!status.over && status.change.is_none() && knob.is_empty());
+        }
+        assert_eq!(budget.tier(), Tier::Exact);
+        assert_eq!(budget.frequency_hz(), Some(99));
     }
 
     #[test]

@@ -67,7 +67,7 @@ pub struct LiveConfig {
     pub xdp_sketch: Option<(String, SketchConfig)>,
     /// Attribute every event's time to groups (`--by`); `None`: not loaded.
     pub attribution: Option<attribution::Config>,
-    /// Keep netto's whole cost under this percentage of one CPU by turning
+    /// Keep measuring's cost under this percentage of one CPU by turning
     /// the sampling frequency down ([`super::budget`]); `None`: no budget.
     pub budget: Option<f64>,
     /// The tier to start in; any but `exact` needs `sampling`, whose

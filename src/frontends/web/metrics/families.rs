@@ -262,7 +262,10 @@ pub const EVENT_SECONDS: Family = Family {
     kind: Kind::Counter,
     concern: Concern::Events,
     labels: &[EVENT, CPU],
-    help: "CPU time in a network event (softirq, socket call, network timers), per CPU.",
+    help: "CPU time in a network event (softirq, socket call, network timers), per CPU, \
+           however it was measured: one series per event and CPU whatever the tier, so \
+           rate() holds across tier changes (netto_estimated says whether the last interval's \
+           figure was an estimate; netto_estimated_cpu_seconds_total is the estimated part).",
 };
 
 pub const EVENT_RUNS: Family = Family {
@@ -401,6 +404,16 @@ pub const PROCESS_CPU_SECONDS: Family = Family {
     help: "CPU time of netto's own processes (user + system): netto, and serve's HTTP server.",
 };
 
+pub const SERVING_SECONDS: Family = Family {
+    name: "netto_serving_cpu_seconds_total",
+    kind: Kind::Counter,
+    concern: Concern::OwnCost,
+    labels: &[],
+    help: "The part of netto_process_cpu_seconds_total that serve's HTTP server process took \
+           (exited threads included): serving, which --serve-budget bounds, not measuring, \
+           which --budget bounds.",
+};
+
 pub const OWN_SECONDS: Family = Family {
     name: "netto_own_cpu_seconds_total",
     kind: Kind::Counter,
@@ -467,8 +480,17 @@ pub const ESTIMATED_SECONDS: Family = Family {
     kind: Kind::Counter,
     concern: Concern::TiersAndBudget,
     labels: &[EVENT, CPU],
-    help: "CPU time of a network event estimated from stack samples, per CPU: what the tier \
-           in force does not measure (netto_cpu_seconds_total has only exact time).",
+    help: "The part of netto_cpu_seconds_total estimated from stack samples, per CPU: what \
+           the tier in force does not measure.",
+};
+
+pub const ESTIMATED: Family = Family {
+    name: "netto_estimated",
+    kind: Kind::Gauge,
+    concern: Concern::TiersAndBudget,
+    labels: &[EVENT],
+    help: "1 when the event's time in the last interval is an estimate from stack samples \
+           (the tier in force does not measure it), 0 when it was measured exactly.",
 };
 
 pub const ESTIMATED_VARIANCE: Family = Family {
@@ -522,7 +544,7 @@ pub const BUDGET_PERCENT: Family = Family {
     kind: Kind::Gauge,
     concern: Concern::TiersAndBudget,
     labels: &[],
-    help: "The budget netto keeps its whole cost under (--budget), percent of one CPU; \
+    help: "The budget netto keeps measuring's cost under (--budget), percent of one CPU; \
            0 without one.",
 };
 
@@ -627,6 +649,7 @@ pub const FAMILIES: &[&Family] = &[
     &SAMPLING_FREQUENCY,
     &SAMPLES_SOFTIRQ_LOOP,
     &PROCESS_CPU_SECONDS,
+    &SERVING_SECONDS,
     &OWN_SECONDS,
     &OWN_ERROR_SECONDS,
     &STATS_HELD_SECONDS,
@@ -634,6 +657,7 @@ pub const FAMILIES: &[&Family] = &[
     &BPF_RUNS,
     &OVERHEAD_PERCENT,
     &TIERS,
+    &ESTIMATED,
     &ESTIMATED_SECONDS,
     &ESTIMATED_VARIANCE,
     &ESTIMATE_AGREEMENT,

@@ -55,8 +55,10 @@ pub struct Metrics {
     intervals: Counter,
     measured_seconds: Counter,
     sampling_frequency: Gauge,
-    /// Estimated time apart from the exact: never mixed in one series.
+    /// The estimated part of `event_seconds`, which has all of it.
     estimated_seconds: CounterVec,
+    estimated: IntGaugeVec,
+    serving_seconds: Counter,
     estimated_variance: CounterVec,
     /// Only for events estimated in the last interval whose samples' agreement
     /// the run measured.
@@ -117,6 +119,8 @@ impl Metrics {
             measured_seconds: r.counter(&families::MEASURED_SECONDS)?,
             sampling_frequency: r.gauge(&families::SAMPLING_FREQUENCY)?,
             estimated_seconds: r.counters(&families::ESTIMATED_SECONDS)?,
+            estimated: r.int_gauges(&families::ESTIMATED)?,
+            serving_seconds: r.counter(&families::SERVING_SECONDS)?,
             estimated_variance: r.counters(&families::ESTIMATED_VARIANCE)?,
             estimate_agreement: r.gauges(&families::ESTIMATE_AGREEMENT)?,
             estimate_agreement_error: r.gauges(&families::ESTIMATE_AGREEMENT_ERROR)?,
@@ -168,19 +172,28 @@ impl Metrics {
                         .remove_label_values(&labels);
                 }
             }
-            let series = if time.estimated {
+            // One series per event and CPU whatever the tier: a label
+            // that changed with it would start a new series at each change
+            // and break rate() across it.
+            self.estimated
+                .with_label_values(&labels)
+                .set(i64::from(time.estimated));
+            if time.estimated {
                 let error_s = seconds(time.error_ns.unwrap_or(0));
                 self.estimated_variance
-                    .with_label_values(&[event.name()])
+                    .with_label_values(&labels)
                     .inc_by(error_s * error_s);
-                &self.estimated_seconds
-            } else {
-                &self.event_seconds
-            };
+            }
             for (cpu, ns) in time.per_cpu_ns.iter().enumerate() {
-                series
-                    .with_label_values(&[event.name(), &cpu.to_string()])
+                let labels = [event.name(), &cpu.to_string()];
+                self.event_seconds
+                    .with_label_values(&labels)
                     .inc_by(seconds(*ns));
+                if time.estimated {
+                    self.estimated_seconds
+                        .with_label_values(&labels)
+                        .inc_by(seconds(*ns));
+                }
             }
             self.event_runs
                 .with_label_values(&[event.name()])
@@ -232,6 +245,8 @@ impl Metrics {
         let overhead = &snapshot.overhead;
         self.process_seconds
             .inc_by(seconds(overhead.process_cpu_ns));
+        self.serving_seconds
+            .inc_by(seconds(overhead.serving_cpu_ns));
         for program in &overhead.programs {
             let labels = [program.name.as_str()];
             self.bpf_run_seconds
@@ -574,7 +589,7 @@ mod tests {
     }
 
     #[test]
-    fn estimates_have_series_of_their_own_with_their_variance() {
+    fn estimates_count_in_the_event_series_and_are_marked_with_their_variance() {
         let metrics = Metrics::new(&info()).unwrap();
         metrics.add(&snapshot());
         let mut s = snapshot();
@@ -591,9 +606,12 @@ mod tests {
         assert!((value(&text, estimated) - 0.4).abs() < 1e-9);
         let variance = r#"netto_estimated_cpu_seconds_variance_total{event="sock_send"}"#;
         assert!((value(&text, variance) - 2.0 * 0.03 * 0.03).abs() < 1e-12);
-        // The exact series has only the exact interval's time (none).
-        let exact = r#"netto_cpu_seconds_total{cpu="1",event="sock_send"}"#;
-        assert_eq!(value(&text, exact), 0.0);
+        // The event's series has its time however measured: the exact
+        // first interval's (none on CPU 1) and both estimates.
+        let all = r#"netto_cpu_seconds_total{cpu="1",event="sock_send"}"#;
+        assert!((value(&text, all) - 0.4).abs() < 1e-9);
+        assert_eq!(value(&text, r#"netto_estimated{event="sock_send"}"#), 1.0);
+        assert_eq!(value(&text, r#"netto_estimated{event="sock_recv"}"#), 0.0);
         assert!(!text.contains(r#"netto_estimated_cpu_seconds_total{cpu="1",event="net_rx"#));
         assert_eq!(value(&text, r#"netto_tier{tier="softirq"}"#), 1.0);
         assert_eq!(value(&text, r#"netto_tier{tier="exact"}"#), 0.0);
