@@ -14,6 +14,9 @@ fn main() -> ExitCode {
     if !cli.verbose {
         libbpf_rs::set_print(None);
     }
+    if let Err(e) = commands::startup::raise_file_limit() {
+        eprintln!("netto: warning: {e:#}");
+    }
     let result = match cli.into_command() {
         Command::Stat(args) => commands::stat::run(&args),
         Command::Check(args) => commands::check::run(&args),

@@ -116,6 +116,7 @@ fn the_unit_passes_systemd_analyze_verify() {
 
     let text = std::fs::read_to_string(UNIT).unwrap();
     for needed in [
+        "LimitNOFILE=1048576",
         "NoNewPrivileges=yes",
         "ProtectSystem=strict",
         "ProtectHome=yes",

@@ -201,3 +201,49 @@ impl Drop for ResumeOnDrop {
         unsafe { libc::kill(self.0, libc::SIGCONT) };
     }
 }
+
+/// What `systemctl stop` does to the shipped unit (KillMode=control-group):
+/// SIGTERM to netto and to its HTTP server process at once; and what a
+/// terminal does to a job, the signal to the whole process group. Each of
+/// SIGTERM, SIGINT and SIGHUP is a stop asked for: exit 0, every BPF
+/// program gone.
+#[test]
+fn a_stop_signal_to_every_process_of_a_live_serve_exits_0_and_removes_its_programs() {
+    let before = common::netto_programs_loaded();
+    for stop in [libc::SIGTERM, libc::SIGINT, libc::SIGHUP] {
+        let mut command = Command::new(NETTO);
+        command
+            .args(["serve", "--interval", "0.5"])
+            .process_group(0);
+        let serve = common::serve::Serve::spawn(command);
+        let mut events = serve.stream("/api/v1/stream");
+        events.next_event().unwrap().expect("a first snapshot");
+        assert!(common::netto_programs_loaded() > before);
+        // A large host's file limit: the soft one raised to the hard one.
+        let limits = std::fs::read_to_string(format!("/proc/{}/limits", serve.pid())).unwrap();
+        let files: Vec<&str> = limits
+            .lines()
+            .find(|l| l.starts_with("Max open files"))
+            .unwrap()
+            .split_whitespace()
+            .collect();
+        assert_eq!(files[3], files[4], "{limits}");
+        let server = serve.server_pid() as libc::pid_t;
+        signal(-(serve.pid() as libc::pid_t), stop);
+        signal(server, stop);
+        let (status, lines) = serve.wait_exit();
+        assert!(status.success(), "signal {stop}: {status}: {lines:?}");
+        assert!(
+            !lines.iter().any(|l| l.contains("error")),
+            "signal {stop}: {lines:?}"
+        );
+        assert!(!std::path::Path::new(&format!("/proc/{server}")).exists());
+        // The kernel frees a program once its last reference goes, after
+        // an RCU grace period: moments after netto's exit.
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while common::netto_programs_loaded() != before && Instant::now() < deadline {
+            thread::sleep(Duration::from_millis(50));
+        }
+        assert_eq!(common::netto_programs_loaded(), before, "signal {stop}");
+    }
+}

@@ -8,7 +8,7 @@ pub mod report;
 pub mod serve;
 mod signals;
 pub mod sketch;
-mod startup;
+pub mod startup;
 pub mod stat;
 mod stdout;
 pub mod top;

@@ -1,13 +1,17 @@
 //! `netto serve`: the source (live or replayed) runs here, in the process
 //! that may hold BPF objects; the HTTP server runs in a confined child
-//! process (`netto serve-http`) fed every snapshot over a pipe. Ctrl-C or
-//! SIGTERM stops the source and closes the pipe, which stops the child;
-//! the child ending for any other reason stops the source too.
+//! process (`netto serve-http`) fed every snapshot over a pipe. Ctrl-C,
+//! SIGTERM or SIGHUP, to netto or to its whole group, stops the source and
+//! closes the pipe, which stops the child (it ignores those signals); the
+//! child ending for any other reason stops the source too.
 
 use std::io::{self, BufReader};
 use std::net::{SocketAddr, TcpListener};
+use std::os::unix::process::ExitStatusExt;
 use std::process::{ExitCode, ExitStatus};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -20,6 +24,7 @@ use netto::frontends::web::sandbox::{self, Identity};
 use netto::frontends::web::server_process::{self, PidFd, ServerProcess};
 use netto::frontends::web::state::{FlameWindow, ServeSettings, State};
 use netto::source::{Control, Source};
+use nix::sys::signal::Signal;
 
 use super::signals::{stop_on_signals, when_stopped};
 use super::startup;
@@ -93,9 +98,11 @@ fn supervise(source: Source, server: ServerProcess, signalled: Receiver<()>) -> 
     // The HTTP server is part of what netto costs.
     let _ = source.controller().send(Control::OwnProcess(pid));
     let (events, next) = mpsc::channel();
+    let stopped = Arc::new(AtomicBool::new(false));
     {
-        let (events, control) = (events.clone(), source.controller());
+        let (events, control, stopped) = (events.clone(), source.controller(), stopped.clone());
         when_stopped(signalled, move || {
+            stopped.store(true, Ordering::SeqCst);
             let _ = control.send(Control::Stop);
             let _ = events.send(Event::Signal);
         })?;
@@ -133,8 +140,22 @@ fn supervise(source: Source, server: ServerProcess, signalled: Receiver<()>) -> 
     measured?;
     match status.context("waiting for the HTTP server process")? {
         status if status.success() => Ok(ExitCode::SUCCESS),
+        status if stopped.load(Ordering::SeqCst) && died_of_a_stop_signal(status) => {
+            Ok(ExitCode::SUCCESS)
+        }
         status => bail!("the HTTP server process ended: {status}"),
     }
+}
+
+/// Whether the HTTP server process died of a signal that stops netto: it
+/// ignores them, but one sent to the whole group (Ctrl-C, `systemctl
+/// stop`) can reach it before it has started ignoring them. When netto got
+/// the same stop, that is the stop asked for, not a failure.
+fn died_of_a_stop_signal(status: ExitStatus) -> bool {
+    status
+        .signal()
+        .and_then(|n| Signal::try_from(n).ok())
+        .is_some_and(|s| process::STOP_SIGNALS.contains(&s))
 }
 
 /// The server's exit status once its pipe has closed; killed if it takes

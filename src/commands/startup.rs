@@ -100,3 +100,17 @@ pub fn print_notes(source: &Source) {
         eprintln!("netto: {}", notes::sentence(note));
     }
 }
+
+/// Raises this process's soft limit on open files to its hard limit: on a
+/// large host, BPF objects (a map and a link each, per CPU for the
+/// sampler's perf events), /proc reads and the server's connections need
+/// more than the usual soft limit of 1024. Children inherit it.
+pub fn raise_file_limit() -> Result<()> {
+    use nix::sys::resource::{getrlimit, setrlimit, Resource};
+    let (soft, hard) = getrlimit(Resource::RLIMIT_NOFILE).context("reading the open file limit")?;
+    if soft < hard {
+        setrlimit(Resource::RLIMIT_NOFILE, hard, hard)
+            .with_context(|| format!("raising the open file limit from {soft} to {hard}"))?;
+    }
+    Ok(())
+}

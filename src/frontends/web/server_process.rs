@@ -10,6 +10,7 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::process::CommandExt;
 use std::process::{Child, ChildStdin, Command, Stdio};
 
+use nix::sys::signal::{sigaction, SaFlags, SigAction, SigHandler, SigSet, Signal};
 use thiserror::Error;
 
 use super::feed::{self, Feed, FeedError};
@@ -109,10 +110,7 @@ pub fn spawn(
         .arg(SERVE_HTTP_COMMAND)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        // Ctrl-C in a terminal signals the whole foreground group; the
-        // serving process stops when netto closes the pipe instead.
-        .process_group(0);
+        .stderr(Stdio::inherit());
     if let Some(id) = identity {
         command.args(["--uid", &id.uid.to_string(), "--gid", &id.gid.to_string()]);
     }
@@ -127,15 +125,16 @@ pub fn spawn(
     let high = unsafe { OwnedFd::from_raw_fd(high) };
     drop(listener);
     let fd = high.as_raw_fd();
-    // SAFETY: between fork and exec the closure only calls dup2, which is
-    // async-signal-safe, on a descriptor this process owns; the copy at
-    // fd 3 has no close-on-exec flag.
+    // SAFETY: between fork and exec the closure only calls dup2 and
+    // sigaction, both async-signal-safe, on a descriptor this process owns
+    // and with no handler of its own; the copy at fd 3 has no close-on-exec
+    // flag, and an ignored signal stays ignored across exec.
     unsafe {
         command.pre_exec(move || {
             if libc::dup2(fd, LISTENER_FD) < 0 {
                 return Err(io::Error::last_os_error());
             }
-            Ok(())
+            ignore_stop_signals()
         });
     }
     let mut child = command.spawn().map_err(ProcessError::Spawn)?;
@@ -170,6 +169,23 @@ pub fn spawn(
         return Err(e);
     }
     Ok(process)
+}
+
+/// The signals that stop netto, which the serving process ignores from
+/// before it runs: a terminal's Ctrl-C reaches the whole foreground group,
+/// and `systemctl stop` sends SIGTERM to every process of the unit, both
+/// at once. The serving process stops when netto, stopping, closes its
+/// pipe; were it to die of the signal instead, netto could not tell that
+/// from a crash.
+pub const STOP_SIGNALS: [Signal; 3] = [Signal::SIGINT, Signal::SIGTERM, Signal::SIGHUP];
+
+fn ignore_stop_signals() -> io::Result<()> {
+    let ignore = SigAction::new(SigHandler::SigIgn, SaFlags::empty(), SigSet::empty());
+    for signal in STOP_SIGNALS {
+        // SAFETY: installs no handler, only the ignored disposition.
+        unsafe { sigaction(signal, &ignore) }.map_err(io::Error::from)?;
+    }
+    Ok(())
 }
 
 /// In the serving process, first thing: closes every inherited file but
