@@ -555,8 +555,9 @@ pub struct TopArgs {
 #[command(mut_arg("budget", |a| a.default_value("1")))]
 #[command(mut_arg("calibrate_every", |a| a.default_value("600")))]
 pub struct ServeArgs {
-    /// Address and port to listen on.
-    #[arg(long, default_value = "127.0.0.1:9464", value_name = "ADDR:PORT")]
+    /// Address and port to listen on: ADDR:PORT (an IP address, or
+    /// localhost for 127.0.0.1), or a bare PORT on 127.0.0.1.
+    #[arg(long, default_value = "127.0.0.1:9464", value_name = "ADDR:PORT", value_parser = parse_listen)]
     pub listen: std::net::SocketAddr,
     /// Allow a non-loopback --listen address. Everything served is
     /// read-only, but there is no authentication and no TLS.
@@ -574,6 +575,16 @@ pub struct ServeArgs {
     /// scrapes it by.
     #[arg(long, value_name = "NAME", value_parser = parse_host_name)]
     pub allow_host: Vec<String>,
+    /// Serve this long, then stop and exit 0 (default: until stopped).
+    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true, value_parser = parse_duration)]
+    pub duration: Option<f64>,
+    /// Most CPU the HTTP server process may take, in percent of one CPU:
+    /// past it, requests that draw something (flame graphs, profiles,
+    /// snapshots, history) are answered 429 with Retry-After until serving
+    /// is back under it. Each client is also held to a request rate.
+    /// Serving never takes from measuring's --budget.
+    #[arg(long, value_name = "PERCENT", default_value_t = DEFAULT_SERVE_BUDGET, allow_negative_numbers = true, value_parser = parse_serve_budget)]
+    pub serve_budget: f64,
     /// The user the HTTP server process runs as when netto runs as root
     /// [default: a uid and gid of its own, unused by any user, group or
     /// process, picked at start].
@@ -750,6 +761,46 @@ fn parse_calibrate_every(text: &str) -> Result<OrOff, String> {
     })
 }
 
+/// `serve --serve-budget`'s default, in percent of one CPU.
+pub const DEFAULT_SERVE_BUDGET: f64 = 2.0;
+
+fn parse_serve_budget(text: &str) -> Result<f64, String> {
+    use crate::model::{MAX_BUDGET_PERCENT, MIN_BUDGET_PERCENT};
+    match text.parse::<f64>() {
+        Ok(percent) if (MIN_BUDGET_PERCENT..=MAX_BUDGET_PERCENT).contains(&percent) => Ok(percent),
+        Ok(_) => Err(format!(
+            "must be from {MIN_BUDGET_PERCENT} to {MAX_BUDGET_PERCENT} (percent of one CPU)"
+        )),
+        Err(_) => Err(format!("'{text}' is not a percentage")),
+    }
+}
+
+/// `--listen`: ADDR:PORT with an IP address or `localhost`, or a bare
+/// port on 127.0.0.1. No other name: which address it would resolve to
+/// is the resolver's choice, and netto says exactly where it listens.
+fn parse_listen(text: &str) -> Result<std::net::SocketAddr, String> {
+    use std::net::{Ipv4Addr, SocketAddr};
+    if let Ok(address) = text.parse::<SocketAddr>() {
+        return Ok(address);
+    }
+    let port = |digits: &str| {
+        digits
+            .parse::<u16>()
+            .map_err(|_| format!("'{digits}' is not a port (0 to 65535)"))
+    };
+    if !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit()) {
+        return Ok(SocketAddr::from((Ipv4Addr::LOCALHOST, port(text)?)));
+    }
+    match text.rsplit_once(':') {
+        Some((host, digits)) if host.eq_ignore_ascii_case("localhost") => {
+            Ok(SocketAddr::from((Ipv4Addr::LOCALHOST, port(digits)?)))
+        }
+        _ => Err(format!(
+            "'{text}' is not ADDR:PORT (an IP address or localhost, and a port) or a PORT"
+        )),
+    }
+}
+
 fn parse_host_name(text: &str) -> Result<String, String> {
     if crate::frontends::web::host_header::is_host_name(text) {
         Ok(text.to_owned())
@@ -890,6 +941,38 @@ mod tests {
             (config.probability, config.rows, config.columns),
             (1.0, 3, 2048)
         );
+    }
+
+    #[test]
+    fn serve_listens_on_an_address_localhost_or_a_bare_port() {
+        let listen = |text: &str| match parse(&["serve", "--listen", text]).unwrap().into_command()
+        {
+            Command::Serve(args) => args.listen.to_string(),
+            _ => unreachable!(),
+        };
+        assert_eq!(listen("9464"), "127.0.0.1:9464");
+        assert_eq!(listen("localhost:9464"), "127.0.0.1:9464");
+        assert_eq!(listen("LocalHost:0"), "127.0.0.1:0");
+        assert_eq!(listen("0.0.0.0:80"), "0.0.0.0:80");
+        assert_eq!(listen("[::1]:9464"), "[::1]:9464");
+        match parse(&["serve", "--duration", "30", "--serve-budget", "5"])
+            .unwrap()
+            .into_command()
+        {
+            Command::Serve(args) => {
+                assert_eq!((args.duration, args.serve_budget), (Some(30.0), 5.0))
+            }
+            _ => unreachable!(),
+        }
+        match parse(&["serve"]).unwrap().into_command() {
+            Command::Serve(args) => {
+                assert_eq!(
+                    (args.duration, args.serve_budget),
+                    (None, DEFAULT_SERVE_BUDGET)
+                )
+            }
+            _ => unreachable!(),
+        }
     }
 
     #[test]
@@ -1243,6 +1326,12 @@ mod tests {
             &["--demo", "stat"],
             &["serve", "--listen", "localhost"],
             &["serve", "--listen", "1.2.3.4:99999"],
+            &["serve", "--listen", "99999"],
+            &["serve", "--listen", "evil.example:9464"],
+            &["serve", "--listen", ""],
+            &["serve", "--duration", "0"],
+            &["serve", "--serve-budget", "0"],
+            &["serve", "--serve-budget", "nan"],
             &["serve", "--speed", "2"],
             &["serve", "--replay", "r.json", "--speed", "0"],
             &["serve", "--replay", "r.json", "--speed", "nan"],

@@ -102,6 +102,7 @@ fn play_through_front_ends(recording: &Recording) {
     let settings = TopSettings {
         history_s: 300.0,
         flame_s: 30.0,
+        serve_budget_percent: 2.0,
         flame_weight: Default::default(),
         speed: 1.0,
     };
@@ -112,6 +113,7 @@ fn play_through_front_ends(recording: &Recording) {
         ServeSettings {
             history_s: 300.0,
             flame_s: 30.0,
+            serve_budget_percent: 2.0,
         },
     )
     .unwrap();
@@ -497,6 +499,7 @@ fn any_query_string_gets_200_400_or_404() {
         let settings = ServeSettings {
             history_s: 300.0,
             flame_s: 30.0,
+            serve_budget_percent: 2.0,
         };
         let state = actix_web::web::Data::new(State::new(info(), settings).unwrap());
         for snapshot in &small_recording().snapshots {

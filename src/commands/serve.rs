@@ -50,12 +50,13 @@ pub fn run(args: &ServeArgs) -> Result<ExitCode> {
         settings: ServeSettings {
             history_s: args.history,
             flame_s: FlameWindow::DEFAULT.seconds(),
+            serve_budget_percent: args.serve_budget,
         },
         hosts: HostCheck::new(args.allow_remote, &args.allow_host),
     };
     let server = server_process::spawn(listener, identity, &start)?;
     eprintln!("netto: serving on http://{address}/ (Ctrl-C to stop)");
-    supervise(source, server, signalled)
+    supervise(source, server, signalled, args.duration)
 }
 
 fn listen(address: SocketAddr, allow_remote: bool) -> Result<TcpListener> {
@@ -79,16 +80,22 @@ fn listen(address: SocketAddr, allow_remote: bool) -> Result<TcpListener> {
 
 /// What ends the serving.
 enum Event {
-    /// SIGINT, SIGTERM or SIGHUP.
-    Signal,
+    /// SIGINT, SIGTERM or SIGHUP, or `--duration` has passed.
+    Stop,
     /// The HTTP server process has exited.
     ServerExited(io::Result<ExitStatus>),
 }
 
 /// Feeds the server until the source ends, then stops both: a replay that
-/// played out stays served until a signal; a live source that ended (an
-/// error, a signal, the server gone) ends the serving too.
-fn supervise(source: Source, server: ServerProcess, signalled: Receiver<()>) -> Result<ExitCode> {
+/// played out stays served until a signal or the end of `duration`; a live
+/// source that ended (an error, a signal, `duration`, the server gone)
+/// ends the serving too.
+fn supervise(
+    source: Source,
+    server: ServerProcess,
+    signalled: Receiver<()>,
+    duration: Option<f64>,
+) -> Result<ExitCode> {
     let ServerProcess {
         mut child,
         feed: mut pipe,
@@ -104,8 +111,19 @@ fn supervise(source: Source, server: ServerProcess, signalled: Receiver<()>) -> 
         when_stopped(signalled, move || {
             stopped.store(true, Ordering::SeqCst);
             let _ = control.send(Control::Stop);
-            let _ = events.send(Event::Signal);
+            let _ = events.send(Event::Stop);
         })?;
+    }
+    if let Some(seconds) = duration {
+        let (events, control) = (events.clone(), source.controller());
+        thread::Builder::new()
+            .name("netto-duration".into())
+            .spawn(move || {
+                thread::sleep(Duration::from_secs_f64(seconds));
+                let _ = control.send(Control::Stop);
+                let _ = events.send(Event::Stop);
+            })
+            .context("starting the duration timer")?;
     }
     let control = source.controller();
     thread::Builder::new()
@@ -155,7 +173,7 @@ fn died_of_a_stop_signal(status: ExitStatus) -> bool {
     status
         .signal()
         .and_then(|n| Signal::try_from(n).ok())
-        .is_some_and(|s| process::STOP_SIGNALS.contains(&s))
+        .is_some_and(|s| server_process::STOP_SIGNALS.contains(&s))
 }
 
 /// The server's exit status once its pipe has closed; killed if it takes
@@ -167,7 +185,7 @@ fn server_exit(next: &Receiver<Event>, server: &PidFd) -> io::Result<ExitStatus>
         let left = deadline.saturating_duration_since(Instant::now());
         match next.recv_timeout(left) {
             Ok(Event::ServerExited(status)) => return status,
-            Ok(Event::Signal) => {}
+            Ok(Event::Stop) => {}
             Err(RecvTimeoutError::Timeout) if !killed => {
                 eprintln!("netto: the HTTP server process did not stop; killing it");
                 // The watch thread may have reaped it this very moment:

@@ -104,6 +104,7 @@ mod tests {
         ServeSettings {
             history_s: 60.0,
             flame_s: 30.0,
+            serve_budget_percent: 2.0,
         }
     }
 

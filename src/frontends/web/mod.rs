@@ -13,6 +13,7 @@
 pub mod assets;
 pub mod feed;
 pub mod host_header;
+pub mod limit;
 pub mod metrics;
 pub mod recording;
 pub mod routes;
@@ -49,7 +50,7 @@ const KEEP_ALIVE: Duration = Duration::from_secs(30);
 const SHUTDOWN_TIMEOUT_S: u64 = 2;
 
 /// The HTTP server on `listener`, serving `state` to requests that name
-/// a host `hosts` allows; runs when awaited, inside an actix system. It
+/// a host `hosts` allows, within the serving budget of its settings; runs when awaited, inside an actix system. It
 /// installs no signal handlers: the feed's end stops it.
 pub fn server(
     listener: TcpListener,
@@ -57,9 +58,15 @@ pub fn server(
     hosts: HostCheck,
 ) -> io::Result<Server> {
     let hosts = std::sync::Arc::new(hosts);
+    let governor = std::sync::Arc::new(limit::Governor::new(state.settings.serve_budget_percent));
     Ok(HttpServer::new(move || {
-        let hosts = hosts.clone();
+        let (hosts, governor) = (hosts.clone(), governor.clone());
         App::new()
+            // The last wrapped runs first: a foreign Host is refused before
+            // it costs its client a token.
+            .wrap(middleware::from_fn(move |request, next| {
+                routes::limit(governor.clone(), request, next)
+            }))
             .wrap(middleware::from_fn(move |request, next| {
                 routes::check_host(hosts.clone(), request, next)
             }))

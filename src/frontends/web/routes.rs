@@ -21,6 +21,7 @@ use tokio_stream::StreamExt;
 
 use super::assets::{Asset, ASSETS};
 use super::host_header::{HostCheck, HostError};
+use super::limit::Governor;
 use super::metrics;
 use super::state::{FlameFailure, FlameWindow, ProfileWindow, State, FLAME_WINDOWS_S};
 use crate::frontends::flame::Weight;
@@ -48,6 +49,7 @@ pub fn configure(state: web::Data<State>) -> impl FnOnce(&mut web::ServiceConfig
             );
         }
         config
+            .service(web::resource("/api").route(web::get().to(api)))
             .service(web::resource("/api/v1/source").route(web::get().to(source)))
             .service(web::resource("/api/v1/snapshot").route(web::get().to(snapshot)))
             .service(web::resource("/api/v1/history").route(web::get().to(history)))
@@ -62,6 +64,111 @@ pub fn configure(state: web::Data<State>) -> impl FnOnce(&mut web::ServiceConfig
             .service(web::resource("/healthz").route(web::get().to(health)))
             .default_service(web::to(not_found));
     }
+}
+
+/// One endpoint of the API, as `GET /api` lists it.
+#[derive(Debug, Clone, Copy, serde::Serialize)]
+pub struct Endpoint {
+    pub path: &'static str,
+    /// Its query parameters, as `name=...`.
+    pub query: &'static str,
+    pub about: &'static str,
+    /// Whether it draws something per request (and so is held to
+    /// `--serve-budget`).
+    #[serde(skip)]
+    pub draws: bool,
+}
+
+/// Every endpoint but the page's own files.
+pub const ENDPOINTS: &[Endpoint] = &[
+    Endpoint {
+        path: "/api",
+        query: "",
+        about: "this list",
+        draws: false,
+    },
+    Endpoint {
+        path: "/api/v1/source",
+        query: "",
+        about: "what is measured or replayed, with its notes, and the server's settings",
+        draws: false,
+    },
+    Endpoint {
+        path: "/api/v1/snapshot",
+        query: "",
+        about: "the latest snapshot in full, stacks included (JSON)",
+        draws: true,
+    },
+    Endpoint {
+        path: "/api/v1/history",
+        query: "seconds=N",
+        about: "the kept snapshots without stacks, oldest first (JSON array)",
+        draws: true,
+    },
+    Endpoint {
+        path: "/api/v1/stream",
+        query: "since=TS",
+        about: "every new snapshot as it comes (server-sent events)",
+        draws: false,
+    },
+    Endpoint {
+        path: "/api/v1/flame/folded",
+        query: "seconds=10|30|60|300&weight=time|samples",
+        about: "folded stacks of a flame window",
+        draws: true,
+    },
+    Endpoint {
+        path: "/api/v1/flame/svg",
+        query: "seconds=10|30|60|300&weight=time|samples",
+        about: "the flame graph of a flame window (SVG)",
+        draws: true,
+    },
+    Endpoint {
+        path: "/api/v1/flame/pprof",
+        query: "seconds=N&weight=time|samples",
+        about: "a gzipped pprof profile of the last N seconds, rounded up to one of a few windows",
+        draws: true,
+    },
+    Endpoint {
+        path: "/debug/pprof/profile",
+        query: "seconds=N&weight=time|samples",
+        about: "the same profile, where Parca's and Pyroscope's scrapers look",
+        draws: true,
+    },
+    Endpoint {
+        path: "/metrics",
+        query: "",
+        about: "Prometheus metrics",
+        draws: false,
+    },
+];
+
+/// Holds every request to its client's rate, and one that draws to the
+/// serving budget (see [`super::limit`]), before any route sees it.
+pub async fn limit(
+    governor: Arc<Governor>,
+    request: ServiceRequest,
+    next: Next<impl MessageBody>,
+) -> Result<ServiceResponse<EitherBody<impl MessageBody>>, actix_web::Error> {
+    let draws = ENDPOINTS
+        .iter()
+        .any(|e| e.draws && e.path == request.path());
+    let client = request.peer_addr().map(|a| a.ip());
+    match governor.admit(client, draws) {
+        Ok(()) => Ok(next.call(request).await?.map_into_left_body()),
+        Err(refusal) => {
+            let mut response = error(StatusCode::TOO_MANY_REQUESTS, refusal.message());
+            response.headers_mut().insert(
+                header::RETRY_AFTER,
+                header::HeaderValue::from(refusal.retry_after_s()),
+            );
+            Ok(request.into_response(response).map_into_right_body())
+        }
+    }
+}
+
+async fn api() -> HttpResponse {
+    ok("application/json").json(json!({ "endpoints": ENDPOINTS }))
 }
 
 /// Answers a request whose Host this server does not answer to with 421

@@ -36,6 +36,8 @@ pub struct ServeSettings {
     pub history_s: f64,
     /// The flame graph's window when a request names none.
     pub flame_s: f64,
+    /// `--serve-budget`: the most CPU serving may take, percent of one CPU.
+    pub serve_budget_percent: f64,
 }
 
 /// The flame graph windows the page offers, in seconds. A request names
@@ -65,21 +67,29 @@ impl FlameWindow {
     }
 }
 
-/// The window of a pprof profile: whole seconds up to the longest flame
-/// window. Profile scrapers (Parca, Pyroscope) ask for their own scrape
-/// interval rather than one of the page's windows, so any whole number of
-/// seconds is served; rounding up keeps that to a few hundred distinct
-/// profiles per snapshot at most, each encoded once.
+/// The windows a pprof profile is drawn for, in seconds: profile scrapers
+/// (Parca, Pyroscope) ask for their own scrape interval rather than one of
+/// the page's windows, and any number of seconds is accepted; it is rounded
+/// up to the next of these, so that a snapshot's profiles are a few
+/// encodings shared by every client, whatever windows they ask for. The
+/// last is the longest flame window (how long stacks are kept).
+pub const PROFILE_WINDOWS_S: [u32; 10] = [1, 2, 5, 10, 15, 20, 30, 60, 120, 300];
+
+/// One of [`PROFILE_WINDOWS_S`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct ProfileWindow(u32);
 
 impl ProfileWindow {
-    /// `seconds` rounded up to whole seconds, if positive and within the
-    /// longest flame window.
+    /// `seconds` rounded up to the next profile window, if positive and
+    /// within the longest.
     pub fn of(seconds: f64) -> Option<ProfileWindow> {
-        let longest = FlameWindow::LONGEST.seconds();
-        (seconds.is_finite() && seconds > 0.0 && seconds <= longest)
-            .then(|| ProfileWindow(seconds.ceil() as u32))
+        if !(seconds.is_finite() && seconds > 0.0) {
+            return None;
+        }
+        PROFILE_WINDOWS_S
+            .iter()
+            .find(|&&w| f64::from(w) >= seconds)
+            .map(|&w| ProfileWindow(w))
     }
 
     pub fn seconds(self) -> f64 {
@@ -669,6 +679,7 @@ mod tests {
         let settings = ServeSettings {
             history_s,
             flame_s: 30.0,
+            serve_budget_percent: 2.0,
         };
         State::new(info, settings).unwrap()
     }
@@ -840,14 +851,20 @@ mod tests {
     }
 
     #[test]
-    fn profile_windows_are_whole_seconds_up_to_the_kept_stacks() {
+    fn profile_windows_round_up_to_a_few_up_to_the_kept_stacks() {
         assert_eq!(ProfileWindow::of(15.0).unwrap().seconds(), 15.0);
         assert_eq!(ProfileWindow::of(14.2).unwrap().seconds(), 15.0);
+        assert_eq!(ProfileWindow::of(7.0).unwrap().seconds(), 10.0);
         assert_eq!(ProfileWindow::of(0.001).unwrap().seconds(), 1.0);
         assert_eq!(ProfileWindow::of(300.0).unwrap().seconds(), 300.0);
         for bad in [0.0, -1.0, 300.5, f64::NAN, f64::INFINITY] {
             assert_eq!(ProfileWindow::of(bad), None, "{bad}");
         }
+        // Whatever windows clients ask for, a snapshot has a few profiles.
+        let distinct: std::collections::BTreeSet<u32> = (1..=300)
+            .map(|s| ProfileWindow::of(f64::from(s)).unwrap().0)
+            .collect();
+        assert_eq!(distinct.len(), PROFILE_WINDOWS_S.len());
     }
 
     #[test]
