@@ -404,7 +404,11 @@ fn a_pprof_loop_changes_nothing_measured_and_serving_keeps_its_bound() {
             200 => served += 1,
             429 => {
                 refused += 1;
-                let retry: u64 = reply.headers["retry-after"].to_str().unwrap().parse().unwrap();
+                let retry: u64 = reply.headers["retry-after"]
+                    .to_str()
+                    .unwrap()
+                    .parse()
+                    .unwrap();
                 assert_eq!(retry, 1, "Retry-After");
             }
             other => panic!("{other}: {}", reply.body),
@@ -418,8 +422,14 @@ fn a_pprof_loop_changes_nothing_measured_and_serving_keeps_its_bound() {
     let judged = &snapshots[2..];
     assert!(judged.len() >= 15, "{} snapshots", snapshots.len());
     let figure = |s: &Value, field: &str| s["overhead"][field].as_f64().unwrap();
-    let measuring: Vec<f64> = judged.iter().map(|s| figure(s, "measuring_percent")).collect();
-    let serving: Vec<f64> = judged.iter().map(|s| figure(s, "serving_percent")).collect();
+    let measuring: Vec<f64> = judged
+        .iter()
+        .map(|s| figure(s, "measuring_percent"))
+        .collect();
+    let serving: Vec<f64> = judged
+        .iter()
+        .map(|s| figure(s, "serving_percent"))
+        .collect();
     eprintln!(
         "{served} served, {refused} refused; measuring {measuring:.2?} %; serving {serving:.2?} %"
     );
@@ -440,6 +450,133 @@ fn a_pprof_loop_changes_nothing_measured_and_serving_keeps_its_bound() {
     assert!(served >= 100, "{served} served");
     assert!(mean(&serving) > 0.0);
     assert!(mean(&serving) <= 2.5, "serving {serving:?}");
+    let (status, lines) = serve.signal(libc::SIGTERM);
+    assert!(status.success(), "{status}: {lines:?}");
+}
+
+/// A real Prometheus scraping `serve --demo --tier sampled`, where every
+/// network event's time is an estimate: `netto_cpu_seconds_total` keeps
+/// growing (its series do not go flat when the tier estimates), and
+/// `sum by (event) (rate(netto_cpu_seconds_total[15s]))` is netto's own
+/// history's rate over the same 15 s, within 3 %.
+#[test]
+fn prometheus_rates_of_estimated_events_match_nettos_history() {
+    let serve = Serve::start(&["--demo", "--tier", "sampled", "--interval", "1"]);
+    let target = serve.base.trim_start_matches("http://").to_owned();
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("prometheus.yml");
+    std::fs::write(
+        &config,
+        format!(
+            "global: {{scrape_interval: 1s, evaluation_interval: 1s}}\n\
+             scrape_configs:\n  - job_name: netto\n    static_configs: [{{targets: ['{target}']}}]\n"
+        ),
+    )
+    .unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let prometheus = common::Guarded(
+        std::process::Command::new("prometheus")
+            .arg(format!("--config.file={}", config.display()))
+            .arg(format!(
+                "--storage.tsdb.path={}",
+                dir.path().join("data").display()
+            ))
+            .arg(format!("--web.listen-address=127.0.0.1:{port}"))
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("prometheus (Debian package prometheus, see scripts/install-deps.sh)"),
+    );
+    let query = "sum by (event) (rate(netto_cpu_seconds_total[15s]))";
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .timeout_global(Some(Duration::from_secs(10)))
+        .http_status_as_error(false)
+        .build()
+        .into();
+    let ask = |query: &str, at: f64| -> Value {
+        let Ok(mut response) = agent
+            .get(format!("http://127.0.0.1:{port}/api/v1/query"))
+            .query("query", query)
+            .query("time", format!("{at:.3}"))
+            .call()
+        else {
+            return Value::Null; // Not listening yet.
+        };
+        let text = response.body_mut().read_to_string().unwrap();
+        let answer: Value = serde_json::from_str(&text).unwrap_or_default();
+        answer["data"]["result"].clone()
+    };
+    // Until the 15 s window is full of scrapes (Prometheus takes a few
+    // seconds to start): rate() then covers all of it.
+    let scrapes_query = "netto_last_snapshot_timestamp_seconds[15s]";
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let at = loop {
+        thread::sleep(Duration::from_secs(1));
+        let at = common::now_unix();
+        let scrapes = ask(scrapes_query, at);
+        if scrapes[0]["values"]
+            .as_array()
+            .is_some_and(|v| v.len() >= 15)
+        {
+            break at;
+        }
+        assert!(Instant::now() < deadline, "Prometheus never scraped 15 s");
+    };
+    let rates = ask(query, at);
+    // Which snapshots the window's first and last scrapes saw, and when
+    // they were scraped: the counters grew by exactly the snapshots
+    // between, over that time (rate() extrapolates the growth between its
+    // first and last sample to the window's edges, the same rate).
+    let scrapes = ask(scrapes_query, at);
+    let samples = scrapes[0]["values"].as_array().unwrap();
+    let point = |v: &Value| {
+        let t = v[0].as_f64().unwrap();
+        let ts: f64 = v[1].as_str().unwrap().parse().unwrap();
+        (t, ts)
+    };
+    let (first_at, first_ts) = point(&samples[0]);
+    let (last_at, last_ts) = point(&samples[samples.len() - 1]);
+    drop(prometheus);
+    let history = serve.get("/api/v1/history").json();
+    let within: Vec<&Value> = history
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| {
+            let ts = s["ts"].as_f64().unwrap();
+            ts > first_ts && ts <= last_ts
+        })
+        .collect();
+    assert!(within.len() >= 10, "{} snapshots", within.len());
+    assert!(within.iter().all(|s| s["tier"] == "sampled"));
+    let mut compared = 0;
+    for result in rates.as_array().unwrap() {
+        let event = result["metric"]["event"].as_str().unwrap();
+        let rate: f64 = result["value"][1].as_str().unwrap().parse().unwrap();
+        let own_ns: f64 = within
+            .iter()
+            .map(|s| s["events"][event]["total_ns"].as_f64().unwrap())
+            .sum();
+        let own = own_ns / 1e9 / (last_at - first_at);
+        eprintln!("{event}: Prometheus {rate:.5} s/s, netto {own:.5} s/s");
+        // Events of under 1 % of a CPU are too few samples to hold to 3 %.
+        if own > 0.01 {
+            assert!(within
+                .iter()
+                .all(|s| s["events"][event]["estimated"] == true));
+            assert!(
+                (rate - own).abs() <= 0.03 * own,
+                "{event}: Prometheus {rate} vs netto {own}"
+            );
+            compared += 1;
+        }
+    }
+    // The demo's socket calls and softirqs, all estimated, all growing.
+    assert!(compared >= 2, "{rates}");
     let (status, lines) = serve.signal(libc::SIGTERM);
     assert!(status.success(), "{status}: {lines:?}");
 }
