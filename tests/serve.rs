@@ -51,7 +51,16 @@ const ENDPOINTS: [&str; 12] = [
 #[test]
 fn every_endpoint_of_a_replayed_recording() {
     let recording = recording();
-    let serve = Serve::start(&["--replay", RECORDING, "--speed", "inf"]);
+    // A debug build draws slowly: room enough for it (serving's bound is
+    // tested in tests/serve_live.rs).
+    let serve = Serve::start(&[
+        "--replay",
+        RECORDING,
+        "--speed",
+        "inf",
+        "--serve-budget",
+        "100",
+    ]);
     serve.wait_ended();
 
     let page = serve.get("/");
@@ -198,7 +207,14 @@ fn every_endpoint_of_a_replayed_recording() {
 
 #[test]
 fn read_only_bad_queries_and_unknown_paths() {
-    let serve = Serve::start(&["--replay", RECORDING, "--speed", "inf"]);
+    let serve = Serve::start(&[
+        "--replay",
+        RECORDING,
+        "--speed",
+        "inf",
+        "--serve-budget",
+        "100",
+    ]);
     serve.wait_ended();
     for path in ENDPOINTS {
         for method in ["POST", "PUT", "PATCH", "DELETE"] {
@@ -904,4 +920,110 @@ fn killing_netto_ends_its_serving_process() {
         );
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
+}
+
+#[test]
+fn the_api_lists_every_endpoint_and_each_answers() {
+    // A debug build draws slowly: room enough for it.
+    let serve = Serve::start(&[
+        "--replay",
+        RECORDING,
+        "--speed",
+        "inf",
+        "--serve-budget",
+        "100",
+    ]);
+    serve.wait_ended();
+    let list = serve.get("/api").json();
+    let endpoints = list["endpoints"].as_array().unwrap();
+    let paths: Vec<&str> = endpoints
+        .iter()
+        .map(|e| e["path"].as_str().unwrap())
+        .collect();
+    for needed in [
+        "/api/v1/source",
+        "/api/v1/snapshot",
+        "/api/v1/history",
+        "/api/v1/stream",
+        "/api/v1/flame/folded",
+        "/api/v1/flame/svg",
+        "/api/v1/flame/pprof",
+        "/debug/pprof/profile",
+        "/metrics",
+    ] {
+        assert!(paths.contains(&needed), "{needed} not in {paths:?}");
+    }
+    for endpoint in endpoints {
+        assert!(!endpoint["about"].as_str().unwrap().is_empty());
+        let path = endpoint["path"].as_str().unwrap();
+        if path == "/api/v1/stream" {
+            continue; // Never ends while the server runs.
+        }
+        let reply = serve.get(path);
+        assert!(
+            matches!(reply.status, 200 | 404),
+            "{path}: {}",
+            reply.status
+        );
+        assert!(!reply.body.contains("no such endpoint"), "{path}");
+    }
+}
+
+/// One client asking for drawings faster than its rate is answered 429
+/// with Retry-After, and is served again once it waits that long.
+#[test]
+fn a_client_past_its_rate_is_told_when_to_come_back() {
+    // Room for the drawing itself: the client's rate is what refuses.
+    let serve = Serve::start(&[
+        "--replay",
+        RECORDING,
+        "--speed",
+        "inf",
+        "--serve-budget",
+        "100",
+    ]);
+    serve.wait_ended();
+    let mut refused = None;
+    for _ in 0..100 {
+        let reply = serve.get("/api/v1/snapshot");
+        if reply.status == 429 {
+            refused = Some(reply);
+            break;
+        }
+        assert_eq!(reply.status, 200);
+    }
+    let refused = refused.expect("100 requests at once were all served");
+    let retry: u64 = refused.headers["retry-after"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(refused.json()["error"]
+        .as_str()
+        .unwrap()
+        .contains("too many requests"));
+    std::thread::sleep(std::time::Duration::from_secs(retry));
+    assert_eq!(serve.get("/api/v1/snapshot").status, 200);
+}
+
+#[test]
+fn serve_listens_on_a_bare_port_and_stops_after_its_duration() {
+    let started = std::time::Instant::now();
+    let out = netto(&[
+        "serve",
+        "--replay",
+        RECORDING,
+        "--listen",
+        "0",
+        "--duration",
+        "1.5",
+    ]);
+    let took = started.elapsed().as_secs_f64();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("netto: serving on http://127.0.0.1:"),
+        "{stderr}"
+    );
+    assert!((1.5..10.0).contains(&took), "{took} s");
 }

@@ -2,8 +2,8 @@
 //! too, but it must never grow with what clients ask. Two bounds, both
 //! answered with 429 and Retry-After:
 //!
-//! - each client (by address) is held to [`CLIENT_RATE`] requests a
-//!   second, with bursts of [`CLIENT_BURST`] (a page load is several);
+//! - each client (by address) is held to a rate of requests, and to a
+//!   lower one of requests that draw something;
 //! - the serving process may take `--serve-budget` percent of one CPU in
 //!   each second: once a second's allowance is spent (its CPU time read
 //!   from the process's own clock, every thread and every exited one),
@@ -20,11 +20,24 @@ use std::time::{Duration, Instant};
 
 use nix::time::{clock_gettime, ClockId};
 
-/// Requests a second a client may keep making.
-pub const CLIENT_RATE: f64 = 10.0;
+/// Requests a second a client may keep making, and at once above that
+/// (a page load is several): any request, and of them, requests that draw
+/// something.
+const ANY: Rate = Rate {
+    per_second: 100.0,
+    burst: 200.0,
+};
+const DRAWING: Rate = Rate {
+    per_second: 10.0,
+    burst: 40.0,
+};
 
-/// Requests a client may make at once, above the rate.
-pub const CLIENT_BURST: f64 = 40.0;
+/// A token bucket's refill and size.
+#[derive(Debug, Clone, Copy)]
+struct Rate {
+    per_second: f64,
+    burst: f64,
+}
 
 /// Clients remembered at most; one idle for [`FORGET_AFTER`] has a full
 /// bucket again and is forgotten first.
@@ -37,7 +50,7 @@ const WINDOW: Duration = Duration::from_secs(1);
 /// Why a request is not served now.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Refusal {
-    /// The client asked faster than [`CLIENT_RATE`].
+    /// The client asked faster than its rate.
     ClientRate { retry_after_s: u64 },
     /// Serving has spent this second's CPU allowance.
     ServeBudget { retry_after_s: u64 },
@@ -70,10 +83,35 @@ pub struct Governor {
     cpu_time: fn() -> Duration,
 }
 
+/// A client's two token buckets, and when they were last filled.
 #[derive(Debug, Clone, Copy)]
 struct Bucket {
-    tokens: f64,
+    any: f64,
+    drawing: f64,
     at: Instant,
+}
+
+impl Bucket {
+    fn full(at: Instant) -> Bucket {
+        Bucket {
+            any: ANY.burst,
+            drawing: DRAWING.burst,
+            at,
+        }
+    }
+
+    /// Takes a token of `rate` from `tokens`, or says how long until one.
+    fn take(tokens: &mut f64, rate: Rate, elapsed_s: f64) -> Result<(), Refusal> {
+        *tokens = (*tokens + elapsed_s * rate.per_second).min(rate.burst);
+        if *tokens < 1.0 {
+            let wait = (1.0 - *tokens) / rate.per_second;
+            return Err(Refusal::ClientRate {
+                retry_after_s: wait.ceil().max(1.0) as u64,
+            });
+        }
+        *tokens -= 1.0;
+        Ok(())
+    }
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -110,7 +148,7 @@ impl Governor {
     pub fn admit(&self, client: Option<IpAddr>, draws: bool) -> Result<(), Refusal> {
         let now = Instant::now();
         if let Some(client) = client {
-            self.take_token(client, now)?;
+            self.take_token(client, draws, now)?;
         }
         if draws {
             self.within_budget(now)?;
@@ -118,7 +156,7 @@ impl Governor {
         Ok(())
     }
 
-    fn take_token(&self, client: IpAddr, now: Instant) -> Result<(), Refusal> {
+    fn take_token(&self, client: IpAddr, draws: bool, now: Instant) -> Result<(), Refusal> {
         let mut clients = self.clients.lock().unwrap_or_else(PoisonError::into_inner);
         if clients.len() >= MAX_CLIENTS && !clients.contains_key(&client) {
             clients.retain(|_, b| now.duration_since(b.at) < FORGET_AFTER);
@@ -126,20 +164,18 @@ impl Governor {
                 return Err(Refusal::ClientRate { retry_after_s: 1 });
             }
         }
-        let bucket = clients.entry(client).or_insert(Bucket {
-            tokens: CLIENT_BURST,
-            at: now,
-        });
-        let refill = now.duration_since(bucket.at).as_secs_f64() * CLIENT_RATE;
-        bucket.tokens = (bucket.tokens + refill).min(CLIENT_BURST);
+        let bucket = clients.entry(client).or_insert(Bucket::full(now));
+        let elapsed_s = now.duration_since(bucket.at).as_secs_f64();
         bucket.at = now;
-        if bucket.tokens < 1.0 {
-            let wait = (1.0 - bucket.tokens) / CLIENT_RATE;
-            return Err(Refusal::ClientRate {
-                retry_after_s: wait.ceil().max(1.0) as u64,
-            });
+        // Both refill; a refused request takes no token.
+        let (mut any, mut drawing) = (bucket.any, bucket.drawing);
+        Bucket::take(&mut any, ANY, elapsed_s)?;
+        if draws {
+            Bucket::take(&mut drawing, DRAWING, elapsed_s)?;
+        } else {
+            drawing = (drawing + elapsed_s * DRAWING.per_second).min(DRAWING.burst);
         }
-        bucket.tokens -= 1.0;
+        (bucket.any, bucket.drawing) = (any, drawing);
         Ok(())
     }
 
@@ -173,15 +209,20 @@ mod tests {
     #[test]
     fn each_client_gets_its_burst_then_its_rate() {
         let governor = Governor::with_clock(100.0, || Duration::ZERO);
-        for _ in 0..CLIENT_BURST as usize {
+        for _ in 0..DRAWING.burst as usize {
+            assert_eq!(governor.admit(A, true), Ok(()));
+        }
+        let refused = governor.admit(A, true).unwrap_err();
+        assert_eq!(refused, Refusal::ClientRate { retry_after_s: 1 });
+        // What draws nothing has a rate of its own.
+        for _ in 0..(ANY.burst - DRAWING.burst) as usize {
             assert_eq!(governor.admit(A, false), Ok(()));
         }
-        let refused = governor.admit(A, false).unwrap_err();
-        assert_eq!(refused, Refusal::ClientRate { retry_after_s: 1 });
-        // Another client has a bucket of its own.
+        assert!(governor.admit(A, false).is_err());
+        // Another client has buckets of its own.
         assert_eq!(governor.admit(B, true), Ok(()));
-        std::thread::sleep(Duration::from_secs_f64(1.5 / CLIENT_RATE));
-        assert_eq!(governor.admit(A, false), Ok(()));
+        std::thread::sleep(Duration::from_secs_f64(1.5 / DRAWING.per_second));
+        assert_eq!(governor.admit(A, true), Ok(()));
     }
 
     /// A clock that has spent 30 ms of CPU since the window opened.

@@ -150,9 +150,11 @@ pub async fn limit(
     request: ServiceRequest,
     next: Next<impl MessageBody>,
 ) -> Result<ServiceResponse<EitherBody<impl MessageBody>>, actix_web::Error> {
-    let draws = ENDPOINTS
-        .iter()
-        .any(|e| e.draws && e.path == request.path());
+    // Only a GET reaches a route that draws; any other method gets 405.
+    let draws = request.method() == actix_web::http::Method::GET
+        && ENDPOINTS
+            .iter()
+            .any(|e| e.draws && e.path == request.path());
     let client = request.peer_addr().map(|a| a.ip());
     match governor.admit(client, draws) {
         Ok(()) => Ok(next.call(request).await?.map_into_left_body()),
