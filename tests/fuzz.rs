@@ -102,7 +102,6 @@ fn play_through_front_ends(recording: &Recording) {
     let settings = TopSettings {
         history_s: 300.0,
         flame_s: 30.0,
-        serve_budget_percent: 2.0,
         flame_weight: Default::default(),
         speed: 1.0,
     };
