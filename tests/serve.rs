@@ -870,6 +870,9 @@ fn a_long_history_keeps_its_stacks_and_records_them() {
         "inf",
         "--history",
         "3600",
+        // Taking in 8000 snapshots is serving's CPU too: room for it.
+        "--serve-budget",
+        "100",
     ]);
     serve.wait_ended();
     assert_eq!(serve.get("/api/v1/source").json()["snapshots"], SNAPSHOTS);

@@ -409,7 +409,7 @@ fn a_pprof_loop_changes_nothing_measured_and_serving_keeps_its_bound() {
                     .unwrap()
                     .parse()
                     .unwrap();
-                assert_eq!(retry, 1, "Retry-After");
+                assert!((1..=10).contains(&retry), "Retry-After {retry}");
             }
             other => panic!("{other}: {}", reply.body),
         }

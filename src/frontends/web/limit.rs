@@ -4,11 +4,13 @@
 //!
 //! - each client (by address) is held to a rate of requests, and to a
 //!   lower one of requests that draw something;
-//! - the serving process may take `--serve-budget` percent of one CPU in
-//!   each second: once a second's allowance is spent (its CPU time read
-//!   from the process's own clock, every thread and every exited one),
-//!   requests that draw something wait for the next second. The metrics
-//!   and the stream, which draw nothing per request, are always served.
+//! - the serving process may take `--serve-budget` percent of one CPU on
+//!   average: its allowance of CPU time accrues at that rate, up to
+//!   [`BURST`] seconds' worth (start-up, a page load), and its CPU time
+//!   (read from the process's own clock, every thread and every exited
+//!   one) is taken from it; once it is spent, requests that draw something
+//!   wait until it is back. The metrics and the stream, which draw nothing
+//!   per request, are held to the client's rate only.
 //!
 //! Drawings are also shared: each is drawn at most once per snapshot (see
 //! [`super::state`]), and profile windows are rounded to a few.
@@ -44,15 +46,15 @@ struct Rate {
 const MAX_CLIENTS: usize = 4096;
 const FORGET_AFTER: Duration = Duration::from_secs(10);
 
-/// The span over which serving's CPU is held to its budget.
-const WINDOW: Duration = Duration::from_secs(1);
+/// Seconds of serving's allowance that may be saved up and spent at once.
+const BURST: f64 = 5.0;
 
 /// Why a request is not served now.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Refusal {
     /// The client asked faster than its rate.
     ClientRate { retry_after_s: u64 },
-    /// Serving has spent this second's CPU allowance.
+    /// Serving has spent its CPU allowance.
     ServeBudget { retry_after_s: u64 },
 }
 
@@ -76,10 +78,10 @@ impl Refusal {
 }
 
 pub struct Governor {
-    /// CPU time allowed per [`WINDOW`].
-    allowance: Duration,
+    /// The share of one CPU serving may take.
+    share: f64,
     clients: Mutex<HashMap<IpAddr, Bucket>>,
-    window: Mutex<Window>,
+    allowance: Mutex<Allowance>,
     cpu_time: fn() -> Duration,
 }
 
@@ -114,10 +116,13 @@ impl Bucket {
     }
 }
 
+/// Serving's CPU allowance: seconds of CPU it may still take (below zero
+/// when overspent), as of `at`, when the process had taken `cpu`.
 #[derive(Debug, Clone, Copy)]
-struct Window {
-    started: Instant,
-    cpu_at_start: Duration,
+struct Allowance {
+    seconds: f64,
+    at: Instant,
+    cpu: Duration,
 }
 
 /// This process's CPU time so far, all threads, exited ones included.
@@ -132,12 +137,14 @@ impl Governor {
     }
 
     fn with_clock(budget_percent: f64, cpu_time: fn() -> Duration) -> Governor {
+        let share = budget_percent.max(0.0) / 100.0;
         Governor {
-            allowance: WINDOW.mul_f64(budget_percent.max(0.0) / 100.0),
+            share,
             clients: Mutex::default(),
-            window: Mutex::new(Window {
-                started: Instant::now(),
-                cpu_at_start: cpu_time(),
+            allowance: Mutex::new(Allowance {
+                seconds: BURST * share,
+                at: Instant::now(),
+                cpu: cpu_time(),
             }),
             cpu_time,
         }
@@ -180,20 +187,24 @@ impl Governor {
     }
 
     fn within_budget(&self, now: Instant) -> Result<(), Refusal> {
-        let mut window = self.window.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut allowance = self
+            .allowance
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
         let cpu = (self.cpu_time)();
-        if now.duration_since(window.started) >= WINDOW {
-            *window = Window {
-                started: now,
-                cpu_at_start: cpu,
-            };
-        }
-        if cpu.saturating_sub(window.cpu_at_start) <= self.allowance {
+        let earned = now.duration_since(allowance.at).as_secs_f64() * self.share;
+        let spent = cpu.saturating_sub(allowance.cpu).as_secs_f64();
+        *allowance = Allowance {
+            seconds: (allowance.seconds + earned).min(BURST * self.share) - spent,
+            at: now,
+            cpu,
+        };
+        if allowance.seconds > 0.0 {
             return Ok(());
         }
-        let left = WINDOW.saturating_sub(now.duration_since(window.started));
+        let wait = -allowance.seconds / self.share.max(f64::MIN_POSITIVE);
         Err(Refusal::ServeBudget {
-            retry_after_s: left.as_secs_f64().ceil().max(1.0) as u64,
+            retry_after_s: wait.ceil().clamp(1.0, 3600.0) as u64,
         })
     }
 }
@@ -225,28 +236,27 @@ mod tests {
         assert_eq!(governor.admit(A, true), Ok(()));
     }
 
-    /// A clock that has spent 30 ms of CPU since the window opened.
+    /// A clock that has spent 3 s of CPU since the allowance was made.
     fn spent() -> Duration {
         use std::sync::atomic::{AtomicU64, Ordering};
         static CALLS: AtomicU64 = AtomicU64::new(0);
-        // The first reading opens the window; every later one is 30 ms on.
         if CALLS.fetch_add(1, Ordering::SeqCst) == 0 {
             Duration::ZERO
         } else {
-            Duration::from_millis(30)
+            Duration::from_secs(3)
         }
     }
 
     #[test]
-    fn past_a_seconds_cpu_allowance_only_what_draws_nothing_is_served() {
-        // 2 % of one CPU: 20 ms a second, and 30 ms are spent.
-        let governor = Governor::with_clock(2.0, spent);
+    fn past_its_cpu_allowance_only_what_draws_nothing_is_served() {
+        // Half a CPU: 2.5 s saved up at most, and 3 s are spent.
+        let governor = Governor::with_clock(50.0, spent);
         let refused = governor.admit(A, true).unwrap_err();
-        assert!(matches!(refused, Refusal::ServeBudget { retry_after_s: 1 }));
+        assert_eq!(refused, Refusal::ServeBudget { retry_after_s: 1 });
         assert!(refused.message().contains("--serve-budget"));
         assert_eq!(governor.admit(A, false), Ok(()));
-        // The next second opens with the same reading: room again.
-        std::thread::sleep(WINDOW);
+        // Half a second's debt at half a CPU: back after a second.
+        std::thread::sleep(Duration::from_millis(1100));
         assert_eq!(governor.admit(A, true), Ok(()));
     }
 }
