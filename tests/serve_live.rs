@@ -384,6 +384,7 @@ fn the_recording_endpoint_holds_the_history_with_its_stacks() {
         replayed.get("/api/v1/source").json()["snapshots"],
         snapshots.len()
     );
+}
 
 /// Serving is not measuring: on an idle host, one keep-alive client asking
 /// for pprof profiles 20 times a second over ever-changing windows neither

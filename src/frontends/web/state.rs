@@ -52,7 +52,6 @@ pub struct FlameWindow(usize);
 impl FlameWindow {
     /// The window a request gets when it names none.
     pub const DEFAULT: FlameWindow = FlameWindow(1);
-    const LONGEST: FlameWindow = FlameWindow(FLAME_WINDOWS_S.len() - 1);
 
     /// The window of exactly `seconds`, if one is offered.
     pub fn of(seconds: f64) -> Option<FlameWindow> {
