@@ -303,6 +303,11 @@ pub struct StatArgs {
     /// One JSON object per interval and line instead of a table.
     #[arg(long)]
     pub json: bool,
+    /// One line per interval instead of a table, like vmstat: each
+    /// event's share of one CPU, their sum, netto's own cost and a note
+    /// where the interval is unusual.
+    #[arg(long, conflicts_with = "json")]
+    pub brief: bool,
 }
 
 /// What `record` and `report` write.

@@ -713,6 +713,15 @@ impl GroupBy {
             GroupBy::Netns => "netns",
         }
     }
+
+    /// What a group's [`Group::name`] is, as a column heading names it.
+    pub fn id_name(self) -> &'static str {
+        match self {
+            GroupBy::Process => "pid",
+            GroupBy::Cgroup => "cgroup path",
+            GroupBy::Netns => "netns inode",
+        }
+    }
 }
 
 /// The name of the group holding the groups beyond `--max-groups`.
@@ -1069,6 +1078,9 @@ pub struct LossKind {
     pub name: &'static str,
     /// A few words for a crowded header line.
     pub short: &'static str,
+    /// What was lost, in one line for someone who has not read the docs
+    /// (stat's legend, top's help, the web page's tooltip).
+    pub meaning: &'static str,
     pub count: fn(&Losses) -> u64,
 }
 
@@ -1078,21 +1090,29 @@ impl Losses {
         LossKind {
             name: "task_storage_failures",
             short: "task windows",
+            meaning: "socket calls switched out midway for which no task storage could be had: \
+                      the rest of each such call is charged to no event",
             count: |l| l.task_storage_failures,
         },
         LossKind {
             name: "recursion_misses",
             short: "BPF runs",
+            meaning: "runs of netto's programs the kernel skipped because the program was \
+                      already running on that CPU: transitions or samples not seen",
             count: |l| l.recursion_misses,
         },
         LossKind {
             name: "dropped_halves",
             short: "sample halves",
+            meaning: "halves of the sample buffer given up because a writer was still inside \
+                      when netto read it; their samples count as dropped",
             count: |l| l.dropped_halves,
         },
         LossKind {
             name: "attribution_misses",
             short: "attributions",
+            meaning: "parts of an event's time that could not go to their group because its map \
+                      was full or busy: they count as unattributed",
             count: |l| l.attribution_misses,
         },
     ];

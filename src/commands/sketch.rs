@@ -6,6 +6,7 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 use netto::cli::SketchArgs;
+use netto::frontends::glossary::Legend;
 use netto::frontends::{sketch, stat::write_json};
 use netto::kernel::stats::Statistics;
 use netto::kernel::{privileges, KernelError};
@@ -36,12 +37,13 @@ pub fn run(args: &SketchArgs) -> Result<ExitCode> {
         args.columns
     );
     let mut stdout = io::stdout().lock();
+    let mut legend = Legend::default();
     every_interval(args.interval, args.duration, &stop, || {
         let snapshot = host.snapshot();
         still_read(if args.json {
             write_json(&mut stdout, &snapshot)
         } else {
-            sketch::write_table(&mut stdout, &snapshot)
+            sketch::write_table(&mut stdout, &snapshot, &mut legend)
         })
     })?;
     drop(host);

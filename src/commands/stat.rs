@@ -1,6 +1,6 @@
 //! `netto stat`.
 
-use std::io;
+use std::io::{self, IsTerminal};
 use std::process::ExitCode;
 
 use anyhow::Result;
@@ -16,12 +16,16 @@ pub fn run(args: &StatArgs) -> Result<ExitCode> {
     let config = args.measure.live_config(None, args.duration, true);
     let source = startup::live(config, args.measure.demo)?;
     let mut stdout = io::stdout().lock();
+    let mut table = stat::Table::default();
+    let mut brief = stat::Brief::new(stdout.is_terminal());
     for snapshot in source.snapshots.iter() {
         startup::announce_budget(&snapshot);
         let written = if args.json {
             stat::write_json(&mut stdout, &snapshot)
+        } else if args.brief {
+            brief.write(&mut stdout, &snapshot)
         } else {
-            stat::write_table(&mut stdout, &snapshot)
+            table.write(&mut stdout, &snapshot)
         };
         if !still_read(written)? {
             break;

@@ -3,8 +3,11 @@
 
 pub mod calibration_text;
 pub mod flame;
+pub mod glossary;
 pub mod label;
+pub mod local_time;
 pub mod notes;
+pub mod rounding;
 pub mod sketch;
 pub mod stat;
 pub mod tui;

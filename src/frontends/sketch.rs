@@ -4,10 +4,18 @@
 use std::fmt::Write as _;
 use std::io::{self, Write};
 
+use super::glossary::{self, Legend};
+use super::local_time::time_of_day;
 use crate::model::{PacketUnit, SketchSnapshot};
 
-pub fn write_table(out: &mut impl Write, snapshot: &SketchSnapshot) -> io::Result<()> {
-    out.write_all(render_table(snapshot).as_bytes())?;
+/// Writes the interval's table; `legend` explains each word once in the
+/// run.
+pub fn write_table(
+    out: &mut impl Write,
+    snapshot: &SketchSnapshot,
+    legend: &mut Legend,
+) -> io::Result<()> {
+    out.write_all(render_table(snapshot, legend).as_bytes())?;
     out.flush()
 }
 
@@ -19,18 +27,18 @@ fn rate(count: u64, interval_s: f64) -> f64 {
     }
 }
 
-pub fn render_table(s: &SketchSnapshot) -> String {
+pub fn render_table(s: &SketchSnapshot, legend: &mut Legend) -> String {
     let mut text = String::new();
     let _ = writeln!(
         text,
-        "sketch on {} ({} XDP), p={}, {}x{}, interval {:.3} s ending {:.3} (unix)",
+        "sketch on {} ({} XDP), p={}, {}x{}, interval {:.3} s ending {}",
         s.iface,
         s.mode.name(),
         s.probability,
         s.rows,
         s.columns,
         s.interval_s,
-        s.ts
+        time_of_day(s.ts, 3)
     );
     let _ = writeln!(
         text,
@@ -41,6 +49,7 @@ pub fn render_table(s: &SketchSnapshot) -> String {
         rate(s.bytes, s.interval_s) * 8.0 / 1e6,
         s.gaps_reused
     );
+    legend.explain_word(&mut text, glossary::GAPS_REUSED);
     if s.packet_unit == PacketUnit::GroAggregate {
         text.push_str(
             "generic XDP: a packet is a GRO aggregate (many wire segments); \
@@ -155,11 +164,25 @@ mod tests {
 
     #[test]
     fn table_shows_flows_rates_and_cost() {
-        let text = render_table(&snapshot());
+        let mut legend = Legend::default();
+        let text = render_table(&snapshot(), &mut legend);
         assert!(
             text.contains("veth0 (generic XDP), p=0.01, 4x2048"),
             "{text}"
         );
+        assert!(
+            text.lines().next().unwrap().ends_with(&format!(
+                "interval 2.000 s ending {}",
+                time_of_day(1_700_000_000.5, 3)
+            )),
+            "{text}"
+        );
+        // The words explained below their first use, once in a run.
+        assert!(
+            text.contains(&format!("\n  {}\n", glossary::GAPS_REUSED.line())),
+            "{text}"
+        );
+        assert!(!render_table(&snapshot(), &mut legend).contains(glossary::GAPS_REUSED.meaning));
         assert!(text.contains("3000 packets (1500/s)"), "{text}");
         assert!(text.contains("[fd00::1]:40000 -> [fd00::2]:5201"), "{text}");
         assert!(text.contains("80.0%"), "{text}");
@@ -169,10 +192,10 @@ mod tests {
         assert!(text.contains("GRO aggregate"), "{text}");
         let mut native = snapshot();
         native.packet_unit = PacketUnit::Frame;
-        assert!(!render_table(&native).contains("GRO aggregate"));
+        assert!(!render_table(&native, &mut legend).contains("GRO aggregate"));
         let mut off = snapshot();
         off.cost = SketchCost::default();
-        assert!(render_table(&off).contains("statistics off"));
+        assert!(render_table(&off, &mut legend).contains("statistics off"));
     }
 
     #[test]

@@ -1,5 +1,6 @@
-//! `netto stat` output: a readable table per interval, or one JSON object
-//! per interval and line.
+//! `netto stat` output: a readable table per interval, one line per
+//! interval (`--brief`, like vmstat), or one JSON object per interval and
+//! line. The text forms explain each word once, below its first use.
 
 use std::fmt::Write as _;
 use std::io::{self, Write};
@@ -7,8 +8,14 @@ use std::io::{self, Write};
 use std::collections::BTreeMap;
 
 use super::calibration_text::measured_agreement;
+use super::glossary::{self, Legend};
 use super::label::printable;
-use crate::model::{percent, Attribution, CpuTime, EventKey, Snapshot, SoftirqVector};
+use super::local_time::time_of_day;
+use super::rounding::with_error;
+use crate::collect::snapshot::TIMER_SOFTIRQ_OVERHEAD;
+use crate::model::{
+    percent, Attribution, CpuTime, EventKey, Losses, Snapshot, SoftirqVector, Tier,
+};
 
 /// Per-CPU columns are shown up to this many CPUs; beyond, the table would
 /// not fit a terminal and the JSON carries them anyway.
@@ -22,40 +29,104 @@ pub fn write_json(out: &mut impl Write, value: &impl serde::Serialize) -> io::Re
     out.flush()
 }
 
-pub fn write_table(out: &mut impl Write, snapshot: &Snapshot) -> io::Result<()> {
-    out.write_all(render_table(snapshot).as_bytes())?;
-    if let Some(sketch) = &snapshot.sketch {
-        out.write_all(super::sketch::render_table(sketch).as_bytes())?;
-    }
-    out.flush()
+/// The table form: one table per interval, the words explained once in
+/// the run.
+#[derive(Debug, Default)]
+pub struct Table {
+    legend: Legend,
 }
 
+impl Table {
+    pub fn write(&mut self, out: &mut impl Write, snapshot: &Snapshot) -> io::Result<()> {
+        out.write_all(self.render(snapshot).as_bytes())?;
+        if let Some(sketch) = &snapshot.sketch {
+            out.write_all(super::sketch::render_table(sketch, &mut self.legend).as_bytes())?;
+        }
+        out.flush()
+    }
+
+    pub fn render(&mut self, s: &Snapshot) -> String {
+        render_table(s, &mut self.legend)
+    }
+}
+
+/// The heading of the column of shares: explained once as
+/// [`glossary::PERCENT_OF_ONE_CPU`].
+const ONE_CPU: &str = "% 1 CPU";
+
+/// Milliseconds, to the microsecond.
 fn ms(ns: u64) -> String {
     format!("{:.3}", ns as f64 / 1e6)
+}
+
+/// An event's time as the table writes it: exact to the microsecond and
+/// its share of one CPU to 0.01, an estimate `~`-marked and both to its
+/// error's precision (its per-CPU parts too, to that of the whole, which
+/// bounds theirs).
+struct Written {
+    ms: String,
+    percent: String,
+    per_cpu: Vec<String>,
+    error_ms: Option<String>,
+}
+
+fn written(t: &CpuTime, interval_s: f64) -> Written {
+    let share = t.percent_of_cpu(interval_s);
+    match t.error_ns.filter(|_| t.estimated) {
+        Some(error_ns) => {
+            let (ms, error_ms) = with_error(t.total_ns as f64 / 1e6, error_ns as f64 / 1e6, 3);
+            let (percent, _) = with_error(share, percent(error_ns, interval_s), 2);
+            let per_cpu = t
+                .per_cpu_ns
+                .iter()
+                .map(|&ns| {
+                    format!(
+                        "~{}",
+                        with_error(ns as f64 / 1e6, error_ns as f64 / 1e6, 3).0
+                    )
+                })
+                .collect();
+            Written {
+                ms: format!("~{ms}"),
+                percent: format!("~{percent}"),
+                per_cpu,
+                error_ms: Some(error_ms),
+            }
+        }
+        None => {
+            let mark = if t.estimated { "~" } else { "" };
+            Written {
+                ms: format!("{mark}{}", ms(t.total_ns)),
+                percent: format!("{mark}{share:.2}"),
+                per_cpu: t
+                    .per_cpu_ns
+                    .iter()
+                    .map(|&ns| format!("{mark}{}", ms(ns)))
+                    .collect(),
+                error_ms: None,
+            }
+        }
+    }
 }
 
 /// One event's or vector's row; an estimate's total is marked `~`, has no
 /// count, and ends with its error and the samples' agreement with the exact
 /// time where the run measured that ([`crate::model::Calibration`]).
 fn row(text: &mut String, name: &str, t: &CpuTime, s: &Snapshot, per_cpu: bool) {
-    let (mark, count) = if t.estimated {
-        ("~", "-".to_owned())
+    let w = written(t, s.interval_s);
+    let count = if t.estimated {
+        "-".to_owned()
     } else {
-        ("", t.count.to_string())
+        t.count.to_string()
     };
-    let _ = write!(
-        text,
-        "{name:<16} {:>11} {:>7.2} {count:>10}",
-        format!("{mark}{}", ms(t.total_ns)),
-        t.percent_of_cpu(s.interval_s),
-    );
+    let _ = write!(text, "{name:<16} {:>11} {:>8} {count:>10}", w.ms, w.percent);
     if per_cpu {
-        for &ns in &t.per_cpu_ns {
-            let _ = write!(text, " {:>9}", ms(ns));
+        for value in &w.per_cpu {
+            let _ = write!(text, " {value:>9}");
         }
     }
-    if let Some(error_ns) = t.error_ns.filter(|_| t.estimated) {
-        let _ = write!(text, "  estimated, +-{} ms", ms(error_ns));
+    if let Some(error_ms) = w.error_ms {
+        let _ = write!(text, "  estimated, +-{error_ms} ms");
     }
     if let Some(c) = t.calibration.filter(|_| t.estimated) {
         let _ = write!(text, ", {}", measured_agreement(&c, s.ts));
@@ -63,14 +134,33 @@ fn row(text: &mut String, name: &str, t: &CpuTime, s: &Snapshot, per_cpu: bool) 
     text.push('\n');
 }
 
-pub fn render_table(s: &Snapshot) -> String {
+/// A section's heading row: `first` over the names, then the columns.
+fn heading(first: &str, s: &Snapshot, per_cpu: bool) -> String {
+    let mut header = format!(
+        "{first:<16} {:>11} {ONE_CPU:>8} {:>10}",
+        "TOTAL ms", "COUNT"
+    );
+    if per_cpu {
+        for cpu in 0..s.cpus {
+            let _ = write!(header, " {:>9}", format!("cpu{cpu} ms"));
+        }
+    }
+    header
+}
+
+/// Whether any of the events is estimated.
+fn any_estimate(s: &Snapshot) -> bool {
+    s.events.values().any(|t| t.estimated)
+}
+
+fn render_table(s: &Snapshot, legend: &mut Legend) -> String {
     let per_cpu = s.cpus <= MAX_CPU_COLUMNS;
     let mut text = String::new();
     let _ = writeln!(
         text,
-        "interval {:.3} s ending {:.3} (unix), backend {}, tier {}{}",
+        "interval {:.3} s ending {}, backend {}, tier {}{}",
         s.interval_s,
-        s.ts,
+        time_of_day(s.ts, 3),
         s.backend,
         s.tier.name(),
         s.calibrating.map_or(String::new(), |back| format!(
@@ -78,20 +168,21 @@ pub fn render_table(s: &Snapshot) -> String {
             back.name()
         ))
     );
-    let mut header = format!(
-        "{:<16} {:>11} {:>7} {:>10}",
-        "EVENT", "TOTAL ms", "%CPU", "COUNT"
-    );
-    if per_cpu {
-        for cpu in 0..s.cpus {
-            let _ = write!(header, " {:>9}", format!("cpu{cpu} ms"));
-        }
-    }
-    let _ = writeln!(text, "{header}");
+    let _ = writeln!(text, "{}", heading("EVENT", s, per_cpu));
+    legend.explain(&mut text, ONE_CPU, glossary::PERCENT_OF_ONE_CPU.meaning);
     for key in EventKey::ALL {
         if let Some(t) = s.events.get(&key) {
             row(&mut text, key.name(), t, s, per_cpu);
         }
+    }
+    if any_estimate(s) {
+        legend.explain_word(&mut text, glossary::ESTIMATE);
+    }
+    if s.events
+        .values()
+        .any(|t| t.estimated && t.calibration.is_some())
+    {
+        legend.explain_word(&mut text, glossary::AGREEMENT);
     }
     if s.softirq.is_empty() {
         let _ = writeln!(
@@ -100,31 +191,74 @@ pub fn render_table(s: &Snapshot) -> String {
             s.tier.name()
         );
     } else {
-        let _ = writeln!(text, "{}", header.replacen("EVENT  ", "SOFTIRQ", 1));
+        let _ = writeln!(text, "{}", heading("SOFTIRQ", s, per_cpu));
         for vector in SoftirqVector::ALL {
             if let Some(t) = s.softirq.get(&vector) {
                 row(&mut text, vector.name(), t, s, per_cpu);
             }
         }
-        row(&mut text, "hardirq", &s.hardirq, s, per_cpu);
+        // Interrupt handlers are no softirq: a section of their own.
+        let _ = writeln!(text, "{}", heading("HARDIRQ", s, per_cpu));
+        row(&mut text, "all handlers", &s.hardirq, s, per_cpu);
     }
-    if !s.net_timer_callbacks.is_empty() {
-        let callbacks: Vec<String> = s
-            .net_timer_callbacks
-            .iter()
-            .map(|(name, ns)| format!("{name} {} ms", ms(*ns)))
-            .collect();
-        let _ = writeln!(text, "net_timers by callback: {}", callbacks.join(", "));
-    }
+    timer_callbacks(&mut text, s, legend);
     if let Some(attribution) = &s.attribution {
         who_pays(&mut text, attribution, s.interval_s);
     }
+    netto_cost(&mut text, s);
+    if let Some(b) = &s.budget {
+        let state = match (b.over, b.at_floor, s.calibrating.is_some()) {
+            (true, _, true) => "over in this calibration interval, not judged",
+            (true, true, false) => "over, every knob at its floor",
+            (true, false, false) => "over",
+            (false, _, _) => "kept",
+        };
+        let _ = writeln!(
+            text,
+            "netto budget: {} % of one CPU, {state} ({} steps down, {} up)",
+            b.percent, b.steps_down, b.steps_up
+        );
+    }
+    losses(&mut text, &s.losses, legend);
+    text.push('\n');
+    text
+}
+
+/// `net_timers` by callback, heaviest first with its share, and what the
+/// timer softirq's own part is the first time it shows.
+fn timer_callbacks(text: &mut String, s: &Snapshot, legend: &mut Legend) {
+    if s.net_timer_callbacks.is_empty() {
+        return;
+    }
+    let total: u64 = s.net_timer_callbacks.values().sum();
+    let mut callbacks: Vec<(&String, &u64)> = s.net_timer_callbacks.iter().collect();
+    callbacks.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+    let callbacks: Vec<String> = callbacks
+        .iter()
+        .map(|(name, &ns)| {
+            format!(
+                "{name} {} ms ({:.0}%)",
+                ms(ns),
+                ns as f64 * 100.0 / total.max(1) as f64
+            )
+        })
+        .collect();
+    let _ = writeln!(text, "net_timers by callback: {}", callbacks.join(", "));
+    if s.net_timer_callbacks.contains_key(TIMER_SOFTIRQ_OVERHEAD) {
+        legend.explain_word(text, glossary::TIMER_SOFTIRQ_OVERHEAD);
+    }
+}
+
+/// netto's whole cost and its parts: an estimate to its error's precision.
+fn netto_cost(text: &mut String, s: &Snapshot) {
     let o = &s.overhead;
     let _ = write!(text, "netto cost: ");
     if let Some(cost) = o.cost_percent {
-        let _ = write!(text, "{cost:.3}% of a CPU");
         if o.estimated {
-            let _ = write!(text, " (estimated, +-{:.3}%)", o.error_percent);
+            let (cost, error) = with_error(cost, o.error_percent, 3);
+            let _ = write!(text, "~{cost}% of one CPU (estimated, +-{error}%)");
+        } else {
+            let _ = write!(text, "{cost:.3}% of one CPU");
         }
         text.push_str(": ");
     }
@@ -136,14 +270,22 @@ pub fn render_table(s: &Snapshot) -> String {
     );
     if o.bpf_stats {
         let runs: u64 = o.programs.iter().map(|p| p.run_count).sum();
+        let bpf_ns = o.bpf_run_time_ns;
+        let (bpf_ms, bpf_percent) = if o.estimated {
+            let error_ns = o.bpf_error_ns as f64;
+            let (value, _) = with_error(bpf_ns as f64 / 1e6, error_ns / 1e6, 3);
+            let share = percent(bpf_ns, s.interval_s);
+            let (share, _) = with_error(share, share * error_ns / bpf_ns.max(1) as f64, 3);
+            (format!("~{value}"), format!("~{share}"))
+        } else {
+            (ms(bpf_ns), format!("{:.3}", percent(bpf_ns, s.interval_s)))
+        };
         let _ = write!(
             text,
-            ", BPF programs {} ms ({:.3}%, {} runs, {:.0} ns/run, statistics on {:.2} s)",
-            ms(o.bpf_run_time_ns),
-            percent(o.bpf_run_time_ns, s.interval_s),
-            runs,
+            ", BPF programs {bpf_ms} ms ({bpf_percent}%, {runs} runs, {:.0} ns/run, \
+             priced from {:.2} s of BPF statistics)",
             if runs > 0 {
-                o.bpf_run_time_ns as f64 / runs as f64
+                bpf_ns as f64 / runs as f64
             } else {
                 0.0
             },
@@ -153,28 +295,21 @@ pub fn render_table(s: &Snapshot) -> String {
         text.push_str(", BPF program statistics off (not in the cost)");
     }
     text.push('\n');
-    if let Some(b) = &s.budget {
-        let state = match (b.over, b.at_floor, s.calibrating.is_some()) {
-            (true, _, true) => "over in this calibration interval, not judged",
-            (true, true, false) => "over, every knob at its floor",
-            (true, false, false) => "over",
-            (false, _, _) => "kept",
-        };
-        let _ = writeln!(
-            text,
-            "netto budget: {} % of a CPU, {state} ({} steps down, {} up)",
-            b.percent, b.steps_down, b.steps_up
-        );
+}
+
+/// What netto lost, each kind explained the first time it shows.
+fn losses(text: &mut String, losses: &Losses, legend: &mut Legend) {
+    if !losses.any() {
+        return;
     }
-    if s.losses.any() {
-        let _ = writeln!(
-            text,
-            "netto lost: {}",
-            s.losses.describe(|kind| kind.name).join(", ")
-        );
+    let _ = writeln!(
+        text,
+        "netto lost: {}",
+        losses.describe(|kind| kind.short).join(", ")
+    );
+    for kind in Losses::KINDS.iter().filter(|kind| (kind.count)(losses) > 0) {
+        legend.explain(text, kind.short, kind.meaning);
     }
-    text.push('\n');
-    text
 }
 
 /// Room for a group's label in the table; the full name follows last.
@@ -193,21 +328,20 @@ fn who_pays(text: &mut String, a: &Attribution, interval_s: f64) {
     }
     let _ = write!(
         text,
-        "{:<LABEL_WIDTH$} {:>11} {:>7}",
+        "{:<LABEL_WIDTH$} {:>11} {ONE_CPU:>8}",
         format!("BY {}", a.by.name().to_uppercase()),
         "TOTAL ms",
-        "%CPU"
     );
     for key in EventKey::ALL {
         let _ = write!(text, " {:>10}", short_event(key));
     }
-    let _ = writeln!(text, "  NAME");
+    let _ = writeln!(text, "  {}", a.by.id_name().to_uppercase());
     let mut row = |label: &str, events: &BTreeMap<EventKey, u64>, name: &str| {
         let total: u64 = events.values().sum();
         let label: String = printable(label).chars().take(LABEL_WIDTH).collect();
         let _ = write!(
             text,
-            "{label:<LABEL_WIDTH$} {:>11} {:>7.2}",
+            "{label:<LABEL_WIDTH$} {:>11} {:>8.2}",
             ms(total),
             percent(total, interval_s)
         );
@@ -233,11 +367,160 @@ fn short_event(key: EventKey) -> &'static str {
     }
 }
 
+/// `--brief`: one line per interval, every event's share of one CPU, their
+/// sum and netto's own cost, and a note where the interval is unusual; a
+/// heading first and, on a terminal, again every [`Brief::REPEAT`] lines,
+/// as vmstat does.
+#[derive(Debug)]
+pub struct Brief {
+    legend: Legend,
+    repeat_heading: bool,
+    lines: usize,
+}
+
+impl Brief {
+    /// Lines between headings on a terminal.
+    pub const REPEAT: usize = 20;
+
+    /// `repeat_heading`: whether to repeat the heading (on a terminal),
+    /// rather than write it once (into a file or a pipe).
+    pub fn new(repeat_heading: bool) -> Brief {
+        Brief {
+            legend: Legend::default(),
+            repeat_heading,
+            lines: 0,
+        }
+    }
+
+    pub fn write(&mut self, out: &mut impl Write, snapshot: &Snapshot) -> io::Result<()> {
+        out.write_all(self.render(snapshot).as_bytes())?;
+        out.flush()
+    }
+
+    pub fn render(&mut self, s: &Snapshot) -> String {
+        let mut text = String::new();
+        let due = self.lines == 0 || (self.repeat_heading && self.lines.is_multiple_of(Self::REPEAT));
+        let places = time_places(s.interval_s);
+        if due {
+            let _ = write!(
+                text,
+                "{:<width$}",
+                "TIME",
+                width = 8 + places + usize::from(places > 0)
+            );
+            for key in EventKey::ALL {
+                let _ = write!(text, " {:>8}", short_name(key));
+            }
+            let _ = writeln!(text, " {:>8} {:>8}  NOTE", "total", "netto");
+            self.legend.explain(
+                &mut text,
+                "% of one CPU",
+                "every column but TIME and NOTE, 100 being one CPU busy for the whole interval; \
+                 netto: its own cost",
+            );
+        }
+        let _ = write!(text, "{}", time_of_day(s.ts, places));
+        let mut total = 0u64;
+        let mut total_error = 0f64;
+        for key in EventKey::ALL {
+            let t = s.event(key);
+            total += t.total_ns;
+            total_error += t
+                .error_ns
+                .filter(|_| t.estimated)
+                .map_or(0.0, |e| (e as f64).powi(2));
+            let _ = write!(text, " {:>8}", written(t, s.interval_s).percent);
+        }
+        let total = CpuTime {
+            total_ns: total,
+            estimated: any_estimate(s),
+            error_ns: (total_error > 0.0).then(|| total_error.sqrt() as u64),
+            ..CpuTime::default()
+        };
+        let _ = write!(text, " {:>8}", written(&total, s.interval_s).percent);
+        let o = &s.overhead;
+        let cost = o
+            .cost_percent
+            .unwrap_or_else(|| percent(o.process_cpu_ns + o.bpf_run_time_ns, s.interval_s));
+        let cost = if o.estimated {
+            format!("~{}", with_error(cost, o.error_percent, 2).0)
+        } else {
+            format!("{cost:.2}")
+        };
+        let _ = write!(text, " {cost:>8}");
+        let notes = notes(s);
+        if !notes.is_empty() {
+            let _ = write!(text, "  {}", notes.join("; "));
+        }
+        text.push('\n');
+        if any_estimate(s) {
+            self.legend.explain_word(&mut text, glossary::ESTIMATE);
+        }
+        for kind in Losses::KINDS
+            .iter()
+            .filter(|kind| (kind.count)(&s.losses) > 0)
+        {
+            self.legend.explain(&mut text, kind.short, kind.meaning);
+        }
+        self.lines += 1;
+        text
+    }
+}
+
+/// Places of seconds the time of an interval of `interval_s` needs to
+/// tell it from the one before.
+fn time_places(interval_s: f64) -> usize {
+    if interval_s >= 1.0 {
+        0
+    } else if interval_s >= 0.1 {
+        1
+    } else {
+        2
+    }
+}
+
+/// An event's column in `--brief`: short, so a line fits 80 columns.
+fn short_name(key: EventKey) -> &'static str {
+    match key {
+        EventKey::NetRxSoftirq => "net_rx",
+        EventKey::NetTxSoftirq => "net_tx",
+        EventKey::SockSend => "send",
+        EventKey::SockRecv => "recv",
+        EventKey::NetTimers => "timers",
+    }
+}
+
+/// What `--brief` says of an unusual interval: a tier that estimates, a
+/// calibration interval, a budget beyond reach, losses.
+fn notes(s: &Snapshot) -> Vec<String> {
+    let mut notes = Vec::new();
+    if s.tier != Tier::Exact {
+        notes.push(format!("tier {}", s.tier.name()));
+    }
+    if let Some(back) = s.calibrating {
+        notes.push(format!("calibrating ({})", back.name()));
+    }
+    if s.budget_exceeded() {
+        notes.push("budget exceeded".to_owned());
+    }
+    if s.losses.any() {
+        notes.push(format!(
+            "lost {}",
+            s.losses.describe(|kind| kind.short).join(", ")
+        ));
+    }
+    notes
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::model::{Calibration, Overhead};
     use std::collections::BTreeMap;
+
+    fn render_table(s: &Snapshot) -> String {
+        Table::default().render(s)
+    }
 
     fn snapshot() -> Snapshot {
         let t = |ns: Vec<u64>| CpuTime {
@@ -289,12 +572,20 @@ mod tests {
             text.contains(" 0.30 "),
             "3 ms is 0.3% of a CPU-second:\n{text}"
         );
-        assert!(text.contains("tcp_pace_kick 0.250 ms"));
         assert!(
-            text.contains("netto cost: 0.400% of a CPU (estimated, +-0.020%): process 0.400 ms"),
+            text.contains("\nnet_timers by callback: tcp_pace_kick 0.250 ms (100%)\n"),
             "{text}"
         );
-        assert!(text.contains("BPF programs 3.600 ms (0.360%"), "{text}");
+        // An estimate to the precision of its error: 0.400 +- 0.020.
+        assert!(
+            text.contains("netto cost: ~0.40% of one CPU (estimated, +-0.02%): process 0.400 ms"),
+            "{text}"
+        );
+        assert!(text.contains("BPF programs ~3.6 ms (~0.36%"), "{text}");
+        assert!(
+            text.contains("priced from 0.10 s of BPF statistics"),
+            "{text}"
+        );
         assert!(!text.contains("lost"), "nothing lost, no line:\n{text}");
     }
 
@@ -312,9 +603,23 @@ mod tests {
         assert!(text.starts_with("interval 1.000 s"), "{text}");
         assert!(text.lines().next().unwrap().ends_with("tier sampled"));
         let send = text.lines().find(|l| l.starts_with("sock_send")).unwrap();
-        assert!(send.contains("~3.000"), "{send}");
-        assert!(send.contains(" - "), "no count for an estimate: {send}");
-        assert!(send.ends_with("estimated, +-1.500 ms"), "{send}");
+        // 3 ms +- 1.5 ms: to a tenth of a millisecond, per CPU too.
+        assert_eq!(
+            send.split_whitespace().collect::<Vec<_>>(),
+            [
+                "sock_send",
+                "~3.0",
+                "~0.30",
+                "-",
+                "~1.0",
+                "~2.0",
+                "estimated,",
+                "+-1.5",
+                "ms"
+            ],
+            "{send}"
+        );
+        assert!(text.contains(&format!("\n  {}\n", glossary::ESTIMATE.line())));
         // With the samples' agreement where the run measured the event.
         s.events.get_mut(&EventKey::NetTimers).unwrap().calibration = Some(Calibration {
             agreement: 0.784,
@@ -327,16 +632,18 @@ mod tests {
             .find(|l| l.starts_with("net_timers") && l.contains("estimated"))
             .unwrap();
         assert!(
-            timers.ends_with("estimated, +-1.500 ms, measured agreement 0.78 +-0.04, 2 min ago"),
+            timers.ends_with("estimated, +-1.5 ms, measured agreement 0.78 +-0.04, 2 min ago"),
             "{timers}"
         );
+        assert!(text.contains(&format!("\n  {}\n", glossary::AGREEMENT.line())));
         assert!(text.contains("softirq vectors and hardirq time: not measured in the sampled tier"));
         assert!(!text.contains("HRTIMER"), "{text}");
         // Exact rows carry no mark.
         let exact = render_table(&snapshot());
         assert!(exact.lines().next().unwrap().ends_with("tier exact"));
+        let rows = exact.lines().filter(|l| !l.starts_with("netto cost"));
         assert!(
-            !exact.contains('~') && !exact.contains("ms  estimated"),
+            rows.clone().all(|l| !l.contains('~')) && !exact.contains("ms  estimated"),
             "{exact}"
         );
     }
@@ -364,7 +671,7 @@ mod tests {
         };
         assert_eq!(
             budget(&s),
-            "netto budget: 1 % of a CPU, over in this calibration interval, not judged \
+            "netto budget: 1 % of one CPU, over in this calibration interval, not judged \
              (4 steps down, 0 up)"
         );
         s.calibrating = None;
@@ -376,11 +683,25 @@ mod tests {
         let mut s = snapshot();
         s.losses.task_storage_failures = 2;
         s.losses.dropped_halves = 1;
-        let text = render_table(&s);
+        let mut table = Table::default();
+        let text = table.render(&s);
         assert!(
-            text.contains("\nnetto lost: 2 task_storage_failures, 1 dropped_halves\n"),
+            text.contains("\nnetto lost: 2 task windows, 1 sample halves\n"),
             "{text}"
         );
+        // Each kind explained once in the run, below its first use.
+        for kind in &Losses::KINDS[..] {
+            let line = format!("\n  {}: {}\n", kind.short, kind.meaning);
+            assert_eq!(
+                text.contains(&line),
+                (kind.count)(&s.losses) > 0,
+                "{}:\n{text}",
+                kind.name
+            );
+        }
+        let again = table.render(&s);
+        assert!(again.contains("netto lost: 2 task windows"), "{again}");
+        assert!(!again.contains(Losses::KINDS[0].meaning), "{again}");
     }
 
     #[test]
@@ -409,7 +730,7 @@ mod tests {
             .iter()
             .position(|l| l.starts_with("BY CGROUP"))
             .unwrap();
-        assert!(lines[header].contains("net_rx ms") && lines[header].ends_with("NAME"));
+        assert!(lines[header].contains("net_rx ms") && lines[header].ends_with("  CGROUP PATH"));
         let docker = lines[header + 1];
         assert!(docker.starts_with("docker 3f2a1b4c5d6e"), "{text}");
         assert!(
@@ -419,8 +740,16 @@ mod tests {
         assert!(docker.ends_with("/system.slice/docker-3f2a1b4c5d6e.scope"));
         assert!(lines[header + 2].starts_with("unattributed"), "{text}");
 
+        // By process, the last column is the process id.
+        s.attribution.as_mut().unwrap().by = crate::model::GroupBy::Process;
+        let text = render_table(&s);
+        assert!(
+            text.lines()
+                .any(|l| l.starts_with("BY PROCESS") && l.ends_with("  PID")),
+            "{text}"
+        );
         s.attribution.as_mut().unwrap().on = false;
-        assert!(render_table(&s).contains("by cgroup: attribution off in this interval"));
+        assert!(render_table(&s).contains("by process: attribution off in this interval"));
     }
 
     #[test]
@@ -439,5 +768,128 @@ mod tests {
         assert_eq!(v["losses"]["recursion_misses"], 0);
         let back: Snapshot = serde_json::from_str(&text).unwrap();
         assert_eq!(back, snapshot());
+    }
+
+    #[test]
+    fn the_table_reads_for_a_newcomer() {
+        let mut s = snapshot();
+        s.net_timer_callbacks = BTreeMap::from([
+            ("tcp_pace_kick".into(), 1_000_000),
+            (TIMER_SOFTIRQ_OVERHEAD.into(), 4_000_000),
+        ]);
+        let mut table = Table::default();
+        let text = table.render(&s);
+        let lines: Vec<&str> = text.lines().collect();
+        // The time of day, not unix seconds.
+        assert_eq!(
+            lines[0],
+            format!(
+                "interval 1.000 s ending {}, backend tracepoint, tier exact",
+                time_of_day(s.ts, 3)
+            )
+        );
+        // The share's heading says of what, and says it once.
+        assert!(lines[1].starts_with("EVENT               TOTAL ms  % 1 CPU      COUNT"));
+        assert_eq!(
+            lines[2],
+            format!("  % 1 CPU: {}", glossary::PERCENT_OF_ONE_CPU.meaning)
+        );
+        // hardirq is no softirq: a heading of its own.
+        let softirq = lines.iter().position(|l| l.starts_with("SOFTIRQ")).unwrap();
+        let hardirq = lines.iter().position(|l| l.starts_with("HARDIRQ")).unwrap();
+        assert_eq!(hardirq, softirq + SoftirqVector::ALL.len() + 1, "{text}");
+        assert!(lines[hardirq + 1].starts_with("all handlers "), "{text}");
+        // The timers' heaviest part first, with what it is.
+        let timers = lines
+            .iter()
+            .position(|l| l.starts_with("net_timers by"))
+            .unwrap();
+        assert_eq!(
+            lines[timers],
+            "net_timers by callback: timer_softirq_overhead 4.000 ms (80%), \
+             tcp_pace_kick 1.000 ms (20%)"
+        );
+        assert_eq!(
+            lines[timers + 1],
+            format!("  {}", glossary::TIMER_SOFTIRQ_OVERHEAD.line())
+        );
+        // The next interval: the same table without the explanations.
+        let next = table.render(&s);
+        assert_eq!(next.lines().count(), text.lines().count() - 2, "{next}");
+    }
+
+    #[test]
+    fn brief_is_one_line_per_interval_under_a_heading() {
+        let mut brief = Brief::new(false);
+        let first = brief.render(&snapshot());
+        let lines: Vec<&str> = first.lines().collect();
+        assert_eq!(
+            lines[0].split_whitespace().collect::<Vec<_>>(),
+            ["TIME", "net_rx", "net_tx", "send", "recv", "timers", "total", "netto", "NOTE"]
+        );
+        assert!(
+            lines[1].starts_with("  % of one CPU: every column but TIME"),
+            "{first}"
+        );
+        // 3 ms of each event in 1 s; 15 ms in all; netto 0.40 +- 0.02.
+        assert_eq!(
+            lines[2].split_whitespace().collect::<Vec<_>>(),
+            [
+                &time_of_day(1_700_000_000.5, 0),
+                "0.30",
+                "0.30",
+                "0.30",
+                "0.30",
+                "0.30",
+                "1.50",
+                "~0.40"
+            ]
+        );
+        assert_eq!(lines.len(), 3);
+        for _ in 0..Brief::REPEAT {
+            let next = brief.render(&snapshot());
+            assert_eq!(
+                next.lines().count(),
+                1,
+                "no heading again into a file: {next}"
+            );
+        }
+        // On a terminal the heading comes back every REPEAT lines.
+        let mut terminal = Brief::new(true);
+        let headings = (0..=Brief::REPEAT)
+            .map(|_| terminal.render(&snapshot()))
+            .filter(|text| text.starts_with("TIME"))
+            .count();
+        assert_eq!(headings, 2);
+    }
+
+    #[test]
+    fn brief_marks_estimates_and_notes_what_is_unusual() {
+        let mut s = snapshot();
+        s.tier = Tier::Softirq;
+        s.interval_s = 0.5;
+        let send = s.events.get_mut(&EventKey::SockSend).unwrap();
+        send.estimated = true;
+        send.error_ns = Some(1_500_000);
+        s.losses.task_storage_failures = 2;
+        let mut brief = Brief::new(false);
+        let text = brief.render(&s);
+        let line = text
+            .lines()
+            .find(|l| l.starts_with(&time_of_day(s.ts, 1)))
+            .unwrap();
+        let cells: Vec<&str> = line.split_whitespace().collect();
+        // 3 ms +- 1.5 ms of 0.5 s: 0.6 +- 0.3 %.
+        assert_eq!(cells[3], "~0.6", "{line}");
+        assert_eq!(cells[1], "0.60", "{line}");
+        assert!(
+            line.ends_with("  tier softirq; lost 2 task windows"),
+            "{line}"
+        );
+        assert!(
+            text.contains(&format!("\n  {}\n", glossary::ESTIMATE.line())),
+            "{text}"
+        );
+        assert!(text.contains(Losses::KINDS[0].meaning), "{text}");
     }
 }
