@@ -500,6 +500,36 @@ pub static CONTEXT_DEFAULTS: &[(SampleContext, Category)] =
 /// saw begin: see [`super::leave_out_softirq_loop`].
 pub static SOFTIRQ_LOOP: &[&str] = &["handle_softirqs", "__do_softirq"];
 
+/// Functions where the kernel turns interrupts back on. netto samples on
+/// the cpu-clock event, whose timer interrupt waits while interrupts are
+/// off: a sample that fell due in a critical section is taken at the
+/// first instruction after it, in one of these. Such a function at the
+/// leaf is skid: its time is mostly its callers' work under the lock (or
+/// the interrupts that waited), not its own. Front ends mark these frames
+/// (`skid`) rather than moving their samples: where the time really went
+/// the stack does not say.
+#[rustfmt::skip]
+pub static SKID: &[Pattern] = &[
+    // Unlocks that restore or enable interrupts.
+    Exact("_raw_spin_unlock_irqrestore"),
+    Exact("_raw_spin_unlock_irq"),
+    Exact("_raw_read_unlock_irqrestore"),
+    Exact("_raw_read_unlock_irq"),
+    Exact("_raw_write_unlock_irqrestore"),
+    Exact("_raw_write_unlock_irq"),
+    // The softirq loop enables interrupts before running the handlers.
+    Exact("handle_softirqs"),
+    Exact("__do_softirq"),
+    // A context switch ends with interrupts enabled again.
+    Exact("finish_task_switch"),
+];
+
+/// Whether `frame` is one of the [`SKID`] functions.
+pub fn is_skid(frame: &str) -> bool {
+    let name = normalize_name(frame);
+    SKID.iter().any(|pattern| pattern.matches(name))
+}
+
 /// [`RULES`] and [`HOOKS`] indexed for lookup. An unmatched frame (most
 /// leaf helpers) is tested against every pattern, so prefixes are
 /// bucketed by their first byte and only a bucket is scanned.
@@ -577,6 +607,26 @@ pub fn hook<S: AsRef<str>>(outward: &[S]) -> Category {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn skid_is_where_interrupts_come_back_on() {
+        for name in [
+            "_raw_spin_unlock_irqrestore",
+            "_raw_spin_unlock_irq",
+            "handle_softirqs",
+            "finish_task_switch.isra.0",
+        ] {
+            assert!(is_skid(name), "{name}");
+        }
+        for name in [
+            "_raw_spin_unlock",
+            "_raw_spin_lock_irqsave",
+            "tcp_sendmsg",
+            "finish_task",
+        ] {
+            assert!(!is_skid(name), "{name}");
+        }
+    }
 
     #[test]
     fn no_row_is_shadowed() {

@@ -1,86 +1,185 @@
-//! The flame graph picture: inferno draws it, netto decides the colours.
-//! inferno's own palettes colour by name hash, which says nothing; here a
-//! frame's colour is its category (socket layer, TCP, driver, ...), so the
-//! share of each category can be seen at a glance.
+//! The flame graph picture: inferno draws it, netto decides the colours,
+//! the tooltips and the legend. inferno's own palettes colour by name
+//! hash, which says nothing; here a frame's colour is the part of the
+//! stack its category belongs to (receive path, netfilter, local
+//! delivery, socket calls, transmit, timers, netto's own), a legend under
+//! the graph says so, and a frame's tooltip names its category and gives
+//! its time in milliseconds.
 
+use std::fmt::Write as _;
 use std::io::Write;
 
 use inferno::flamegraph::color::{BackgroundColor, Color, PaletteMap};
 
 use super::folded::fold;
 use super::{draw, inferno_options, FlameError, FlameStack, Labels, Weight};
+use crate::breakdown::rules::is_skid;
 use crate::breakdown::{categorize, Category};
+use crate::frontends::glossary;
+
+/// A colour of the graph and what it stands for, as the legend says it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Swatch {
+    pub colour: Color,
+    pub legend: &'static str,
+}
+
+/// How one frame is drawn: its colour, and what its tooltip adds after
+/// the time (its category, or why it has none).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Look {
+    pub swatch: Swatch,
+    pub note: String,
+}
 
 /// Light enough for inferno's black frame text, far enough apart in hue to
-/// tell apart at a glance. A category's colour is its position in
-/// [`Categories::names`]; beyond this many categories colours repeat.
-const CATEGORY_COLOURS: [Color; 10] = [
-    rgb(0x8d, 0xb6, 0xe8), // blue
-    rgb(0xf2, 0xa6, 0x5a), // orange
-    rgb(0x8f, 0xd1, 0x7f), // green
-    rgb(0xe8, 0x84, 0x84), // red
-    rgb(0xc3, 0xa6, 0xe0), // purple
-    rgb(0xe6, 0xd0, 0x6a), // yellow
-    rgb(0x7f, 0xd1, 0xcc), // teal
-    rgb(0xe8, 0xa7, 0xcf), // pink
-    rgb(0xc4, 0xa0, 0x7c), // brown
-    rgb(0xb5, 0xc9, 0x5a), // olive
+/// tell apart at a glance; one per part of the stack ([`FAMILIES`]).
+const fn rgb(r: u8, g: u8, b: u8) -> Color {
+    Color { r, g, b }
+}
+
+/// The parts of the stack a category belongs to, each with its colour:
+/// a table, so a new category is one entry in one row (a test holds
+/// every category to exactly one row).
+pub const FAMILIES: [(Swatch, &[Category]); 7] = [
+    (
+        Swatch {
+            colour: rgb(0x8d, 0xb6, 0xe8), // blue
+            legend: "receive and forward",
+        },
+        &[
+            Category::DriverNapi,
+            Category::Xdp,
+            Category::Gro,
+            Category::NetifReceive,
+            Category::Tc,
+            Category::Bridge,
+            Category::IpReceive,
+            Category::Ipv4Forward,
+            Category::Ipv6Forward,
+        ],
+    ),
+    (
+        Swatch {
+            colour: rgb(0xe8, 0x84, 0x84), // red
+            legend: "netfilter, conntrack",
+        },
+        &[
+            Category::NetfilterPrerouting,
+            Category::NetfilterInput,
+            Category::NetfilterForward,
+            Category::NetfilterOutput,
+            Category::NetfilterPostrouting,
+            Category::NetfilterOther,
+            Category::Conntrack,
+        ],
+    ),
+    (
+        Swatch {
+            colour: rgb(0x8f, 0xd1, 0x7f), // green
+            legend: "local delivery",
+        },
+        &[
+            Category::LocalTcp,
+            Category::LocalUdp,
+            Category::LocalIcmp,
+            Category::LocalOther,
+            Category::SocketEnqueueWakeup,
+        ],
+    ),
+    (
+        Swatch {
+            colour: rgb(0xe6, 0xd0, 0x6a), // yellow
+            legend: "socket calls, copies",
+        },
+        &[
+            Category::SocketSend,
+            Category::SocketRecv,
+            Category::CopyUser,
+        ],
+    ),
+    (
+        Swatch {
+            colour: rgb(0xf2, 0xa6, 0x5a), // orange
+            legend: "transmit",
+        },
+        &[
+            Category::TcpOutput,
+            Category::UdpOutput,
+            Category::IpOutput,
+            Category::Qdisc,
+            Category::DevXmit,
+        ],
+    ),
+    (
+        Swatch {
+            colour: rgb(0xc3, 0xa6, 0xe0), // purple
+            legend: "timers",
+        },
+        &[
+            Category::TcpPacing,
+            Category::TcpSmallQueues,
+            Category::TcpRetransmitTimer,
+            Category::TcpAckTimer,
+            Category::TcpConnectionTimer,
+            Category::QdiscWatchdog,
+            Category::TimerSoftirq,
+        ],
+    ),
+    (
+        Swatch {
+            colour: rgb(0xe8, 0xa7, 0xcf), // pink
+            legend: "netto's own",
+        },
+        &[Category::Netto, Category::XdpSketch],
+    ),
 ];
 
+/// Frames where interrupts come back on ([`crate::breakdown::rules::SKID`]):
+/// dark, so a wide one reads as a warning rather than a hot spot.
+pub const SKID: Swatch = Swatch {
+    colour: rgb(0x9a, 0x9a, 0x9a),
+    legend: "skid: interrupts back on",
+};
+
 /// Grey, so frames no rule claims recede behind the coloured ones.
-const UNCATEGORISED: Color = rgb(0xd4, 0xd4, 0xd4);
+pub const UNCATEGORISED: Swatch = Swatch {
+    colour: rgb(0xd4, 0xd4, 0xd4),
+    legend: "no category of its own",
+};
 
 /// Plain white: inferno's default yellow gradient is part of its hot
 /// palette and muddies the category colours.
 const BACKGROUND: Color = rgb(0xff, 0xff, 0xff);
 
-const fn rgb(r: u8, g: u8, b: u8) -> Color {
-    Color { r, g, b }
-}
-
-/// How frames are coloured.
-pub struct Categories<'a> {
-    /// Every category the caller knows, in a fixed order. Colours are
-    /// handed out by position in this list rather than by which
-    /// categories happen to occur, so a category keeps its colour from one
-    /// graph to the next.
-    pub names: &'a [&'static str],
-    /// The category of a frame (function name), if any. A category missing
-    /// from `names` is drawn like an uncategorised frame.
-    pub of_frame: &'a dyn Fn(&str) -> Option<&'static str>,
-}
-
-impl Categories<'_> {
-    fn colour_of(&self, frame: &str) -> Color {
-        (self.of_frame)(frame)
-            .and_then(|category| self.names.iter().position(|name| *name == category))
-            .map_or(UNCATEGORISED, |index| {
-                CATEGORY_COLOURS[index % CATEGORY_COLOURS.len()]
-            })
-    }
-}
-
 /// Draws the stacks as one flame graph, contexts side by side under the
-/// root, widths counted as `weight` says. Fails with
+/// root, widths counted as `weight` says, each frame as `look` says, a
+/// legend of the colours drawn underneath. Fails with
 /// [`FlameError::NoSamples`] before writing anything when there is nothing
 /// to draw.
 pub fn write_svg(
     stacks: &[FlameStack],
     labels: &Labels,
     weight: Weight,
-    categories: &Categories<'_>,
+    look: &dyn Fn(&str) -> Look,
     out: &mut dyn Write,
 ) -> Result<(), FlameError> {
     let folded = fold(stacks);
     // inferno consults the map before its own palette, so filling it with
     // every frame drawn (and "", the root) leaves it no choice to make.
     let mut palette = PaletteMap::default();
-    palette.insert("", UNCATEGORISED);
+    palette.insert("", UNCATEGORISED.colour);
+    let mut drawn: Vec<Swatch> = Vec::new();
     for frame in folded.keys().flat_map(|stack| stack.split(';')) {
         if palette.get(frame).is_none() {
-            palette.insert(frame, categories.colour_of(frame));
+            let swatch = look(frame).swatch;
+            palette.insert(frame, swatch.colour);
+            if !drawn.contains(&swatch) {
+                drawn.push(swatch);
+            }
         }
     }
+    drawn.sort_by_key(legend_order);
     let lines: Vec<String> = folded
         .iter()
         .map(|(stack, count)| format!("{stack} {count}"))
@@ -88,7 +187,13 @@ pub fn write_svg(
     let mut options = inferno_options(labels, weight);
     options.palette_map = Some(&mut palette);
     options.bgcolors = Some(BackgroundColor::Flat(BACKGROUND));
-    draw(&mut options, &lines, out)
+    let mut picture = Vec::new();
+    draw(&mut options, &lines, &mut picture)?;
+    let picture = String::from_utf8(picture)
+        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?;
+    let picture = retitle(&picture, weight, look);
+    out.write_all(with_legend(&picture, &drawn).as_bytes())?;
+    Ok(())
 }
 
 /// [`write_svg`] coloured by netto's own categories (src/breakdown), the
@@ -100,20 +205,191 @@ pub fn write_categorized_svg(
     weight: Weight,
     out: &mut dyn Write,
 ) -> Result<(), FlameError> {
-    let names = Category::ALL.map(Category::name);
-    let categories = Categories {
-        names: &names,
-        of_frame: &frame_category,
-    };
-    write_svg(stacks, labels, weight, &categories, out)
+    write_svg(stacks, labels, weight, &category_look, out)
 }
 
-/// The category a single frame stands for, if it names one on its own.
-fn frame_category(frame: &str) -> Option<&'static str> {
-    match categorize(&[frame]) {
-        Category::Other => None,
-        category => Some(category.name()),
+/// A frame as netto's categories draw it: skid first (its name says where
+/// interrupts came on, not what the time was for), then the category the
+/// frame stands for on its own, its part of the stack's colour.
+fn category_look(frame: &str) -> Look {
+    if is_skid(frame) {
+        return Look {
+            swatch: SKID,
+            note: format!("skid: {}", glossary::SKID.meaning),
+        };
     }
+    match categorize(&[frame]) {
+        Category::Other => Look {
+            swatch: UNCATEGORISED,
+            note: "no category of its own: a stack takes the category of its frame nearest \
+                   the leaf that has one"
+                .to_owned(),
+        },
+        category => Look {
+            swatch: family(category),
+            note: format!("category {}", category.name()),
+        },
+    }
+}
+
+/// Where a swatch goes in the legend: the parts of the stack in table
+/// order, then skid, then no category.
+fn legend_order(swatch: &Swatch) -> usize {
+    FAMILIES
+        .iter()
+        .position(|(s, _)| s == swatch)
+        .unwrap_or(if *swatch == SKID {
+            FAMILIES.len()
+        } else {
+            FAMILIES.len() + 1
+        })
+}
+
+/// The part of the stack `category` belongs to.
+fn family(category: Category) -> Swatch {
+    FAMILIES
+        .iter()
+        .find(|(_, members)| members.contains(&category))
+        .map_or(UNCATEGORISED, |&(swatch, _)| swatch)
+}
+
+/// inferno's tooltips say `name (1,234,567 ns, 12.34%)`; netto's say
+/// `name (1.23 ms, 12.34%; category tcp_output)`. The note stays inside
+/// the final parentheses, which inferno's script strips to label the
+/// frame, so it holds none of its own. Frames are named in the folded
+/// form's plain characters, which the SVG escapes; the name is kept as
+/// written and read unescaped only to look it up.
+fn retitle(svg: &str, weight: Weight, look: &dyn Fn(&str) -> Look) -> String {
+    const OPEN: &str = "<title>";
+    const CLOSE: &str = "</title>";
+    let mut out = String::with_capacity(svg.len() + svg.len() / 4);
+    let mut rest = svg;
+    while let Some(start) = rest.find(OPEN) {
+        let Some(len) = rest[start..].find(CLOSE) else {
+            break;
+        };
+        let inner = &rest[start + OPEN.len()..start + len];
+        out.push_str(&rest[..start + OPEN.len()]);
+        match tooltip(inner, weight, look) {
+            Some(text) => out.push_str(&text),
+            None => out.push_str(inner),
+        }
+        out.push_str(CLOSE);
+        rest = &rest[start + len + CLOSE.len()..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// One tooltip rewritten; `None` for a title of another form.
+fn tooltip(title: &str, weight: Weight, look: &dyn Fn(&str) -> Look) -> Option<String> {
+    let (name, figures) = title.strip_suffix(')')?.rsplit_once(" (")?;
+    let (amount, share) = figures.split_once(", ")?;
+    let count: f64 = amount
+        .strip_suffix(weight_unit(weight))?
+        .trim_end()
+        .replace(',', "")
+        .parse()
+        .ok()?;
+    let amount = match weight {
+        Weight::Time => format!("{} ms", super::super::rounding::fixed(count / 1e6, 2)),
+        Weight::Samples => format!("{count:.0} samples"),
+    };
+    if name == "all" {
+        return Some(format!("all ({amount}, {share})"));
+    }
+    let note = look(&unescape(name)).note.replace(['(', ')'], "");
+    Some(format!("{name} ({amount}, {share}; {})", escape(&note)))
+}
+
+/// What inferno calls a width's unit ([`inferno_options`]).
+fn weight_unit(weight: Weight) -> &'static str {
+    match weight {
+        Weight::Time => "ns",
+        Weight::Samples => "samples",
+    }
+}
+
+fn unescape(text: &str) -> String {
+    text.replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&quot;", "\"")
+        .replace("&apos;", "'")
+        .replace("&amp;", "&")
+}
+
+fn escape(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+}
+
+/// The legend's rows: a box and a label per colour, as many to a row as
+/// fit inferno's picture width.
+const LEGEND_ROW: usize = 18;
+const LEGEND_BOX: usize = 12;
+/// inferno's default width, and its monospace font: 12 px at 0.59 em.
+const PICTURE_WIDTH: f64 = 1200.0;
+const CHAR_WIDTH: f64 = 12.0 * 0.59;
+const MARGIN: f64 = 10.0;
+
+/// `svg` made taller by a legend of `swatches` at its foot.
+fn with_legend(svg: &str, swatches: &[Swatch]) -> String {
+    let Some(height) = root_height(svg) else {
+        return svg.to_owned();
+    };
+    let mut legend = String::from("<g id=\"legend\">");
+    let (mut x, mut row) = (MARGIN, 0usize);
+    for swatch in swatches {
+        let width = LEGEND_BOX as f64 + 4.0 + swatch.legend.len() as f64 * CHAR_WIDTH + 16.0;
+        if x + width > PICTURE_WIDTH - MARGIN && x > MARGIN {
+            x = MARGIN;
+            row += 1;
+        }
+        let y = height + 4 + row * LEGEND_ROW;
+        let Color { r, g, b } = swatch.colour;
+        let _ = write!(
+            legend,
+            "<rect x=\"{x:.0}\" y=\"{y}\" width=\"{LEGEND_BOX}\" height=\"{LEGEND_BOX}\" \
+             fill=\"rgb({r},{g},{b})\" stroke=\"rgb(120,120,120)\" stroke-width=\"0.5\"/>\
+             <text x=\"{:.0}\" y=\"{}\">{}</text>",
+            x + LEGEND_BOX as f64 + 4.0,
+            y + LEGEND_BOX - 2,
+            escape(swatch.legend)
+        );
+        x += width;
+    }
+    legend.push_str("</g>");
+    let taller = height + 8 + (row + 1) * LEGEND_ROW;
+    let Some(end) = svg.rfind("</svg>") else {
+        return svg.to_owned();
+    };
+    let body = svg[..end]
+        .replacen(
+            &format!(" height=\"{height}\""),
+            &format!(" height=\"{taller}\""),
+            1,
+        )
+        .replacen(
+            &format!("viewBox=\"0 0 {PICTURE_WIDTH} {height}\""),
+            &format!("viewBox=\"0 0 {PICTURE_WIDTH} {taller}\""),
+            1,
+        )
+        .replacen(
+            &format!("<rect x=\"0\" y=\"0\" width=\"100%\" height=\"{height}\""),
+            &format!("<rect x=\"0\" y=\"0\" width=\"100%\" height=\"{taller}\""),
+            1,
+        );
+    format!("{body}{legend}</svg>")
+}
+
+/// The picture's height, from its root element.
+fn root_height(svg: &str) -> Option<usize> {
+    let root = &svg[svg.find("<svg ")?..];
+    let root = &root[..root.find('>')?];
+    let at = root.find(" height=\"")? + " height=\"".len();
+    let end = root[at..].find('"')? + at;
+    root[at..end].parse().ok()
 }
 
 #[cfg(test)]
@@ -123,32 +399,24 @@ mod tests {
     use super::*;
     use crate::model::SampleContext;
 
-    const NAMES: [&str; 3] = ["driver", "tcp", "socket"];
-
-    fn category_of(frame: &str) -> Option<&'static str> {
-        match frame {
-            "veth_xmit" | "napi_poll" => Some("driver"),
-            "tcp_sendmsg" | "tcp_v4_rcv" => Some("tcp"),
-            "sock_sendmsg" => Some("socket"),
-            "mystery" => Some("not_in_names"),
-            _ => None,
-        }
-    }
-
     fn stacks() -> Vec<FlameStack> {
         let stack = FlameStack::of;
         vec![
             stack(
                 SampleContext::SockSend,
                 &["sock_sendmsg", "tcp_sendmsg", "veth_xmit"],
-                40,
+                40_000_000,
             ),
             stack(
                 SampleContext::NetRx,
-                &["__do_softirq", "napi_poll", "tcp_v4_rcv"],
-                30,
+                &["__napi_poll", "tcp_v4_rcv", "_raw_spin_unlock_irqrestore"],
+                30_000_000,
             ),
-            stack(SampleContext::NetRx, &["__do_softirq", "mystery"], 30),
+            stack(
+                SampleContext::NetRx,
+                &["__napi_poll", "mystery"],
+                30_000_000,
+            ),
         ]
     }
 
@@ -160,18 +428,15 @@ mod tests {
         }
     }
 
-    fn render() -> String {
-        let categories = Categories {
-            names: &NAMES,
-            of_frame: &category_of,
-        };
+    fn render(weight: Weight) -> String {
         let mut out = Vec::new();
-        write_svg(&stacks(), &labels(), Weight::Samples, &categories, &mut out).unwrap();
+        write_categorized_svg(&stacks(), &labels(), weight, &mut out).unwrap();
         String::from_utf8(out).unwrap()
     }
 
-    /// Frame name -> fill of its rectangle, from the parsed picture.
-    fn frame_fills(doc: &roxmltree::Document<'_>) -> BTreeMap<String, String> {
+    /// Frame name -> (fill of its rectangle, its tooltip), from the parsed
+    /// picture.
+    fn frames(doc: &roxmltree::Document<'_>) -> BTreeMap<String, (String, String)> {
         let frames = doc
             .descendants()
             .find(|n| n.has_tag_name("svg") && n.attribute("id") == Some("frames"))
@@ -191,7 +456,7 @@ mod tests {
                     .find(|n| n.has_tag_name("rect"))
                     .and_then(|r| r.attribute("fill"))
                     .expect("frame fill");
-                (name, fill.to_string())
+                (name, (fill.to_string(), title.to_owned()))
             })
             .collect()
     }
@@ -202,7 +467,7 @@ mod tests {
 
     #[test]
     fn svg_is_well_formed_with_title_subtitle_and_every_frame() {
-        let svg = render();
+        let svg = render(Weight::Samples);
         let doc = super::super::parse_svg(&svg);
         let text_of = |id: &str| {
             doc.descendants()
@@ -215,70 +480,137 @@ mod tests {
             text_of("subtitle"),
             Some(format!("{}; widths: samples", labels().subtitle))
         );
-
-        let fills = frame_fills(&doc);
+        let frames = frames(&doc);
         for name in [
             "sock_send",
             "net_rx",
             "sock_sendmsg",
             "tcp_sendmsg",
             "veth_xmit",
-            "__do_softirq",
-            "napi_poll",
+            "__napi_poll",
             "tcp_v4_rcv",
+            "_raw_spin_unlock_irqrestore",
             "mystery",
         ] {
-            assert!(fills.contains_key(name), "{name} missing from {fills:?}");
+            assert!(frames.contains_key(name), "{name} missing from {frames:?}");
         }
     }
 
     #[test]
-    fn frames_take_their_category_colour_and_the_rest_are_grey() {
-        let svg = render();
+    fn frames_take_the_colour_of_their_part_of_the_stack() {
+        let svg = render(Weight::Time);
         let doc = super::super::parse_svg(&svg);
-        let fills = frame_fills(&doc);
+        let frames = frames(&doc);
         let expect = [
-            ("veth_xmit", CATEGORY_COLOURS[0]),
-            ("napi_poll", CATEGORY_COLOURS[0]),
-            ("tcp_sendmsg", CATEGORY_COLOURS[1]),
-            ("tcp_v4_rcv", CATEGORY_COLOURS[1]),
-            ("sock_sendmsg", CATEGORY_COLOURS[2]),
-            ("__do_softirq", UNCATEGORISED),
+            ("__napi_poll", FAMILIES[0].0),
+            ("tcp_v4_rcv", FAMILIES[2].0),
+            ("sock_sendmsg", FAMILIES[3].0),
+            ("tcp_sendmsg", FAMILIES[4].0),
+            ("veth_xmit", FAMILIES[4].0),
+            ("_raw_spin_unlock_irqrestore", SKID),
             ("net_rx", UNCATEGORISED),
             ("mystery", UNCATEGORISED),
         ];
-        for (frame, colour) in expect {
-            assert_eq!(fills[frame], css(colour), "{frame}");
+        for (frame, swatch) in expect {
+            assert_eq!(frames[frame].0, css(swatch.colour), "{frame}");
         }
-        assert_eq!(fills["all"], css(UNCATEGORISED));
+        assert_eq!(frames["all"].0, css(UNCATEGORISED.colour));
     }
 
     #[test]
-    fn palette_colours_are_distinct_and_not_grey() {
-        let distinct: HashSet<_> = CATEGORY_COLOURS.iter().map(|c| (c.r, c.g, c.b)).collect();
-        assert_eq!(distinct.len(), CATEGORY_COLOURS.len());
-        assert!(!CATEGORY_COLOURS.contains(&UNCATEGORISED));
+    fn tooltips_give_milliseconds_and_the_category() {
+        let svg = render(Weight::Time);
+        let doc = super::super::parse_svg(&svg);
+        let frames = frames(&doc);
+        assert_eq!(frames["all"].1, "all (100.00 ms, 100%)");
+        assert_eq!(
+            frames["tcp_v4_rcv"].1,
+            "tcp_v4_rcv (30.00 ms, 30.00%; category local_tcp)"
+        );
+        assert_eq!(
+            frames["_raw_spin_unlock_irqrestore"].1,
+            format!(
+                "_raw_spin_unlock_irqrestore (30.00 ms, 30.00%; skid: {})",
+                glossary::SKID.meaning
+            )
+        );
+        assert!(frames["mystery"]
+            .1
+            .ends_with("; no category of its own: a stack takes the category of its frame nearest the leaf that has one)"));
+        let samples = render(Weight::Samples);
+        let doc = super::super::parse_svg(&samples);
+        assert_eq!(
+            frames_of(&doc, "tcp_v4_rcv"),
+            "tcp_v4_rcv (30000000 samples, 30.00%; category local_tcp)"
+        );
+    }
+
+    fn frames_of(doc: &roxmltree::Document<'_>, name: &str) -> String {
+        frames(doc)[name].1.clone()
     }
 
     #[test]
-    fn colours_wrap_after_the_palette() {
-        const ELEVEN: [&str; 11] = ["a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k"];
-        assert_eq!(ELEVEN.len(), CATEGORY_COLOURS.len() + 1);
-        let categories = Categories {
-            names: &ELEVEN,
-            of_frame: &|_| Some("k"),
-        };
-        assert_eq!(categories.colour_of("anything"), CATEGORY_COLOURS[0]);
+    fn a_legend_names_each_colour_drawn_and_fits_the_picture() {
+        let svg = render(Weight::Time);
+        let doc = super::super::parse_svg(&svg);
+        let legend = doc
+            .descendants()
+            .find(|n| n.attribute("id") == Some("legend"))
+            .expect("a legend");
+        let entries: Vec<&str> = legend
+            .children()
+            .filter(|n| n.has_tag_name("text"))
+            .filter_map(|n| n.text())
+            .collect();
+        let mut expected = vec![
+            UNCATEGORISED.legend,
+            FAMILIES[3].0.legend,
+            FAMILIES[4].0.legend,
+            FAMILIES[0].0.legend,
+            FAMILIES[2].0.legend,
+            SKID.legend,
+        ];
+        let mut sorted = entries.clone();
+        sorted.sort_unstable();
+        expected.sort_unstable();
+        assert_eq!(sorted, expected, "only the colours drawn");
+        let root = doc.root_element();
+        let height: f64 = root.attribute("height").unwrap().parse().unwrap();
+        let lowest = legend
+            .children()
+            .filter_map(|n| n.attribute("y"))
+            .map(|y| y.parse::<f64>().unwrap())
+            .fold(0.0, f64::max);
+        assert!(lowest + 12.0 <= height, "legend at {lowest} below {height}");
+        assert!(root
+            .attribute("viewBox")
+            .unwrap()
+            .ends_with(&format!(" {height}")));
+    }
+
+    #[test]
+    fn every_category_has_one_part_of_the_stack() {
+        for category in Category::ALL {
+            let rows = FAMILIES
+                .iter()
+                .filter(|(_, members)| members.contains(&category))
+                .count();
+            let expected = usize::from(category != Category::Other);
+            assert_eq!(rows, expected, "{}", category.name());
+        }
+        let colours: HashSet<_> = FAMILIES
+            .iter()
+            .map(|(s, _)| s.colour)
+            .chain([SKID.colour, UNCATEGORISED.colour])
+            .map(|c| (c.r, c.g, c.b))
+            .collect();
+        assert_eq!(colours.len(), FAMILIES.len() + 2, "colours distinct");
     }
 
     #[test]
     fn nothing_is_written_without_samples() {
-        let categories = Categories {
-            names: &NAMES,
-            of_frame: &category_of,
-        };
         let mut out = Vec::new();
-        let err = write_svg(&[], &labels(), Weight::Samples, &categories, &mut out).unwrap_err();
+        let err = write_categorized_svg(&[], &labels(), Weight::Samples, &mut out).unwrap_err();
         assert!(matches!(err, FlameError::NoSamples));
         assert!(out.is_empty());
     }
