@@ -248,7 +248,7 @@ fn bench(c: &mut Criterion) {
         b.iter_custom(|iters| {
             let start = thread_cpu();
             for _ in 0..iters {
-                black_box(Tree::build(&big, &big.stacks, &expansion, &mut categorizer));
+                black_box(Tree::build(&[&big], &expansion, &mut categorizer));
             }
             thread_cpu() - start
         })

@@ -7,8 +7,10 @@
 
 use super::table::{self, Grid};
 use super::tree::{Expansion, NodeId, Row, Tree};
+use crate::breakdown::rules::is_skid;
 use crate::breakdown::Categorizer;
 use crate::frontends::flame::{any_estimated, flame_stacks, FlameStack, Scope, Weight};
+use crate::frontends::glossary::{self, Word};
 use crate::frontends::notes;
 use crate::history::History;
 use crate::model::{EventKey, Snapshot};
@@ -56,6 +58,25 @@ impl Panel {
         self
     }
 }
+
+/// The help overlay's pages: the keys (and the start-up notes), then what
+/// the words on screen mean.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Help {
+    Keys,
+    Words,
+}
+
+/// The spans the breakdown can cover, in seconds of measured time (`w`
+/// steps through them; none: the last interval alone). A few hundred
+/// samples an interval move a category's share by several points from one
+/// interval to the next; five seconds of them hold it still enough to
+/// read. Spans beyond the flame graph's (`--flame-seconds`) are left out:
+/// the stacks are kept that long only.
+pub const BREAKDOWN_WINDOWS: [Option<f64>; 4] = [None, Some(5.0), Some(10.0), Some(30.0)];
+
+/// The window the breakdown starts with.
+const DEFAULT_WINDOW: Option<f64> = Some(5.0);
 
 /// What a key asks of the world outside the app state; the command that
 /// runs the UI carries it out.
@@ -107,7 +128,12 @@ pub struct App {
     pub frequency_hz: Option<u64>,
     /// One line for the user: what a key did, or why it could not.
     pub status: Option<String>,
-    pub help: bool,
+    pub help: Option<Help>,
+    /// Rows the help page is scrolled down by (a small screen cannot show
+    /// it all).
+    pub help_scroll: usize,
+    /// The breakdown's span: one of [`App::windows`].
+    pub window: Option<f64>,
     /// The source has delivered everything it will.
     pub ended: bool,
 }
@@ -116,6 +142,7 @@ impl App {
     pub fn new(info: SourceInfo, settings: TopSettings) -> App {
         let notes: Vec<String> = info.notes.iter().map(notes::sentence).collect();
         let status = (!notes.is_empty()).then(|| notes.join("; "));
+        let window = DEFAULT_WINDOW.filter(|&w| w <= settings.flame_s);
         App {
             frequency_hz: info.frequency_hz,
             info,
@@ -137,8 +164,63 @@ impl App {
             series: Vec::new(),
             categorizer: Categorizer::default(),
             status,
-            help: false,
+            help: None,
+            help_scroll: 0,
+            window,
             ended: false,
+        }
+    }
+
+    /// The breakdown's spans this run can show ([`BREAKDOWN_WINDOWS`]).
+    pub fn windows(&self) -> Vec<Option<f64>> {
+        BREAKDOWN_WINDOWS
+            .into_iter()
+            .filter(|w| w.is_none_or(|s| s <= self.settings.flame_s))
+            .collect()
+    }
+
+    /// The breakdown over the next span.
+    pub fn next_window(&mut self) {
+        let windows = self.windows();
+        let at = windows.iter().position(|&w| w == self.window).unwrap_or(0);
+        self.window = windows[(at + 1) % windows.len()];
+        self.rebuild_tree();
+    }
+
+    /// What the breakdown's span reads as: `last interval`, `last 5 s`.
+    pub fn window_name(&self) -> String {
+        match self.window {
+            None => "last interval".to_owned(),
+            Some(seconds) => format!("last {seconds:.0} s"),
+        }
+    }
+
+    /// The word the selected row shows that a newcomer may not know, for
+    /// the status line: an estimate's `~`, a context's agreement, a skid
+    /// function.
+    pub fn selected_word(&self) -> Option<Word> {
+        match self.focus {
+            Panel::Events => {
+                let grid = self.grid()?;
+                let row = grid.rows.get(self.events_row)?;
+                let estimated = row.label.starts_with('~')
+                    || row
+                        .values
+                        .iter()
+                        .any(|v| matches!(v, table::Value::Estimated { .. }));
+                estimated.then_some(glossary::ESTIMATE)
+            }
+            Panel::Breakdown => {
+                let rows = self.tree_rows();
+                match rows.get(self.selected_row(&rows))? {
+                    Row::Context(c) if c.agreement.is_some() || c.calibration.is_some() => {
+                        Some(glossary::AGREEMENT)
+                    }
+                    Row::Function(_, _, f) if is_skid(&f.name) => Some(glossary::SKID),
+                    _ => None,
+                }
+            }
+            Panel::Groups => None,
         }
     }
 
@@ -366,20 +448,31 @@ impl App {
             .collect();
     }
 
-    /// The tree of the snapshot on screen, with the functions of the open
-    /// categories; those need the snapshot's stacks, which are kept for
-    /// the flame graph's span (after a longer pause they are gone).
+    /// The tree of the breakdown's window up to the snapshot on screen,
+    /// with the functions of the open categories; those need the
+    /// snapshots' stacks, which are kept for the flame graph's span (after
+    /// a longer pause they are gone, and the tree is the shown interval's
+    /// alone, without functions).
     fn rebuild_tree(&mut self) {
         let Some(shown) = &self.shown else {
             return;
         };
-        let stacks = self
-            .recent
-            .iter()
-            .rev()
-            .find(|s| s.ts == shown.ts)
-            .map_or(&[][..], |s| &s.stacks[..]);
-        self.tree = Tree::build(shown, stacks, &self.expansion, &mut self.categorizer);
+        let kept: Vec<&Snapshot> = self.recent.iter().filter(|s| s.ts <= shown.ts).collect();
+        let window: Vec<&Snapshot> = match kept.last() {
+            Some(newest) if newest.ts == shown.ts => {
+                let from = self.window.map_or(shown.ts, |span| shown.ts - span);
+                let mut window: Vec<&Snapshot> = kept
+                    .iter()
+                    .rev()
+                    .take_while(|s| s.ts > from || s.ts == shown.ts)
+                    .copied()
+                    .collect();
+                window.reverse();
+                window
+            }
+            _ => vec![shown],
+        };
+        self.tree = Tree::build(&window, &self.expansion, &mut self.categorizer);
     }
 }
 
@@ -450,6 +543,11 @@ mod tests {
         assert_eq!(functions.len(), 2, "from the paused snapshot's stacks");
         app.set_paused(false);
         assert_eq!(app.series[0].points.len(), 2);
+        // The window's stacks: the first snapshot's, as the later has none;
+        // the last interval alone has none to open.
+        assert_eq!(app.tree.contexts[0].categories[0].functions.len(), 2);
+        app.window = None;
+        app.rebuild_tree();
         assert!(app.tree.contexts[0].categories[0].functions.is_empty());
     }
 }

@@ -5,7 +5,7 @@
 
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 
-use super::app::{App, Effect, Panel};
+use super::app::{App, Effect, Help, Panel};
 use super::frequency;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -25,6 +25,7 @@ pub enum Command {
     Expand,
     Collapse,
     Toggle,
+    Window,
     FlameGraph,
     Help,
 }
@@ -132,6 +133,12 @@ pub const BINDINGS: &[Binding] = &[
         help: "breakdown: open / close",
     },
     Binding {
+        label: "w",
+        keys: &[(KeyCode::Char('w'), NONE)],
+        command: Command::Window,
+        help: "breakdown: the last interval, or 5, 10, 30 s of samples",
+    },
+    Binding {
         label: "s",
         keys: &[(KeyCode::Char('s'), NONE)],
         command: Command::FlameGraph,
@@ -141,7 +148,7 @@ pub const BINDINGS: &[Binding] = &[
         label: "?",
         keys: &[(KeyCode::Char('?'), NONE)],
         command: Command::Help,
-        help: "this help (any key closes it)",
+        help: "this help, then what the words on screen mean",
     },
 ];
 
@@ -164,8 +171,24 @@ pub fn handle_key(app: &mut App, key: &KeyEvent) -> Option<Effect> {
         return None;
     }
     let command = command_for(key);
-    if app.help && command != Some(Command::Quit) {
-        app.help = false;
+    if let Some(page) = app.help {
+        // Any key closes the help, as it says; only Ctrl-C still quits,
+        // which no one presses to close a page.
+        if key.code == KeyCode::Char('c') && key.modifiers.contains(CTRL) {
+            return Some(Effect::Quit);
+        }
+        let scroll = |by: isize| app.help_scroll.saturating_add_signed(by);
+        match (page, command) {
+            (_, Some(Command::Up)) => app.help_scroll = scroll(-1),
+            (_, Some(Command::Down)) => app.help_scroll = scroll(1),
+            (_, Some(Command::PageUp)) => app.help_scroll = scroll(-PAGE),
+            (_, Some(Command::PageDown)) => app.help_scroll = scroll(PAGE),
+            (Help::Keys, Some(Command::Help)) => {
+                app.help = Some(Help::Words);
+                app.help_scroll = 0;
+            }
+            _ => app.help = None,
+        }
         return None;
     }
     match command? {
@@ -185,8 +208,15 @@ pub fn handle_key(app: &mut App, key: &KeyEvent) -> Option<Effect> {
         Command::Collapse if app.focus == Panel::Breakdown => app.collapse(),
         Command::Toggle if app.focus == Panel::Breakdown => app.toggle_node(),
         Command::Expand | Command::Collapse | Command::Toggle => {}
+        Command::Window => {
+            app.next_window();
+            app.status = Some(format!("breakdown: {}", app.window_name()));
+        }
         Command::FlameGraph => return Some(Effect::WriteFlameGraph),
-        Command::Help => app.help = true,
+        Command::Help => {
+            app.help = Some(Help::Keys);
+            app.help_scroll = 0;
+        }
     }
     None
 }
@@ -272,6 +302,10 @@ mod tests {
         let mut app = fixture::app();
         chars(&mut app, "o");
         assert_eq!(app.sort, 1);
+        // Natural, % host, calls/s, per call: the fourth press is round.
+        chars(&mut app, "ooo");
+        assert_eq!(app.sort, 0);
+        chars(&mut app, "o");
         chars(&mut app, "c");
         assert!(app.per_cpu);
         assert_eq!(app.sort, 0, "a new view starts in its natural order");
@@ -421,12 +455,56 @@ mod tests {
     fn help_opens_and_any_key_closes_it_without_acting() {
         let mut app = fixture::app();
         chars(&mut app, "?");
-        assert!(app.help);
+        assert_eq!(app.help, Some(Help::Keys));
         chars(&mut app, "p");
-        assert!(!app.help);
+        assert_eq!(app.help, None);
         assert!(!app.paused, "the key only closed the help");
+        // q too, as the help says: it closes the help, it does not quit.
         chars(&mut app, "?");
-        assert_eq!(chars(&mut app, "q"), [Effect::Quit]);
+        assert_eq!(chars(&mut app, "q"), []);
+        assert_eq!(app.help, None);
+        // ? again turns to the words, and any key closes those.
+        chars(&mut app, "??");
+        assert_eq!(app.help, Some(Help::Words));
+        assert_eq!(chars(&mut app, "?"), []);
+        assert_eq!(app.help, None);
+        // The arrows scroll a page that does not fit, and leave it open.
+        chars(&mut app, "??");
+        press(&mut app, KeyCode::Down);
+        press(&mut app, KeyCode::PageDown);
+        assert_eq!(
+            (app.help, app.help_scroll),
+            (Some(Help::Words), 1 + PAGE as usize)
+        );
+        press(&mut app, KeyCode::Up);
+        assert_eq!(app.help_scroll, PAGE as usize);
+        chars(&mut app, "x");
+        assert_eq!(app.help, None);
+        // Ctrl-C quits whatever is open.
+        chars(&mut app, "?");
+        let ctrl_c = KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL);
+        assert_eq!(handle_key(&mut app, &ctrl_c), Some(Effect::Quit));
+    }
+
+    #[test]
+    fn w_steps_the_breakdown_through_its_windows() {
+        let mut app = fixture::app();
+        assert_eq!(app.window, Some(5.0), "five seconds to start with");
+        chars(&mut app, "w");
+        assert_eq!(app.window, Some(10.0));
+        assert_eq!(app.status.as_deref(), Some("breakdown: last 10 s"));
+        chars(&mut app, "ww");
+        assert_eq!(app.window, None);
+        assert_eq!(app.status.as_deref(), Some("breakdown: last interval"));
+        chars(&mut app, "w");
+        assert_eq!(app.window, Some(5.0));
+        // None longer than the stacks are kept (--flame-seconds).
+        let mut settings = fixture::settings();
+        settings.flame_s = 8.0;
+        let mut short = App::new(fixture::info(Origin::Live), settings);
+        assert_eq!(short.windows(), [None, Some(5.0)]);
+        chars(&mut short, "ww");
+        assert_eq!(short.window, Some(5.0));
     }
 
     #[test]

@@ -6,7 +6,8 @@ use super::format;
 use std::collections::BTreeMap;
 
 use crate::frontends::label::printable;
-use crate::model::{percent, Attribution, EventKey, Snapshot};
+use crate::frontends::rounding::{decimals_for, fixed};
+use crate::model::{percent, Attribution, CpuTime, EventKey, Snapshot};
 
 /// How a column's numbers read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -16,8 +17,53 @@ pub enum Unit {
     Nanoseconds,
 }
 
+/// A number in a cell: measured, estimated from samples (`~`, to its
+/// error's precision), or not known at all (an estimate counts no runs).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Value {
+    Exact(f64),
+    /// One standard error in the same unit; 0 where none is known.
+    Estimated {
+        value: f64,
+        error: f64,
+    },
+    Unknown,
+}
+
+impl Value {
+    /// The figure to sort by: unknowns last.
+    fn sort_key(self) -> f64 {
+        match self {
+            Value::Exact(value) | Value::Estimated { value, .. } => value,
+            Value::Unknown => f64::NEG_INFINITY,
+        }
+    }
+}
+
 impl Unit {
-    pub fn format(self, value: f64) -> String {
+    pub fn format(self, value: Value) -> String {
+        match value {
+            Value::Exact(value) => self.exact(value),
+            Value::Unknown => "-".to_owned(),
+            Value::Estimated { value, error } => {
+                let text = match (self, decimals_for(error)) {
+                    // No finer than an exact share would read.
+                    (Unit::Percent, Some(decimals)) => {
+                        let usual = if value != 0.0 && value.abs() < 1.0 {
+                            2
+                        } else {
+                            1
+                        };
+                        format!("{}%", fixed(value, decimals.min(usual)))
+                    }
+                    _ => self.exact(value),
+                };
+                format!("~{text}")
+            }
+        }
+    }
+
+    fn exact(self, value: f64) -> String {
         match self {
             Unit::Percent => format::percent(value),
             Unit::Rate => format::quantity(value),
@@ -30,25 +76,33 @@ impl Unit {
 pub struct Column {
     pub title: &'static str,
     pub unit: Unit,
+    /// Whether `o` sorts by it: not where another column always gives
+    /// the same order.
+    pub sortable: bool,
 }
 
-/// The totals view's columns after the event name.
+/// The totals view's columns after the event name. `% 1 CPU` is `% host`
+/// times the CPU count, so sorting by it again would change nothing.
 pub const TOTAL_COLUMNS: [Column; 4] = [
     Column {
         title: "% host",
         unit: Unit::Percent,
+        sortable: true,
     },
     Column {
         title: "% 1 CPU",
         unit: Unit::Percent,
+        sortable: false,
     },
     Column {
         title: "calls/s",
         unit: Unit::Rate,
+        sortable: true,
     },
     Column {
         title: "per call",
         unit: Unit::Nanoseconds,
+        sortable: true,
     },
 ];
 
@@ -59,7 +113,7 @@ const PER_CPU_TITLES: [&str; EventKey::ALL.len()] = ["net_rx", "net_tx", "send",
 #[derive(Debug, Clone, PartialEq)]
 pub struct Row {
     pub label: String,
-    pub values: Vec<f64>,
+    pub values: Vec<Value>,
 }
 
 /// What the events panel shows: a label column, then `columns`.
@@ -71,9 +125,34 @@ pub struct Grid {
 }
 
 impl Grid {
-    /// Number of ways to sort: by label (natural order) and by each column.
+    /// Number of ways to sort: by label (natural order) and by each
+    /// sortable column.
     pub fn sort_keys(&self) -> usize {
-        self.columns.len() + 1
+        self.columns.iter().filter(|c| c.sortable).count() + 1
+    }
+
+    /// The column sort key `key` sorts by: none for 0 (the natural
+    /// order), else the `key`-th sortable column.
+    pub fn sort_column(&self, key: usize) -> Option<usize> {
+        let nth = key.checked_sub(1)?;
+        self.columns
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| c.sortable)
+            .nth(nth)
+            .map(|(i, _)| i)
+    }
+}
+
+/// `ns` of `time` as a share of `span_ns`, marked as `time` is: an
+/// estimate's error scaled alike.
+fn share(time: &CpuTime, ns: u64, span_s: f64) -> Value {
+    let value = percent(ns, span_s);
+    if time.estimated {
+        let error = time.error_ns.map_or(0.0, |e| percent(e, span_s));
+        Value::Estimated { value, error }
+    } else {
+        Value::Exact(value)
     }
 }
 
@@ -85,23 +164,30 @@ pub fn totals(snapshot: &Snapshot) -> Grid {
         .iter()
         .map(|&key| {
             let time = snapshot.event(key);
-            let per_s = if interval > 0.0 {
-                time.count as f64 / interval
+            // An estimate counts no runs: its rate and time per call are
+            // not known, rather than zero.
+            let (per_s, per_call) = if time.estimated {
+                (Value::Unknown, Value::Unknown)
             } else {
-                0.0
-            };
-            let per_call = if time.count > 0 {
-                time.total_ns as f64 / time.count as f64
-            } else {
-                0.0
+                let per_s = if interval > 0.0 {
+                    time.count as f64 / interval
+                } else {
+                    0.0
+                };
+                let per_call = if time.count > 0 {
+                    time.total_ns as f64 / time.count as f64
+                } else {
+                    0.0
+                };
+                (Value::Exact(per_s), Value::Exact(per_call))
             };
             // An estimate is marked, as everywhere: `~` before its name.
             let mark = if time.estimated { "~" } else { "" };
             Row {
                 label: format!("{mark}{}", key.name()),
                 values: vec![
-                    percent(time.total_ns, host),
-                    time.percent_of_cpu(interval),
+                    share(time, time.total_ns, host),
+                    share(time, time.total_ns, interval),
                     per_s,
                     per_call,
                 ],
@@ -124,8 +210,11 @@ pub fn per_cpu(snapshot: &Snapshot) -> Grid {
             values: EventKey::ALL
                 .iter()
                 .map(|&key| {
-                    let ns = snapshot.event(key).per_cpu_ns.get(cpu).copied();
-                    percent(ns.unwrap_or(0), interval)
+                    // A CPU's part of an estimate is no more precise than
+                    // the whole, whose error bounds it.
+                    let time = snapshot.event(key);
+                    let ns = time.per_cpu_ns.get(cpu).copied();
+                    share(time, ns.unwrap_or(0), interval)
                 })
                 .collect(),
         })
@@ -137,6 +226,7 @@ pub fn per_cpu(snapshot: &Snapshot) -> Grid {
             .map(|&title| Column {
                 title,
                 unit: Unit::Percent,
+                sortable: true,
             })
             .collect(),
         rows,
@@ -176,6 +266,7 @@ pub fn groups(attribution: &Attribution, interval_s: f64) -> Grid {
             .map(|&(title, _)| Column {
                 title,
                 unit: Unit::Percent,
+                sortable: true,
             })
             .collect(),
         rows,
@@ -191,18 +282,22 @@ pub fn group_row(label: String, events: &BTreeMap<EventKey, u64>, interval_s: f6
                 Some(key) => events.get(key).copied().unwrap_or(0),
                 None => events.values().sum(),
             };
-            percent(ns, interval_s)
+            Value::Exact(percent(ns, interval_s))
         })
         .collect();
     Row { label, values }
 }
 
 /// Sorts rows by sort key `key`: 0 keeps the natural order (events as
-/// listed, CPUs by number), `k` sorts by column `k - 1`, largest first.
+/// listed, CPUs by number), `k` sorts by the `k`-th sortable column
+/// ([`Grid::sort_column`]), largest first, unknowns last.
 pub fn sort(grid: &mut Grid, key: usize) {
-    if let Some(column) = key.checked_sub(1).filter(|&c| c < grid.columns.len()) {
-        grid.rows
-            .sort_by(|a, b| b.values[column].total_cmp(&a.values[column]));
+    if let Some(column) = grid.sort_column(key) {
+        grid.rows.sort_by(|a, b| {
+            b.values[column]
+                .sort_key()
+                .total_cmp(&a.values[column].sort_key())
+        });
     }
 }
 
@@ -230,15 +325,64 @@ mod tests {
         assert_eq!(grid.rows.len(), EventKey::ALL.len());
         assert_eq!(grid.rows[0].label, "net_rx_softirq");
         // 0.4 s of 2 CPUs x 2 s; of one CPU's 2 s; 4000 runs in 2 s of 100 µs.
-        assert_eq!(grid.rows[0].values, [10.0, 20.0, 2000.0, 100_000.0]);
-        assert_eq!(grid.rows[4].values, [0.0, 0.0, 0.0, 0.0]);
+        assert_eq!(grid.rows[0].values, exact(&[10.0, 20.0, 2000.0, 100_000.0]));
+        assert_eq!(grid.rows[4].values, exact(&[0.0, 0.0, 0.0, 0.0]));
+    }
+
+    fn exact(values: &[f64]) -> Vec<Value> {
+        values.iter().map(|&v| Value::Exact(v)).collect()
+    }
+
+    #[test]
+    fn estimates_are_marked_and_what_they_cannot_know_is_unknown() {
+        let mut s = snapshot();
+        let send = s.events.get_mut(&EventKey::SockSend).unwrap();
+        send.estimated = true;
+        send.error_ns = Some(152_600_000);
+        send.count = 0;
+        let grid = totals(&s);
+        let row = &grid.rows[2];
+        assert_eq!(row.label, "~sock_send");
+        // 600 ms +- 152.6 ms of 2 s: 30 +- 7.63 % of one CPU.
+        let texts: Vec<String> = row
+            .values
+            .iter()
+            .zip(&grid.columns)
+            .map(|(&v, c)| c.unit.format(v))
+            .collect();
+        assert_eq!(texts, ["~15%", "~30%", "-", "-"]);
+        // Per CPU too, to the whole's precision.
+        let grid = per_cpu(&s);
+        let cpu0: Vec<String> = grid.rows[0]
+            .values
+            .iter()
+            .map(|&v| Unit::Percent.format(v))
+            .collect();
+        assert_eq!(cpu0, ["5.0%", "0.0%", "~30%", "0.0%", "0.0%"]);
+        // Sorting puts what is not known last.
+        let mut grid = totals(&s);
+        sort(&mut grid, 2);
+        assert_eq!(grid.rows[0].label, "net_rx_softirq", "by calls/s");
+        assert_eq!(grid.rows[4].label, "~sock_send");
+    }
+
+    #[test]
+    fn a_column_that_sorts_as_another_is_no_sort_key() {
+        let grid = totals(&snapshot());
+        // Natural order, % host, calls/s, per call: not % 1 CPU again.
+        assert_eq!(grid.sort_keys(), 4);
+        let titles: Vec<&str> = (1..grid.sort_keys())
+            .map(|key| grid.columns[grid.sort_column(key).unwrap()].title)
+            .collect();
+        assert_eq!(titles, ["% host", "calls/s", "per call"]);
+        assert_eq!(grid.sort_column(0), None);
     }
 
     #[test]
     fn per_cpu_rows_and_sorting() {
         let mut grid = per_cpu(&snapshot());
         assert_eq!(grid.rows[1].label, "cpu1");
-        assert_eq!(grid.rows[1].values, [15.0, 0.0, 0.0, 0.0, 0.0]);
+        assert_eq!(grid.rows[1].values, exact(&[15.0, 0.0, 0.0, 0.0, 0.0]));
         assert_eq!(grid.sort_keys(), 6);
         sort(&mut grid, 3);
         assert_eq!(grid.rows[0].label, "cpu0", "send: cpu0 first");
@@ -271,8 +415,8 @@ mod tests {
         let mut grid = groups(&a, 2.0);
         assert_eq!(grid.rows.len(), 2, "unattributed is not a group");
         // 100 ms of 2 s; total, net_rx, send, recv, timers, net_tx.
-        assert_eq!(grid.rows[0].values, [5.0, 5.0, 0.0, 0.0, 0.0, 0.0]);
-        assert_eq!(grid.rows[1].values[..3], [16.0, 1.0, 15.0]);
+        assert_eq!(grid.rows[0].values, exact(&[5.0, 5.0, 0.0, 0.0, 0.0, 0.0]));
+        assert_eq!(grid.rows[1].values[..3], exact(&[16.0, 1.0, 15.0]));
         sort(&mut grid, 1);
         assert_eq!(grid.rows[0].label, "b", "by total");
         sort(&mut grid, 2);

@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use crate::breakdown::hot::{hot_functions, HotFunction};
 use crate::breakdown::Categorizer;
-use crate::model::{SampleContext, Snapshot, StackCount};
+use crate::model::{SampleContext, Snapshot};
 
 /// Functions listed under an open category; more would push the other
 /// categories off a 24-line screen.
@@ -153,62 +153,133 @@ impl Row<'_> {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Tree {
     pub contexts: Vec<ContextNode>,
+    /// The measured time the tree covers: its snapshots' intervals added.
+    pub interval_s: f64,
+}
+
+/// One context's figures over a window, as they add up.
+#[derive(Default)]
+struct Sums {
+    samples: u64,
+    event_ns: u64,
+    /// Samples x period, over the snapshots that say how they agree.
+    sampled_ns: f64,
+    agreed_ns: u64,
+    /// Category -> (samples, its part of the exact time), first-seen order.
+    categories: Vec<(String, u64, u64)>,
 }
 
 impl Tree {
-    /// The snapshot's breakdown, with the leaf functions of `stacks` (the
-    /// snapshot's) under the categories `expansion` shows open.
+    /// The breakdown of `window` (snapshots with their stacks, newest
+    /// last) taken together, with the leaf functions of the categories
+    /// `expansion` shows open. Over several intervals a category's time
+    /// is the sum of its parts of each interval's exact time, so a share
+    /// is of time, not of samples, and intervals sampled faster do not
+    /// weigh more.
     pub fn build(
-        snapshot: &Snapshot,
-        stacks: &[StackCount],
+        window: &[&Snapshot],
         expansion: &Expansion,
         categorizer: &mut Categorizer,
     ) -> Tree {
+        let Some(newest) = window.last() else {
+            return Tree::default();
+        };
+        let mut sums: BTreeMap<SampleContext, Sums> = BTreeMap::new();
+        for snapshot in window {
+            for breakdown in &snapshot.breakdown {
+                let event_ns = snapshot
+                    .events
+                    .get(&breakdown.context.event())
+                    .map_or(0, |t| t.total_ns);
+                let sum = sums.entry(breakdown.context).or_default();
+                sum.samples += breakdown.samples;
+                if let Some(agreement) = breakdown.agreement {
+                    sum.sampled_ns += agreement * event_ns as f64;
+                    sum.agreed_ns += event_ns;
+                }
+                for share in &breakdown.categories {
+                    match sum
+                        .categories
+                        .iter_mut()
+                        .find(|(n, ..)| *n == share.category)
+                    {
+                        Some((_, samples, ns)) => {
+                            *samples += share.samples;
+                            *ns += share.cpu_ns;
+                        }
+                        None => sum.categories.push((
+                            share.category.clone(),
+                            share.samples,
+                            share.cpu_ns,
+                        )),
+                    }
+                }
+            }
+        }
+        // A context's time is its event's over the whole window, intervals
+        // without samples included.
+        for (context, sum) in sums.iter_mut() {
+            sum.event_ns = window
+                .iter()
+                .map(|s| s.events.get(&context.event()).map_or(0, |t| t.total_ns))
+                .sum();
+        }
         let open = |context, category: &str| expansion.shows_category(context, category);
-        let browsed: BTreeSet<SampleContext> = snapshot
-            .breakdown
+        let browsed: BTreeSet<SampleContext> = sums
             .iter()
-            .filter(|b| b.categories.iter().any(|k| open(b.context, &k.category)))
-            .map(|b| b.context)
+            .filter(|(&c, sum)| sum.categories.iter().any(|(k, ..)| open(c, k)))
+            .map(|(&c, _)| c)
             .collect();
         let hot = hot_functions(
-            stacks.iter().filter(|s| browsed.contains(&s.context)),
+            window
+                .iter()
+                .flat_map(|s| &s.stacks)
+                .filter(|s| browsed.contains(&s.context)),
             FUNCTIONS_PER_CATEGORY,
             categorizer,
             open,
         );
-        let contexts = snapshot
-            .breakdown
+        let contexts = SampleContext::ALL
             .iter()
-            .map(|breakdown| ContextNode {
-                context: breakdown.context,
-                samples: breakdown.samples,
-                event_ns: snapshot
-                    .events
-                    .get(&breakdown.context.event())
-                    .map_or(0, |t| t.total_ns),
-                agreement: breakdown.agreement,
-                calibration: snapshot
-                    .events
-                    .get(&breakdown.context.event())
-                    .and_then(|t| t.calibration),
-                categories: breakdown
+            .filter_map(|context| Some((*context, sums.remove(context)?)))
+            .map(|(context, sum)| {
+                let sampled_ns: u64 = sum.categories.iter().map(|&(_, _, ns)| ns).sum();
+                let mut categories: Vec<CategoryNode> = sum
                     .categories
-                    .iter()
-                    .map(|share| CategoryNode {
-                        name: share.category.clone(),
-                        samples: share.samples,
-                        share: share.share,
-                        cpu_ns: share.cpu_ns,
+                    .into_iter()
+                    .map(|(name, samples, cpu_ns)| CategoryNode {
+                        share: if sampled_ns > 0 {
+                            cpu_ns as f64 / sampled_ns as f64
+                        } else {
+                            samples as f64 / sum.samples.max(1) as f64
+                        },
                         functions: hot
-                            .get(&(breakdown.context, share.category.as_str()))
+                            .get(&(context, name.as_str()))
                             .cloned()
                             .unwrap_or_default(),
+                        name,
+                        samples,
+                        cpu_ns,
                     })
-                    .collect(),
+                    .collect();
+                categories.sort_by(|a, b| b.share.total_cmp(&a.share).then(a.name.cmp(&b.name)));
+                ContextNode {
+                    context,
+                    samples: sum.samples,
+                    event_ns: sum.event_ns,
+                    agreement: (sum.agreed_ns > 0).then(|| sum.sampled_ns / sum.agreed_ns as f64),
+                    calibration: newest
+                        .events
+                        .get(&context.event())
+                        .and_then(|t| t.calibration),
+                    categories,
+                }
             })
             .collect();
-        Tree { contexts }
+        Tree {
+            contexts,
+            interval_s: window.iter().map(|s| s.interval_s).sum(),
+        }
     }
 
     /// The rows the expansion shows, top to bottom.
@@ -240,7 +311,7 @@ mod tests {
     use super::*;
     use crate::breakdown::breakdowns;
     use crate::breakdown::hot::tcp_receive;
-    use crate::model::EventKey;
+    use crate::model::{EventKey, StackCount};
 
     fn snapshot() -> Snapshot {
         let mut s = Snapshot::empty("tracepoint", 2);
@@ -264,7 +335,7 @@ mod tests {
         let mut categorizer = Categorizer::default();
         let mut expansion = Expansion::default();
         let build = |expansion: &Expansion, categorizer: &mut Categorizer| {
-            Tree::build(&snapshot, &snapshot.stacks, expansion, categorizer)
+            Tree::build(&[&snapshot], expansion, categorizer)
         };
         let tree = build(&expansion, &mut categorizer);
         assert!(tree.contexts[0].categories[0].functions.is_empty());
@@ -289,6 +360,38 @@ mod tests {
         assert_eq!(category.function_ns(function), 750_000.0);
         expansion.set(&NodeId::Context(SampleContext::NetRx), false);
         assert_eq!(tree.rows(&expansion).len(), 3);
+    }
+
+    /// Two intervals together: times add up, shares are of the time, and
+    /// the agreement is the time-weighted one.
+    #[test]
+    fn a_window_adds_its_intervals_up() {
+        let first = snapshot();
+        let mut second = snapshot();
+        second.ts += 1.0;
+        second.interval_s = 1.0;
+        // Twice the time, all of it one category's.
+        second
+            .events
+            .get_mut(&EventKey::NetRxSoftirq)
+            .unwrap()
+            .total_ns = 2_000_000;
+        second.stacks = vec![tcp_receive(&["f"], 8)];
+        second.breakdown = breakdowns(&second.stacks, &second.events, 99);
+        let mut categorizer = Categorizer::default();
+        let tree = Tree::build(&[&first, &second], &Expansion::default(), &mut categorizer);
+        let rx = &tree.contexts[0];
+        assert_eq!((rx.samples, rx.event_ns), (12, 3_000_000));
+        assert_eq!(tree.interval_s, first.interval_s + 1.0);
+        // One category (the same stacks): all of both intervals' time.
+        assert_eq!(rx.categories.len(), 1);
+        assert_eq!(
+            (rx.categories[0].share, rx.categories[0].cpu_ns),
+            (1.0, 3_000_000)
+        );
+        let agreement = |s: &Snapshot| s.breakdown[0].agreement.unwrap();
+        let expected = (agreement(&first) * 1e6 + agreement(&second) * 2e6) / 3e6;
+        assert!((rx.agreement.unwrap() - expected).abs() < 1e-12);
     }
 
     #[test]

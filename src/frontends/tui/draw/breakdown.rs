@@ -4,18 +4,22 @@
 
 use ratatui::layout::{Constraint, Rect};
 use ratatui::style::{Color, Modifier, Style};
-use ratatui::text::Line;
+use ratatui::text::{Line, Span};
 use ratatui::widgets::{Cell, Paragraph, Row as TableRow, Table, TableState};
 use ratatui::Frame;
 
 use super::{panel, waiting};
+use crate::breakdown::rules::is_skid;
 use crate::frontends::calibration_text::measured_agreement;
 use crate::frontends::tui::app::{App, Panel};
 use crate::frontends::tui::format;
-use crate::frontends::tui::tree::Row;
+use crate::frontends::tui::tree::{ContextNode, Row};
 use crate::model::percent;
 
 const VALUE_WIDTH: u16 = 9;
+const HEADING: &str = "context / category / function";
+/// After a skid function's name ([`crate::frontends::glossary::SKID`]).
+const SKID_MARK: &str = "  skid";
 
 pub fn draw(app: &App, frame: &mut Frame<'_>, area: Rect) {
     let Some(snapshot) = app.latest() else {
@@ -24,7 +28,10 @@ pub fn draw(app: &App, frame: &mut Frame<'_>, area: Rect) {
         return;
     };
     let samples: u64 = app.tree.contexts.iter().map(|c| c.samples).sum();
-    let title = format!(" breakdown: {samples} stack samples, Right/Left open/close ");
+    let title = format!(
+        " breakdown, {}: {samples} stack samples (w: window, Right/Left: open/close) ",
+        app.window_name()
+    );
     let block = panel(app, Some(Panel::Breakdown), title);
     let rows = app.tree_rows();
     if rows.is_empty() {
@@ -36,24 +43,13 @@ pub fn draw(app: &App, frame: &mut Frame<'_>, area: Rect) {
         frame.render_widget(Paragraph::new(why).block(block), area);
         return;
     }
-    let interval = snapshot.interval_s;
+    let interval = app.tree.interval_s;
     let cpu = |ns: f64| format::percent(percent(ns as u64, interval));
     let lines = rows.iter().map(|row| {
         let (depth, name, share, ns, count) = match *row {
             Row::Context(c) => (
                 0,
-                match (c.agreement, c.calibration) {
-                    (Some(agreement), _) => format!(
-                        "{}  agreement {agreement:.2}",
-                        c.context.name().to_uppercase()
-                    ),
-                    (None, Some(calibration)) => format!(
-                        "{}  {}",
-                        c.context.name().to_uppercase(),
-                        measured_agreement(&calibration, snapshot.ts)
-                    ),
-                    (None, None) => c.context.name().to_uppercase(),
-                },
+                context_name(c, snapshot.ts),
                 1.0,
                 c.event_ns as f64,
                 c.samples,
@@ -78,8 +74,17 @@ pub fn draw(app: &App, frame: &mut Frame<'_>, area: Rect) {
             2 => Style::new().fg(Color::Gray),
             _ => Style::new(),
         };
+        // Where interrupts came back on: its time is its callers' work.
+        let skid = matches!(row, Row::Function(_, _, f) if is_skid(&f.name));
+        let label = Line::from(vec![
+            Span::raw(format!("{}{arrow} {name}", "  ".repeat(depth))),
+            Span::styled(
+                if skid { SKID_MARK } else { "" },
+                Style::new().fg(Color::Yellow),
+            ),
+        ]);
         TableRow::new([
-            Cell::from(format!("{}{arrow} {name}", "  ".repeat(depth))),
+            Cell::from(label),
             Cell::from(Line::from(format::percent(share * 100.0)).right_aligned()),
             Cell::from(Line::from(cpu(ns)).right_aligned()),
             Cell::from(Line::from(count.to_string()).right_aligned()),
@@ -87,14 +92,23 @@ pub fn draw(app: &App, frame: &mut Frame<'_>, area: Rect) {
         .style(style)
     });
     let header = TableRow::new([
-        Cell::from("context / category / function"),
+        Cell::from(HEADING),
         Cell::from(Line::from("share").right_aligned()),
         Cell::from(Line::from("% 1 CPU").right_aligned()),
         Cell::from(Line::from("samples").right_aligned()),
     ])
     .style(Style::new().fg(Color::Yellow).add_modifier(Modifier::BOLD));
+    // The names as wide as the widest, so that on a wide screen the
+    // numbers stay next to them; the rest of the width is left empty.
+    let widest = rows
+        .iter()
+        .map(|row| label_width(row, snapshot.ts))
+        .chain([HEADING.len()])
+        .max()
+        .unwrap_or_default();
+    let room = usize::from(area.width.saturating_sub(2 + 3 * (VALUE_WIDTH + 1)));
     let widths = [
-        Constraint::Fill(1),
+        Constraint::Length(u16::try_from(widest.min(room)).unwrap_or(u16::MAX)),
         Constraint::Length(VALUE_WIDTH),
         Constraint::Length(VALUE_WIDTH),
         Constraint::Length(VALUE_WIDTH),
@@ -110,4 +124,31 @@ pub fn draw(app: &App, frame: &mut Frame<'_>, area: Rect) {
         });
     let mut state = TableState::default().with_selected(Some(app.selected_row(&rows)));
     frame.render_stateful_widget(table, area, &mut state);
+}
+
+/// A context's name, and how its samples agree with its time: measured
+/// in this window, or (for an estimate) where the run last measured it.
+fn context_name(c: &ContextNode, ts: f64) -> String {
+    let name = c.context.name().to_uppercase();
+    match (c.agreement, c.calibration) {
+        (Some(agreement), _) => format!("{name}  agreement {agreement:.2}"),
+        (None, Some(calibration)) => format!("{name}  {}", measured_agreement(&calibration, ts)),
+        (None, None) => name,
+    }
+}
+
+/// The columns a row's name takes: the text the table draws for it.
+fn label_width(row: &Row<'_>, ts: f64) -> usize {
+    let depth = match row {
+        Row::Context(_) => 0,
+        Row::Category(..) => 1,
+        Row::Function(..) => 2,
+    };
+    let name = match *row {
+        Row::Context(c) => context_name(c, ts),
+        Row::Category(_, k) => k.name.clone(),
+        Row::Function(_, _, f) if is_skid(&f.name) => format!("{}{SKID_MARK}", f.name),
+        Row::Function(_, _, f) => f.name.clone(),
+    };
+    2 * depth + 2 + Span::raw(name).width()
 }

@@ -7,8 +7,10 @@ use ratatui::text::Line;
 use ratatui::widgets::{Cell, Paragraph, Row, Table, TableState};
 use ratatui::Frame;
 
+use super::history::colour;
 use super::{panel, waiting};
 use crate::frontends::tui::app::{App, Panel};
+use crate::model::EventKey;
 
 /// Room for `net_rx_softirq` and for the widest number, `100.0%`.
 const LABEL_WIDTH: u16 = 15;
@@ -25,10 +27,8 @@ pub fn draw(app: &App, frame: &mut Frame<'_>, area: Rect) {
     } else {
         "host totals"
     };
-    let order = match app.sort {
-        0 => grid.label_title,
-        key => grid.columns[key - 1].title,
-    };
+    let sorted = grid.sort_column(app.sort);
+    let order = sorted.map_or(grid.label_title, |c| grid.columns[c].title);
     let title = format!(
         " events: {view}, {} CPUs, {:.2} s, sorted by {order} ",
         snapshot.cpus, snapshot.interval_s
@@ -37,7 +37,7 @@ pub fn draw(app: &App, frame: &mut Frame<'_>, area: Rect) {
     let header = Row::new(std::iter::once(Cell::from(grid.label_title)).chain(
         grid.columns.iter().enumerate().map(|(i, column)| {
             let cell = Cell::from(Line::from(column.title).right_aligned());
-            if app.sort == i + 1 {
+            if sorted == Some(i) {
                 cell.style(Style::new().add_modifier(Modifier::UNDERLINED))
             } else {
                 cell
@@ -46,15 +46,21 @@ pub fn draw(app: &App, frame: &mut Frame<'_>, area: Rect) {
     ))
     .style(bold.fg(Color::Yellow));
     let rows = grid.rows.iter().map(|row| {
+        // An event's name in its line's colour in the chart, which then
+        // needs no legend.
+        let label = match EventKey::ALL
+            .iter()
+            .find(|k| row.label.trim_start_matches('~') == k.name())
+        {
+            Some(&key) => Cell::from(row.label.as_str()).style(Style::new().fg(colour(key))),
+            None => Cell::from(row.label.as_str()),
+        };
         Row::new(
-            std::iter::once(Cell::from(row.label.as_str())).chain(
-                row.values
-                    .iter()
-                    .zip(&grid.columns)
-                    .map(|(&value, column)| {
-                        Cell::from(Line::from(column.unit.format(value)).right_aligned())
-                    }),
-            ),
+            std::iter::once(label).chain(row.values.iter().zip(&grid.columns).map(
+                |(&value, column)| {
+                    Cell::from(Line::from(column.unit.format(value)).right_aligned())
+                },
+            )),
         )
     });
     let widths = std::iter::once(Constraint::Length(LABEL_WIDTH))

@@ -37,16 +37,14 @@ pub fn draw(
     // The most telling columns that fit beside a readable label.
     let room = area.width.saturating_sub(2 + LABEL_MIN) / (VALUE_WIDTH + 1);
     let shown = usize::from(room).clamp(1, grid.columns.len());
-    let order = match app.groups_sort {
-        0 => "weight",
-        key => grid.columns[key - 1].title,
-    };
+    let sorted = grid.sort_column(app.groups_sort);
+    let order = sorted.map_or("weight", |c| grid.columns[c].title);
     let title = format!(" who pays: by {by}, % of one CPU, sorted by {order} ");
     let bold = Style::new().add_modifier(Modifier::BOLD);
     let header = Row::new(std::iter::once(Cell::from(grid.label_title)).chain(
         grid.columns[..shown].iter().enumerate().map(|(i, column)| {
             let cell = Cell::from(Line::from(column.title).right_aligned());
-            if app.groups_sort == i + 1 {
+            if sorted == Some(i) {
                 cell.style(Style::new().add_modifier(Modifier::UNDERLINED))
             } else {
                 cell

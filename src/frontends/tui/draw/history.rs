@@ -22,13 +22,31 @@ const COLOURS: [Color; EventKey::ALL.len()] = [
     Color::Red,
 ];
 
+/// An event's line colour, which the events panel names it in too.
+pub fn colour(event: EventKey) -> Color {
+    COLOURS[EventKey::ALL
+        .iter()
+        .position(|&k| k == event)
+        .unwrap_or_default()]
+}
+
+/// Rows of lines below which the time axis gives its rows to the lines:
+/// the title says how far back the chart reaches, and "now" is always on
+/// the right.
+const AXIS_FROM_ROWS: u16 = 8;
+
 /// The y axis never shrinks below this, so an idle host's noise stays
 /// flat instead of filling the chart.
 const MIN_TOP_PERCENT: f64 = 1.0;
 
 pub fn draw(app: &App, frame: &mut Frame<'_>, area: Rect) {
     let span = app.settings.history_s;
-    let title = format!(" history: % of one CPU, last {span:.0} s ");
+    let with_axis = area.height.saturating_sub(2) >= AXIS_FROM_ROWS;
+    let title = if with_axis {
+        format!(" history: % of one CPU, last {span:.0} s ")
+    } else {
+        format!(" history: % of one CPU, last {span:.0} s to now ")
+    };
     let block = panel(app, None, title);
     if app.series.is_empty() {
         frame.render_widget(Paragraph::new(waiting(app)).block(block), area);
@@ -59,12 +77,14 @@ pub fn draw(app: &App, frame: &mut Frame<'_>, area: Rect) {
     let grey = Style::new().fg(Color::DarkGray);
     let chart = Chart::new(datasets)
         .block(block)
-        .x_axis(
-            Axis::default()
-                .bounds([-span, 0.0])
-                .style(grey)
-                .labels([Line::from(format!("-{span:.0} s")), Line::from("now")]),
-        )
+        .x_axis({
+            let axis = Axis::default().bounds([-span, 0.0]).style(grey);
+            if with_axis {
+                axis.labels([Line::from(format!("-{span:.0} s")), Line::from("now")])
+            } else {
+                axis
+            }
+        })
         .y_axis(
             Axis::default()
                 .bounds([0.0, top])

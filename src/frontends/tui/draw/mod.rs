@@ -9,6 +9,7 @@ mod header;
 mod help;
 mod history;
 mod sketch;
+mod timers;
 
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Color, Modifier, Style};
@@ -27,12 +28,24 @@ const WIDE: u16 = 120;
 const EVENTS_WIDTH: u16 = 66;
 /// Five events, a header row and the borders.
 const EVENTS_HEIGHT: u16 = 8;
+/// The fewest rows the timers panel is shown in: its borders and two
+/// lines.
+const TIMERS_MIN_HEIGHT: u16 = 4;
+/// Below [`WIDE`], the history chart's rows: enough for four rows of
+/// lines inside its borders; the breakdown takes the rest. When the
+/// breakdown shares its band with the sketch or who-pays panel, the chart
+/// gives a row to the band, keeping three rows of lines.
+const NARROW_HISTORY_HEIGHT: u16 = 6;
+const NARROW_SHARED_HISTORY_HEIGHT: u16 = 5;
 
 /// Where each panel goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Areas {
     header: Rect,
     events: Rect,
+    /// Under the events panel when wide, in the rows the chart beside it
+    /// takes beyond the events' own.
+    timers: Option<Rect>,
     history: Rect,
     breakdown: Rect,
     /// Only while the snapshot carries a sketch.
@@ -48,28 +61,46 @@ impl Areas {
     /// whose rows do not need the full width. Below [`WIDE`] they share the
     /// band's height instead, so that a flow's 5-tuple still fits on one
     /// line.
-    fn of(area: Rect, with_sketch: bool, with_groups: bool) -> Areas {
+    /// `timers`: the rows the timers panel would fill, when there is a
+    /// snapshot to fill it from.
+    fn of(area: Rect, with_sketch: bool, with_groups: bool, timers: Option<u16>) -> Areas {
         let [header, body, status] = Layout::vertical([
             Constraint::Length(2),
             Constraint::Fill(1),
             Constraint::Length(1),
         ])
         .areas(area);
-        let [events, history, breakdown] = if body.width >= WIDE {
-            let top = (body.height * 2 / 5).max(EVENTS_HEIGHT);
+        let (events, timers, history, breakdown) = if body.width >= WIDE {
+            // Two fifths for the chart, no more than the events and the
+            // timers beside it fill: no panel keeps empty rows.
+            let filled = EVENTS_HEIGHT + timers.unwrap_or(0);
+            let top = (body.height * 2 / 5).min(filled).max(EVENTS_HEIGHT);
             let [top, breakdown] =
                 Layout::vertical([Constraint::Length(top), Constraint::Fill(1)]).areas(body);
-            let [events, history] =
+            let [left, history] =
                 Layout::horizontal([Constraint::Length(EVENTS_WIDTH), Constraint::Fill(1)])
                     .areas(top);
-            [events, history, breakdown]
+            if left.height >= EVENTS_HEIGHT + TIMERS_MIN_HEIGHT {
+                let [events, timers] =
+                    Layout::vertical([Constraint::Length(EVENTS_HEIGHT), Constraint::Fill(1)])
+                        .areas(left);
+                (events, Some(timers), history, breakdown)
+            } else {
+                (left, None, history, breakdown)
+            }
         } else {
-            Layout::vertical([
+            let history = if with_sketch || with_groups {
+                NARROW_SHARED_HISTORY_HEIGHT
+            } else {
+                NARROW_HISTORY_HEIGHT
+            };
+            let [events, history, breakdown] = Layout::vertical([
                 Constraint::Length(EVENTS_HEIGHT),
-                Constraint::Fill(2),
-                Constraint::Fill(3),
+                Constraint::Length(history),
+                Constraint::Fill(1),
             ])
-            .areas(body)
+            .areas(body);
+            (events, None, history, breakdown)
         };
         let parts = 1 + usize::from(with_sketch) + usize::from(with_groups);
         let shares = vec![Constraint::Fill(1); parts];
@@ -84,6 +115,7 @@ impl Areas {
         Areas {
             header,
             events,
+            timers,
             history,
             breakdown: band[0],
             sketch,
@@ -104,9 +136,13 @@ pub fn draw(app: &App, frame: &mut Frame<'_>) {
     let attribution = app
         .latest()
         .and_then(|s| Some((s.attribution.as_ref()?, s.interval_s)));
-    let areas = Areas::of(area, sketch.is_some(), attribution.is_some());
+    let timers = app.latest().map(timers::height);
+    let areas = Areas::of(area, sketch.is_some(), attribution.is_some(), timers);
     header::draw(app, frame, areas.header);
     events::draw(app, frame, areas.events);
+    if let Some(rect) = areas.timers {
+        timers::draw(app, frame, rect);
+    }
     history::draw(app, frame, areas.history);
     breakdown::draw(app, frame, areas.breakdown);
     if let (Some(sketch), Some(rect)) = (sketch, areas.sketch) {
@@ -116,8 +152,8 @@ pub fn draw(app: &App, frame: &mut Frame<'_>) {
         groups::draw(app, attribution, interval_s, frame, rect);
     }
     status(app, frame, areas.status);
-    if app.help {
-        help::draw(app, frame, area);
+    if let Some(page) = app.help {
+        help::draw(app, page, frame, area);
     }
 }
 
@@ -138,15 +174,50 @@ fn too_small(frame: &mut Frame<'_>, area: Rect) {
     );
 }
 
+/// The key hints, most needed first: a narrow line keeps the first ones.
+const HINTS: &str =
+    "? help, words  q quit  p pause  tab panel  o sort  w window  c per-CPU  +/- sampling  s flame";
+
+/// The status line: what a key did or the source said, else what the
+/// selected row's jargon means, else the key hints; cut at a word, never
+/// inside one, with `…` where it goes on (`?` shows the start-up notes
+/// whole).
 fn status(app: &App, frame: &mut Frame<'_>, area: Rect) {
-    let line = match &app.status {
-        Some(message) => Line::from(message.as_str()),
-        None => Line::styled(
-            "? help  q quit  p pause  +/- sampling  c per-CPU  o sort  tab panel  s flame",
-            Style::new().fg(Color::DarkGray),
-        ),
+    let width = usize::from(area.width);
+    let line = match (&app.status, app.selected_word()) {
+        (Some(message), _) => Line::from(fit_words(message, width)),
+        (None, Some(word)) => {
+            Line::styled(fit_words(&word.line(), width), Style::new().fg(Color::Cyan))
+        }
+        (None, None) => Line::styled(fit_words(HINTS, width), Style::new().fg(Color::DarkGray)),
     };
     frame.render_widget(Paragraph::new(line), area);
+}
+
+/// `text` in at most `width` columns: whole, or cut after the last word
+/// that fits with `…` after it.
+fn fit_words(text: &str, width: usize) -> String {
+    let columns = |text: &str| ratatui::text::Span::raw(text).width();
+    if columns(text) <= width {
+        return text.to_owned();
+    }
+    let room = width.saturating_sub(1);
+    let mut end = 0;
+    for (at, c) in text.char_indices() {
+        if c == ' ' {
+            if columns(text[..at].trim_end()) > room {
+                break;
+            }
+            end = at;
+        }
+    }
+    let kept = text[..end].trim_end_matches([' ', ';', ',', ':']);
+    if kept.is_empty() {
+        // One word wider than the line: cut it, as nothing else can be.
+        let cut: String = text.chars().take(room).collect();
+        return format!("{cut}…");
+    }
+    format!("{kept}…")
 }
 
 /// A panel's frame; the focused panel's stands out.
