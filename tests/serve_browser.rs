@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 
 use common::serve::Serve;
 use common::{recording, RECORDING};
+use headless_chrome::protocol::cdp::Network;
 use headless_chrome::protocol::cdp::Page::CaptureScreenshotFormatOption;
 use headless_chrome::{Browser, LaunchOptions, Tab};
 use netto::model::{
@@ -49,6 +50,12 @@ struct Page {
 }
 
 fn open_page(recording: &Path) -> Page {
+    open_page_at(recording, 1400, &[])
+}
+
+/// [`open_page`] in a window `width` pixels wide, the requests for URLs
+/// matching `blocked` (`*` a wildcard) refused.
+fn open_page_at(recording: &Path, width: u32, blocked: &[&str]) -> Page {
     let serve = Serve::start(&["--replay", recording.to_str().unwrap(), "--speed", "inf"]);
     serve.wait_ended();
     let profile = tempfile::tempdir().unwrap();
@@ -58,7 +65,7 @@ fn open_page(recording: &Path) -> Page {
         enable_gpu: false,
         path: Some("/usr/bin/chromium".into()),
         user_data_dir: Some(profile.path().to_owned()),
-        window_size: Some((1400, 3000)),
+        window_size: Some((width, 3000)),
         args: [
             "--headless",
             "--no-sandbox",
@@ -73,6 +80,15 @@ fn open_page(recording: &Path) -> Page {
     })
     .expect("starting chromium (Debian package chromium, see scripts/install-deps.sh)");
     let tab = browser.new_tab().unwrap();
+    if !blocked.is_empty() {
+        // Every field of Network.enable is optional.
+        let enable: Network::Enable = serde_json::from_value(serde_json::json!({})).unwrap();
+        tab.call_method(enable).unwrap();
+        tab.call_method(Network::SetBlockedURLs {
+            urls: blocked.iter().map(|&u| u.to_owned()).collect(),
+        })
+        .unwrap();
+    }
     tab.navigate_to(&format!("{}/", serve.base))
         .unwrap()
         .wait_until_navigated()
@@ -152,8 +168,9 @@ fn the_page_shows_the_recorded_numbers_and_a_flame_graph() {
         (shown - recorded).abs() <= 0.005 + 1e-9,
         "the page shows netto's cost {cost}, the recording {recorded}"
     );
+    // A replay is badged as one, not as live.
     let status = wait_for(&tab, "document.getElementById('status').textContent");
-    assert_eq!(status, "source ended");
+    assert_eq!(status, "replay finished");
 
     // The flame graph: inferno's SVG drawn inside the page, with frames.
     let frames = wait_for(
@@ -268,7 +285,10 @@ fn the_page_shows_who_pays_and_marks_estimates() {
         "document.querySelector('.card.ev-sock_send .runs')?.textContent",
     );
     assert!(
-        detail.as_str().unwrap().starts_with("estimated ± 1.5 ms"),
+        detail
+            .as_str()
+            .unwrap()
+            .starts_with("estimated ± 1.5 ms · ~"),
         "{detail}"
     );
     assert!(
@@ -373,4 +393,151 @@ fn the_page_shows_the_sketch_probability_in_force_and_the_one_asked() {
     let budget = budget.as_str().unwrap();
     assert!(budget.contains("1 % of one CPU: over"), "{budget}");
     assert!(budget.ends_with("sketch asked p=0.01)"), "{budget}");
+}
+
+/// The page's width against the window's, and each panel's content's
+/// against the panel's, at `width` pixels, once everything has drawn:
+/// (page scroll width, window width, panels whose content is wider).
+fn widths(recording: &Path, width: u32) -> (u64, u64, serde_json::Value) {
+    let page = open_page_at(recording, width, &[]);
+    let tab = Arc::clone(&page.tab);
+    wait_for(
+        &tab,
+        "document.getElementById('flame')?.contentDocument?.querySelector('#frames') ? 1 : null",
+    );
+    wait_for(
+        &tab,
+        "document.querySelector('#groups tbody tr') ? 1 : null",
+    );
+    let page_width = wait_for(&tab, "document.documentElement.scrollWidth");
+    let window = wait_for(&tab, "document.documentElement.clientWidth");
+    let clipped = wait_for(
+        &tab,
+        "[...document.querySelectorAll('main > section:not([hidden])')]\
+           .filter(s => s.scrollWidth > s.clientWidth + 1)\
+           .map(s => `${s.id} ${s.scrollWidth} > ${s.clientWidth}: ` + [...s.querySelectorAll('*')]\
+             .filter(e => e.getBoundingClientRect().right > s.getBoundingClientRect().right)\
+             .map(e => `${e.tagName}.${e.className} ${e.getBoundingClientRect().width}`).join(', '))",
+    );
+    (
+        page_width.as_u64().unwrap(),
+        window.as_u64().unwrap(),
+        clipped,
+    )
+}
+
+/// At 1400 and 1000 pixels nothing is wider than the window or than its
+/// panel: no sideways scrolling, no clipped column. The recording says as
+/// much as a live agent does: a budget, attribution, a sketch, estimates.
+#[test]
+fn the_page_fits_1400_and_1000_pixels() {
+    let mut recording = tiered_and_attributed();
+    let last = recording.snapshots.last_mut().unwrap();
+    last.budget = Some(BudgetStatus::over_at_floor(1.0));
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("busy.json");
+    std::fs::write(&path, serde_json::to_vec(&recording).unwrap()).unwrap();
+    for width in [1400, 1000] {
+        let (page, window, clipped) = widths(&path, width);
+        assert!(
+            page <= window,
+            "{page} px of page in a {window} px window at {width}"
+        );
+        assert_eq!(clipped, serde_json::json!([]), "clipped at {width} px");
+    }
+}
+
+/// The newest snapshot is painted from /api/v1/snapshot, before (and
+/// without) the history and the stream.
+#[test]
+fn the_page_paints_the_newest_snapshot_first() {
+    let recording: Recording =
+        serde_json::from_str(&std::fs::read_to_string(RECORDING).unwrap()).unwrap();
+    let last = recording.snapshots.last().unwrap();
+    let page = open_page_at(
+        Path::new(RECORDING),
+        1400,
+        &["*/api/v1/history*", "*/api/v1/stream*"],
+    );
+    let shown = wait_for(
+        &page.tab,
+        "document.getElementById('value-net_rx_softirq')?.textContent",
+    );
+    let recorded = last.events[&EventKey::NetRxSoftirq].percent_of_cpu(last.interval_s);
+    let shown: f64 = shown.as_str().unwrap().parse().unwrap();
+    assert!(
+        (shown - recorded).abs() <= 0.005 + 1e-9,
+        "{shown} vs {recorded}"
+    );
+}
+
+/// Estimates read to their error's precision (the rule of
+/// src/frontends/rounding.rs), per CPU too; the jargon has tooltips in the
+/// glossary's words; the start-up notes take one line until opened.
+#[test]
+fn the_page_explains_its_words_and_rounds_its_estimates() {
+    let mut recording = tiered_and_attributed();
+    let last = recording.snapshots.last_mut().unwrap();
+    let error_ns = 76_300_000;
+    common::in_softirq_tier(last, error_ns);
+    // Recorded before agreements were: NET_RX's, as a run would measure.
+    last.breakdown[0].agreement = Some(1.17);
+    let send = last.events[&EventKey::SockSend].clone();
+    let interval = last.interval_s;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("rough.json");
+    std::fs::write(&path, serde_json::to_vec(&recording).unwrap()).unwrap();
+    let page = open_page(&path);
+    let tab = Arc::clone(&page.tab);
+
+    let (value, _) = netto::frontends::rounding::with_error(
+        send.percent_of_cpu(interval),
+        netto::model::percent(error_ns, interval),
+        2,
+    );
+    let shown = wait_for(
+        &tab,
+        "document.getElementById('value-sock_send')?.textContent",
+    );
+    assert_eq!(shown.as_str().unwrap(), format!("~{value}"));
+    let cpu0 = wait_for(
+        &tab,
+        "document.querySelector('#cpu-0 td:nth-child(4)')?.textContent",
+    );
+    assert!(cpu0.as_str().unwrap().starts_with('~'), "{cpu0}");
+
+    let agreement = wait_for(
+        &tab,
+        "document.querySelector('#breakdown tr.context .word')?.title",
+    );
+    assert_eq!(
+        agreement.as_str().unwrap(),
+        netto::frontends::glossary::AGREEMENT.meaning
+    );
+    let titles = wait_for(
+        &tab,
+        "[...document.querySelectorAll('#overhead .word')].map(w => [w.textContent, w.title])",
+    );
+    let titles: Vec<(String, String)> = serde_json::from_value(titles).unwrap();
+    let titles: BTreeMap<String, String> = titles.into_iter().collect();
+    assert_eq!(
+        titles["samples left out (softirq loop)"],
+        netto::frontends::glossary::SOFTIRQ_LOOP.meaning
+    );
+    assert_eq!(
+        titles["lost task windows"],
+        netto::model::Losses::KINDS[0].meaning
+    );
+    // The notes: folded, one line saying how many.
+    let notes = wait_for(
+        &tab,
+        "(() => { const d = document.getElementById('notes'); \
+           return [d.open, d.querySelector('summary').textContent, d.querySelectorAll('li').length] })()",
+    );
+    assert_eq!(notes[0], false);
+    assert!(
+        notes[1].as_str().unwrap().starts_with("start-up note"),
+        "{notes}"
+    );
+    assert!(notes[2].as_u64().unwrap() >= 1, "{notes}");
 }

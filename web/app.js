@@ -20,6 +20,30 @@ const CONTEXT_EVENTS = {
   net_timers: "net_timers",
 };
 const SVG_NS = "http://www.w3.org/2000/svg";
+// What the words on the page mean, as src/frontends/glossary.rs and the
+// loss kinds of src/model.rs say them (a test holds the two together):
+// each is the tooltip of the word where it shows.
+const WORDS = {
+  percentOfOneCpu: "100 is one CPU busy for the whole interval; a host with N CPUs goes up to N x 100",
+  estimate: "estimated from stack samples (the tier does not measure it), shown to its error's precision; a count it cannot know reads -",
+  agreement: "the time the stack samples stand for (samples x sampling period) over the exact time: 1.00 means the samples saw all of it; shares are of the samples either way",
+  timerSoftirqOverhead: "the timer softirq's own work around network callbacks (its expiry loop, re-arming the timer), shared out by the callbacks' time; on a virtual machine re-arming the timer is costly, so it can outweigh the callbacks",
+  softirqLoop: "samples of a socket call taken in the softirq loop outside any softirq netto saw begin: interrupt time that falls due where interrupts come back on, not the call's; left out of the breakdown",
+  skid: "a function that turns interrupts back on: cpu-clock samples that fell due while they were off land here, so its time is mostly its callers' work",
+  gapsReused: "sampling gaps the XDP sketch used a second time because a CPU's supply of random gaps ran dry before netto topped it up; 0 means every sampling decision was fresh",
+  taskWindows: "socket calls switched out midway for which no task storage could be had: the rest of each such call is charged to no event",
+  recursion: "runs of netto's programs the kernel skipped because the program was already running on that CPU: transitions or samples not seen",
+  sampleHalves: "halves of the sample buffer given up because a writer was still inside when netto read it; their samples count as dropped",
+  attributions: "parts of an event's time that could not go to their group because its map was full or busy: they count as unattributed",
+};
+// The per-CPU table's short column titles.
+const SHORT = {
+  net_rx_softirq: "net_rx",
+  net_tx_softirq: "net_tx",
+  sock_send: "send",
+  sock_recv: "recv",
+  net_timers: "timers",
+};
 // Who pays: every event a group's time is split into, and their titles.
 const GROUP_COLUMNS = [
   ["total", "total"],
@@ -30,8 +54,18 @@ const GROUP_COLUMNS = [
   ["net_timers", "timers"],
 ];
 
+// The overhead table's words that need explaining.
+const MEANINGS = {
+  "samples left out (softirq loop)": WORDS.softirqLoop,
+  "lost task windows": WORDS.taskWindows,
+  "lost BPF runs": WORDS.recursion,
+  "lost sample halves": WORDS.sampleHalves,
+  "lost attributions": WORDS.attributions,
+};
+
 const view = {
   history: [],
+  live: true,
   spanS: 300,
   lastTs: -Infinity,
   flameLoading: false,
@@ -64,6 +98,32 @@ function svgEl(tag, attrs) {
 const pct = (ns, intervalS) => (intervalS > 0 ? (ns / (intervalS * 1e9)) * 100 : 0);
 const fmtPct = (value) => value.toFixed(2);
 const fmtMs = (ns) => (ns / 1e6).toFixed(1) + " ms";
+// Decimal places that show an error to one significant digit (two when
+// that digit is a 1), as src/frontends/rounding.rs decides; null for no
+// error. An estimate reads no finer than its error.
+const decimalsFor = (error) => {
+  if (!(Number.isFinite(error) && error > 0)) return null;
+  const magnitude = Math.floor(Math.log10(error));
+  const leading = Math.floor(error / 10 ** magnitude);
+  return leading < 2 ? 1 - magnitude : -magnitude;
+};
+const fixed = (value, decimals) => {
+  if (decimals >= 0) return value.toFixed(decimals);
+  const step = 10 ** -decimals;
+  return (Math.round(value / step) * step).toFixed(0);
+};
+// A value to its error's precision, at most `most` places.
+const toError = (value, error, most) => {
+  const d = decimalsFor(error);
+  return fixed(value, d === null ? most : Math.min(d, most));
+};
+// A % of one CPU as the cards and tables write it: an estimate `~` and to
+// its error's precision (a CPU's part to the whole's, which bounds it).
+const fmtShare = (time, ns, intervalS) => time.estimated
+  ? "~" + toError(pct(ns, intervalS), pct(time.error_ns || 0, intervalS), 2)
+  : fmtPct(pct(ns, intervalS));
+// A word with its meaning as a tooltip, marked as having one.
+const word = (text, meaning) => el("span", { class: "word", title: meaning }, text);
 const fmtInt = (n) => Math.round(n).toLocaleString("en-US");
 // Seconds, minutes or hours, as src/frontends/calibration_text.rs writes them.
 const fmtAge = (seconds) => {
@@ -96,12 +156,21 @@ async function getJSON(path) {
 function showSource(about) {
   const src = about.source;
   view.spanS = about.settings.history_s;
+  view.live = src.origin === "live";
   const sampling = src.frequency_hz ? `, sampling at ${src.frequency_hz} Hz` : "";
   $("source").textContent =
     `${src.host} · kernel ${src.kernel} · ${src.backend} backend${sampling} · ` +
-    (src.origin === "live" ? "live" : `replay of ${src.origin.replay}`);
+    (view.live ? "live" : `replay of ${src.origin.replay}`);
+  // The start-up notes, folded to one line: the first note's start and
+  // how many there are; a click shows them all.
   const notes = $("notes");
-  notes.replaceChildren(...src.notes.map((note) => el("li", {}, note)));
+  notes.hidden = src.notes.length === 0;
+  const first = src.notes[0] || "";
+  const brief = first.length > 90 ? first.slice(0, first.lastIndexOf(" ", 90)) + " …" : first;
+  $("notes-summary").textContent = src.notes.length === 1
+    ? `start-up note: ${brief}`
+    : `${src.notes.length} start-up notes: ${brief}`;
+  $("notes-list").replaceChildren(...src.notes.map((note) => el("li", {}, note)));
   const windows = $("flame-window");
   for (const option of windows.options) {
     option.disabled = Number(option.value) > view.spanS;
@@ -126,6 +195,7 @@ function add(snapshot) {
 function render() {
   const latest = view.history[view.history.length - 1];
   if (!latest) {
+    $("cards").replaceChildren(el("p", { class: "empty" }, "Waiting for the first interval…"));
     return;
   }
   renderCards(latest);
@@ -145,29 +215,48 @@ function renderCards(s) {
     + (s.calibrating ? ` (calibration interval: the run is in ${s.calibrating})` : "");
   const cards = EVENTS.map((event) => {
     const time = s.events[event];
-    // An estimate is marked and carries its error, and the samples'
-    // agreement with the exact time where the run measured that; it counts
-    // no runs.
+    // An estimate is marked and carries its error, to whose precision it
+    // reads, and the samples' agreement with the exact time where the run
+    // measured that; it counts no runs.
     const mark = time.estimated ? "~" : "";
     // Its error as Calibration::error gives it (samples are a Poisson
     // count), and its age as the terminal front ends write it.
     const calibration = time.calibration
-      ? ` · measured agreement ${time.calibration.agreement.toFixed(2)}`
+      ? [" · ", word("measured agreement", WORDS.agreement),
+        ` ${time.calibration.agreement.toFixed(2)}`
         + ` ± ${(time.calibration.agreement / Math.sqrt(time.calibration.samples)).toFixed(2)}`
-        + `, ${fmtAge(s.ts - time.calibration.ts)} ago`
-      : "";
+        + `, ${fmtAge(s.ts - time.calibration.ts)} ago`]
+      : [];
+    const errorNs = time.error_ns || 0;
     const detail = time.estimated
-      ? `estimated ± ${fmtMs(time.error_ns || 0)} · ${fmtMs(time.total_ns)}${calibration}`
-      : `${fmtInt(time.count / (s.interval_s || 1))} runs/s · ${fmtMs(time.total_ns)}`;
-    return el(
-      "div",
-      { class: "card ev-" + event + (time.estimated ? " estimated" : "") },
+      ? [word("estimated", WORDS.estimate),
+        ` ± ${toError(errorNs / 1e6, errorNs / 1e6, 1)} ms · ~${toError(time.total_ns / 1e6, errorNs / 1e6, 1)} ms`,
+        ...calibration]
+      : [`${fmtInt(time.count / (s.interval_s || 1))} runs/s · ${fmtMs(time.total_ns)}`];
+    const parts = [
       el("div", { class: "name" }, LABELS[event]),
-      el("div", {}, el("span", { class: "value", id: "value-" + event }, mark + fmtPct(pct(time.total_ns, s.interval_s))), " %"),
-      el("div", { class: "runs" }, detail),
-    );
+      el("div", {}, el("span", { class: "value", id: "value-" + event }, fmtShare(time, time.total_ns, s.interval_s)), " %"),
+      el("div", { class: "runs" }, ...detail),
+    ];
+    if (event === "net_timers") {
+      parts.push(timerCallbacks(s));
+    }
+    return el("div", { class: "card ev-" + event + (time.estimated ? " estimated" : "") }, ...parts);
   });
   $("cards").replaceChildren(...cards);
+}
+
+// Where net_timers goes: its heaviest callback's share, and what the
+// timer softirq's own part is where that is the heaviest.
+function timerCallbacks(s) {
+  const callbacks = Object.entries(s.net_timer_callbacks || {}).sort((a, b) => b[1] - a[1]);
+  const total = callbacks.reduce((sum, [, ns]) => sum + ns, 0);
+  if (total === 0) {
+    return el("div", { class: "runs", id: "timers-split" });
+  }
+  const [name, ns] = callbacks[0];
+  const named = name === "timer_softirq_overhead" ? word(name, WORDS.timerSoftirqOverhead) : name;
+  return el("div", { class: "runs", id: "timers-split" }, `${Math.round((ns / total) * 100)} % `, named);
 }
 
 function renderChart() {
@@ -207,12 +296,18 @@ function renderChart() {
 }
 
 function renderCpus(s) {
-  const head = el("tr", {}, el("th", {}, "CPU"), ...EVENTS.map((e) => el("th", {}, LABELS[e])), el("th", {}, "all"), el("th"));
+  const head = el("tr", {}, el("th", {}, "CPU"),
+    ...EVENTS.map((e) => el("th", { title: LABELS[e] }, SHORT[e])), el("th", {}, "all"), el("th"));
   const rows = [];
   for (let cpu = 0; cpu < s.cpus; cpu++) {
     const values = EVENTS.map((e) => pct(s.events[e].per_cpu_ns[cpu] || 0, s.interval_s));
     const all = values.reduce((a, b) => a + b, 0);
-    rows.push(el("tr", { id: "cpu-" + cpu }, el("td", {}, cpu), ...values.map((v) => el("td", {}, fmtPct(v))), el("td", {}, fmtPct(all)), bar(all / 100)));
+    const cells = EVENTS.map((e) => el("td", {}, fmtShare(s.events[e], s.events[e].per_cpu_ns[cpu] || 0, s.interval_s)));
+    // The sum of estimates: to the precision of their errors together.
+    const estimated = EVENTS.filter((e) => s.events[e].estimated);
+    const error = Math.sqrt(estimated.reduce((sum, e) => sum + pct(s.events[e].error_ns || 0, s.interval_s) ** 2, 0));
+    const total = estimated.length ? "~" + toError(all, error, 2) : fmtPct(all);
+    rows.push(el("tr", { id: "cpu-" + cpu }, el("td", {}, cpu), ...cells, el("td", {}, total), bar(all / 100)));
   }
   $("cpus").replaceChildren(el("thead", {}, head), el("tbody", {}, ...rows));
 }
@@ -229,8 +324,9 @@ function renderBreakdown(s) {
     const event = CONTEXT_EVENTS[context.context];
     const eventNs = event ? s.events[event].total_ns : 0;
     // Samples x period / exact time; absent in old recordings.
-    const agreement = context.agreement == null ? "" : `, agreement ${context.agreement.toFixed(2)}`;
-    body.push(el("tr", { class: "context", id: "context-" + context.context }, el("th", { colspan: 5 }, `${context.context}: ${fmtInt(context.samples)} samples, ${fmtMs(eventNs)} (${fmtPct(pct(eventNs, s.interval_s))} % of a CPU)${agreement}`)));
+    const agreement = context.agreement == null ? []
+      : [", ", word("agreement", WORDS.agreement), ` ${context.agreement.toFixed(2)}`];
+    body.push(el("tr", { class: "context", id: "context-" + context.context }, el("th", { colspan: 5 }, `${context.context}: ${fmtInt(context.samples)} samples, ${fmtMs(eventNs)} (${fmtPct(pct(eventNs, s.interval_s))} % of one CPU)`, ...agreement)));
     const categories = [...context.categories].sort((a, b) => b.share - a.share);
     for (const c of categories) {
       body.push(el("tr", { class: "category" }, el("td", {}, "  " + c.category), el("td", {}, fmtPct(c.share * 100) + " %"), el("td", {}, fmtMs(c.cpu_ns)), el("td", {}, fmtInt(c.samples)), bar(c.share)));
@@ -279,12 +375,14 @@ function renderOverhead(s) {
   // Recordings made before the whole cost was reported add it up here.
   const cost = o.cost_percent ?? pct(o.process_cpu_ns + o.bpf_run_time_ns, s.interval_s);
   const how = !o.bpf_stats ? " (BPF programs not measured)"
-    : o.estimated ? ` ± ${fmtPct(o.error_percent)} % (estimated)` : "";
+    : o.estimated ? ` ± ${toError(o.error_percent, o.error_percent, 2)} % (estimated)` : "";
+  const shown = o.estimated ? "~" + toError(cost, o.error_percent, 2) : fmtPct(cost);
   const rows = [
-    ["netto's whole cost, % of one CPU", fmtPct(cost) + " %" + how],
+    [el("span", {}, "netto's whole cost, ", word("% of one CPU", WORDS.percentOfOneCpu)), shown + " %" + how],
     ["netto processes", fmtPct(pct(o.process_cpu_ns, s.interval_s)) + " %"],
     ["netto BPF programs", o.bpf_stats
-      ? `${fmtPct(pct(o.bpf_run_time_ns, s.interval_s))} % (statistics on ${(o.bpf_stats_held_s ?? 0).toFixed(2)} s)`
+      ? `${o.estimated ? "~" + toError(pct(o.bpf_run_time_ns, s.interval_s), pct(o.bpf_error_ns || 0, s.interval_s), 2) : fmtPct(pct(o.bpf_run_time_ns, s.interval_s))} %`
+        + ` (priced from ${(o.bpf_stats_held_s ?? 0).toFixed(2)} s of BPF statistics)`
       : "not measured (--no-bpf-stats)"],
   ];
   // Absent without --budget (and in recordings made before it existed).
@@ -304,26 +402,31 @@ function renderOverhead(s) {
       ["samples", fmtInt(sm.samples)],
       ["dropped samples", fmtInt(sm.dropped)],
       ["failed stacks", fmtInt(sm.failed_stacks)],
-      ["samples left out (softirq loop)", fmtInt(sm.softirq_loop || 0)],
+      [named("samples left out (softirq loop)"), fmtInt(sm.softirq_loop || 0)],
     );
   }
   // Recordings made before losses were counted have none to show.
   const losses = s.losses || {};
   rows.push(
-    ["lost task windows (no task storage)", fmtInt(losses.task_storage_failures || 0)],
-    ["skipped BPF runs (recursion)", fmtInt(losses.recursion_misses || 0)],
+    [named("lost task windows"), fmtInt(losses.task_storage_failures || 0)],
+    [named("lost BPF runs"), fmtInt(losses.recursion_misses || 0)],
   );
   if (s.sampling && s.sampling.transport === "mmap") {
-    rows.push(["sample buffer halves given up", fmtInt(losses.dropped_halves || 0)]);
+    rows.push([named("lost sample halves"), fmtInt(losses.dropped_halves || 0)]);
   }
   if (s.attribution) {
-    rows.push(["attributions missed (group map full)", fmtInt(losses.attribution_misses || 0)]);
+    rows.push([named("lost attributions"), fmtInt(losses.attribution_misses || 0)]);
   }
   const costly = [...o.programs].sort((a, b) => b.run_time_ns - a.run_time_ns).slice(0, 6);
   for (const p of costly) {
     rows.push([p.name, `${fmtPct(pct(p.run_time_ns, s.interval_s))} % · ${fmtInt(p.run_count)} runs`]);
   }
   $("overhead").replaceChildren(el("tbody", {}, ...rows.map(([name, value]) => el("tr", {}, el("td", {}, name), el("td", {}, value)))));
+}
+
+// A row's name: the word with its meaning where it has one.
+function named(name) {
+  return MEANINGS[name] ? word(name, MEANINGS[name]) : name;
 }
 
 // The XDP sketch panel: shown once snapshots carry a sketch.
@@ -335,7 +438,8 @@ function renderSketch(s) {
     return;
   }
   const summary = el("p", {}, `${sk.iface} (${sk.mode}), p=${sk.probability}, ${fmtInt(sk.packets)} packets, ${fmtInt(sk.bytes)} bytes` +
-    (sk.cost ? `, ${sk.cost.ns_per_packet.toFixed(1)} ns/packet, ${fmtPct(sk.cost.cpu_percent)} % CPU` : ""));
+    (sk.cost ? `, ${sk.cost.ns_per_packet.toFixed(1)} ns/packet, ${fmtPct(sk.cost.cpu_percent)} % CPU` : "") + ", ",
+    word("gaps reused", WORDS.gapsReused), ` ${fmtInt(sk.gaps_reused || 0)}`);
   const head = el("tr", {}, el("th", {}, "flow"), el("th", {}, "packets"), el("th", {}, "bytes"), el("th", {}, "share"));
   const flows = (sk.top || []).map((f) => el("tr", {}, el("td", {}, `${f.flow.proto} ${f.flow.src}:${f.flow.sport} → ${f.flow.dst}:${f.flow.dport}`), el("td", {}, fmtInt(f.packets)), el("td", {}, fmtInt(f.bytes)), el("td", {}, fmtPct(f.share * 100) + " %")));
   $("sketch").replaceChildren(summary, el("table", {}, el("thead", {}, head), el("tbody", {}, ...flows)));
@@ -388,23 +492,51 @@ function pauseFlame(paused) {
   }
 }
 
+// Older snapshots under the newest: the history arrives after the page
+// has painted the newest, which `add` alone would turn away.
+function addOlder(snapshots) {
+  const newest = view.history[view.history.length - 1];
+  const older = snapshots.filter((s) => !newest || s.ts < newest.ts);
+  view.history = older.concat(view.history);
+  for (const snapshot of view.history) {
+    view.lastTs = Math.max(view.lastTs, snapshot.ts);
+  }
+  while (view.history.length > 1 && view.history[0].ts <= view.lastTs - view.spanS) {
+    view.history.shift();
+  }
+}
+
 async function start() {
+  $("one-cpu").title = WORDS.percentOfOneCpu;
   $("flame-resume").addEventListener("click", () => pauseFlame(false));
   $("flame-window").addEventListener("change", () => refreshFlame());
   $("flame-weight").addEventListener("change", () => refreshFlame());
+  // The newest snapshot first, and painted at once: it is small, where the
+  // history holds minutes of snapshots (none before the first interval).
   try {
-    showSource(await getJSON("/api/v1/source"));
-    for (const snapshot of await getJSON("/api/v1/history")) {
-      add(snapshot);
+    const [about, newest] = await Promise.all([
+      getJSON("/api/v1/source"),
+      getJSON("/api/v1/snapshot").catch(() => null),
+    ]);
+    showSource(about);
+    if (newest) {
+      add(newest);
     }
   } catch (error) {
     setStatus("cannot reach netto: " + error.message, "ended");
     return;
   }
   render();
+  try {
+    addOlder(await getJSON("/api/v1/history"));
+    render();
+  } catch (error) {
+    // The chart starts from the newest snapshot instead.
+  }
   const since = Number.isFinite(view.lastTs) ? `?since=${view.lastTs}` : "";
   const stream = new EventSource("/api/v1/stream" + since);
-  stream.addEventListener("open", () => setStatus("live", "live"));
+  // A replay is no live measurement: the badge says which it is.
+  stream.addEventListener("open", () => setStatus(view.live ? "live" : "replaying", view.live ? "live" : "replay"));
   stream.addEventListener("snapshot", (message) => {
     if (add(JSON.parse(message.data))) {
       render();
@@ -412,7 +544,7 @@ async function start() {
   });
   stream.addEventListener("end", () => {
     stream.close();
-    setStatus("source ended", "ended");
+    setStatus(view.live ? "measuring stopped" : "replay finished", "ended");
   });
   // EventSource reconnects by itself; say so meanwhile.
   stream.addEventListener("error", () => {

@@ -100,6 +100,27 @@ impl Legend {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::Losses;
+
+    /// The web page explains the same words in the same words.
+    #[test]
+    fn the_web_page_uses_the_same_words() {
+        let app = include_str!("../../web/app.js");
+        for word in WORDS {
+            assert!(
+                app.contains(&format!("{:?}", word.meaning)),
+                "web/app.js lacks the meaning of {:?}",
+                word.word
+            );
+        }
+        for kind in Losses::KINDS {
+            assert!(
+                app.contains(&format!("{:?}", kind.meaning)),
+                "web/app.js lacks the meaning of {}",
+                kind.name
+            );
+        }
+    }
 
     #[test]
     fn a_legend_explains_each_word_once() {
