@@ -26,9 +26,6 @@ use crate::output_file::Destination;
     args_conflicts_with_subcommands = true
 )]
 pub struct Cli {
-    /// Print libbpf's own log (verifier output on load failures).
-    #[arg(short, long, global = true)]
-    pub verbose: bool,
     #[command(subcommand)]
     pub command: Option<Command>,
     /// Without a subcommand netto runs `top`, and takes its options.
@@ -40,6 +37,38 @@ impl Cli {
     /// The subcommand to run: `top` when none was named.
     pub fn into_command(self) -> Command {
         self.command.unwrap_or(Command::Top(self.top))
+    }
+}
+
+/// libbpf's log, for the commands that load BPF programs (and only
+/// those: `report` or a replay loads none, so offers no `-v`). Flattened
+/// beside [`MeasureArgs`], not into it: clap leaves the group of a struct
+/// with a flattened field empty, and `--replay` conflicts with that group.
+#[derive(Debug, Args)]
+#[group(skip)]
+pub struct LogArgs {
+    /// Print libbpf's own log (verifier output on load failures).
+    #[arg(short, long)]
+    pub verbose: bool,
+}
+
+impl Command {
+    /// Whether to print libbpf's log.
+    pub fn libbpf_log(&self) -> bool {
+        match self {
+            Command::Stat(args) => args.log.verbose,
+            Command::Record(args) => args.log.verbose,
+            Command::Top(args) => args.source.log.verbose,
+            Command::Serve(args) => args.source.log.verbose,
+            Command::Check(args) => args.log.verbose,
+            Command::Sketch(args) => args.log.verbose,
+            Command::Report(_)
+            | Command::Completions(_)
+            | Command::Man(_)
+            | Command::DemoTraffic
+            | Command::ServeHttp(_)
+            | Command::DocsReference(_) => false,
+        }
     }
 }
 
@@ -297,6 +326,8 @@ pub struct SamplingArgs {
 pub struct StatArgs {
     #[command(flatten)]
     pub measure: MeasureArgs,
+    #[command(flatten)]
+    pub log: LogArgs,
     /// Run this long, then exit 0 (default: until interrupted).
     #[arg(long, value_name = "SECONDS", allow_negative_numbers = true, value_parser = parse_duration)]
     pub duration: Option<f64>,
@@ -434,6 +465,8 @@ pub struct RecordArgs {
     #[command(flatten)]
     pub measure: MeasureArgs,
     #[command(flatten)]
+    pub log: LogArgs,
+    #[command(flatten)]
     pub sampling: SamplingArgs,
     /// How long to sample.
     #[arg(long, value_name = "SECONDS", allow_negative_numbers = true, value_parser = parse_duration)]
@@ -522,9 +555,11 @@ pub struct SourceArgs {
     pub measure: MeasureArgs,
     #[command(flatten)]
     pub sampling: SamplingArgs,
+    #[command(flatten)]
+    pub log: LogArgs,
     /// Play a recording (from `netto record --format json`) instead of
     /// measuring: no root, no BPF.
-    #[arg(long, value_name = "RECORDING", conflicts_with_all = ["MeasureArgs", "SamplingArgs"])]
+    #[arg(long, value_name = "RECORDING", conflicts_with_all = ["MeasureArgs", "SamplingArgs", "verbose"])]
     pub replay: Option<std::path::PathBuf>,
     /// Replay this many times faster than recorded (`inf`: all at once).
     #[arg(long, default_value = "1", value_name = "FACTOR", requires = "replay", allow_negative_numbers = true, value_parser = parse_speed)]
@@ -637,6 +672,8 @@ pub struct SketchArgs {
     /// not reported.
     #[arg(long)]
     pub no_bpf_stats: bool,
+    #[command(flatten)]
+    pub log: LogArgs,
 }
 
 impl SketchArgs {
@@ -680,14 +717,22 @@ pub struct CheckArgs {
     pub json: bool,
     #[arg(long, value_name = "DIR", default_value = kubelet::DEFAULT_ROOT, help = KUBELET_LOGS_HELP)]
     pub kubelet_logs: std::path::PathBuf,
+    #[command(flatten)]
+    pub log: LogArgs,
 }
 
 /// Parses the command line of a netto binary. Help and version print and
-/// exit 0; bad arguments print one line, `PROGRAM: message`, and exit 2.
+/// exit 0; bad arguments print `PROGRAM: error: message` (the form of
+/// every error netto prints), then clap's tip or the subcommands there
+/// are, each on a line of its own, and exit 2.
 pub fn parse_or_exit_code<T: Parser>(program: &str) -> Result<T, std::process::ExitCode> {
     T::try_parse().map_err(|e| {
         if e.use_stderr() {
-            eprintln!("{program}: {}", usage_error_line(&e));
+            let mut lines = usage_error_lines::<T>(&e).into_iter();
+            eprintln!("{program}: error: {}", lines.next().unwrap_or_default());
+            for line in lines {
+                eprintln!("  {line}");
+            }
             std::process::ExitCode::from(2)
         } else {
             let _ = e.print();
@@ -696,25 +741,34 @@ pub fn parse_or_exit_code<T: Parser>(program: &str) -> Result<T, std::process::E
     })
 }
 
-/// clap's messages span several lines; netto's binaries answer bad input
-/// with one. Keeps everything before the usage section: the error, the
-/// missing arguments or possible values, and tips.
-pub fn usage_error_line(e: &clap::Error) -> String {
-    if e.kind() == clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
-        return "missing subcommand or arguments: see --help".to_owned();
+/// clap's message, without its usage section: the error first, then its
+/// tips and possible values, a line each; for a command that does not
+/// exist, the commands that do.
+pub fn usage_error_lines<T: clap::CommandFactory>(e: &clap::Error) -> Vec<String> {
+    use clap::error::ErrorKind;
+    if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
+        return vec!["missing subcommand or arguments: see --help".to_owned()];
     }
     let rendered = e.render().to_string();
-    let message: Vec<&str> = rendered
+    let mut lines: Vec<String> = rendered
         .lines()
         .map(str::trim)
         .take_while(|l| !l.starts_with("Usage:") && !l.starts_with("For more information"))
         .filter(|l| !l.is_empty())
+        .map(str::to_owned)
         .collect();
-    let message = message.join(" ");
-    message
-        .strip_prefix("error: ")
-        .unwrap_or(&message)
-        .to_owned()
+    if let Some(first) = lines.first_mut() {
+        *first = first.strip_prefix("error: ").unwrap_or(first).to_owned();
+    }
+    if e.kind() == ErrorKind::InvalidSubcommand {
+        let commands: Vec<String> = T::command()
+            .get_subcommands()
+            .filter(|c| !c.is_hide_set())
+            .map(|c| c.get_name().to_owned())
+            .collect();
+        lines.push(format!("commands: {}", commands.join(", ")));
+    }
+    lines
 }
 
 fn parse_seconds(text: &str, min: f64, max: f64) -> Result<f64, String> {
@@ -1019,7 +1073,10 @@ mod tests {
             2 << 30
         );
         let err = parse(&["top", "--max-recording-size", "2G"]).unwrap_err();
-        assert!(usage_error_line(&err).contains("--replay"), "{err}");
+        assert!(
+            usage_error_lines::<Cli>(&err)[0].contains("--replay"),
+            "{err}"
+        );
     }
 
     #[test]
@@ -1239,6 +1296,67 @@ mod tests {
                 "0.5"
             ]),
             Some(("lo".to_owned(), 0.5))
+        );
+    }
+
+    #[test]
+    fn verbose_is_offered_where_bpf_loads_only() {
+        for args in [
+            &["-v"][..],
+            &["stat", "-v"],
+            &["record", "--duration", "1", "-o", "x.svg", "--verbose"],
+            &["serve", "-v"],
+            &["check", "-v"],
+            &["sketch", "--iface", "lo", "-v"],
+        ] {
+            let command = parse(args).unwrap().into_command();
+            assert!(command.libbpf_log(), "{args:?}");
+        }
+        assert!(!parse(&["stat"]).unwrap().into_command().libbpf_log());
+        for args in [
+            &["report", "r.json", "-o", "x.svg", "-v"][..],
+            &["top", "--replay", "r.json", "-v"],
+            &["completions", "bash", "-v"],
+        ] {
+            assert!(parse(args).is_err(), "{args:?} accepted -v");
+        }
+        use clap::CommandFactory;
+        let report = Cli::command()
+            .find_subcommand_mut("report")
+            .unwrap()
+            .render_long_help()
+            .to_string();
+        assert!(!report.contains("--verbose"), "{report}");
+    }
+
+    #[test]
+    fn a_usage_error_is_a_line_then_its_tips() {
+        let lines = |args: &[&str]| usage_error_lines::<Cli>(&parse(args).unwrap_err());
+        assert_eq!(
+            lines(&["frobnicate"]),
+            [
+                "unrecognized subcommand 'frobnicate'",
+                "commands: stat, check, record, report, top, serve, sketch, completions, man"
+            ]
+        );
+        assert_eq!(
+            lines(&["stat", "--interva", "1"]),
+            [
+                "unexpected argument '--interva' found",
+                "tip: a similar argument exists: '--interval'"
+            ]
+        );
+        assert_eq!(
+            lines(&["rec"]),
+            [
+                "unrecognized subcommand 'rec'",
+                "tip: a similar subcommand exists: 'record'",
+                "commands: stat, check, record, report, top, serve, sketch, completions, man"
+            ]
+        );
+        assert_eq!(
+            lines(&["stat", "--interval", "0"]),
+            ["invalid value '0' for '--interval <SECONDS>': must be between 0.05 and 3600 seconds"]
         );
     }
 

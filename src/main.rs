@@ -11,13 +11,14 @@ fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(code) => return code,
     };
-    if !cli.verbose {
+    let command = cli.into_command();
+    if !command.libbpf_log() {
         libbpf_rs::set_print(None);
     }
     if let Err(e) = commands::startup::raise_file_limit() {
         eprintln!("netto: warning: {e:#}");
     }
-    let result = match cli.into_command() {
+    let result = match command {
         Command::Stat(args) => commands::stat::run(&args),
         Command::Check(args) => commands::check::run(&args),
         Command::Record(args) => commands::record::run(&args),

@@ -68,6 +68,13 @@ pub enum RecordingError {
     /// value of the wrong type.
     #[error("{path} is not a netto recording: {problem}")]
     Malformed { path: String, problem: Invalid },
+    /// Snapshots a line each, as `netto stat --json` writes them: the
+    /// likeliest file to be taken for a recording.
+    #[error(
+        "{path} is `netto stat --json` output (a snapshot per line), not a recording; \
+         `netto record --duration SECONDS -o FILE.json` records one"
+    )]
+    StatOutput { path: String },
     /// A recording in form, whose contents no run could have measured.
     #[error("{path}: {problem}")]
     Invalid { path: String, problem: Invalid },
@@ -130,9 +137,15 @@ pub fn load(path: &Path) -> Result<ValidRecording, RecordingError> {
 pub fn load_within(path: &Path, limit: u64) -> Result<ValidRecording, RecordingError> {
     let name = path.display().to_string();
     let bytes = read_within(path, limit)?;
-    let recording = parse(&bytes).map_err(|problem| RecordingError::Malformed {
-        path: name.clone(),
-        problem,
+    let recording = parse(&bytes).map_err(|problem| {
+        if is_stat_output(&bytes) {
+            RecordingError::StatOutput { path: name.clone() }
+        } else {
+            RecordingError::Malformed {
+                path: name.clone(),
+                problem,
+            }
+        }
     })?;
     ValidRecording::new(recording).map_err(|problem| RecordingError::Invalid {
         path: name,
@@ -193,6 +206,13 @@ fn read_within(path: &Path, limit: u64) -> Result<Vec<u8>, RecordingError> {
         return Err(too_large());
     }
     Ok(bytes)
+}
+
+/// Whether `bytes` begin with a snapshot on a line of its own, as `netto
+/// stat --json` writes them.
+fn is_stat_output(bytes: &[u8]) -> bool {
+    let first = bytes.split(|&b| b == b'\n').next().unwrap_or_default();
+    serde_json::from_slice::<Snapshot>(first).is_ok()
 }
 
 /// The recording in `bytes`, or where its JSON goes wrong.
@@ -857,6 +877,35 @@ mod tests {
             },
             snapshots: (0..3).map(snapshot).collect(),
         }
+    }
+
+    /// `netto stat --json` output is the file most likely to be taken for
+    /// a recording: it is named as what it is.
+    #[test]
+    fn stat_output_is_named_as_such() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("stat.jsonl");
+        let mut lines = Vec::new();
+        for snapshot in &recording(2, 1.0).snapshots {
+            crate::frontends::stat::write_json(&mut lines, snapshot).unwrap();
+        }
+        std::fs::write(&path, &lines).unwrap();
+        let err = load(&path).unwrap_err();
+        assert!(err.is_bad_input());
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "{} is `netto stat --json` output (a snapshot per line), not a recording; \
+                 `netto record --duration SECONDS -o FILE.json` records one",
+                path.display()
+            )
+        );
+        // Other JSON is just not a recording.
+        std::fs::write(&path, "{}").unwrap();
+        assert!(load(&path)
+            .unwrap_err()
+            .to_string()
+            .contains("is not a netto recording: the file: missing field `header`"));
     }
 
     #[test]

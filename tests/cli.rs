@@ -156,6 +156,23 @@ fn bad_input_is_one_line_and_non_zero() {
         assert_clean_failure(&netto(args), mentions);
     }
     assert_eq!(netto(&["stat", "--budget", "0"]).status.code(), Some(2));
+    // Every error netto prints has one form; a tip and the commands there
+    // are go on lines of their own.
+    let stderr = |args: &[&str]| String::from_utf8(netto(args).stderr).unwrap();
+    assert_eq!(
+        stderr(&["frobnicate"]),
+        "netto: error: unrecognized subcommand 'frobnicate'\n  \
+         commands: stat, check, record, report, top, serve, sketch, completions, man\n"
+    );
+    assert_eq!(
+        stderr(&["stat", "--interva", "1"]),
+        "netto: error: unexpected argument '--interva' found\n  \
+         tip: a similar argument exists: '--interval'\n"
+    );
+    assert_eq!(
+        stderr(&["report", "/nonexistent.json", "-o", "/tmp/x.svg"]),
+        "netto: error: cannot read /nonexistent.json: No such file or directory (os error 2)\n"
+    );
 }
 
 #[test]

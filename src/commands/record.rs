@@ -52,8 +52,11 @@ pub fn run(args: &RecordArgs) -> Result<ExitCode> {
         eprintln!("netto: {dropped} samples were dropped (buffer full, or their half given up)");
     }
     let lost: netto::model::Losses = snapshots.iter().map(|s| s.losses).sum();
-    if lost.any() {
-        eprintln!("netto: lost {}", lost.describe(|kind| kind.name).join(", "));
+    for kind in netto::model::Losses::KINDS.iter() {
+        let count = (kind.count)(&lost);
+        if count > 0 {
+            eprintln!("netto: lost {count} {}: {}", kind.short, kind.meaning);
+        }
     }
     let samples = sampled(|s| s.samples);
     let recording = Recording {

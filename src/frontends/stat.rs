@@ -399,7 +399,8 @@ impl Brief {
 
     pub fn render(&mut self, s: &Snapshot) -> String {
         let mut text = String::new();
-        let due = self.lines == 0 || (self.repeat_heading && self.lines.is_multiple_of(Self::REPEAT));
+        let due =
+            self.lines == 0 || (self.repeat_heading && self.lines.is_multiple_of(Self::REPEAT));
         let places = time_places(s.interval_s);
         if due {
             let _ = write!(

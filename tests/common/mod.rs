@@ -597,10 +597,17 @@ pub fn assert_clean_failure(out: &std::process::Output, mentions: &str) {
         "exit 0 for bad input; stderr {stderr}"
     );
     assert_ne!(out.status.code(), Some(101), "panicked: {stderr}");
-    assert_eq!(
-        stderr.trim_end().lines().count(),
-        1,
-        "not one line: {stderr:?}"
+    // One line of error, then (for a usage error) clap's tips or the
+    // commands there are, each indented on a line of its own.
+    let mut lines = stderr.trim_end().lines();
+    let first = lines.next().unwrap_or_default();
+    assert!(
+        first.starts_with("netto: error: "),
+        "not one error line: {stderr:?}"
+    );
+    assert!(
+        lines.all(|l| l.starts_with("  ") && !l.trim().is_empty()),
+        "not one error line and its tips: {stderr:?}"
     );
     assert!(
         stderr.contains(mentions),

@@ -13,7 +13,7 @@ use inferno::flamegraph::color::{BackgroundColor, Color, PaletteMap};
 
 use super::folded::fold;
 use super::{draw, inferno_options, FlameError, FlameStack, Labels, Weight};
-use crate::breakdown::rules::is_skid;
+use crate::breakdown::categories::is_skid;
 use crate::breakdown::{categorize, Category};
 use crate::frontends::glossary;
 
@@ -135,7 +135,7 @@ pub const FAMILIES: [(Swatch, &[Category]); 7] = [
     ),
 ];
 
-/// Frames where interrupts come back on ([`crate::breakdown::rules::SKID`]):
+/// Frames where interrupts come back on ([`crate::breakdown::categories::SKID`]):
 /// dark, so a wide one reads as a warning rather than a hot spot.
 pub const SKID: Swatch = Swatch {
     colour: rgb(0x9a, 0x9a, 0x9a),

@@ -7,7 +7,7 @@
 
 use super::table::{self, Grid};
 use super::tree::{Expansion, NodeId, Row, Tree};
-use crate::breakdown::rules::is_skid;
+use crate::breakdown::categories::is_skid;
 use crate::breakdown::Categorizer;
 use crate::frontends::flame::{any_estimated, flame_stacks, FlameStack, Scope, Weight};
 use crate::frontends::glossary::{self, Word};

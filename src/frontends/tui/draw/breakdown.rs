@@ -9,7 +9,7 @@ use ratatui::widgets::{Cell, Paragraph, Row as TableRow, Table, TableState};
 use ratatui::Frame;
 
 use super::{panel, waiting};
-use crate::breakdown::rules::is_skid;
+use crate::breakdown::categories::is_skid;
 use crate::frontends::calibration_text::measured_agreement;
 use crate::frontends::tui::app::{App, Panel};
 use crate::frontends::tui::format;
