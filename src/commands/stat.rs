@@ -17,7 +17,7 @@ pub fn run(args: &StatArgs) -> Result<ExitCode> {
     let source = startup::live(config, args.measure.demo)?;
     let mut stdout = io::stdout().lock();
     let mut table = stat::Table::default();
-    let mut brief = stat::Brief::new(stdout.is_terminal());
+    let mut brief = stat::Brief::new(stdout.is_terminal(), args.measure.interval);
     for snapshot in source.snapshots.iter() {
         startup::announce_budget(&snapshot);
         let written = if args.json {

@@ -375,6 +375,9 @@ fn short_event(key: EventKey) -> &'static str {
 pub struct Brief {
     legend: Legend,
     repeat_heading: bool,
+    /// Places of seconds in the TIME column: as many as the interval
+    /// asked for needs, the same on every line.
+    places: usize,
     lines: usize,
 }
 
@@ -383,11 +386,14 @@ impl Brief {
     pub const REPEAT: usize = 20;
 
     /// `repeat_heading`: whether to repeat the heading (on a terminal),
-    /// rather than write it once (into a file or a pipe).
-    pub fn new(repeat_heading: bool) -> Brief {
+    /// rather than write it once (into a file or a pipe); `interval_s`:
+    /// the interval asked for (a measured one runs a little over or
+    /// under).
+    pub fn new(repeat_heading: bool, interval_s: f64) -> Brief {
         Brief {
             legend: Legend::default(),
             repeat_heading,
+            places: time_places(interval_s),
             lines: 0,
         }
     }
@@ -401,7 +407,7 @@ impl Brief {
         let mut text = String::new();
         let due =
             self.lines == 0 || (self.repeat_heading && self.lines.is_multiple_of(Self::REPEAT));
-        let places = time_places(s.interval_s);
+        let places = self.places;
         if due {
             let _ = write!(
                 text,
@@ -468,8 +474,8 @@ impl Brief {
     }
 }
 
-/// Places of seconds the time of an interval of `interval_s` needs to
-/// tell it from the one before.
+/// Places of seconds the end of an interval of `interval_s` needs to tell
+/// it from the one before.
 fn time_places(interval_s: f64) -> usize {
     if interval_s >= 1.0 {
         0
@@ -821,7 +827,7 @@ mod tests {
 
     #[test]
     fn brief_is_one_line_per_interval_under_a_heading() {
-        let mut brief = Brief::new(false);
+        let mut brief = Brief::new(false, 1.0);
         let first = brief.render(&snapshot());
         let lines: Vec<&str> = first.lines().collect();
         assert_eq!(
@@ -847,6 +853,15 @@ mod tests {
             ]
         );
         assert_eq!(lines.len(), 3);
+        // A measured interval a little short of the one asked for keeps
+        // the TIME column as it was.
+        let mut short = snapshot();
+        short.interval_s = 0.999;
+        let line = brief.render(&short);
+        assert!(
+            line.starts_with(&format!("{} ", time_of_day(short.ts, 0))),
+            "{line}"
+        );
         for _ in 0..Brief::REPEAT {
             let next = brief.render(&snapshot());
             assert_eq!(
@@ -856,7 +871,7 @@ mod tests {
             );
         }
         // On a terminal the heading comes back every REPEAT lines.
-        let mut terminal = Brief::new(true);
+        let mut terminal = Brief::new(true, 1.0);
         let headings = (0..=Brief::REPEAT)
             .map(|_| terminal.render(&snapshot()))
             .filter(|text| text.starts_with("TIME"))
@@ -873,7 +888,7 @@ mod tests {
         send.estimated = true;
         send.error_ns = Some(1_500_000);
         s.losses.task_storage_failures = 2;
-        let mut brief = Brief::new(false);
+        let mut brief = Brief::new(false, 0.5);
         let text = brief.render(&s);
         let line = text
             .lines()

@@ -171,6 +171,9 @@ pub fn handle_key(app: &mut App, key: &KeyEvent) -> Option<Effect> {
         return None;
     }
     let command = command_for(key);
+    // What the status line said (the start-up notes, a key's message) has
+    // been read once a key is pressed; the help keeps the notes.
+    app.status = None;
     if let Some(page) = app.help {
         // Any key closes the help, as it says; only Ctrl-C still quits,
         // which no one presses to close a page.
@@ -484,6 +487,19 @@ mod tests {
         chars(&mut app, "?");
         let ctrl_c = KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL);
         assert_eq!(handle_key(&mut app, &ctrl_c), Some(Effect::Quit));
+    }
+
+    #[test]
+    fn a_key_clears_the_status_line() {
+        let mut app = App::new(fixture::info(Origin::Live), fixture::settings());
+        app.push(fixture::snapshot());
+        assert_eq!(app.status.as_deref(), Some("backend tracepoint: fixture"));
+        chars(&mut app, "o");
+        assert_eq!(app.status, None, "the notes were read; the help keeps them");
+        chars(&mut app, "+");
+        assert!(app.status.is_some(), "a key's own message");
+        chars(&mut app, "o");
+        assert_eq!(app.status, None);
     }
 
     #[test]
