@@ -1074,7 +1074,9 @@ mod tests {
         );
         let err = parse(&["top", "--max-recording-size", "2G"]).unwrap_err();
         assert!(
-            usage_error_lines::<Cli>(&err)[0].contains("--replay"),
+            usage_error_lines::<Cli>(&err)
+                .join(" ")
+                .contains("--replay"),
             "{err}"
         );
     }

@@ -493,7 +493,7 @@ mod tests {
     fn a_key_clears_the_status_line() {
         let mut app = App::new(fixture::info(Origin::Live), fixture::settings());
         app.push(fixture::snapshot());
-        assert_eq!(app.status.as_deref(), Some("backend tracepoint: fixture"));
+        assert_eq!(app.status.as_deref(), Some("demo traffic: fixture"));
         chars(&mut app, "o");
         assert_eq!(app.status, None, "the notes were read; the help keeps them");
         chars(&mut app, "+");
