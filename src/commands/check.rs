@@ -7,7 +7,7 @@ use anyhow::Result;
 use netto::cli::CheckArgs;
 use netto::collect::groups::kubelet::{self, Kubelet};
 use netto::frontends::notes;
-use netto::kernel::backend::BackendChoice;
+use netto::kernel::backend::{Backend, BackendChoice, TRACEPOINT_COST};
 use netto::kernel::callbacks::NETWORK_CALLBACKS;
 use netto::kernel::dispatch;
 use netto::kernel::features::Features;
@@ -92,6 +92,7 @@ pub fn run(args: &CheckArgs) -> Result<ExitCode> {
                 "self_check": chosen.check, "can_run": true,
                 "dispatch_ns": dispatch.as_ref().ok().map(|d| d.ns),
                 "dispatch_error_ns": dispatch.as_ref().ok().map(|d| d.error_ns),
+                "fentry_problem": features.fentry_backend_problem(),
             }),
             Err(e) => json!({
                 "kernel": kernel, "features": findings,
@@ -140,6 +141,12 @@ pub fn run(args: &CheckArgs) -> Result<ExitCode> {
                         "dispatch", d.ns, d.error_ns
                     ),
                     Err(e) => println!("{:<14} not measured: {}", "dispatch", e.describe()),
+                }
+                if chosen.accounting.backend() == Backend::Tracepoint {
+                    if let Some(problem) = features.fentry_backend_problem() {
+                        println!("{:<14} {problem}", "no fentry");
+                        println!("{:<14} {TRACEPOINT_COST}", "cost");
+                    }
                 }
             }
             Err(e) => println!("backend        none: {}", e.describe()),

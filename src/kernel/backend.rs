@@ -47,6 +47,15 @@ impl fmt::Display for Backend {
     }
 }
 
+/// Why auto took the tracepoint backend when fentry cannot run: said in
+/// every run's notes, so short; `netto check` gives the cause and the cost.
+pub const FENTRY_UNAVAILABLE: &str = "fentry/fexit unavailable here (`netto check` says why)";
+
+/// What the tracepoint backend costs beside fentry's, for `netto check`.
+pub const TRACEPOINT_COST: &str = "the tracepoint backend runs on every system call of the \
+     host to find the socket calls, where fentry runs on socket functions only: a host making \
+     many other system calls pays more (the manual's Performance page compares the two)";
+
 /// A backend worth trying, and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Candidate {
@@ -99,7 +108,7 @@ pub fn candidates(
             if tracepoint.is_none() {
                 let why = match &fentry {
                     None => "all of its tracepoints are present".to_owned(),
-                    Some(problem) => format!("fentry backend unavailable: {problem}"),
+                    Some(_) => FENTRY_UNAVAILABLE.to_owned(),
                 };
                 list.push(Candidate {
                     backend: Backend::Tracepoint,

@@ -230,7 +230,10 @@ fn try_fentry() -> Result<String, String> {
     let open = ProbeSkelBuilder::default()
         .open(&mut storage)
         .map_err(|e| format!("opening the probe failed: {e}"))?;
-    let skel = open.load().map_err(|e| format!("load refused: {e}"))?;
+    let skel = open.load().map_err(|e| match ftrace_refused() {
+        Some(cause) => format!("load refused: {e}: {cause}"),
+        None => format!("load refused: {e}"),
+    })?;
     let _entry = skel
         .progs
         .netto_probe_fentry
@@ -243,6 +246,40 @@ fn try_fentry() -> Result<String, String> {
         .map_err(|e| format!("attach refused: {e}"))?;
     Ok("fentry/fexit attach to sock_recvmsg".to_owned())
 }
+
+/// Why the kernel refuses function hooks, when it says so: fentry and
+/// fexit ride on the function tracer (ftrace), which a kernel can lock
+/// down or turn off. Only read, never written.
+fn ftrace_refused() -> Option<String> {
+    let lockdown = std::fs::read_to_string("/sys/kernel/security/lockdown").unwrap_or_default();
+    if let Some(mode) = lockdown
+        .split_whitespace()
+        .find(|mode| mode.starts_with('[') && *mode != "[none]")
+    {
+        return Some(format!(
+            "the kernel is in lockdown mode {}",
+            mode.trim_matches(['[', ']'])
+        ));
+    }
+    let enabled = std::fs::read_to_string("/proc/sys/kernel/ftrace_enabled").unwrap_or_default();
+    if enabled.trim() == "0" {
+        return Some("the function tracer is off (sysctl kernel.ftrace_enabled = 0)".to_owned());
+    }
+    FTRACE_FUNCTIONS
+        .iter()
+        .find_map(|path| match std::fs::File::open(path) {
+            Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => Some(format!(
+                "the function tracer (ftrace) is locked down here: even reading {path} is refused"
+            )),
+            _ => None,
+        })
+}
+
+/// Where tracefs lists the functions ftrace may hook.
+const FTRACE_FUNCTIONS: [&str; 2] = [
+    "/sys/kernel/tracing/available_filter_functions",
+    "/sys/kernel/debug/tracing/available_filter_functions",
+];
 
 /// Attribution needs socket storage (the owner of each socket); each
 /// delivery point this kernel lacks leaves some time unattributed, and
