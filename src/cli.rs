@@ -65,7 +65,7 @@ impl Command {
             Command::Report(_)
             | Command::Completions(_)
             | Command::Man(_)
-            | Command::DemoTraffic
+            | Command::DemoTraffic(_)
             | Command::ServeHttp(_)
             | Command::DocsReference(_) => false,
         }
@@ -97,7 +97,7 @@ pub enum Command {
     Man(ManArgs),
     /// The demo traffic's child process (started by `--demo`).
     #[command(name = "demo-traffic", hide = true)]
-    DemoTraffic,
+    DemoTraffic(DemoTrafficArgs),
     /// `serve`'s HTTP server process (started by `serve`).
     #[command(name = "serve-http", hide = true)]
     ServeHttp(ServeHttpArgs),
@@ -149,6 +149,10 @@ pub struct MeasureArgs {
     /// `--demo=auto`: only if the host's network is idle at start.
     #[arg(long, value_enum, num_args = 0..=1, require_equals = true, default_missing_value = "on", default_value_t = DemoArg::Off, value_name = "WHEN")]
     pub demo: DemoArg,
+    /// The demo's rate in bits per second (k, M, G: powers of 1000), or
+    /// `max` for as fast as the veth pair takes (about a CPU or more).
+    #[arg(long, default_value = DEFAULT_DEMO_RATE, value_name = "RATE", value_parser = parse_rate)]
+    pub demo_rate: Rate,
     /// Do not turn on BPF run-time statistics (they add two clock reads to
     /// every BPF program on the host while netto runs); netto's per-program
     /// cost is then not reported.
@@ -212,6 +216,14 @@ impl From<TierArg> for Tier {
         }
     }
 }
+
+/// The demo's rate unless told: enough traffic for every panel to show
+/// something, a small share of a CPU.
+pub const DEFAULT_DEMO_RATE: &str = "1G";
+
+/// Bits per second, or `None`: as fast as it goes (`--demo-rate`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rate(pub Option<u64>);
 
 /// A number, or `off` (`--budget`, `--calibrate-every`): its own type, so
 /// that clap takes `None` for a value rather than for an absent option.
@@ -634,6 +646,14 @@ pub struct ServeArgs {
 
 /// What `serve` tells its HTTP server process on the command line: whom
 /// to become. The rest comes through the pipe.
+/// What the demo child is told by the command that starts it.
+#[derive(Debug, Args)]
+pub struct DemoTrafficArgs {
+    /// Bits per second; absent: as fast as it goes.
+    #[arg(long)]
+    pub rate: Option<u64>,
+}
+
 #[derive(Debug, Args)]
 pub struct ServeHttpArgs {
     #[arg(long, requires = "gid")]
@@ -955,6 +975,29 @@ fn parse_size(text: &str) -> Result<u64, String> {
     }
 }
 
+/// Bits per second (`--demo-rate`): a number with k, M or G (powers of
+/// 1000, as network rates go), or `max`.
+fn parse_rate(text: &str) -> Result<Rate, String> {
+    const MIN: f64 = 1e6;
+    const MAX: f64 = 1e12;
+    if text == "max" {
+        return Ok(Rate(None));
+    }
+    let (number, scale) = match text.char_indices().last() {
+        Some((at, 'k' | 'K')) => (&text[..at], 1e3),
+        Some((at, 'M')) => (&text[..at], 1e6),
+        Some((at, 'G')) => (&text[..at], 1e9),
+        _ => (text, 1.0),
+    };
+    match number.parse::<f64>().map(|n| n * scale) {
+        Ok(bits) if (MIN..=MAX).contains(&bits) => Ok(Rate(Some(bits as u64))),
+        Ok(_) => Err("must be from 1M to 1000G bits per second, or max".to_owned()),
+        Err(_) => Err(format!(
+            "'{text}' is not a rate (bits per second with k, M or G, such as 500M), or max"
+        )),
+    }
+}
+
 fn parse_duration(text: &str) -> Result<f64, String> {
     let value = parse_seconds(text, 0.0, MAX_DURATION_S)?;
     if value == 0.0 {
@@ -1079,6 +1122,32 @@ mod tests {
                 .contains("--replay"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn demo_rates_in_bits_per_second_or_max() {
+        assert_eq!(parse_rate("1G"), Ok(Rate(Some(1_000_000_000))));
+        assert_eq!(parse_rate("2.5G"), Ok(Rate(Some(2_500_000_000))));
+        assert_eq!(parse_rate("500M"), Ok(Rate(Some(500_000_000))));
+        assert_eq!(parse_rate("max"), Ok(Rate(None)));
+        assert_eq!(
+            parse_rate("fast"),
+            Err(
+                "'fast' is not a rate (bits per second with k, M or G, such as 500M), or max"
+                    .to_owned()
+            )
+        );
+        for out_of_range in ["10k", "0", "-1G", "2000G"] {
+            assert_eq!(
+                parse_rate(out_of_range),
+                Err("must be from 1M to 1000G bits per second, or max".to_owned()),
+                "{out_of_range}"
+            );
+        }
+        let Command::Stat(stat) = parse(&["stat"]).unwrap().into_command() else {
+            unreachable!()
+        };
+        assert_eq!(stat.measure.demo_rate, Rate(Some(1_000_000_000)));
     }
 
     #[test]

@@ -29,8 +29,8 @@ fn main() -> ExitCode {
         Command::Completions(args) => commands::docs::completions(&args),
         Command::Man(args) => commands::docs::man(&args),
         Command::DocsReference(args) => commands::docs::reference(&args),
-        Command::DemoTraffic => {
-            netto::workload::demo::run_until_stdin_closes().map(|()| ExitCode::SUCCESS)
+        Command::DemoTraffic(args) => {
+            netto::workload::demo::run_until_stdin_closes(args.rate).map(|()| ExitCode::SUCCESS)
         }
         Command::ServeHttp(args) => commands::serve::run_http(&args),
     };

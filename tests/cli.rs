@@ -24,11 +24,18 @@ fn check_reports_this_kernel_and_picks_the_tracepoint_backend() {
     let report: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(report["backend"], "tracepoint");
     assert_eq!(report["can_run"], true);
-    // auto wanted fentry, could not have it, and says why.
+    // auto wanted fentry and could not have it: every run says so
+    // briefly, check gives the cause.
     let why = report["why"].as_str().unwrap();
     assert!(
-        why.contains("fentry backend unavailable") && why.contains("not permitted"),
+        why.contains("backend tracepoint: fentry/fexit unavailable here (`netto check` says why)"),
         "{why}"
+    );
+    let problem = report["fentry_problem"].as_str().unwrap();
+    assert!(
+        problem.contains("not permitted")
+            && problem.contains("the function tracer (ftrace) is locked down here"),
+        "{problem}"
     );
     // The tracepoint backend saw each of netto's own loopback socket calls.
     let calls = report["self_check"]["calls"].as_array().unwrap();
@@ -43,10 +50,11 @@ fn check_reports_this_kernel_and_picks_the_tracepoint_backend() {
     let features = &report["features"];
     // ftrace is locked down on this machine: function hooks are refused.
     assert_eq!(features["fentry_fexit"]["ok"], false, "{features}");
-    assert!(features["fentry_fexit"]["detail"]
-        .as_str()
-        .unwrap()
-        .contains("not permitted"));
+    let detail = features["fentry_fexit"]["detail"].as_str().unwrap();
+    assert!(
+        detail.contains("not permitted") && detail.contains("locked down"),
+        "{detail}"
+    );
     for present in [
         "privileges",
         "btf",
@@ -78,7 +86,13 @@ fn check_reports_this_kernel_and_picks_the_tracepoint_backend() {
     let text = String::from_utf8_lossy(&text.stdout);
     assert!(text.contains("fentry_fexit   no"), "{text}");
     assert!(
-        text.contains("backend tracepoint: fentry backend unavailable"),
+        text.contains("backend tracepoint: fentry/fexit unavailable here"),
+        "{text}"
+    );
+    // The cause, and what the fallback costs, said here and nowhere else.
+    assert!(
+        text.contains("no fentry      fentry/fexit: load refused: Operation not permitted")
+            && text.contains("cost           the tracepoint backend runs on every system call"),
         "{text}"
     );
     assert!(
@@ -324,17 +338,55 @@ fn demo_namespaces() -> Vec<String> {
 
 #[test]
 fn demo_load_shows_network_time_and_is_removed_on_exit() {
-    let out = netto(&["stat", "--demo", "--duration", "3", "--json"]);
+    let out = netto(&[
+        "stat",
+        "--demo",
+        "--duration",
+        "3",
+        "--json",
+        "--by",
+        "process",
+    ]);
     assert!(
         out.status.success(),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("demo traffic: TCP"), "{stderr}");
-    let busiest = String::from_utf8_lossy(&out.stdout)
+    assert!(
+        stderr.contains("demo traffic: TCP") && stderr.contains("paced to 1 Gbit/s"),
+        "{stderr}"
+    );
+    let snapshots: Vec<Value> = String::from_utf8_lossy(&out.stdout)
         .lines()
         .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .collect();
+    // The demo's process has a name of its own (not `exe`), and at its
+    // default rate it takes a modest share of a CPU (flat out, it took
+    // more than one).
+    let demo_ns: Vec<f64> = snapshots
+        .iter()
+        .map(|v| {
+            let groups = v["attribution"]["groups"].as_array().unwrap();
+            let ns: u64 = groups
+                .iter()
+                .filter(|g| g["label"] == "netto-demo")
+                .flat_map(|g| g["events"].as_object().unwrap().values())
+                .map(|ns| ns.as_u64().unwrap())
+                .sum();
+            ns as f64 / v["interval_s"].as_f64().unwrap()
+        })
+        .collect();
+    assert!(
+        demo_ns.iter().any(|&ns| ns > 0.0),
+        "no group named netto-demo: {snapshots:?}"
+    );
+    assert!(
+        demo_ns.iter().all(|&ns| ns < 0.5e9),
+        "the demo's network time per second: {demo_ns:?}"
+    );
+    let busiest = snapshots
+        .iter()
         .map(|v| {
             (
                 v["events"]["net_rx_softirq"]["total_ns"].as_u64().unwrap(),

@@ -460,9 +460,11 @@ fn read_file_reads_a_regular_file() {
 }
 
 #[test]
-fn demo_pushes_traffic_and_removes_its_namespace() {
+fn demo_pushes_traffic_at_its_rate_and_removes_its_namespace() {
     let stale = NsGuard::add(format!("netto-demo-{}-0", dead_pid()));
-    let demo = Demo::start().expect("start demo");
+    // 200 Mbit/s: 25 MB/s, a small share of what the veth pair takes.
+    let rate_bytes = 25_000_000.0;
+    let demo = Demo::start(Some(200_000_000)).expect("start demo");
     assert!(
         !namespace_exists(&stale.0),
         "stale demo namespace not swept"
@@ -473,7 +475,9 @@ fn demo_pushes_traffic_and_removes_its_namespace() {
     );
     let description = demo.describe();
     assert!(
-        description.contains(&ns) && !description.contains('\n'),
+        description.contains(&ns)
+            && description.contains("paced to 200 Mbit/s")
+            && !description.contains('\n'),
         "{description}"
     );
     let tx_path = format!("/sys/class/net/{ifname}/statistics/tx_bytes");
@@ -490,6 +494,15 @@ fn demo_pushes_traffic_and_removes_its_namespace() {
     assert!(
         pushed > 10_000_000,
         "demo pushed only {pushed} bytes in 2 s"
+    );
+    // Once running, it keeps to its rate (the kernel paces it).
+    let before = tx_bytes();
+    let started = Instant::now();
+    thread::sleep(Duration::from_secs(2));
+    let per_s = (tx_bytes() - before) as f64 / started.elapsed().as_secs_f64();
+    assert!(
+        (0.5 * rate_bytes..1.3 * rate_bytes).contains(&per_s),
+        "demo at {per_s} bytes/s, paced to {rate_bytes}"
     );
     drop(demo);
     assert!(!namespace_exists(&ns), "{ns} left behind");

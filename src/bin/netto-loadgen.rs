@@ -149,6 +149,7 @@ fn run(command: Command) -> Result<(), Failure> {
                 dest: args.dest,
                 size: args.size.unwrap_or(SendConfig::default_size(args.proto)),
                 congestion: args.congestion,
+                max_rate: None,
             };
             config.validate()?;
             prepare(&args.run)?;

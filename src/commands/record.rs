@@ -22,7 +22,7 @@ pub fn run(args: &RecordArgs) -> Result<ExitCode> {
     let config = args
         .measure
         .live_config(Some(&args.sampling), Some(args.duration), true);
-    let source = startup::live(config, args.measure.demo)?;
+    let source = startup::live(config, &args.measure)?;
     eprintln!(
         "netto: recording for {} s at {} Hz ({} transport)",
         args.duration,

@@ -205,6 +205,9 @@ fn server_exit(next: &Receiver<Event>, server: &PidFd) -> io::Result<ExitStatus>
 /// it reads anything, then serves what the pipe on stdin brings until the
 /// pipe closes.
 pub fn run_http(args: &ServeHttpArgs) -> Result<ExitCode> {
+    // Before any thread starts (threads take the name they start with).
+    nix::sys::prctl::set_name(server_process::HTTP_PROCESS_NAME)
+        .context("naming the HTTP server process")?;
     server_process::close_inherited()?;
     let listener = server_process::listener()?;
     let identity = args

@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use netto::cli::{DemoArg, SourceArgs};
+use netto::cli::{DemoArg, MeasureArgs, SourceArgs};
 use netto::frontends::notes;
 use netto::model::Snapshot;
 use netto::source::live::{self, Companion, LiveConfig, StartCompanion, Traffic};
@@ -34,7 +34,7 @@ pub fn view_source(args: &SourceArgs) -> Result<Source> {
         }
         None => live::start(
             args.measure.live_config(Some(&args.sampling), None, false),
-            traffic(args.measure.demo),
+            traffic(&args.measure),
         ),
     }
 }
@@ -43,13 +43,14 @@ pub fn view_source(args: &SourceArgs) -> Result<Source> {
 /// on loopback, and the demo as `--demo` asks: never, always, or only
 /// when the host's network is idle (so a newcomer sees real numbers, and a
 /// busy host is left alone).
-fn traffic(demo: DemoArg) -> Traffic {
-    let companion: Option<StartCompanion> = match demo {
+fn traffic(measure: &MeasureArgs) -> Traffic {
+    let rate = measure.demo_rate.0;
+    let companion: Option<StartCompanion> = match measure.demo {
         DemoArg::Off => None,
-        DemoArg::On => Some(Box::new(|_| start_demo().map(Some))),
-        DemoArg::Auto => Some(Box::new(|watch| {
+        DemoArg::On => Some(Box::new(move |_| start_demo(rate).map(Some))),
+        DemoArg::Auto => Some(Box::new(move |watch| {
             if watch.busy_percent(IDLE_WATCH)? < IDLE_PERCENT {
-                start_demo().map(Some)
+                start_demo(rate).map(Some)
             } else {
                 Ok(None)
             }
@@ -61,10 +62,10 @@ fn traffic(demo: DemoArg) -> Traffic {
     }
 }
 
-/// The demo traffic in its child process, which the run holds until it
-/// ends.
-fn start_demo() -> Result<Companion> {
-    let demo = DemoProcess::start().context("starting the demo traffic")?;
+/// The demo traffic in its child process, at `rate` bits per second, which
+/// the run holds until it ends.
+fn start_demo(rate: Option<u64>) -> Result<Companion> {
+    let demo = DemoProcess::start(rate).context("starting the demo traffic")?;
     Ok(Companion {
         note: Note::Demo {
             description: demo.describe().to_owned(),
@@ -83,9 +84,9 @@ pub fn announce_budget(snapshot: &Snapshot) {
 /// Starts measuring and prints what the user should know about this run.
 /// Signals are taken over first: one that arrives while the programs load
 /// stops the source as soon as it runs, instead of killing netto.
-pub fn live(config: LiveConfig, demo: DemoArg) -> Result<Source> {
+pub fn live(config: LiveConfig, measure: &MeasureArgs) -> Result<Source> {
     let stop = stop_on_signals()?;
-    let source = live::start(config, traffic(demo))?;
+    let source = live::start(config, traffic(measure))?;
     print_notes(&source);
     let control = source.controller();
     when_stopped(stop, move || {

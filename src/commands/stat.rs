@@ -14,7 +14,7 @@ use super::stdout::still_read;
 /// measured time like the others, and its snapshot says how long it ran.
 pub fn run(args: &StatArgs) -> Result<ExitCode> {
     let config = args.measure.live_config(None, args.duration, true);
-    let source = startup::live(config, args.measure.demo)?;
+    let source = startup::live(config, &args.measure)?;
     let mut stdout = io::stdout().lock();
     let mut table = stat::Table::default();
     let mut brief = stat::Brief::new(stdout.is_terminal(), args.measure.interval);

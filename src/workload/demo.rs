@@ -33,6 +33,8 @@ const RECONNECT_PAUSE: Duration = Duration::from_millis(100);
 
 /// The running demo. Dropping it stops the traffic and removes the namespace.
 pub struct Demo {
+    /// Bits per second; `None`: as fast as it goes.
+    rate: Option<u64>,
     stop: Arc<AtomicBool>,
     threads: Vec<JoinHandle<()>>,
     pair: Arc<VethPair>,
@@ -40,10 +42,13 @@ pub struct Demo {
 
 impl Demo {
     /// Must be called from a thread in the host's network namespace.
-    pub fn start() -> anyhow::Result<Demo> {
+    /// `rate`: bits per second (the kernel paces the stream to it); `None`:
+    /// as fast as the veth pair takes.
+    pub fn start(rate: Option<u64>) -> anyhow::Result<Demo> {
         let pair = VethPair::create("demo").context("cannot set up the demo namespace")?;
         // From here on, dropping `demo` stops whatever was started and removes the namespace.
         let mut demo = Demo {
+            rate,
             stop: Arc::new(AtomicBool::new(false)),
             threads: Vec::new(),
             pair: Arc::new(pair),
@@ -62,7 +67,7 @@ impl Demo {
         let stop = Arc::clone(&demo.stop);
         let client = thread::Builder::new()
             .name("netto-demo-client".into())
-            .spawn(move || push(dest, &stop))
+            .spawn(move || push(dest, rate, &stop))
             .context("cannot start the demo client thread")?;
         demo.threads.push(client);
         Ok(demo)
@@ -70,8 +75,12 @@ impl Demo {
 
     /// One line saying where the demo traffic flows, for netto's startup banner.
     pub fn describe(&self) -> String {
+        let rate = match self.rate {
+            Some(bits) => format!("paced to {}", bits_per_second(bits)),
+            None => "as fast as it goes".to_owned(),
+        };
         format!(
-            "demo traffic: TCP {} -> {}:{DEMO_PORT}, 64 KiB writes ({PREFERRED_CONGESTION} if available), via veth {} into namespace {}",
+            "demo traffic: TCP {} -> {}:{DEMO_PORT}, 64 KiB writes {rate} ({PREFERRED_CONGESTION} if available), via veth {} into namespace {}",
             self.pair.host_addr(),
             self.pair.peer_addr(),
             self.pair.host_ifname(),
@@ -92,6 +101,16 @@ impl Drop for Demo {
             let _ = thread.join();
         }
     }
+}
+
+/// `bits` per second as a person writes it: 1 Gbit/s, 250 Mbit/s.
+fn bits_per_second(bits: u64) -> String {
+    let bits = bits as f64;
+    let (value, unit) = [(1e9, "Gbit/s"), (1e6, "Mbit/s"), (1e3, "kbit/s")]
+        .into_iter()
+        .find(|&(scale, _)| bits >= scale)
+        .map_or((bits, "bit/s"), |(scale, unit)| (bits / scale, unit));
+    format!("{} {unit}", (value * 100.0).round() / 100.0)
 }
 
 /// Runs the discard server inside the namespace. Readiness (or why it failed) goes
@@ -119,10 +138,11 @@ fn serve(
 }
 
 /// Streams to the discard server until stopped, reconnecting whenever the connection ends.
-fn push(dest: SocketAddr, stop: &AtomicBool) {
+fn push(dest: SocketAddr, rate: Option<u64>, stop: &AtomicBool) {
     let mut config = SendConfig {
         size: WRITE_SIZE,
         congestion: Some(PREFERRED_CONGESTION.to_owned()),
+        max_rate: rate.map(|bits| bits / 8),
         ..SendConfig::new(Proto::Tcp, SendSyscall::Write, dest)
     };
     loop {
@@ -147,12 +167,17 @@ pub struct DemoProcess {
 }
 
 impl DemoProcess {
-    pub fn start() -> anyhow::Result<DemoProcess> {
+    /// `rate`: bits per second, as [`Demo::start`] takes it.
+    pub fn start(rate: Option<u64>) -> anyhow::Result<DemoProcess> {
         use std::io::{BufRead, BufReader};
+        use std::os::unix::ffi::OsStrExt;
+        use std::os::unix::process::CommandExt;
         use std::process::{Command, Stdio};
 
         let mut child = Command::new("/proc/self/exe")
+            .arg0(std::ffi::OsStr::from_bytes(DEMO_PROCESS_NAME.to_bytes()))
             .arg(DEMO_TRAFFIC_COMMAND)
+            .args(rate.map(|bits| format!("--rate={bits}")))
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
@@ -190,6 +215,10 @@ impl Drop for DemoProcess {
 /// The hidden subcommand the demo child runs.
 pub const DEMO_TRAFFIC_COMMAND: &str = "demo-traffic";
 
+/// The demo child's name in `ps`, `ss -p` and `--by process`: started
+/// from /proc/self/exe, it would be called `exe`.
+pub const DEMO_PROCESS_NAME: &std::ffi::CStr = c"netto-demo";
+
 /// Signals a terminal sends to its whole foreground process group, which
 /// the child shares with netto: Ctrl-C, Ctrl-\, Ctrl-Z and a hang-up. The
 /// child ignores them (and so do the `ip` commands it runs to clean up,
@@ -205,8 +234,11 @@ const TERMINAL_SIGNALS: [Signal; 4] = [
 /// Body of `netto demo-traffic`: runs the traffic until stdin closes, or until a
 /// SIGTERM (sent to every process of a stopped service, for instance),
 /// then removes the namespace.
-pub fn run_until_stdin_closes() -> anyhow::Result<()> {
+pub fn run_until_stdin_closes(rate: Option<u64>) -> anyhow::Result<()> {
     use std::io::{Read, Write};
+
+    // Before any thread starts; the threads take names of their own.
+    nix::sys::prctl::set_name(DEMO_PROCESS_NAME).context("naming the demo traffic process")?;
 
     for signal in TERMINAL_SIGNALS {
         // SAFETY: nix's signal() is unsafe for the handlers it may install;
@@ -225,7 +257,7 @@ pub fn run_until_stdin_closes() -> anyhow::Result<()> {
             let _ = on_term.send(());
         }
     });
-    let demo = Demo::start()?;
+    let demo = Demo::start(rate)?;
     let mut stdout = std::io::stdout();
     writeln!(stdout, "{}", demo.describe())?;
     stdout.flush()?;

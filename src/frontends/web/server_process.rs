@@ -19,6 +19,10 @@ use super::sandbox::Identity;
 /// The hidden subcommand the serving process runs.
 pub const SERVE_HTTP_COMMAND: &str = "serve-http";
 
+/// The serving process's name in `ps`, `ss -p` and `--by process`:
+/// started from /proc/self/exe, it would be called `exe`.
+pub const HTTP_PROCESS_NAME: &std::ffi::CStr = c"netto-http";
+
 /// Where the serving process finds the listening socket.
 pub const LISTENER_FD: RawFd = 3;
 

@@ -24,6 +24,10 @@ pub enum TrafficError {
     },
     #[error("congestion control only applies to TCP")]
     CongestionNeedsTcp,
+    #[error("a rate only applies to TCP (the kernel paces TCP to it)")]
+    RateNeedsTcp,
+    #[error("the kernel refused a pacing rate ({0})")]
+    Rate(io::Error),
     #[error("the kernel refused TCP congestion control {name:?} ({cause}): pick one from /proc/sys/net/ipv4/tcp_available_congestion_control or load its module (`modprobe tcp_{name}`)")]
     Congestion { name: String, cause: io::Error },
     #[error("cannot connect to {addr} within 2 s ({cause}): start a receiver or discard server there first")]
@@ -53,6 +57,7 @@ impl TrafficError {
                 | TrafficError::Destination(_)
                 | TrafficError::Size { .. }
                 | TrafficError::CongestionNeedsTcp
+                | TrafficError::RateNeedsTcp
                 | TrafficError::Congestion { .. }
         )
     }

@@ -21,6 +21,9 @@ pub struct SendConfig {
     pub size: usize,
     /// TCP congestion control algorithm, e.g. "bbr"; `None` keeps the system default.
     pub congestion: Option<String>,
+    /// The most bytes per second to send (TCP: the kernel paces to it);
+    /// `None`: as fast as the path takes.
+    pub max_rate: Option<u64>,
 }
 
 impl SendConfig {
@@ -32,6 +35,7 @@ impl SendConfig {
             dest,
             size: SendConfig::default_size(proto),
             congestion: None,
+            max_rate: None,
         }
     }
 
@@ -62,6 +66,9 @@ impl SendConfig {
         }
         if self.congestion.is_some() && self.proto != Proto::Tcp {
             return Err(TrafficError::CongestionNeedsTcp);
+        }
+        if self.max_rate.is_some() && self.proto != Proto::Tcp {
+            return Err(TrafficError::RateNeedsTcp);
         }
         Ok(())
     }

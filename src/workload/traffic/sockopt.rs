@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use nix::sys::socket::{setsockopt, sockopt};
 use nix::sys::time::TimeVal;
+use nix::{getsockopt_impl, setsockopt_impl, sockopt_impl};
 
 /// Sets SO_RCVTIMEO, which Linux also applies to accept(); std only offers it on
 /// connected sockets, but the listeners must wake up to notice their deadline too.
@@ -28,4 +29,19 @@ pub(crate) fn set_congestion(fd: BorrowedFd<'_>, name: &str) -> io::Result<()> {
         sockopt::TcpCongestion,
         &OsString::from(name),
     )?)
+}
+
+sockopt_impl!(
+    /// SO_MAX_PACING_RATE: the most bytes per second the kernel sends on
+    /// the socket (TCP paces itself to it, whatever its congestion control).
+    MaxPacingRate,
+    Both,
+    libc::SOL_SOCKET,
+    libc::SO_MAX_PACING_RATE,
+    u64
+);
+
+/// Caps the socket's sending rate at `bytes_per_s`, paced by the kernel.
+pub(crate) fn set_max_pacing_rate(fd: BorrowedFd<'_>, bytes_per_s: u64) -> io::Result<()> {
+    Ok(setsockopt(&fd, MaxPacingRate, &bytes_per_s)?)
 }

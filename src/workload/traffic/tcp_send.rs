@@ -38,6 +38,9 @@ pub(super) fn send(config: &SendConfig, until: Until<'_>) -> Result<Summary, Tra
             }
         })?;
     }
+    if let Some(rate) = config.max_rate {
+        sockopt::set_max_pacing_rate(stream.as_fd(), rate).map_err(TrafficError::Rate)?;
+    }
     stream
         .set_write_timeout(Some(IO_TIMEOUT))
         .map_err(TrafficError::io("setting the TCP send timeout"))?;
