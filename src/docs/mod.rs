@@ -6,6 +6,7 @@
 //! renders them here and fails when a committed page differs.
 
 mod cli;
+mod glossary;
 mod metrics;
 mod schema;
 
@@ -35,6 +36,10 @@ pub fn pages() -> Vec<Page> {
         Page {
             path: "cli.md",
             text: cli::page(),
+        },
+        Page {
+            path: "glossary.md",
+            text: glossary::page(),
         },
         Page {
             path: "json-compatibility.md",
