@@ -26,10 +26,12 @@ pub fn time_of_day(ts: f64, decimals: usize) -> String {
 /// Hours, minutes and seconds of `seconds` in the local time zone (UTC
 /// where the C library cannot tell).
 fn local_hms(seconds: libc::time_t) -> (i32, i32, i32) {
+    // SAFETY: libc::tm is plain integers (and a pointer the C library
+    // sets), for which all-zero bytes are a valid value.
+    let mut tm: libc::tm = unsafe { std::mem::zeroed() };
     // SAFETY: localtime_r writes only into `tm`, which outlives the call,
     // and reads only `seconds`; it returns null (and we fall back to UTC
     // arithmetic) for a time it cannot represent.
-    let mut tm: libc::tm = unsafe { std::mem::zeroed() };
     let converted = unsafe { libc::localtime_r(&seconds, &mut tm) };
     if converted.is_null() {
         let day = seconds.rem_euclid(86_400) as i32;
