@@ -6,7 +6,7 @@
 //!   lower one of requests that draw something;
 //! - the serving process may take `--serve-budget` percent of one CPU on
 //!   average: its allowance of CPU time accrues at that rate, up to
-//!   [`BURST`] seconds' worth (start-up, a page load), and its CPU time
+//!   `BURST` seconds' worth (start-up, a page load), and its CPU time
 //!   (read from the process's own clock, every thread and every exited
 //!   one) is taken from it; once it is spent, requests that draw something
 //!   wait until it is back. The metrics and the stream, which draw nothing

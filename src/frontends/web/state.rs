@@ -259,7 +259,7 @@ pub enum HealthStatus {
     /// Snapshots arrive.
     Ok,
     /// A live source whose snapshots stopped: more than
-    /// [`STALE_INTERVALS`] intervals and [`STALE_GRACE_S`] since the last.
+    /// `STALE_INTERVALS` intervals and `STALE_GRACE_S` since the last.
     Stale,
     /// A replay that played out, or a live run that stopped.
     Ended,
