@@ -633,8 +633,9 @@ pub struct ServeArgs {
     /// Most CPU the HTTP server process may take, in percent of one CPU:
     /// past it, requests that draw something (flame graphs, profiles,
     /// snapshots, history) are answered 429 with Retry-After until serving
-    /// is back under it. Each client is also held to a request rate.
-    /// Serving never takes from measuring's --budget.
+    /// is back under it (a live source only: a replay measures nothing).
+    /// Each client is also held to a request rate. Serving never takes
+    /// from measuring's --budget.
     #[arg(long, value_name = "PERCENT", default_value_t = DEFAULT_SERVE_BUDGET, allow_negative_numbers = true, value_parser = parse_serve_budget)]
     pub serve_budget: f64,
     /// The user the HTTP server process runs as when netto runs as root

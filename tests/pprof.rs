@@ -322,6 +322,8 @@ fn record_writes_a_profile_pprof_reads_live() {
     let out = netto(&[
         "record",
         "--demo",
+        "--demo-rate",
+        "max",
         "--duration",
         "3",
         "--frequency",

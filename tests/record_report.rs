@@ -27,12 +27,15 @@ fn assert_one_line_failure(out: &Output, mentions: &str) {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success(), "succeeded: {stderr}");
     assert_ne!(out.status.code(), Some(101), "panicked: {stderr}");
-    let last = stderr.trim_end().lines().last().unwrap_or_default();
+    // One error line; a usage error's tips (clap's possible values, the
+    // usage) follow on indented lines.
+    let errors: Vec<&str> = stderr.lines().filter(|l| !l.starts_with(' ')).collect();
+    assert_eq!(errors.len(), 1, "{stderr}");
+    assert!(errors[0].starts_with("netto: error: "), "{stderr}");
     assert!(
-        last.contains(mentions),
-        "{last:?} does not mention {mentions:?}"
+        stderr.contains(mentions),
+        "{stderr:?} does not mention {mentions:?}"
     );
-    assert!(stderr.lines().all(|l| l.starts_with("netto:")), "{stderr}");
 }
 
 #[test]

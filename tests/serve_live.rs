@@ -78,6 +78,8 @@ fn gaps(ts: &[f64]) -> Vec<f64> {
 fn the_stream_delivers_a_snapshot_per_interval_under_load() {
     let serve = Serve::start(&[
         "--demo",
+        "--demo-rate",
+        "max",
         "--interval",
         "0.5",
         "--frequency",

@@ -78,8 +78,8 @@ impl Refusal {
 }
 
 pub struct Governor {
-    /// The share of one CPU serving may take.
-    share: f64,
+    /// The share of one CPU serving may take; `None`: no CPU bound.
+    share: Option<f64>,
     clients: Mutex<HashMap<IpAddr, Bucket>>,
     allowance: Mutex<Allowance>,
     cpu_time: fn() -> Duration,
@@ -131,18 +131,19 @@ fn process_cpu_time() -> Duration {
 }
 
 impl Governor {
-    /// Serving held to `budget_percent` of one CPU.
-    pub fn new(budget_percent: f64) -> Governor {
+    /// Serving held to `budget_percent` of one CPU, or (`None`) to the
+    /// clients' rates only.
+    pub fn new(budget_percent: Option<f64>) -> Governor {
         Governor::with_clock(budget_percent, process_cpu_time)
     }
 
-    fn with_clock(budget_percent: f64, cpu_time: fn() -> Duration) -> Governor {
-        let share = budget_percent.max(0.0) / 100.0;
+    fn with_clock(budget_percent: Option<f64>, cpu_time: fn() -> Duration) -> Governor {
+        let share = budget_percent.map(|p| p.max(0.0) / 100.0);
         Governor {
             share,
             clients: Mutex::default(),
             allowance: Mutex::new(Allowance {
-                seconds: BURST * share,
+                seconds: BURST * share.unwrap_or(0.0),
                 at: Instant::now(),
                 cpu: cpu_time(),
             }),
@@ -187,22 +188,25 @@ impl Governor {
     }
 
     fn within_budget(&self, now: Instant) -> Result<(), Refusal> {
+        let Some(share) = self.share else {
+            return Ok(());
+        };
         let mut allowance = self
             .allowance
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
         let cpu = (self.cpu_time)();
-        let earned = now.duration_since(allowance.at).as_secs_f64() * self.share;
+        let earned = now.duration_since(allowance.at).as_secs_f64() * share;
         let spent = cpu.saturating_sub(allowance.cpu).as_secs_f64();
         *allowance = Allowance {
-            seconds: (allowance.seconds + earned).min(BURST * self.share) - spent,
+            seconds: (allowance.seconds + earned).min(BURST * share) - spent,
             at: now,
             cpu,
         };
         if allowance.seconds > 0.0 {
             return Ok(());
         }
-        let wait = -allowance.seconds / self.share.max(f64::MIN_POSITIVE);
+        let wait = -allowance.seconds / share.max(f64::MIN_POSITIVE);
         Err(Refusal::ServeBudget {
             retry_after_s: wait.ceil().clamp(1.0, 3600.0) as u64,
         })
@@ -219,7 +223,7 @@ mod tests {
 
     #[test]
     fn each_client_gets_its_burst_then_its_rate() {
-        let governor = Governor::with_clock(100.0, || Duration::ZERO);
+        let governor = Governor::with_clock(Some(100.0), || Duration::ZERO);
         for _ in 0..DRAWING.burst as usize {
             assert_eq!(governor.admit(A, true), Ok(()));
         }
@@ -250,7 +254,7 @@ mod tests {
     #[test]
     fn past_its_cpu_allowance_only_what_draws_nothing_is_served() {
         // Half a CPU: 2.5 s saved up at most, and 3 s are spent.
-        let governor = Governor::with_clock(50.0, spent);
+        let governor = Governor::with_clock(Some(50.0), spent);
         let refused = governor.admit(A, true).unwrap_err();
         assert_eq!(refused, Refusal::ServeBudget { retry_after_s: 1 });
         assert!(refused.message().contains("--serve-budget"));
@@ -258,5 +262,19 @@ mod tests {
         // Half a second's debt at half a CPU: back after a second.
         std::thread::sleep(Duration::from_millis(1100));
         assert_eq!(governor.admit(A, true), Ok(()));
+    }
+
+    #[test]
+    fn without_a_cpu_bound_only_the_clients_rates_hold() {
+        // A replay's server: 3 s of CPU spent refuses nothing that way.
+        let governor = Governor::with_clock(None, spent);
+        assert_eq!(governor.admit(A, true), Ok(()));
+        let refused = (0..DRAWING.burst as usize + 1)
+            .map(|_| governor.admit(A, true))
+            .find(Result::is_err);
+        assert!(
+            matches!(refused, Some(Err(Refusal::ClientRate { .. }))),
+            "{refused:?}"
+        );
     }
 }

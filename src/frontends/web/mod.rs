@@ -58,7 +58,14 @@ pub fn server(
     hosts: HostCheck,
 ) -> io::Result<Server> {
     let hosts = std::sync::Arc::new(hosts);
-    let governor = std::sync::Arc::new(limit::Governor::new(state.settings.serve_budget_percent));
+    // A replay measures nothing that serving could take from: only a live
+    // source's serving is held to --serve-budget; clients' rates hold
+    // either way.
+    let cpu_bound = match state.info.origin {
+        crate::source::Origin::Live => Some(state.settings.serve_budget_percent),
+        crate::source::Origin::Replay(_) => None,
+    };
+    let governor = std::sync::Arc::new(limit::Governor::new(cpu_bound));
     Ok(HttpServer::new(move || {
         let (hosts, governor) = (hosts.clone(), governor.clone());
         App::new()
