@@ -1,0 +1,274 @@
+
+use super::*;
+use crate::abi::netto_event;
+use proptest::prelude::*;
+
+/// Names every group by its id.
+struct ById;
+
+impl Namer for ById {
+    fn names(&mut self, ids: &[GroupId]) -> Vec<(String, String)> {
+        ids.iter()
+            .map(|id| (format!("{id:?}"), "label".to_owned()))
+            .collect()
+    }
+}
+
+const RX: usize = netto_event::NETTO_EV_NET_RX_SOFTIRQ as usize;
+const SEND: usize = netto_event::NETTO_EV_SOCK_SEND as usize;
+
+fn key(cgroup: u64, tgid: u32, netns: u32) -> netto_group_key {
+    netto_group_key {
+        cgroup,
+        tgid,
+        netns,
+    }
+}
+
+fn time(pairs: &[(usize, u64)]) -> netto_group_time {
+    let mut t = netto_group_time::default();
+    for &(event, ns) in pairs {
+        t.ns[event] = ns;
+    }
+    t
+}
+
+fn events(pairs: &[(EventKey, u64)]) -> BTreeMap<EventKey, CpuTime> {
+    EventKey::ALL
+        .iter()
+        .map(|&k| {
+            let ns = pairs.iter().find(|(e, _)| *e == k).map_or(0, |p| p.1);
+            (
+                k,
+                CpuTime {
+                    total_ns: ns,
+                    per_cpu_ns: vec![ns],
+                    count: 0,
+                    ..CpuTime::default()
+                },
+            )
+        })
+        .collect()
+}
+
+fn ledger(by: GroupBy, max_groups: usize) -> Ledger {
+    let kubelet_logs = crate::collect::groups::kubelet::DEFAULT_ROOT.into();
+    Ledger::new(
+        Config {
+            by,
+            max_groups,
+            kubelet_logs,
+        },
+        &[],
+    )
+}
+
+/// Every event's groups and unattributed add up to its total.
+fn assert_adds_up(a: &Attribution, totals: &BTreeMap<EventKey, CpuTime>) {
+    for (key, t) in totals {
+        let groups: u64 = a.groups.iter().map(|g| g.events[key]).sum();
+        assert_eq!(groups + a.unattributed[key], t.total_ns, "{key:?} in {a:?}");
+    }
+}
+
+#[test]
+fn groups_by_one_field_and_the_rest_is_unattributed() {
+    let mut ledger = ledger(GroupBy::Cgroup, 20);
+    let reading = [
+        (key(10, 100, 1), time(&[(RX, 300), (SEND, 50)])),
+        (key(10, 101, 1), time(&[(RX, 100)])),
+        (key(20, 200, 2), time(&[(RX, 200)])),
+        // Forwarded: no cgroup, so unattributed under --by cgroup.
+        (key(0, 0, 3), time(&[(RX, 150)])),
+    ];
+    let totals = events(&[(EventKey::NetRxSoftirq, 1000), (EventKey::SockSend, 50)]);
+    let a = ledger.interval(&reading, &totals, 1.0, true, &mut ById);
+    assert_adds_up(&a, &totals);
+    assert_eq!(a.by, GroupBy::Cgroup);
+    let names: Vec<&str> = a.groups.iter().map(|g| g.name.as_str()).collect();
+    assert_eq!(names, ["Cgroup(10)", "Cgroup(20)"], "heaviest first");
+    assert_eq!(a.groups[0].events[&EventKey::NetRxSoftirq], 400);
+    assert_eq!(a.groups[0].events[&EventKey::SockSend], 50);
+    assert_eq!(a.unattributed[&EventKey::NetRxSoftirq], 1000 - 600);
+    assert_eq!(a.unattributed[&EventKey::SockSend], 0);
+
+    // The same map under --by netns: the forwarded part has an owner.
+    let mut ledger = self::ledger(GroupBy::Netns, 20);
+    let a = ledger.interval(&reading, &totals, 1.0, true, &mut ById);
+    assert_adds_up(&a, &totals);
+    assert_eq!(a.unattributed[&EventKey::NetRxSoftirq], 1000 - 750);
+}
+
+#[test]
+fn only_the_interval_counts() {
+    let start = [(key(10, 1, 1), time(&[(RX, 5000)]))];
+    let mut ledger = Ledger::new(
+        Config {
+            by: GroupBy::Process,
+            max_groups: 20,
+            kubelet_logs: crate::collect::groups::kubelet::DEFAULT_ROOT.into(),
+        },
+        &start,
+    );
+    let reading = [
+        (key(10, 1, 1), time(&[(RX, 5300)])),
+        // Removed (idle) and created again: all of it is new.
+        (key(10, 2, 1), time(&[(RX, 40)])),
+    ];
+    let totals = events(&[(EventKey::NetRxSoftirq, 400)]);
+    let a = ledger.interval(&reading, &totals, 1.0, true, &mut ById);
+    let rx: Vec<u64> = a
+        .groups
+        .iter()
+        .map(|g| g.events[&EventKey::NetRxSoftirq])
+        .collect();
+    assert_eq!(rx, [300, 40]);
+    assert_eq!(a.unattributed[&EventKey::NetRxSoftirq], 60);
+}
+
+#[test]
+fn more_than_the_total_is_shown_in_the_next_interval() {
+    let mut ledger = ledger(GroupBy::Process, 20);
+    // A window open at the previous reading was settled since: its
+    // group got 900 of which only 600 were charged in this interval.
+    let first = [
+        (key(1, 7, 1), time(&[(SEND, 600)])),
+        (key(1, 8, 1), time(&[(SEND, 300)])),
+    ];
+    let totals = events(&[(EventKey::SockSend, 600)]);
+    let a = ledger.interval(&first, &totals, 1.0, true, &mut ById);
+    assert_adds_up(&a, &totals);
+    assert_eq!(a.unattributed[&EventKey::SockSend], 0);
+    let shown: Vec<u64> = a
+        .groups
+        .iter()
+        .map(|g| g.events[&EventKey::SockSend])
+        .collect();
+    assert_eq!(shown, [400, 200], "in proportion");
+    // Next interval: 500 more charged, 200 more given; the 300 carried
+    // fit now.
+    let second = [
+        (key(1, 7, 1), time(&[(SEND, 800)])),
+        (key(1, 8, 1), time(&[(SEND, 300)])),
+    ];
+    let totals = events(&[(EventKey::SockSend, 500)]);
+    let a = ledger.interval(&second, &totals, 1.0, true, &mut ById);
+    assert_adds_up(&a, &totals);
+    let shown: Vec<u64> = a
+        .groups
+        .iter()
+        .map(|g| g.events[&EventKey::SockSend])
+        .collect();
+    assert_eq!(shown, [400, 100]);
+    assert_eq!(a.unattributed[&EventKey::SockSend], 0);
+}
+
+#[test]
+fn the_lightest_groups_are_folded_into_other() {
+    let mut ledger = ledger(GroupBy::Process, 2);
+    let reading = [
+        (key(1, 1, 1), time(&[(RX, 100)])),
+        (key(1, 2, 1), time(&[(RX, 300)])),
+        (key(1, 3, 1), time(&[(RX, 200)])),
+        (key(1, 4, 1), time(&[(RX, 50)])),
+    ];
+    let totals = events(&[(EventKey::NetRxSoftirq, 700)]);
+    let a = ledger.interval(&reading, &totals, 1.0, true, &mut ById);
+    assert_adds_up(&a, &totals);
+    let names: Vec<&str> = a.groups.iter().map(|g| g.name.as_str()).collect();
+    assert_eq!(names, ["Process(2)", "Process(3)", OTHER_GROUP]);
+    assert_eq!(a.groups[2].events[&EventKey::NetRxSoftirq], 150);
+    assert_eq!(a.groups[2].label, "2 more");
+    // Samples are named as the interval's groups are.
+    let name = |k| ledger.name_of(&Key::from(&k));
+    assert_eq!(name(key(9, 2, 9)).as_deref(), Some("Process(2)"));
+    assert_eq!(name(key(1, 4, 1)).as_deref(), Some(OTHER_GROUP));
+    assert_eq!(name(key(1, 0, 1)), None, "no process known");
+    // A quiet interval: the heaviest stay shown, at zero; nothing to fold.
+    let a = ledger.interval(&reading, &events(&[]), 1.0, true, &mut ById);
+    let names: Vec<&str> = a.groups.iter().map(|g| g.name.as_str()).collect();
+    assert_eq!(names, ["Process(2)", "Process(3)"]);
+    assert!(a.groups.iter().all(|g| g.total_ns() == 0));
+    assert_eq!(ledger.name_of(&Key::from(&key(1, 4, 1))), None);
+    // Off: nobody.
+    ledger.interval(&reading, &events(&[]), 1.0, false, &mut ById);
+    assert_eq!(ledger.name_of(&Key::from(&key(1, 2, 1))), None);
+}
+
+#[test]
+fn off_means_no_groups_and_all_unattributed() {
+    let mut ledger = ledger(GroupBy::Cgroup, 20);
+    let reading = [(key(1, 1, 1), time(&[(RX, 100)]))];
+    let totals = events(&[(EventKey::NetRxSoftirq, 700)]);
+    let a = ledger.interval(&reading, &totals, 1.0, false, &mut ById);
+    assert!(!a.on && a.groups.is_empty());
+    assert_eq!(a.unattributed[&EventKey::NetRxSoftirq], 700);
+    assert_adds_up(&a, &totals);
+}
+
+#[test]
+fn idle_keys_only_when_the_map_fills() {
+    let many: Vec<_> = (0..=NETTO_MAX_GROUPS / 2)
+        .map(|i| (key(1, i + 1, 1), time(&[(RX, 1)])))
+        .collect();
+    let mut ledger = ledger(GroupBy::Process, 20);
+    ledger.interval(&many[..10], &events(&[]), 1.0, true, &mut ById);
+    ledger.interval(&many[..10], &events(&[]), IDLE_S, true, &mut ById);
+    assert!(ledger.idle_keys().is_empty(), "the map is far from full");
+    ledger.interval(&many, &events(&[]), 1.0, true, &mut ById);
+    ledger.interval(&many, &events(&[]), IDLE_S, true, &mut ById);
+    assert_eq!(ledger.idle_keys().len(), many.len());
+}
+
+#[test]
+fn shares_add_up_to_the_total() {
+    assert_eq!(share_out(&[1, 1, 1], 2), [1, 1, 0]);
+    assert_eq!(share_out(&[600, 300], 600), [400, 200]);
+    assert_eq!(share_out(&[0, 0], 5), [0, 0]);
+    assert_eq!(
+        share_out(&[u64::MAX, u64::MAX], u64::MAX)
+            .iter()
+            .map(|&s| u128::from(s))
+            .sum::<u128>(),
+        u128::from(u64::MAX)
+    );
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(200))]
+
+    /// Whatever the readings (groups growing by anything, the totals
+    /// smaller or larger than what they claim), every interval adds up
+    /// exactly, and groups never get more than they earned.
+    #[test]
+    fn every_interval_adds_up(
+        steps in proptest::collection::vec(
+            (proptest::collection::vec((0u64..4, 0u32..4, 0u64..2_000), 0..6), 0u64..5_000),
+            1..8,
+        ),
+        max_groups in 1usize..4,
+    ) {
+        let mut ledger = ledger(GroupBy::Cgroup, max_groups);
+        let mut cumulative: BTreeMap<(u64, u32), u64> = BTreeMap::new();
+        let (mut earned, mut shown) = (0u64, 0u64);
+        for (growth, total) in steps {
+            for (cgroup, tgid, ns) in growth {
+                *cumulative.entry((cgroup, tgid)).or_default() += ns;
+                if cgroup != 0 {
+                    earned += ns;
+                }
+            }
+            let reading: Vec<_> = cumulative
+                .iter()
+                .map(|(&(cgroup, tgid), &ns)| (key(cgroup, tgid, 1), time(&[(RX, ns)])))
+                .collect();
+            let totals = events(&[(EventKey::NetRxSoftirq, total)]);
+            let a = ledger.interval(&reading, &totals, 1.0, true, &mut ById);
+            let groups: u64 = a.groups.iter().map(|g| g.events[&EventKey::NetRxSoftirq]).sum();
+            prop_assert_eq!(groups + a.unattributed[&EventKey::NetRxSoftirq], total);
+            prop_assert!(a.groups.len() <= max_groups + 1);
+            shown += groups;
+            prop_assert!(shown <= earned);
+        }
+    }
+}

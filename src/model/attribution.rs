@@ -1,0 +1,97 @@
+//! Whom each event's time was for (`--by`).
+
+use std::collections::BTreeMap;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::EventKey;
+
+/// What `--by` groups network time by. The serialized names are what
+/// `--by` takes and what JSON says (`"by": "cgroup"`).
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum GroupBy {
+    /// The process (thread group): for the time of its socket calls, and
+    /// for softirq work on the sockets it last used.
+    Process,
+    /// The cgroup v2 group (systemd unit, container, pod).
+    Cgroup,
+    /// The network namespace: of the calling task, of the socket, or of
+    /// the device forwarded traffic leaves by.
+    Netns,
+}
+
+impl GroupBy {
+    pub const ALL: [GroupBy; 3] = [GroupBy::Process, GroupBy::Cgroup, GroupBy::Netns];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            GroupBy::Process => "process",
+            GroupBy::Cgroup => "cgroup",
+            GroupBy::Netns => "netns",
+        }
+    }
+
+    /// What a group's [`Group::name`] is, as a column heading names it.
+    pub fn id_name(self) -> &'static str {
+        match self {
+            GroupBy::Process => "pid",
+            GroupBy::Cgroup => "cgroup path",
+            GroupBy::Netns => "netns inode",
+        }
+    }
+}
+
+/// The name of the group holding the groups beyond `--max-groups`.
+pub const OTHER_GROUP: &str = "other";
+
+/// Whom each event's time was for over one interval: the heaviest groups,
+/// the rest folded into one group named [`OTHER_GROUP`], and what no group
+/// claimed. For every event, the groups and `unattributed` add up to the
+/// event's total exactly.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Attribution {
+    pub by: GroupBy,
+    /// Whether attribution ran during the interval; turned off at run time
+    /// (to save its cost) there are no groups and all time is unattributed.
+    pub on: bool,
+    /// Heaviest first (over the last seconds, not just this interval), the
+    /// folded rest last.
+    pub groups: Vec<Group>,
+    /// Each event's time no group claimed (every event present).
+    pub unattributed: BTreeMap<EventKey, u64>,
+}
+
+/// One group's network time over the interval.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Group {
+    /// What identifies it: the cgroup's path under the v2 root, the process
+    /// id, or the network namespace's inode number; [`OTHER_GROUP`] for the
+    /// folded rest.
+    pub name: String,
+    /// A short name people recognise: the container, pod or systemd unit,
+    /// the command, the `ip netns` name.
+    pub label: String,
+    /// Time per event (every event present).
+    pub events: BTreeMap<EventKey, u64>,
+}
+
+impl Group {
+    pub fn total_ns(&self) -> u64 {
+        self.events.values().sum()
+    }
+}
+
+impl Attribution {
+    /// Every event at zero: what an attribution starts from.
+    pub fn zero_events() -> BTreeMap<EventKey, u64> {
+        EventKey::ALL.map(|key| (key, 0)).into()
+    }
+
+    pub fn unattributed_total_ns(&self) -> u64 {
+        self.unattributed.values().sum()
+    }
+}
