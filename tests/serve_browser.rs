@@ -269,6 +269,12 @@ fn the_page_shows_who_pays_and_marks_estimates() {
     );
     let by = wait_for(&tab, "document.getElementById('groups-by').textContent");
     assert!(by.as_str().unwrap().contains("cgroup"), "{by}");
+    // The label column is headed with what a group is and what its id is.
+    let heading = wait_for(
+        &tab,
+        "document.querySelector('#groups thead th')?.textContent",
+    );
+    assert_eq!(heading, "cgroup (cgroup path)");
 
     let send = wait_for(
         &tab,

@@ -36,6 +36,9 @@ const WORDS = {
   sampleHalves: "halves of the sample buffer given up because a writer was still inside when netto read it; their samples count as dropped",
   attributions: "parts of an event's time that could not go to their group because its map was full or busy: they count as unattributed",
 };
+// What a group's id is, by --by: as GroupBy::id_name in
+// src/model/attribution.rs says it (a test holds the two together).
+const GROUP_IDS = { process: "pid", cgroup: "cgroup path", netns: "netns inode" };
 // The per-CPU table's short column titles.
 const SHORT = {
   net_rx_softirq: "net_rx",
@@ -348,7 +351,7 @@ function renderGroups(s) {
     : `by ${a.by}: attribution is off in this interval, all time unattributed`;
   const value = (events, key) =>
     key === "total" ? Object.values(events).reduce((x, y) => x + y, 0) : events[key] || 0;
-  const head = el("tr", {}, el("th", {}, "group"), ...GROUP_COLUMNS.map(([key, title]) => {
+  const head = el("tr", {}, el("th", {}, a.by, el("small", {}, ` (${GROUP_IDS[a.by] || "id"})`)), ...GROUP_COLUMNS.map(([key, title]) => {
     const th = el("th", { class: key === view.groupSort ? "sortable sorted" : "sortable" }, title);
     th.addEventListener("click", () => {
       view.groupSort = key;
