@@ -146,6 +146,23 @@ fn the_page_shows_the_recorded_numbers_and_a_flame_graph() {
     );
     let recorded: usize = last.breakdown.iter().map(|b| b.categories.len()).sum();
     assert_eq!(categories, recorded);
+    // A share of samples reads to one place, as in top.
+    let shares = wait_for(
+        &tab,
+        "[...document.querySelectorAll('#breakdown tr.category td:nth-child(2)')].map(td => td.textContent)",
+    );
+    for share in shares.as_array().unwrap() {
+        let text = share.as_str().unwrap();
+        let value: f64 = text.trim_end_matches(" %").parse().unwrap();
+        let places = if value != 0.0 && value < 1.0 { 2 } else { 1 };
+        assert_eq!(text, format!("{value:.places$} %"), "{shares}");
+    }
+    // The demo recording predates the priced slice, and says nothing of it.
+    let bpf = wait_for(
+        &tab,
+        "document.querySelector('#overhead tr:nth-child(3) td:nth-child(2)')?.textContent",
+    );
+    assert!(!bpf.as_str().unwrap().contains("priced from"), "{bpf}");
     // netto's own cost: recorded before the whole cost was a figure of
     // its own, so the page adds up its processes and BPF programs.
     let cost = wait_for(
@@ -269,6 +286,12 @@ fn the_page_shows_who_pays_and_marks_estimates() {
     );
     let by = wait_for(&tab, "document.getElementById('groups-by').textContent");
     assert!(by.as_str().unwrap().contains("cgroup"), "{by}");
+    // The label column is headed with what a group is and what its id is.
+    let heading = wait_for(
+        &tab,
+        "document.querySelector('#groups thead th')?.textContent",
+    );
+    assert_eq!(heading, "cgroup (cgroup path)");
 
     let send = wait_for(
         &tab,

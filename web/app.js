@@ -36,6 +36,9 @@ const WORDS = {
   sampleHalves: "halves of the sample buffer given up because a writer was still inside when netto read it; their samples count as dropped",
   attributions: "parts of an event's time that could not go to their group because its map was full or busy: they count as unattributed",
 };
+// What a group's id is, by --by: as GroupBy::id_name in
+// src/model/attribution.rs says it (a test holds the two together).
+const GROUP_IDS = { process: "pid", cgroup: "cgroup path", netns: "netns inode" };
 // The per-CPU table's short column titles.
 const SHORT = {
   net_rx_softirq: "net_rx",
@@ -98,6 +101,10 @@ function svgEl(tag, attrs) {
 const pct = (ns, intervalS) => (intervalS > 0 ? (ns / (intervalS * 1e9)) * 100 : 0);
 const fmtPct = (value) => value.toFixed(2);
 const fmtMs = (ns) => (ns / 1e6).toFixed(1) + " ms";
+// A share of stack samples or of a sketch's estimate: to one place (two
+// below 1 %), as top writes it; hundreds of samples do not know the
+// second place of a share.
+const fmtPart = (value) => value.toFixed(value !== 0 && Math.abs(value) < 1 ? 2 : 1);
 // Decimal places that show an error to one significant digit (two when
 // that digit is a 1), as src/frontends/rounding.rs decides; null for no
 // error. An estimate reads no finer than its error.
@@ -329,7 +336,7 @@ function renderBreakdown(s) {
     body.push(el("tr", { class: "context", id: "context-" + context.context }, el("th", { colspan: 5 }, `${context.context}: ${fmtInt(context.samples)} samples, ${fmtMs(eventNs)} (${fmtPct(pct(eventNs, s.interval_s))} % of one CPU)`, ...agreement)));
     const categories = [...context.categories].sort((a, b) => b.share - a.share);
     for (const c of categories) {
-      body.push(el("tr", { class: "category" }, el("td", {}, "  " + c.category), el("td", {}, fmtPct(c.share * 100) + " %"), el("td", {}, fmtMs(c.cpu_ns)), el("td", {}, fmtInt(c.samples)), bar(c.share)));
+      body.push(el("tr", { class: "category" }, el("td", {}, "  " + c.category), el("td", {}, fmtPart(c.share * 100) + " %"), el("td", {}, fmtMs(c.cpu_ns)), el("td", {}, fmtInt(c.samples)), bar(c.share)));
     }
   }
   table.replaceChildren(el("thead", {}, head), el("tbody", {}, ...body));
@@ -348,7 +355,7 @@ function renderGroups(s) {
     : `by ${a.by}: attribution is off in this interval, all time unattributed`;
   const value = (events, key) =>
     key === "total" ? Object.values(events).reduce((x, y) => x + y, 0) : events[key] || 0;
-  const head = el("tr", {}, el("th", {}, "group"), ...GROUP_COLUMNS.map(([key, title]) => {
+  const head = el("tr", {}, el("th", {}, a.by, el("small", {}, ` (${GROUP_IDS[a.by] || "id"})`)), ...GROUP_COLUMNS.map(([key, title]) => {
     const th = el("th", { class: key === view.groupSort ? "sortable sorted" : "sortable" }, title);
     th.addEventListener("click", () => {
       view.groupSort = key;
@@ -382,7 +389,9 @@ function renderOverhead(s) {
     ["netto processes", fmtPct(pct(o.process_cpu_ns, s.interval_s)) + " %"],
     ["netto BPF programs", o.bpf_stats
       ? `${o.estimated ? "~" + toError(pct(o.bpf_run_time_ns, s.interval_s), pct(o.bpf_error_ns || 0, s.interval_s), 2) : fmtPct(pct(o.bpf_run_time_ns, s.interval_s))} %`
-        + ` (priced from ${(o.bpf_stats_held_s ?? 0).toFixed(2)} s of BPF statistics)`
+        // No slice held this interval (or a recording from before the
+        // slice was reported): it says nothing of one.
+        + (!(o.bpf_stats_held_s > 0) ? "" : ` (priced from ${o.bpf_stats_held_s.toFixed(2)} s of BPF statistics)`)
       : "not measured (--no-bpf-stats)"],
   ];
   // Absent without --budget (and in recordings made before it existed).
@@ -441,7 +450,7 @@ function renderSketch(s) {
     (sk.cost ? `, ${sk.cost.ns_per_packet.toFixed(1)} ns/packet, ${fmtPct(sk.cost.cpu_percent)} % CPU` : "") + ", ",
     word("gaps reused", WORDS.gapsReused), ` ${fmtInt(sk.gaps_reused || 0)}`);
   const head = el("tr", {}, el("th", {}, "flow"), el("th", {}, "packets"), el("th", {}, "bytes"), el("th", {}, "share"));
-  const flows = (sk.top || []).map((f) => el("tr", {}, el("td", {}, `${f.flow.proto} ${f.flow.src}:${f.flow.sport} → ${f.flow.dst}:${f.flow.dport}`), el("td", {}, fmtInt(f.packets)), el("td", {}, fmtInt(f.bytes)), el("td", {}, fmtPct(f.share * 100) + " %")));
+  const flows = (sk.top || []).map((f) => el("tr", {}, el("td", {}, `${f.flow.proto} ${f.flow.src}:${f.flow.sport} → ${f.flow.dst}:${f.flow.dport}`), el("td", {}, fmtInt(f.packets)), el("td", {}, fmtInt(f.bytes)), el("td", {}, fmtPart(f.share * 100) + " %")));
   $("sketch").replaceChildren(summary, el("table", {}, el("thead", {}, head), el("tbody", {}, ...flows)));
 }
 

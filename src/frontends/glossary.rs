@@ -120,6 +120,13 @@ mod tests {
                 kind.name
             );
         }
+        for by in crate::model::GroupBy::ALL {
+            assert!(
+                app.contains(&format!("{}: {:?}", by.name(), by.id_name())),
+                "web/app.js lacks the id of a group by {}",
+                by.name()
+            );
+        }
     }
 
     #[test]

@@ -7,7 +7,9 @@ use std::collections::BTreeMap;
 
 use crate::frontends::label::printable;
 use crate::frontends::rounding::{decimals_for, fixed};
-use crate::model::{percent, Attribution, CpuTime, EventKey, Snapshot};
+use crate::model::{
+    percent, Attribution, CpuTime, EventKey, Group, GroupBy, Snapshot, OTHER_GROUP,
+};
 
 /// How a column's numbers read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -247,20 +249,22 @@ const GROUP_COLUMNS: [(&str, Option<EventKey>); 6] = [
 
 /// One row per group of an attribution, as % of one CPU; `unattributed`
 /// is not a group and stays out (the panel shows it below the sorted rows).
+/// The label column is headed with what the groups are (`process`,
+/// `cgroup`, `netns`).
 pub fn groups(attribution: &Attribution, interval_s: f64) -> Grid {
     let rows = attribution
         .groups
         .iter()
         .map(|group| {
             group_row(
-                printable(&group.label).into_owned(),
+                group_label(attribution.by, group),
                 &group.events,
                 interval_s,
             )
         })
         .collect();
     Grid {
-        label_title: "group",
+        label_title: attribution.by.name(),
         columns: GROUP_COLUMNS
             .iter()
             .map(|&(title, _)| Column {
@@ -270,6 +274,18 @@ pub fn groups(attribution: &Attribution, interval_s: f64) -> Grid {
             })
             .collect(),
         rows,
+    }
+}
+
+/// A group's label as the panel shows it: a process's command with its
+/// pid, since two processes may run the same command; a cgroup's or a
+/// namespace's short name alone (their ids are long paths and inodes).
+fn group_label(by: GroupBy, group: &Group) -> String {
+    let label = printable(&group.label);
+    if by == GroupBy::Process && group.name != OTHER_GROUP && group.name != group.label {
+        format!("{label} {}", printable(&group.name))
+    } else {
+        label.into_owned()
     }
 }
 
@@ -413,6 +429,7 @@ mod tests {
             unattributed: events(1, 1),
         };
         let mut grid = groups(&a, 2.0);
+        assert_eq!(grid.label_title, "process", "headed with what a group is");
         assert_eq!(grid.rows.len(), 2, "unattributed is not a group");
         // 100 ms of 2 s; total, net_rx, send, recv, timers, net_tx.
         assert_eq!(grid.rows[0].values, exact(&[5.0, 5.0, 0.0, 0.0, 0.0, 0.0]));
@@ -421,6 +438,29 @@ mod tests {
         assert_eq!(grid.rows[0].label, "b", "by total");
         sort(&mut grid, 2);
         assert_eq!(grid.rows[0].label, "a", "by net_rx");
+    }
+
+    #[test]
+    fn a_process_reads_with_its_pid_and_a_cgroup_without_its_path() {
+        let group = |name: &str, label: &str| Group {
+            name: name.to_owned(),
+            label: label.to_owned(),
+            events: Attribution::zero_events(),
+        };
+        let mut a = Attribution {
+            by: GroupBy::Process,
+            on: true,
+            groups: vec![group("4242", "iperf3"), group(OTHER_GROUP, OTHER_GROUP)],
+            unattributed: Attribution::zero_events(),
+        };
+        let labels = |a: &Attribution| -> Vec<String> {
+            groups(a, 1.0).rows.into_iter().map(|r| r.label).collect()
+        };
+        assert_eq!(labels(&a), ["iperf3 4242", "other"]);
+        a.by = GroupBy::Cgroup;
+        a.groups = vec![group("/system.slice/web.service", "web.service")];
+        assert_eq!(labels(&a), ["web.service"]);
+        assert_eq!(groups(&a, 1.0).label_title, "cgroup");
     }
 
     #[test]
