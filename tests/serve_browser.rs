@@ -17,7 +17,8 @@ use headless_chrome::protocol::cdp::Network;
 use headless_chrome::protocol::cdp::Page::CaptureScreenshotFormatOption;
 use headless_chrome::{Browser, LaunchOptions, Tab};
 use netto::model::{
-    Attribution, BudgetChange, BudgetStatus, EventKey, Group, GroupBy, Recording, Tier,
+    Attribution, BudgetChange, BudgetStatus, CostBasis, EventKey, Group, GroupBy, KnobCost,
+    KnobName, Recording, Tier,
 };
 
 /// Evaluates `expression` in the page until it gives a value other than
@@ -335,6 +336,54 @@ fn the_page_names_a_calibration_interval() {
         budget.as_str().unwrap(),
         "budget1 % of one CPU: over in this calibration interval, not judged \
          (4 steps down, 0 up, sampling asked 99 Hz)"
+    );
+}
+
+/// `serve`'s split of its cost and the budget's knobs, in the cost table:
+/// measuring and serving apart, each knob costliest first, with whether
+/// its cost was measured or predicted.
+#[test]
+fn the_page_shows_measuring_serving_and_each_knob() {
+    let mut recording = recording();
+    let last = recording.snapshots.last_mut().unwrap();
+    last.overhead.measuring_percent = Some(0.45);
+    last.overhead.serving_percent = Some(0.15);
+    let knob = |knob, cost_percent, basis| KnobCost {
+        knob,
+        cost_percent,
+        basis,
+    };
+    last.budget = Some(BudgetStatus {
+        over: false,
+        knobs: vec![
+            knob(KnobName::Process, 0.15, CostBasis::Measured),
+            knob(KnobName::SocketWindow, 1.4, CostBasis::Predicted),
+            knob(KnobName::ExactHooks, 0.25, CostBasis::Measured),
+        ],
+        ..BudgetStatus::over_at_floor(1.0)
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("knobs.json");
+    std::fs::write(&path, serde_json::to_vec(&recording).unwrap()).unwrap();
+    netto::recording::load(&path).expect("a valid recording");
+    let page = open_page(&path);
+    let rows = wait_for(
+        &page.tab,
+        "(() => { const rows = [...document.querySelectorAll('#overhead tr')]\
+           .map(tr => [...tr.cells].map(td => td.textContent).join(': '))\
+           .filter(t => t.startsWith('measuring') || t.startsWith('serving') \
+                        || t.startsWith('budget knob'));\
+           return rows.length ? rows : null; })()",
+    );
+    assert_eq!(
+        rows,
+        serde_json::json!([
+            "measuring (what the budget keeps): 0.45 %",
+            "serving (the HTTP process): 0.15 %",
+            "budget knob socket_window: 1.40 % (predicted)",
+            "budget knob exact_hooks: 0.25 % (measured)",
+            "budget knob process: 0.15 % (measured)",
+        ])
     );
 }
 
