@@ -17,8 +17,7 @@ use headless_chrome::protocol::cdp::Network;
 use headless_chrome::protocol::cdp::Page::CaptureScreenshotFormatOption;
 use headless_chrome::{Browser, LaunchOptions, Tab};
 use netto::model::{
-    Attribution, BudgetChange, BudgetStatus, CostBasis, EventKey, Group, GroupBy, KnobCost,
-    KnobName, Recording, Tier,
+    Attribution, BudgetChange, BudgetStatus, EventKey, Group, GroupBy, Recording, Tier,
 };
 
 /// Evaluates `expression` in the page until it gives a value other than
@@ -348,18 +347,14 @@ fn the_page_shows_measuring_serving_and_each_knob() {
     let last = recording.snapshots.last_mut().unwrap();
     last.overhead.measuring_percent = Some(0.45);
     last.overhead.serving_percent = Some(0.15);
-    let knob = |knob, cost_percent, basis| KnobCost {
-        knob,
-        cost_percent,
-        basis,
-    };
     last.budget = Some(BudgetStatus {
         over: false,
-        knobs: vec![
-            knob(KnobName::Process, 0.15, CostBasis::Measured),
-            knob(KnobName::SocketWindow, 1.4, CostBasis::Predicted),
-            knob(KnobName::ExactHooks, 0.25, CostBasis::Measured),
-        ],
+        knobs: serde_json::from_value(serde_json::json!([
+            {"knob": "process", "cost_percent": 0.15, "basis": "measured"},
+            {"knob": "socket_window", "cost_percent": 1.4, "basis": "predicted"},
+            {"knob": "exact_hooks", "cost_percent": 0.25, "basis": "measured"},
+        ]))
+        .expect("budget knobs"),
         ..BudgetStatus::over_at_floor(1.0)
     });
     let dir = tempfile::tempdir().unwrap();
