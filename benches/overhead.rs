@@ -38,19 +38,19 @@
 //! sampler places samples as the tier would), beside the agreement the
 //! exact tier's own windows measured (what a run that steps down carries
 //! onto its estimates as their calibration); and `netto serve` with its
-//! default budget under the load, its own cost averaged over 20 s once
-//! settled, and the throughput beside runs without it.
+//! default budget under the load from its start, after a change of load,
+//! and with the budget off (benches/serve/mod.rs).
 //!
 //! Run as root: `cargo bench --bench overhead` (NETTO_BENCH_ROUNDS and
 //! NETTO_BENCH_SECONDS override the defaults of 3 rounds of 5 s per mode;
 //! NETTO_BENCH_MODES=accounting,tier runs only the throughput modes whose
 //! name contains one of those texts, `none` none of them; NETTO_BENCH_SECTIONS picks
 //! sections among throughput,calls,cost,attribution,estimates,serve;
-//! NETTO_BENCH_WINDOWS and NETTO_BENCH_SETTLE size the tier sections).
+//! NETTO_BENCH_WINDOWS sizes the estimates section).
 //! Each section prints a Markdown table; NETTO_BENCH_TABLE=1 writes it over
 //! the section's table in docs/src/performance.md (`overhead-throughput`,
 //! `overhead-calls`, `overhead-cost`, `overhead-attribution`,
-//! `overhead-estimates`, `overhead-serve`).
+//! `overhead-estimates`, `overhead-serve`, `overhead-serve-change`).
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
@@ -69,6 +69,7 @@ use netto::kernel::stats::{run_stats, RunStats, StatsGuard};
 use netto::model::Snapshot;
 use netto::workload::netns::VethPair;
 
+mod serve;
 mod table;
 use table::{load_average, Table};
 
@@ -1016,92 +1017,6 @@ fn accuracy(pair: &VethPair, windows: u32, seconds: u32) -> Result<()> {
     table.publish()
 }
 
-/// `netto serve` with its default budget (1 % of one CPU) under the load:
-/// its cost averaged over `seconds` once it has settled (`/metrics`:
-/// `netto_own_cpu_seconds_total` over `netto_measured_seconds_total`), the
-/// tier it ended in, and the throughput against runs without it,
-/// interleaved.
-fn serve_budget(pair: &VethPair, rounds: u32, settle: u32, seconds: u32) -> Result<()> {
-    const LISTEN: &str = "127.0.0.1:9479";
-    let metrics = || -> Result<BTreeMap<String, f64>> {
-        let out = Command::new("curl")
-            .args(["-s", &format!("http://{LISTEN}/metrics")])
-            .output()
-            .context("curl (Debian package curl)")?;
-        Ok(String::from_utf8_lossy(&out.stdout)
-            .lines()
-            .filter(|l| !l.starts_with('#'))
-            .filter_map(|l| {
-                let (name, value) = l.rsplit_once(' ')?;
-                Some((name.to_owned(), value.parse().ok()?))
-            })
-            .collect())
-    };
-    let (mut without, mut with, mut costs, mut tiers) =
-        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-    for round in 0..rounds {
-        for serve_first in [round % 2 == 0, round % 2 != 0] {
-            if !serve_first {
-                without.push(iperf3(pair, seconds)?);
-                continue;
-            }
-            let serve = Killed(
-                Command::new("taskset")
-                    .args(["-c", "0", NETTO, "serve", "--listen", LISTEN])
-                    .stdout(Stdio::null())
-                    .stderr(Stdio::null())
-                    .spawn()
-                    .context("starting netto serve")?,
-            );
-            iperf3(pair, settle)?;
-            let before = metrics()?;
-            with.push(iperf3(pair, seconds)?);
-            let after = metrics()?;
-            let delta = |name: &str| {
-                after.get(name).copied().unwrap_or(0.0) - before.get(name).copied().unwrap_or(0.0)
-            };
-            costs.push(
-                delta("netto_own_cpu_seconds_total") / delta("netto_measured_seconds_total")
-                    * 100.0,
-            );
-            tiers.push(
-                ["exact", "softirq", "sampled"]
-                    .into_iter()
-                    .find(|t| after.get(&format!("netto_tier{{tier=\"{t}\"}}")) == Some(&1.0))
-                    .unwrap_or("?"),
-            );
-            drop(serve);
-        }
-    }
-    let (base, measured) = (median(&mut without), median(&mut with));
-    println!(
-        "\nnetto serve, default budget 1 %, {rounds} rounds: settled {settle} s, then {seconds} s \
-         measured"
-    );
-    let mut table = Table::new(
-        "overhead-serve",
-        &[
-            "own cost % of one CPU, each round",
-            "median",
-            "tier at the end, each round",
-            "throughput with / without",
-            "ratio",
-        ],
-    )?;
-    table.row(&[
-        costs
-            .iter()
-            .map(|c| format!("{c:.2}"))
-            .collect::<Vec<_>>()
-            .join(", "),
-        format!("{:.2}", median(&mut costs.clone())),
-        tiers.join(", "),
-        format!("{measured:.2} / {base:.2} Gbit/s"),
-        format!("{:.3}", measured / base),
-    ]);
-    table.publish()
-}
-
 fn main() -> Result<()> {
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
@@ -1146,7 +1061,7 @@ fn main() -> Result<()> {
         accuracy(&pair, env_or("NETTO_BENCH_WINDOWS", 18), 10)?;
     }
     if sections.contains("serve") {
-        serve_budget(&pair, rounds, env_or("NETTO_BENCH_SETTLE", 60), 20)?;
+        serve::run(&pair, rounds)?;
     }
     println!("\nload average at the end: {:.2}", load_average());
     Ok(())

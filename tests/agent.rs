@@ -115,7 +115,10 @@ fn the_unit_passes_systemd_analyze_verify() {
     assert!(!out.status.success());
 
     let text = std::fs::read_to_string(UNIT).unwrap();
+    assert!(!unit_arguments().contains(&"--no-bpf-stats".to_owned()));
     for needed in [
+        "SystemCallFilter=~@mount @swap @reboot @module @raw-io",
+        "RestrictNamespaces=yes",
         "LimitNOFILE=1048576",
         "NoNewPrivileges=yes",
         "ProtectSystem=strict",
@@ -177,22 +180,38 @@ fn serve_as_nobody(binary: &Path, caps: &[String]) -> Command {
     command
 }
 
+/// [`serve_as_nobody`] once it has delivered two snapshots.
+fn serve_until_snapshots(binary: &Path, caps: &[String]) -> Serve {
+    let serve = Serve::spawn(serve_as_nobody(binary, caps));
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while serve.get("/api/v1/source").json()["snapshots"].as_u64() < Some(2) {
+        assert!(
+            Instant::now() < deadline,
+            "no snapshots as nobody with {caps:?}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    serve
+}
+
 #[test]
 fn the_units_capabilities_are_enough_and_each_is_needed() {
     let caps = unit_capabilities();
-    assert_eq!(caps, ["bpf", "perfmon", "syslog"]);
+    assert_eq!(caps, ["bpf", "perfmon", "syslog", "sys_admin"]);
 
     let (_dir, binary) = netto_for_nobody();
-    let serve = Serve::spawn(serve_as_nobody(&binary, &caps));
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while serve.get("/api/v1/source").json()["snapshots"].as_u64() < Some(2) {
-        assert!(Instant::now() < deadline, "no snapshots as nobody");
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    let serve = serve_until_snapshots(&binary, &caps);
     let source = serve.get("/api/v1/source").json();
     assert_eq!(source["source"]["origin"], "live");
     let snapshot = serve.get("/api/v1/snapshot").json();
     assert_eq!(snapshot["sampling"]["frequency_hz"], 99, "{snapshot}");
+    // The unit's budget prices netto's own programs.
+    assert_eq!(snapshot["overhead"]["bpf_stats"], true, "{snapshot}");
+    let knobs = snapshot["budget"]["knobs"].as_array().unwrap();
+    assert!(
+        knobs.iter().any(|k| k["knob"] == "exact_hooks"),
+        "{snapshot}"
+    );
     assert_eq!(serve.get("/debug/pprof/profile?seconds=5").status, 200);
     let status = std::fs::read_to_string(format!("/proc/{}/status", serve.pid())).unwrap();
     assert!(
@@ -207,7 +226,26 @@ fn the_units_capabilities_are_enough_and_each_is_needed() {
         if missing == "syslog" && !kallsyms_needs_syslog() {
             continue; // this host shows kallsyms addresses to anyone
         }
-        let fewer: Vec<String> = caps.iter().filter(|c| *c != missing).cloned().collect();
+        // The kernel takes CAP_SYS_ADMIN for CAP_BPF and CAP_PERFMON: those
+        // two are what netto needs once it is gone.
+        let implied = ["bpf", "perfmon"].contains(&missing.as_str());
+        let fewer: Vec<String> = caps
+            .iter()
+            .filter(|c| *c != missing && !(implied && *c == "sys_admin"))
+            .cloned()
+            .collect();
+        if missing == "sys_admin" {
+            // Measures and serves, but cannot price its programs.
+            let serve = serve_until_snapshots(&binary, &fewer);
+            let snapshot = serve.get("/api/v1/snapshot").json();
+            assert_eq!(snapshot["overhead"]["bpf_stats"], false, "{snapshot}");
+            let knobs = &snapshot["budget"]["knobs"];
+            assert!(
+                knobs.as_array().is_none_or(Vec::is_empty),
+                "no prices: {snapshot}"
+            );
+            continue;
+        }
         let mut command = serve_as_nobody(&binary, &fewer);
         let child = command
             .args(["--listen", "127.0.0.1:0"])
@@ -563,6 +601,8 @@ fn file_capabilities_as_the_image_sets_them_are_enough() {
         std::thread::sleep(Duration::from_millis(100));
     }
     assert_eq!(serve.get("/healthz").json()["status"], "ok");
+    let snapshot = serve.get("/api/v1/snapshot").json();
+    assert_eq!(snapshot["overhead"]["bpf_stats"], true, "{snapshot}");
     assert_eq!(serve.get("/debug/pprof/profile?seconds=5").status, 200);
     let status = |pid: u32| std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
     let netto = status(serve.pid());

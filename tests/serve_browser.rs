@@ -361,6 +361,50 @@ fn the_page_names_a_calibration_interval() {
     );
 }
 
+/// `serve`'s split of its cost and the budget's knobs, in the cost table:
+/// measuring and serving apart, each knob costliest first, with whether
+/// its cost was measured or predicted.
+#[test]
+fn the_page_shows_measuring_serving_and_each_knob() {
+    let mut recording = recording();
+    let last = recording.snapshots.last_mut().unwrap();
+    last.overhead.measuring_percent = Some(0.45);
+    last.overhead.serving_percent = Some(0.15);
+    last.budget = Some(BudgetStatus {
+        over: false,
+        knobs: serde_json::from_value(serde_json::json!([
+            {"knob": "process", "cost_percent": 0.15, "basis": "measured"},
+            {"knob": "socket_window", "cost_percent": 1.4, "basis": "predicted"},
+            {"knob": "exact_hooks", "cost_percent": 0.25, "basis": "measured"},
+        ]))
+        .expect("budget knobs"),
+        ..BudgetStatus::over_at_floor(1.0)
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("knobs.json");
+    std::fs::write(&path, serde_json::to_vec(&recording).unwrap()).unwrap();
+    netto::recording::load(&path).expect("a valid recording");
+    let page = open_page(&path);
+    let rows = wait_for(
+        &page.tab,
+        "(() => { const rows = [...document.querySelectorAll('#overhead tr')]\
+           .map(tr => [...tr.cells].map(td => td.textContent).join(': '))\
+           .filter(t => t.startsWith('measuring') || t.startsWith('serving') \
+                        || t.startsWith('budget knob'));\
+           return rows.length ? rows : null; })()",
+    );
+    assert_eq!(
+        rows,
+        serde_json::json!([
+            "measuring (what the budget keeps): 0.45 %",
+            "serving (the HTTP process): 0.15 %",
+            "budget knob socket_window: 1.40 % (predicted)",
+            "budget knob exact_hooks: 0.25 % (measured)",
+            "budget knob process: 0.15 % (measured)",
+        ])
+    );
+}
+
 /// A budget that stepped the co-hosted sketch's probability down, in the
 /// browser: the sketch's summary gives the probability in force, the cost
 /// table's budget row the one asked for.

@@ -394,6 +394,14 @@ function renderOverhead(s) {
         + (!(o.bpf_stats_held_s > 0) ? "" : ` (priced from ${o.bpf_stats_held_s.toFixed(2)} s of BPF statistics)`)
       : "not measured (--no-bpf-stats)"],
   ];
+  // serve splits the whole cost: the budget acts on measuring alone,
+  // serving has its own bound (--serve-budget).
+  if (o.measuring_percent != null) {
+    rows.push(["measuring (what the budget keeps)", fmtPct(o.measuring_percent) + " %"]);
+  }
+  if (o.serving_percent != null) {
+    rows.push(["serving (the HTTP process)", fmtPct(o.serving_percent) + " %"]);
+  }
   // Absent without --budget (and in recordings made before it existed).
   const b = s.budget;
   if (b) {
@@ -403,6 +411,12 @@ function renderOverhead(s) {
     const asked = (b.asked_frequency_hz == null ? "" : `, sampling asked ${b.asked_frequency_hz} Hz`) +
       (b.asked_sketch_probability == null ? "" : `, sketch asked p=${b.asked_sketch_probability}`);
     rows.push(["budget", `${b.percent} % of one CPU: ${state} (${b.steps_down} steps down, ${b.steps_up} up${asked})`]);
+    // What each knob costs, costliest first; one that is off is predicted
+    // from its last measured cost and the load since.
+    const knobs = [...(b.knobs || [])].sort((x, y) => y.cost_percent - x.cost_percent);
+    for (const k of knobs) {
+      rows.push([`budget knob ${k.knob}`, `${fmtPct(k.cost_percent)} % (${k.basis})`]);
+    }
   }
   if (s.sampling) {
     const sm = s.sampling;

@@ -193,6 +193,19 @@ pub enum KnobName {
     Sketch,
 }
 
+impl KnobName {
+    /// The name in JSON, for front ends that print it.
+    pub fn name(self) -> &'static str {
+        match self {
+            KnobName::Process => "process",
+            KnobName::SocketWindow => "socket_window",
+            KnobName::ExactHooks => "exact_hooks",
+            KnobName::Sampler => "sampler",
+            KnobName::Sketch => "sketch",
+        }
+    }
+}
+
 /// Where a [`KnobCost`] comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]

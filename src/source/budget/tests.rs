@@ -1,5 +1,5 @@
 use super::*;
-use crate::model::ProgramCost;
+use crate::model::{CostBasis, ProgramCost};
 
 /// A 1 s interval of `cost` with `load` percent of one CPU of network
 /// time.
@@ -558,15 +558,39 @@ fn over_the_budget_it_turns_the_knobs_that_save_the_most_until_it_fits() {
     for case in cases {
         let mut budget = Budget::new(case.budget, Some(case.hz), case.attributing, Tier::Exact);
         let interval = priced(Tier::Exact, case.parts, 20.0);
-        let (first, knobs) = budget.observe(&interval);
-        assert_eq!(knobs, [], "{}: one interval over is not enough", case.what);
-        assert_eq!(first.knobs.len(), 4, "{}: {:?}", case.what, first.knobs);
-        assert!(first.knobs.iter().all(|k| k.basis == CostBasis::Measured));
         let (status, knobs) = budget.observe(&interval);
+        assert_eq!(status.knobs.len(), 4, "{}: {:?}", case.what, status.knobs);
+        assert!(status.knobs.iter().all(|k| k.basis == CostBasis::Measured));
         assert_eq!(knobs, case.knobs, "{}", case.what);
         assert_eq!(status.change, case.change, "{}", case.what);
         assert_eq!(status.steps_down, case.steps, "{}", case.what);
     }
+}
+
+/// A run's first interval, priced, is enough to step on; once the run
+/// has been judged, a change of load waits for a second interval over;
+/// and an unpriced first interval waits too (its step is a guess).
+#[test]
+fn the_first_priced_interval_steps_at_once_a_later_change_after_two() {
+    let idle = [("process", 0.2), ("window", 0.1), ("softirq", 0.1)];
+    let busy = [("process", 0.3), ("window", 3.0), ("softirq", 0.8)];
+    let mut loaded_at_start = Budget::new(1.0, Some(99), false, Tier::Exact);
+    let (_, knobs) = loaded_at_start.observe(&priced(Tier::Exact, &busy, 20.0));
+    assert_eq!(knobs, [Knob::Tier(Tier::Sampled, 99)]);
+
+    let mut loaded_later = Budget::new(1.0, Some(99), false, Tier::Exact);
+    for _ in 0..3 {
+        let (_, knobs) = loaded_later.observe(&priced(Tier::Exact, &idle, 0.1));
+        assert_eq!(knobs, []);
+    }
+    let (status, knobs) = loaded_later.observe(&priced(Tier::Exact, &busy, 20.0));
+    assert!(status.over && knobs.is_empty(), "one interval over");
+    let (_, knobs) = loaded_later.observe(&priced(Tier::Exact, &busy, 20.0));
+    assert_eq!(knobs, [Knob::Tier(Tier::Sampled, 99)]);
+
+    let mut unpriced = Budget::new(1.0, Some(99), false, Tier::Exact);
+    assert_eq!(unpriced.observe(&cost(3.0, 0.01)).1, []);
+    assert_eq!(unpriced.observe(&cost(3.0, 0.01)).1, [Knob::Frequency(49)]);
 }
 
 #[test]
@@ -578,7 +602,6 @@ fn an_off_knob_is_predicted_from_its_last_cost_and_the_load_since() {
         ("softirq", 0.2),
         ("sample", 0.1),
     ];
-    budget.observe(&priced(Tier::Exact, &parts, 20.0));
     let (_, knobs) = budget.observe(&priced(Tier::Exact, &parts, 20.0));
     assert_eq!(knobs, [Knob::Tier(Tier::Softirq, 99)]);
     // In the softirq tier, at half the load: the window hooks would

@@ -1,7 +1,9 @@
 //! The two header lines: where the numbers come from (host, kernel,
 //! backend, tier, live or replayed), how they are taken (sampling frequency,
 //! refresh period) and what taking them costs (netto's own CPU time,
-//! dropped samples, other losses).
+//! dropped samples, other losses), and under a budget a third: the cost
+//! split into measuring and serving, and what each knob costs, costliest
+//! first.
 
 use ratatui::layout::Rect;
 use ratatui::style::{Color, Modifier, Style};
@@ -11,7 +13,7 @@ use ratatui::Frame;
 
 use crate::frontends::tui::app::App;
 use crate::frontends::tui::format;
-use crate::model::{percent, Overhead, Snapshot, Tier};
+use crate::model::{percent, CostBasis, KnobCost, Overhead, Snapshot, Tier};
 
 pub fn draw(app: &App, frame: &mut Frame<'_>, area: Rect) {
     let info = &app.info;
@@ -62,7 +64,46 @@ pub fn draw(app: &App, frame: &mut Frame<'_>, area: Rect) {
             second.extend(field("budget", text));
         }
     }
-    frame.render_widget(Paragraph::new(vec![first, Line::from(second)]), area);
+    let mut lines = vec![first, Line::from(second)];
+    lines.extend(app.latest().and_then(costs));
+    frame.render_widget(Paragraph::new(lines), area);
+}
+
+/// Rows the header takes: a third for [`costs`] when there is one.
+pub fn height(snapshot: Option<&Snapshot>) -> u16 {
+    2 + u16::from(snapshot.and_then(costs).is_some())
+}
+
+/// What measuring and serving cost apart (`serve`), and each knob's cost
+/// (`budget.knobs`), costliest first, a predicted one marked `~` (it is
+/// off: its last measured cost, scaled by the load since). `None` when the
+/// snapshot carries neither.
+fn costs(snapshot: &Snapshot) -> Option<Line<'static>> {
+    let overhead = &snapshot.overhead;
+    let mut spans = Vec::new();
+    if let Some(measuring) = overhead.measuring_percent {
+        spans.extend(field("measuring", format::percent(measuring)));
+    }
+    if let Some(serving) = overhead.serving_percent {
+        spans.extend(field("serving", format::percent(serving)));
+    }
+    let mut knobs: Vec<&KnobCost> = snapshot.budget.iter().flat_map(|b| &b.knobs).collect();
+    knobs.sort_by(|a, b| b.cost_percent.total_cmp(&a.cost_percent));
+    if !knobs.is_empty() {
+        spans.push(Span::styled("knobs ", Style::new().fg(Color::DarkGray)));
+    }
+    for knob in knobs {
+        let mark = match knob.basis {
+            CostBasis::Measured => "",
+            CostBasis::Predicted => "~",
+        };
+        spans.push(Span::raw(format!(
+            "{mark}{} {}  ",
+            knob.knob.name(),
+            format::percent(knob.cost_percent)
+        )));
+    }
+    (!spans.is_empty()).then(|| Line::from(spans))
 }
 
 /// netto's whole cost, its error when estimated, and what it leaves out

@@ -61,11 +61,17 @@ impl Areas {
     /// whose rows do not need the full width. Below [`WIDE`] they share the
     /// band's height instead, so that a flow's 5-tuple still fits on one
     /// line.
-    /// `timers`: the rows the timers panel would fill, when there is a
-    /// snapshot to fill it from.
-    fn of(area: Rect, with_sketch: bool, with_groups: bool, timers: Option<u16>) -> Areas {
+    /// `header`: the header's rows; `timers`: the rows the timers panel
+    /// would fill, when there is a snapshot to fill it from.
+    fn of(
+        area: Rect,
+        header: u16,
+        with_sketch: bool,
+        with_groups: bool,
+        timers: Option<u16>,
+    ) -> Areas {
         let [header, body, status] = Layout::vertical([
-            Constraint::Length(2),
+            Constraint::Length(header),
             Constraint::Fill(1),
             Constraint::Length(1),
         ])
@@ -137,7 +143,13 @@ pub fn draw(app: &App, frame: &mut Frame<'_>) {
         .latest()
         .and_then(|s| Some((s.attribution.as_ref()?, s.interval_s)));
     let timers = app.latest().map(timers::height);
-    let areas = Areas::of(area, sketch.is_some(), attribution.is_some(), timers);
+    let areas = Areas::of(
+        area,
+        header::height(app.latest()),
+        sketch.is_some(),
+        attribution.is_some(),
+        timers,
+    );
     header::draw(app, frame, areas.header);
     events::draw(app, frame, areas.events);
     if let Some(rect) = areas.timers {

@@ -302,6 +302,71 @@ fn layouts_hold_from_80x24_to_250x60() {
     }
 }
 
+/// Under a budget, a third header line splits the cost into measuring and
+/// serving and gives each knob's cost, costliest first, `~` on a
+/// predicted one; at 80 columns the costliest knobs come first. The row
+/// comes from the breakdown: at 80x24 with the sketch and who-pays panels
+/// too, their band keeps their titles only.
+#[test]
+fn the_budget_knobs_and_the_cost_split_in_a_third_header_line() {
+    for (width, height, all) in [
+        (80, 24, false),
+        (80, 24, true),
+        (120, 40, true),
+        (250, 60, true),
+    ] {
+        let mut served = fixture::served();
+        if all {
+            served.attribution = fixture::attributed().attribution;
+            served.sketch = Some(fixture::sketch());
+        }
+        let screen = screen(&fixture::app_showing(served), width, height);
+        let costs = &screen[2];
+        let shown = words(costs);
+        assert_eq!(
+            shown[..8],
+            [
+                "measuring",
+                "0.45%",
+                "serving",
+                "0.15%",
+                "knobs",
+                "~socket_window",
+                "1.4%",
+                "exact_hooks"
+            ],
+            "{width}x{height}: {costs}"
+        );
+        if width >= 120 {
+            assert_eq!(
+                shown[8..],
+                ["0.25%", "process", "0.15%", "sampler", "0.05%"],
+                "{costs}"
+            );
+        }
+        let at = |needle: &str| screen.iter().position(|l| l.contains(needle)).unwrap();
+        assert_eq!(at("events:"), 3, "{}", screen.join("\n"));
+        assert_eq!(at("? help"), usize::from(height) - 1);
+        let panels: &[&str] = if all {
+            &["history:", "breakdown,", "XDP sketch", "who pays"]
+        } else {
+            &["history:", "breakdown,"]
+        };
+        for panel in panels {
+            let rows = inside(&screen, panel).len();
+            assert!(
+                rows > 0 || (all && height == 24),
+                "{width}x{height}: {panel} has no rows:\n{}",
+                screen.join("\n")
+            );
+        }
+        assert!(inside(&screen, "history:").len() >= 3);
+    }
+    // Without a budget nor serving, two header lines as before.
+    let screen = screen(&fixture::app(), 80, 24);
+    assert!(screen[2].contains("events:"), "{}", screen[2]);
+}
+
 /// The rows inside the bordered panel whose top border carries `title`.
 fn inside(screen: &[String], title: &str) -> Vec<String> {
     let top = screen.iter().position(|l| l.contains(title)).unwrap();
