@@ -2,9 +2,9 @@
 //! runs on, and the probe `check` makes of it.
 
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, IntoRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
 
-use libbpf_rs::{libbpf_sys, Link, ProgramMut};
+use libbpf_rs::{libbpf_sys, ProgramMut};
 
 use super::KernelError;
 
@@ -47,11 +47,17 @@ pub fn open_cpu_clock(cpu: i32, frequency: u64) -> io::Result<OwnedFd> {
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
-/// A CPU's cpu-clock event with the sampler attached through a link (which
-/// owns the event), and a second descriptor of the event to read its count.
+/// `PERF_EVENT_IOC_SET_BPF`, `_IOW('$', 8, __u32)`: runs a BPF program on
+/// each of the event's samples until the event is closed.
+const PERF_EVENT_IOC_SET_BPF: libc::Ioctl = 0x4004_2408;
+
+/// A CPU's cpu-clock event with the sampler attached to it. One file per
+/// CPU: the program is set on the event itself rather than through a BPF
+/// link (which would hold a second file, and a third to read the count),
+/// and closing the event detaches it. On a host of hundreds of CPUs that
+/// is the difference between starting and EMFILE.
 pub struct CpuEvent {
-    _link: Link,
-    counter: OwnedFd,
+    event: OwnedFd,
     last_count: u64,
 }
 
@@ -64,23 +70,29 @@ impl CpuEvent {
         frequency_hz: u64,
     ) -> Result<Option<CpuEvent>, KernelError> {
         let cpu = i32::try_from(cpu).expect("CPU numbers are small");
-        let fd = match open_cpu_clock(cpu, frequency_hz) {
+        let event = match open_cpu_clock(cpu, frequency_hz) {
             Ok(fd) => fd,
             Err(e) if e.raw_os_error() == Some(libc::ENODEV) => return Ok(None),
             Err(e) => return Err(KernelError::Perf(e.to_string())),
         };
-        let counter = fd
-            .try_clone()
-            .map_err(|e| KernelError::Perf(e.to_string()))?;
-        let link = program
-            .attach_perf_event(fd.into_raw_fd())
-            .map_err(|source| KernelError::Attach {
-                prog: program.name().to_string_lossy().into_owned(),
-                source,
-            })?;
+        // SAFETY: the request takes the program's fd by value; both fds
+        // are open for the call.
+        let rc = unsafe {
+            libc::ioctl(
+                event.as_raw_fd(),
+                PERF_EVENT_IOC_SET_BPF,
+                program.as_fd().as_raw_fd(),
+            )
+        };
+        if rc != 0 {
+            return Err(KernelError::Perf(format!(
+                "attaching {} to CPU {cpu}'s event: {}",
+                program.name().to_string_lossy(),
+                io::Error::last_os_error()
+            )));
+        }
         Ok(Some(CpuEvent {
-            _link: link,
-            counter,
+            event,
             last_count: 0,
         }))
     }
@@ -92,7 +104,7 @@ impl CpuEvent {
         // SAFETY: reads one u64 (the default read format) into `count`.
         let n = unsafe {
             libc::read(
-                self.counter.as_raw_fd(),
+                self.event.as_raw_fd(),
                 (&mut count as *mut u64).cast(),
                 size_of::<u64>(),
             )

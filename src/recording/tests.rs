@@ -1,4 +1,3 @@
-
 use super::*;
 
 fn recording(cpus: usize, interval_s: f64) -> Recording {

@@ -1,4 +1,3 @@
-
 use super::*;
 use crate::abi::netto_event;
 use proptest::prelude::*;
