@@ -83,9 +83,10 @@ pub struct Progress {
 }
 
 impl Progress {
-    /// Whether the response makes no progress: data waits, nothing moves.
-    pub fn stalled(self) -> bool {
-        self.unsent > 0 && self.quiet >= STALL
+    /// Whether the response makes no progress: data waits, nothing has
+    /// moved for `stall`.
+    pub fn stalled(self, stall: Duration) -> bool {
+        self.unsent > 0 && self.quiet >= stall
     }
 }
 
@@ -93,6 +94,8 @@ impl Progress {
 #[derive(Debug)]
 pub struct Registry {
     cap: usize,
+    /// [`STALL`], but for the tests.
+    stall: Duration,
     inner: Mutex<Inner>,
 }
 
@@ -126,8 +129,14 @@ pub struct Aborted {
 
 impl Registry {
     pub fn new(cap: usize) -> Registry {
+        Registry::stalling_after(cap, STALL)
+    }
+
+    /// A registry that drops responses stalled for `stall`.
+    pub fn stalling_after(cap: usize, stall: Duration) -> Registry {
         Registry {
             cap,
+            stall,
             inner: Mutex::default(),
         }
     }
@@ -166,13 +175,13 @@ impl Registry {
         })
     }
 
-    /// Aborts every connection whose response has stalled for [`STALL`].
+    /// Aborts every connection whose response has stalled.
     pub fn sweep(&self) {
         let mut inner = self.lock();
         let stalled: Vec<u64> = inner
             .open
             .iter()
-            .filter(|(_, fd)| progress(fd.as_fd()).is_ok_and(Progress::stalled))
+            .filter(|(_, fd)| progress(fd.as_fd()).is_ok_and(|p| p.stalled(self.stall)))
             .map(|(id, _)| *id)
             .collect();
         for id in stalled {

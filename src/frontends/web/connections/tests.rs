@@ -27,13 +27,13 @@ fn a_response_stalls_only_with_data_waiting_and_nothing_moving() {
         quiet: Duration::from_secs(s),
         unsent: 1,
     };
-    assert!(quiet(10).stalled());
-    assert!(!quiet(9).stalled());
+    assert!(quiet(10).stalled(STALL));
+    assert!(!quiet(9).stalled(STALL));
     assert!(!Progress {
         unsent: 0,
         ..quiet(60)
     }
-    .stalled());
+    .stalled(STALL));
 }
 
 /// A server socket with a client that wrote `request` and reads nothing.
@@ -85,4 +85,45 @@ fn unsent_bytes_are_seen_while_the_client_reads_nothing() {
     let progress = progress(server.as_fd()).unwrap();
     assert!(progress.unsent > 0, "{progress:?}");
     assert!(progress.quiet < STALL, "{progress:?}");
+}
+
+#[test]
+fn a_client_that_stops_reading_is_reset_and_an_idle_one_is_not() {
+    // The kernel's side of the rule, on loopback: zero-window probes are
+    // not progress, the unsent bytes stay, and the reset reaches the
+    // client after what it had received.
+    let stall = Duration::from_millis(400);
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let registry = Arc::new(Registry::stalling_after(8, stall));
+    let (server, mut client) = pair(&listener, b"GET");
+    let _registered = registry.open(server.as_fd()).unwrap();
+    let (idle, _idle_client) = pair(&listener, b"GET");
+    let _idle = registry.open(idle.as_fd()).unwrap();
+    server.set_nonblocking(true).unwrap();
+    let chunk = vec![7u8; 1 << 16];
+    let mut sent = 0;
+    while let Ok(n) = std::io::Write::write(&mut &server, &chunk) {
+        sent += n;
+    }
+    registry.sweep();
+    assert_eq!(registry.aborted().stalled, 0, "stalled too soon");
+    std::thread::sleep(stall + Duration::from_millis(300));
+    let progress = progress(server.as_fd()).unwrap();
+    assert!(progress.stalled(stall), "{progress:?}");
+    registry.sweep();
+    // The idle one (nothing unsent) stays.
+    assert_eq!(
+        registry.aborted(),
+        Aborted {
+            stalled: 1,
+            at_cap: 0
+        }
+    );
+    assert_eq!(registry.open_now(), 1);
+    drop(_registered);
+    drop(server);
+    let mut got = Vec::new();
+    let error = std::io::Read::read_to_end(&mut client, &mut got).unwrap_err();
+    assert_eq!(error.kind(), std::io::ErrorKind::ConnectionReset, "{error}");
+    assert!(got.len() < sent, "{} of {sent}", got.len());
 }
