@@ -1,21 +1,25 @@
 #!/usr/bin/env bash
 # Long run of `netto serve` (root): the demo traffic, stack sampling at a high
-# frequency, and many clients on the snapshot stream. Checks that
+# frequency, many clients on the snapshot stream, and slow readers that ask
+# for a recording of the history and never read it. Checks that
 #   - the memory of netto's processes (the server and every child it
 #     starts, summed) stays within --rss-bound of its low after warm-up,
 #   - every stream client gets every snapshot (its snapshots tile time, and
 #     it has all of them from its first to the end of the run),
 #   - every loss is counted: what the snapshots say was lost adds up to
-#     what /metrics counts, and no stream client was cut off.
+#     what /metrics counts, and no stream client was cut off,
+#   - a /metrics scrape on a new connection, made every --rss-every
+#     seconds beside the slow readers, answers within a second.
 # It prints the figures as a Markdown table and exits 1 when a check fails;
 # with NETTO_BENCH_TABLE=1, a run whose checks all held writes that table
 # over the `soak` table of docs/src/performance.md.
 #
-#   benches/soak.sh [--duration S] [--clients N] [--frequency HZ]
+#   benches/soak.sh [--duration S] [--clients N] [--slow-readers N] [--frequency HZ]
 #                   [--interval S] [--history S] [--warmup S] [--rss-every S]
 #                   [--rss-bound FRACTION] [--netto PATH] [--out DIR] [--port P]
 #
-# Defaults: 600 s, 20 clients, 10000 Hz, 1 s intervals, 60 s of history,
+# Defaults: 600 s, 20 clients, 50 slow readers (each a new request every
+# 15 s), 10000 Hz, 1 s intervals, 60 s of history,
 # warm-up = history + 30 s (history is what grows until it is full), RSS
 # read every 5 s, bound 0.10, netto from target/release, then
 # target/debug. --out keeps the
@@ -25,15 +29,16 @@
 # netto, which is stopped with SIGTERM).
 set -euo pipefail
 
-duration=600 clients=20 frequency=10000 interval=1 history=60 warmup="" rss_every=5 bound=0.10
+duration=600 clients=20 slow_readers=50 frequency=10000 interval=1 history=60 warmup="" rss_every=5 bound=0.10
 netto="" out="" port=""
-usage() { sed -n '14,16p' "$0" >&2; exit 2; }
+usage() { sed -n '17,19p' "$0" >&2; exit 2; }
 command="benches/soak.sh${*:+ $*}"
 while [ $# -gt 0 ]; do
   [ $# -ge 2 ] || usage
   case "$1" in
     --duration) duration=$2 ;;
     --clients) clients=$2 ;;
+    --slow-readers) slow_readers=$2 ;;
     --frequency) frequency=$2 ;;
     --interval) interval=$2 ;;
     --history) history=$2 ;;
@@ -47,7 +52,7 @@ while [ $# -gt 0 ]; do
   esac
   shift 2
 done
-for n in "$duration" "$clients" "$frequency" "$history" "$rss_every"; do
+for n in "$duration" "$clients" "$slow_readers" "$frequency" "$history" "$rss_every"; do
   [[ $n =~ ^[0-9]+$ ]] && [ "$n" -gt 0 ] || { echo "soak: $n is not a positive whole number" >&2; exit 2; }
 done
 [[ $interval =~ ^[0-9]*\.?[0-9]+$ ]] || { echo "soak: bad --interval $interval" >&2; exit 2; }
@@ -113,12 +118,27 @@ for i in $(seq "$clients"); do
   curl -sN "$base/api/v1/stream" >"$out/client-$i.sse" 2>/dev/null &
   client_pids+=($!)
 done
+# Slow readers: each asks for a recording of the history on a connection of
+# its own and never reads it, then after 15 s closes and asks again.
+for i in $(seq "$slow_readers"); do
+  (
+    while :; do
+      exec 3<>"/dev/tcp/127.0.0.1/$port" || exit 0
+      printf 'GET /api/v1/recording HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n' >&3
+      sleep 15
+      exec 3>&-
+    done
+  ) &
+  client_pids+=($!)
+done
 started=$(date +%s)
 : >"$out/rss.tsv"
+: >"$out/scrapes.txt"
 while [ $(($(date +%s) - started)) -lt "$duration" ]; do
   kill -0 "$server" 2>/dev/null || { echo "soak: netto serve died:" >&2; tail "$out/serve.log" >&2; exit 1; }
   tree_rss "$server" >"$out/tree.txt"
   echo "$(($(date +%s) - started)) $(awk '{s += $3} END {print s}' "$out/tree.txt")" >>"$out/rss.tsv"
+  curl -so /dev/null -m 30 -w '%{time_total}\n' "$base/metrics" >>"$out/scrapes.txt" || echo 30 >>"$out/scrapes.txt"
   sleep "$rss_every"
 done
 curl -sf "$base/metrics" >"$out/metrics.txt"
@@ -143,8 +163,8 @@ snapshots_of() {
     .losses.task_storage_failures, .losses.recursion_misses, .losses.dropped_halves] | @tsv'
 }
 
-echo "netto soak: $duration s, $clients stream clients, $frequency Hz, $interval s intervals, demo traffic; $(uptime)"
-report "run" "$duration s, $clients stream clients, stack sampling at $frequency Hz, $interval s intervals, $history s of history, demo traffic"
+echo "netto soak: $duration s, $clients stream clients, $slow_readers slow readers, $frequency Hz, $interval s intervals, demo traffic; $(uptime)"
+report "run" "$duration s, $clients stream clients, $slow_readers slow readers, stack sampling at $frequency Hz, $interval s intervals, $history s of history, demo traffic"
 report "netto's processes at the end" "$(awk '{printf "%s%s (pid %s) %.1f MB", sep, $2, $1, $3 / 1024; sep = ", "}' "$out/tree.txt")"
 
 # Memory: after warm-up, within the bound of its low.
@@ -193,6 +213,10 @@ if [ "$first_client" = "$intervals" ]; then
 else
   fail "client 1 got $first_client of $intervals snapshots: it connected late"
 fi
+# Scrapes beside the slow readers: each within a second.
+read -r scrapes slowest < <(awk '{if ($1 > m) m = $1} END {print NR, m + 0}' "$out/scrapes.txt")
+report "/metrics beside the slow readers" "$scrapes scrapes, the slowest $slowest s"
+awk -v m="$slowest" 'BEGIN {exit !(m < 1)}' || fail "a /metrics scrape took $slowest s"
 cut_off=$(metric netto_stream_clients_dropped_total)
 [ "${cut_off:-x}" = 0 ] || fail "${cut_off:-?} stream clients were cut off"
 report "stream clients cut off" "${cut_off:-?}"

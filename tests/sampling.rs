@@ -332,6 +332,16 @@ impl Drop for Offline {
 
 /// A CPU that goes offline loses its perf event; the sampler gives it a new
 /// one when it is back, so load on it afterwards is sampled again.
+/// The sampler as netto runs it at 1000 Hz, for the tests of its events.
+const EVERY_CPU_AT_1000_HZ: SamplerConfig = SamplerConfig {
+    frequency_hz: 1000,
+    transport: Transport::Mmap,
+    drain_period: Duration::from_millis(100),
+    slots_per_half: None,
+    writer_wait: WRITER_WAIT,
+    tier: Tier::Exact,
+};
+
 #[test]
 fn a_cpu_back_from_offline_is_sampled_again() {
     let pair = common::veth_pair("hotplug").expect("creating the test namespace");
@@ -339,19 +349,8 @@ fn a_cpu_back_from_offline_is_sampled_again() {
     let mut acct_storage = Storage::default();
     let accounting = library_accounting(&mut acct_storage);
     let mut sampler_storage = MaybeUninit::uninit();
-    let mut sampler = Sampler::load(
-        &mut sampler_storage,
-        &accounting,
-        SamplerConfig {
-            frequency_hz: 1000,
-            transport: Transport::Mmap,
-            drain_period: Duration::from_millis(100),
-            slots_per_half: None,
-            writer_wait: WRITER_WAIT,
-            tier: Tier::Exact,
-        },
-    )
-    .unwrap();
+    let mut sampler =
+        Sampler::load(&mut sampler_storage, &accounting, EVERY_CPU_AT_1000_HZ).unwrap();
     // Off and back on between two looks at the CPUs: the online list is
     // the same, only the dead event tells.
     drop(Offline::cpu1());
@@ -383,4 +382,26 @@ fn a_cpu_back_from_offline_is_sampled_again() {
         on_cpu1 > 100,
         "CPU 1 was barely sampled after coming back online: {on_cpu1} samples"
     );
+}
+
+#[test]
+fn a_measuring_command_starts_under_a_soft_file_limit_of_40() {
+    let out = std::process::Command::new("prlimit")
+        .args([
+            "--nofile=40:",
+            NETTO,
+            "stat",
+            "--duration",
+            "1",
+            "--json",
+        ])
+        .output()
+        .expect("running prlimit");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{}: {stderr}", out.status);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let snapshot: serde_json::Value =
+        serde_json::from_str(stdout.lines().last().unwrap_or_default())
+            .unwrap_or_else(|e| panic!("{e}: {stdout:.300} {stderr}"));
+    assert!(snapshot["interval_s"].as_f64().unwrap() > 0.0, "{snapshot}");
 }

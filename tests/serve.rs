@@ -7,31 +7,10 @@ use std::collections::BTreeMap;
 use std::os::unix::process::ExitStatusExt;
 use std::process::Command;
 
-use common::serve::{children, open_files, status, Serve};
+use common::serve::{children, open_files, repeated, replay_whole, status, Serve};
 use common::{has_kernel_address, netto, recording, NETTO, RECORDING};
 use netto::frontends::flame::readback::parse_folded;
 use netto::model::Snapshot;
-
-/// A recording of `count` copies of `snapshot`, `interval_s` apart from
-/// unix time 1000 on, in a temporary directory (removed when dropped).
-fn repeated(
-    snapshot: &Snapshot,
-    count: usize,
-    interval_s: f64,
-) -> (tempfile::TempDir, std::path::PathBuf) {
-    let mut recording = recording();
-    recording.snapshots = (0..count)
-        .map(|i| Snapshot {
-            ts: 1000.0 + i as f64 * interval_s,
-            interval_s,
-            ..snapshot.clone()
-        })
-        .collect();
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("long.json");
-    std::fs::write(&path, serde_json::to_vec(&recording).unwrap()).unwrap();
-    (dir, path)
-}
 
 const ENDPOINTS: [&str; 12] = [
     "/",
@@ -872,18 +851,7 @@ fn a_long_history_keeps_its_stacks_and_records_them() {
     snapshot.stacks[0].count = 1;
     let (_dir, path) = repeated(&snapshot, SNAPSHOTS, 0.05);
 
-    let serve = Serve::start(&[
-        "--replay",
-        path.to_str().unwrap(),
-        "--speed",
-        "inf",
-        "--history",
-        "3600",
-        // Taking in 8000 snapshots is serving's CPU too: room for it.
-        "--serve-budget",
-        "100",
-    ]);
-    serve.wait_ended();
+    let serve = replay_whole(&path);
     assert_eq!(serve.get("/api/v1/source").json()["snapshots"], SNAPSHOTS);
     let history = serve.get("/api/v1/history").json();
     assert_eq!(history.as_array().unwrap().len(), SNAPSHOTS);

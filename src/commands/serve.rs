@@ -210,6 +210,8 @@ pub fn run_http(args: &ServeHttpArgs) -> Result<ExitCode> {
         .context("naming the HTTP server process")?;
     server_process::close_inherited()?;
     let listener = server_process::listener()?;
+    let cap = web::connections::Cap::of_this_process(web::WORKERS)
+        .context("reading the open file limit")?;
     let identity = args
         .uid
         .zip(args.gid)
@@ -219,7 +221,8 @@ pub fn run_http(args: &ServeHttpArgs) -> Result<ExitCode> {
     let (info, settings, hosts) = feed::start(&mut input)?;
     let state = actix_web::web::Data::new(State::new(info, settings)?);
     actix_web::rt::System::new().block_on(async move {
-        let server = web::server(listener, state.clone(), hosts).context("starting the server")?;
+        let server =
+            web::server(listener, state.clone(), hosts, cap).context("starting the server")?;
         let handle = server.handle();
         let feeder = thread::Builder::new()
             .name("netto-feed".into())

@@ -281,3 +281,42 @@ pub fn rss_kib(pid: u32) -> u64 {
         .and_then(|v| v.parse().ok())
         .expect("VmRSS in /proc/PID/status")
 }
+
+/// A recording of `count` copies of `snapshot`, `interval_s` apart from
+/// unix time 1000 on, in a temporary directory (removed when dropped).
+pub fn repeated(
+    snapshot: &netto::model::Snapshot,
+    count: usize,
+    interval_s: f64,
+) -> (tempfile::TempDir, std::path::PathBuf) {
+    let mut recording = super::recording();
+    recording.snapshots = (0..count)
+        .map(|i| netto::model::Snapshot {
+            ts: 1000.0 + i as f64 * interval_s,
+            interval_s,
+            ..snapshot.clone()
+        })
+        .collect();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("long.json");
+    std::fs::write(&path, serde_json::to_vec(&recording).unwrap()).unwrap();
+    (dir, path)
+}
+
+/// `netto serve` replaying the recording at `path` at once, keeping an
+/// hour of it, with room for taking it in; returns once it has all.
+pub fn replay_whole(path: &std::path::Path) -> Serve {
+    let serve = Serve::start(&[
+        "--replay",
+        path.to_str().unwrap(),
+        "--speed",
+        "inf",
+        "--history",
+        "3600",
+        // Taking in thousands of snapshots at once is serving's CPU too.
+        "--serve-budget",
+        "100",
+    ]);
+    serve.wait_ended();
+    serve
+}

@@ -11,6 +11,7 @@
 //! whatever a request does, it does without privileges.
 
 pub mod assets;
+pub mod connections;
 pub mod feed;
 pub mod host_header;
 pub mod limit;
@@ -32,13 +33,10 @@ use actix_web::{middleware, web, App, HttpServer};
 use host_header::HostCheck;
 use state::State;
 
-/// Request handling threads; requests are short, and stream clients cost
+/// Request handling threads (also read by `netto serve-http` for its
+/// connection cap); requests are short, and stream clients cost
 /// no thread.
-const WORKERS: usize = 2;
-
-/// Open connections per worker, stream clients included; more wait in the
-/// listen backlog.
-const MAX_CONNECTIONS: usize = 512;
+pub const WORKERS: usize = 2;
 
 /// Time to send a complete request head; slower clients are cut off.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
@@ -50,13 +48,25 @@ const KEEP_ALIVE: Duration = Duration::from_secs(30);
 const SHUTDOWN_TIMEOUT_S: u64 = 2;
 
 /// The HTTP server on `listener`, serving `state` to requests that name
-/// a host `hosts` allows, within the serving budget of its settings; runs when awaited, inside an actix system. It
+/// a host `hosts` allows, within the serving budget of its settings, and
+/// holding at most `cap` connections, none stalled for long
+/// ([`connections`]); runs when awaited, inside an actix system. It
 /// installs no signal handlers: the feed's end stops it.
 pub fn server(
     listener: TcpListener,
     state: web::Data<State>,
     hosts: HostCheck,
+    cap: connections::Cap,
 ) -> io::Result<Server> {
+    let registry = std::sync::Arc::new(connections::Registry::new(cap.connections));
+    let sweeper = registry.clone();
+    actix_web::rt::spawn(async move {
+        let mut every = actix_web::rt::time::interval(connections::SWEEP_EVERY);
+        loop {
+            every.tick().await;
+            sweeper.sweep();
+        }
+    });
     let hosts = std::sync::Arc::new(hosts);
     // A replay measures nothing that serving could take from: only a live
     // source's serving is held to --serve-budget; clients' rates hold
@@ -79,8 +89,16 @@ pub fn server(
             }))
             .configure(routes::configure(state.clone()))
     })
+    .on_connect(move |connection, extensions| {
+        use std::os::fd::AsFd;
+        if let Some(socket) = connection.downcast_ref::<actix_web::rt::net::TcpStream>() {
+            if let Some(registered) = registry.open(socket.as_fd()) {
+                extensions.insert(registered);
+            }
+        }
+    })
     .workers(WORKERS)
-    .max_connections(MAX_CONNECTIONS)
+    .max_connections(cap.per_worker)
     .backlog(128)
     .client_request_timeout(REQUEST_TIMEOUT)
     .client_disconnect_timeout(Duration::from_secs(1))

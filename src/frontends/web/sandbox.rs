@@ -306,7 +306,8 @@ const ALLOWED: &[Allowed] = &[
     Allowed::OneOf {
         call: libc::SYS_ioctl,
         arg: 1,
-        values: &[libc::FIONBIO, libc::FIOCLEX],
+        // SIOCOUTQ (TIOCOUTQ's number): what a connection has not sent.
+        values: &[libc::FIONBIO, libc::FIOCLEX, libc::TIOCOUTQ],
     },
     // Connections on the inherited listener.
     Allowed::Any(libc::SYS_accept4),
