@@ -16,8 +16,8 @@ use common::{recording, recording_json, NETTO, RECORDING};
 use netto::docs::{pages, REFERENCE_DIR};
 use netto::frontends::web::metrics::families::{Family, FAMILIES};
 use netto::model::{
-    Attribution, BudgetChange, BudgetStatus, EventKey, Group, GroupBy, Recording, Tier,
-    SCHEMA_VERSION,
+    AttachPoint, Attribution, BudgetChange, BudgetStatus, EventKey, Group, GroupBy, NetworkProgram,
+    NetworkPrograms, PriceBasis, Recording, Tier, SCHEMA_VERSION,
 };
 use serde_json::Value;
 
@@ -237,6 +237,31 @@ fn with_everything(by: GroupBy) -> Recording {
                 events: half,
             }],
             unattributed,
+        });
+        snapshot.network_programs = Some(NetworkPrograms {
+            basis: Some(PriceBasis::Slice),
+            stats_held_s: 0.1,
+            programs: vec![NetworkProgram {
+                id: 7,
+                name: "cil_from_netdev".into(),
+                tag: "0123456789abcdef".into(),
+                prog_type: "sched_cls".into(),
+                hook: "tc_ingress".into(),
+                attach: vec![AttachPoint {
+                    hook: "tc_ingress".into(),
+                    iface: Some("eth0".into()),
+                    mode: None,
+                    cgroup_id: None,
+                    link: true,
+                }],
+                runs: 1_000,
+                run_time_ns: 400_000,
+                ns_per_run: Some(400.0),
+                event: Some(EventKey::NetRxSoftirq),
+                share_percent: Some(2.0),
+                ..NetworkProgram::default()
+            }],
+            not_attached: 1,
         });
         snapshot.budget = Some(BudgetStatus {
             change: (i == 1).then_some(BudgetChange::Down {

@@ -7,6 +7,7 @@ pub mod cost;
 pub mod cpu_time;
 pub mod estimate;
 pub mod groups;
+pub mod network_programs;
 pub mod snapshot;
 
 use std::time::{Duration, Instant};

@@ -176,6 +176,7 @@ pub fn build(
         stacks: Vec::new(),
         modules: BTreeMap::new(),
         sketch: None,
+        network_programs: None,
         losses: Losses {
             task_storage_failures: pairs
                 .iter()

@@ -6,7 +6,8 @@ use std::process::ExitCode;
 use anyhow::Result;
 use netto::cli::CheckArgs;
 use netto::collect::groups::kubelet::{self, Kubelet};
-use netto::frontends::notes;
+use netto::collect::network_programs::ProgramWatch;
+use netto::frontends::{network_programs as programs_text, notes};
 use netto::kernel::backend::{Backend, BackendChoice, TRACEPOINT_COST};
 use netto::kernel::callbacks::NETWORK_CALLBACKS;
 use netto::kernel::dispatch;
@@ -60,6 +61,11 @@ fn kubelet_names(root: &std::path::Path) -> (bool, String) {
     }
 }
 
+/// Where netto finds the host's network programs, and what it cannot.
+const NETWORK_SEEN: &str = "found by BPF links, XDP through netlink, tcx and the flow dissector \
+     by query; classic tc filters, socket filters and cgroup programs attached without a link \
+     are listed by type, not located, and priced all the same";
+
 pub fn run(args: &CheckArgs) -> Result<ExitCode> {
     let (kubelet_ok, kubelet_detail) = kubelet_names(&args.kubelet_logs);
     let features = Features::detect();
@@ -73,6 +79,9 @@ pub fn run(args: &CheckArgs) -> Result<ExitCode> {
         .flat_map(source_notes::of_selection)
         .map(|note| notes::sentence(&note))
         .collect();
+    // What a live run would list in its first interval, before its own
+    // programs attach (so none of netto's is among them).
+    let programs = ProgramWatch::new([]).price(0.0, &Default::default(), false);
     let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease")
         .map(|s| s.trim().to_owned())
         .unwrap_or_default();
@@ -93,12 +102,14 @@ pub fn run(args: &CheckArgs) -> Result<ExitCode> {
                 "dispatch_ns": dispatch.as_ref().ok().map(|d| d.ns),
                 "dispatch_error_ns": dispatch.as_ref().ok().map(|d| d.error_ns),
                 "fentry_problem": features.fentry_backend_problem(),
+                "network_programs": programs,
             }),
             Err(e) => json!({
                 "kernel": kernel, "features": findings,
                 "network_callbacks": present_callbacks(),
                 "kubelet_names": {"ok": kubelet_ok, "detail": kubelet_detail},
                 "backend": null, "why": e.describe(), "self_check": null, "can_run": false,
+                "network_programs": programs,
             }),
         };
         println!("{report}");
@@ -151,6 +162,14 @@ pub fn run(args: &CheckArgs) -> Result<ExitCode> {
             }
             Err(e) => println!("backend        none: {}", e.describe()),
         }
+        println!(
+            "{:<14} {} on the network path ({NETWORK_SEEN}); {} more loaded, attached \
+             nowhere netto looks",
+            "eBPF programs",
+            programs.programs.len(),
+            programs.not_attached
+        );
+        print!("{}", programs_text::render_list(&programs));
     }
     Ok(if selected.is_ok() {
         ExitCode::SUCCESS

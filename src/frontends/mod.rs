@@ -6,6 +6,7 @@ pub mod flame;
 pub mod glossary;
 pub mod label;
 pub mod local_time;
+pub mod network_programs;
 pub mod notes;
 pub mod rounding;
 pub mod sketch;

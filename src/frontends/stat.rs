@@ -42,6 +42,14 @@ impl Table {
         if let Some(sketch) = &snapshot.sketch {
             out.write_all(super::sketch::render_table(sketch, &mut self.legend).as_bytes())?;
         }
+        if let Some(programs) = &snapshot.network_programs {
+            let table = super::network_programs::render_table(
+                programs,
+                snapshot.interval_s,
+                &mut self.legend,
+            );
+            out.write_all(table.as_bytes())?;
+        }
         out.flush()
     }
 

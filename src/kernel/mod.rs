@@ -12,6 +12,8 @@ pub mod features;
 pub mod functions;
 pub mod hooks;
 pub mod mmap;
+pub mod network_hooks;
+pub mod network_programs;
 pub mod perf;
 pub mod privileges;
 pub mod sampler;

@@ -71,3 +71,10 @@ pub mod floor {
 pub mod xdp_floor {
     include!(concat!(env!("OUT_DIR"), "/xdp_floor.skel.rs"));
 }
+
+/// An XDP, a tc and a cgroup_skb program that stand in for the host's own
+/// data plane in the tests of the host's network programs.
+#[cfg(feature = "test-support")]
+pub mod stand_ins {
+    include!(concat!(env!("OUT_DIR"), "/stand_ins.skel.rs"));
+}

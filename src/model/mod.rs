@@ -6,6 +6,7 @@
 mod attribution;
 mod events;
 mod losses;
+mod network_programs;
 mod overhead;
 mod recording;
 mod sketch;
@@ -16,6 +17,7 @@ mod tests;
 pub use attribution::*;
 pub use events::*;
 pub use losses::*;
+pub use network_programs::*;
 pub use overhead::*;
 pub use recording::*;
 pub use sketch::*;
@@ -142,6 +144,10 @@ pub struct Snapshot {
     /// The co-hosted XDP sketch over the interval; absent when none runs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sketch: Option<SketchSnapshot>,
+    /// The host's BPF programs on the network path, priced; absent when
+    /// netto did not look (a replay of a recording made before it did).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub network_programs: Option<NetworkPrograms>,
     /// What netto could not measure in the interval (all zero when nothing
     /// was lost; absent from recordings made before it existed).
     #[serde(default)]
@@ -181,6 +187,7 @@ impl Snapshot {
             stacks: Vec::new(),
             modules: BTreeMap::new(),
             sketch: None,
+            network_programs: None,
             losses: Losses::default(),
             attribution: None,
             budget: None,

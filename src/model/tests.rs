@@ -118,3 +118,42 @@ fn percent_of_one_cpu() {
     assert!((t.percent_of_cpu(2.0) - 12.5).abs() < 1e-9);
     assert_eq!(t.percent_of_cpu(0.0), 0.0);
 }
+
+#[test]
+fn network_programs_round_trip_and_a_snapshot_without_them_loads() {
+    let mut s = Snapshot::empty("tracepoint", 1);
+    s.network_programs = Some(NetworkPrograms {
+        basis: Some(PriceBasis::WholeInterval),
+        stats_held_s: 1.0,
+        programs: vec![NetworkProgram {
+            id: 3,
+            name: "xdp_lb".into(),
+            tag: "0011223344556677".into(),
+            prog_type: "xdp".into(),
+            hook: "xdp".into(),
+            attach: vec![AttachPoint {
+                hook: "xdp".into(),
+                iface: Some("eth0".into()),
+                mode: Some("driver".into()),
+                cgroup_id: None,
+                link: false,
+            }],
+            runs: 10,
+            run_time_ns: 1_000,
+            ns_per_run: Some(100.0),
+            event: Some(EventKey::NetRxSoftirq),
+            share_percent: Some(1.5),
+            ..NetworkProgram::default()
+        }],
+        not_attached: 2,
+    });
+    let text = serde_json::to_string(&s).unwrap();
+    assert!(text.contains(r#""basis":"whole_interval""#), "{text}");
+    let back: Snapshot = serde_json::from_str(&text).unwrap();
+    assert_eq!(back.network_programs, s.network_programs);
+    // A snapshot from before netto looked at the host's programs.
+    let mut old = serde_json::to_value(Snapshot::empty("tracepoint", 1)).unwrap();
+    old.as_object_mut().unwrap().remove("network_programs");
+    let old: Snapshot = serde_json::from_value(old).unwrap();
+    assert_eq!(old.network_programs, None);
+}

@@ -61,6 +61,12 @@ impl<'obj> Cohosted<'obj> {
         })
     }
 
+    /// The kernel's id of the sketch's program: how the host's network
+    /// programs tell it for netto's own.
+    pub fn program_id(&self) -> Option<u32> {
+        crate::kernel::network_programs::program_id(self.loaded.program().as_fd()).ok()
+    }
+
     pub fn mode(&self) -> XdpMode {
         self.link.mode()
     }

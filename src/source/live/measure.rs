@@ -16,6 +16,7 @@ use super::{LiveConfig, DRAIN_PERIOD};
 use crate::breakdown::fold::Folder;
 use crate::breakdown::{breakdowns, leave_out_softirq_loop};
 use crate::collect::estimate::{estimate_unmeasured, Calibrator};
+use crate::collect::network_programs::share;
 use crate::collect::{Beside, Collector};
 use crate::kernel::accounting::Accounting;
 use crate::kernel::attribution::Points;
@@ -91,6 +92,7 @@ impl<'c, 'a, 'obj> Measure<'c, 'a, 'obj> {
         let mut collector = Collector::start(accounting, duty.is_some())?;
         collector.count_startup();
         if let Some(duty) = duty.as_mut() {
+            duty.watch_programs(sketch.as_ref().and_then(Cohosted::program_id));
             duty.begin_interval();
         }
         Ok(Measure {
@@ -360,6 +362,10 @@ impl<'c, 'a, 'obj> Measure<'c, 'a, 'obj> {
             stats_held,
         })?;
         if let Some(duty) = self.duty.as_mut() {
+            let own = &snapshot.overhead;
+            let held_throughout = own.bpf_stats && !own.estimated && own.bpf_run_time_ns > 0;
+            snapshot.network_programs =
+                duty.price_programs(snapshot.interval_s, &snapshot.events, held_throughout);
             duty.begin_interval();
         }
         if let Some(sketch) = sketch.as_mut() {
@@ -400,6 +406,9 @@ impl<'c, 'a, 'obj> Measure<'c, 'a, 'obj> {
             self.calibrator.apply(&mut snapshot);
             self.base = counters;
             self.retired = SamplerCounters::default();
+        }
+        if let Some(programs) = snapshot.network_programs.as_mut() {
+            share(programs, &snapshot.events);
         }
         snapshot.calibrating = self.changes.calibrating;
         if let Some(intervals) = self.calibration_intervals.as_mut() {

@@ -34,6 +34,7 @@ pub enum Concern {
     Events,
     WhoPays,
     Breakdown,
+    NetworkPrograms,
     OwnCost,
     TiersAndBudget,
     Losses,
@@ -41,10 +42,11 @@ pub enum Concern {
 }
 
 impl Concern {
-    pub const ALL: [Concern; 7] = [
+    pub const ALL: [Concern; 8] = [
         Concern::Events,
         Concern::WhoPays,
         Concern::Breakdown,
+        Concern::NetworkPrograms,
         Concern::OwnCost,
         Concern::TiersAndBudget,
         Concern::Losses,
@@ -56,6 +58,7 @@ impl Concern {
             Concern::Events => "Events",
             Concern::WhoPays => "Who pays",
             Concern::Breakdown => "Breakdown",
+            Concern::NetworkPrograms => "eBPF programs on the network path",
             Concern::OwnCost => "Own cost",
             Concern::TiersAndBudget => "Tiers, estimates and budget",
             Concern::Losses => "Losses",
@@ -77,6 +80,10 @@ impl Concern {
             Concern::Breakdown => {
                 "Where in the stack the time went: kernel stack samples by context and category, \
                  and the exact time divided by them."
+            }
+            Concern::NetworkPrograms => {
+                "What the host's own BPF programs on network hooks (XDP, tc, cgroup and socket \
+                 programs, netto's sketch among them) cost, from BPF run-time statistics."
             }
             Concern::OwnCost => {
                 "What netto itself costs: its processes' CPU time and its BPF programs' run time."
@@ -167,7 +174,23 @@ const LOSS_KIND: Label = Label {
 
 const PROGRAM: Label = Label {
     name: "program",
-    meaning: "One of netto's BPF programs, by the name the kernel keeps (cut to 15 characters).",
+    meaning: "A BPF program, by the name the kernel keeps (cut to 15 characters): one of \
+              netto's in the own-cost families; one on the network path, netto's or not, in \
+              `netto_ebpf_program_*`, `other` there for those beyond the first 64 series.",
+    values: None,
+};
+
+const ATTACH: Label = Label {
+    name: "attach",
+    meaning: "The hook the program runs on (`xdp`, `tc_ingress`, `tc_egress`, \
+              `cgroup_skb_ingress`, ..., the JSON snapshot's `network_programs[].hook`).",
+    values: None,
+};
+
+const IFACE: Label = Label {
+    name: "iface",
+    meaning: "The interface of an XDP or tc program (empty for the others; `#N` for an \
+              interface in another network namespace).",
     values: None,
 };
 
@@ -458,6 +481,24 @@ pub const BPF_RUNS: Family = Family {
     help: "Runs of netto's BPF programs (estimated for a program of a hook with several).",
 };
 
+pub const EBPF_PROGRAM_SECONDS: Family = Family {
+    name: "netto_ebpf_program_cpu_seconds_total",
+    kind: Kind::Counter,
+    concern: Concern::NetworkPrograms,
+    labels: &[PROGRAM, ATTACH, IFACE],
+    help: "Run time of the host's BPF programs on the network path, without entering them \
+           (dispatch); estimated from netto's slice of BPF statistics unless something else \
+           held them on.",
+};
+
+pub const EBPF_PROGRAM_RUNS: Family = Family {
+    name: "netto_ebpf_program_runs_total",
+    kind: Kind::Counter,
+    concern: Concern::NetworkPrograms,
+    labels: &[PROGRAM, ATTACH, IFACE],
+    help: "Runs of the host's BPF programs on the network path (estimated as their run time).",
+};
+
 pub const OVERHEAD_PERCENT: Family = Family {
     name: "netto_overhead_cpu_percent",
     kind: Kind::Gauge,
@@ -648,6 +689,8 @@ pub const FAMILIES: &[&Family] = &[
     &CATEGORY_SECONDS,
     &SAMPLING_FREQUENCY,
     &SAMPLES_SOFTIRQ_LOOP,
+    &EBPF_PROGRAM_SECONDS,
+    &EBPF_PROGRAM_RUNS,
     &PROCESS_CPU_SECONDS,
     &SERVING_SECONDS,
     &OWN_SECONDS,

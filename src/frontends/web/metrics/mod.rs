@@ -22,6 +22,10 @@ use crate::model::{percent, Attribution, BudgetChange, EventKey, GroupBy, Losses
 use crate::source::{Origin, SourceInfo};
 use families::{Family, Kind};
 
+/// Series of the host's network programs, at most: programs come and go
+/// (a pod's veth each), and a scrape must stay bounded.
+pub const MAX_PROGRAM_SERIES: usize = 64;
+
 /// The content type of the text exposition format.
 pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
 
@@ -52,6 +56,11 @@ pub struct Metrics {
     stats_held_seconds: Counter,
     bpf_run_seconds: CounterVec,
     bpf_runs: CounterVec,
+    ebpf_seconds: CounterVec,
+    ebpf_runs: CounterVec,
+    /// The label sets of the host's network programs served so far: at
+    /// most [`MAX_PROGRAM_SERIES`], the rest as `other`.
+    ebpf_series: Mutex<BTreeSet<[String; 3]>>,
     intervals: Counter,
     measured_seconds: Counter,
     sampling_frequency: Gauge,
@@ -115,6 +124,9 @@ impl Metrics {
             stats_held_seconds: r.counter(&families::STATS_HELD_SECONDS)?,
             bpf_run_seconds: r.counters(&families::BPF_RUN_SECONDS)?,
             bpf_runs: r.counters(&families::BPF_RUNS)?,
+            ebpf_seconds: r.counters(&families::EBPF_PROGRAM_SECONDS)?,
+            ebpf_runs: r.counters(&families::EBPF_PROGRAM_RUNS)?,
+            ebpf_series: Mutex::new(BTreeSet::new()),
             intervals: r.counter(&families::INTERVALS)?,
             measured_seconds: r.counter(&families::MEASURED_SECONDS)?,
             sampling_frequency: r.gauge(&families::SAMPLING_FREQUENCY)?,
@@ -256,6 +268,7 @@ impl Metrics {
                 .with_label_values(&labels)
                 .inc_by(program.run_count as f64);
         }
+        self.add_network_programs(snapshot);
         let own_ns = overhead.process_cpu_ns + overhead.bpf_run_time_ns;
         self.own_seconds.inc_by(seconds(own_ns));
         self.own_error_seconds
@@ -286,6 +299,39 @@ impl Metrics {
         };
         series.add(attribution);
         Ok(())
+    }
+
+    /// The host's network programs, one series per program name, hook and
+    /// interface, up to [`MAX_PROGRAM_SERIES`]; `other` after that.
+    fn add_network_programs(&self, snapshot: &Snapshot) {
+        let Some(programs) = &snapshot.network_programs else {
+            return;
+        };
+        let mut series = self
+            .ebpf_series
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        for program in &programs.programs {
+            let mut labels = [
+                program.name.clone(),
+                program.hook.clone(),
+                program.iface().unwrap_or_default().to_owned(),
+            ];
+            if !series.contains(&labels) {
+                if series.len() < MAX_PROGRAM_SERIES {
+                    series.insert(labels.clone());
+                } else {
+                    labels = ["other".into(), "other".into(), String::new()];
+                }
+            }
+            let labels = labels.each_ref().map(String::as_str);
+            self.ebpf_seconds
+                .with_label_values(&labels)
+                .inc_by(seconds(program.run_time_ns));
+            self.ebpf_runs
+                .with_label_values(&labels)
+                .inc_by(program.runs as f64);
+        }
     }
 
     fn add_budget(&self, snapshot: &Snapshot) {

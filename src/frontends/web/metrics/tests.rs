@@ -282,3 +282,48 @@ fn stream_clients_gauge_and_dropped_counter() {
     assert_eq!(value(&text, "netto_stream_clients"), 3.0);
     assert_eq!(value(&text, "netto_stream_clients_dropped_total"), 2.0);
 }
+
+#[test]
+fn network_programs_are_bounded_series_by_name_hook_and_interface() {
+    use crate::model::{AttachPoint, NetworkProgram, NetworkPrograms};
+    let program = |i: usize| NetworkProgram {
+        id: i as u32,
+        name: format!("prog{i}"),
+        hook: "tc_ingress".into(),
+        attach: vec![AttachPoint {
+            hook: "tc_ingress".into(),
+            iface: Some("veth0".into()),
+            mode: None,
+            cgroup_id: None,
+            link: true,
+        }],
+        runs: 1_000,
+        run_time_ns: 500_000_000,
+        ..NetworkProgram::default()
+    };
+    let mut s = snapshot();
+    s.network_programs = Some(NetworkPrograms {
+        programs: (0..MAX_PROGRAM_SERIES + 3).map(program).collect(),
+        ..NetworkPrograms::default()
+    });
+    let metrics = Metrics::new(&info()).unwrap();
+    metrics.add(&s);
+    metrics.add(&s);
+    let text = String::from_utf8(metrics.encode().unwrap()).unwrap();
+    let series = r#"netto_ebpf_program_cpu_seconds_total{attach="tc_ingress",iface="veth0",program="prog0"}"#;
+    assert_eq!(value(&text, series), 1.0, "two intervals of 0.5 s");
+    let runs =
+        r#"netto_ebpf_program_runs_total{attach="tc_ingress",iface="veth0",program="prog0"}"#;
+    assert_eq!(value(&text, runs), 2_000.0);
+    let other = r#"netto_ebpf_program_cpu_seconds_total{attach="other",iface="",program="other"}"#;
+    assert_eq!(
+        value(&text, other),
+        3.0,
+        "three programs beyond the bound, twice"
+    );
+    let count = text
+        .lines()
+        .filter(|l| l.starts_with("netto_ebpf_program_cpu_seconds_total{"))
+        .count();
+    assert_eq!(count, MAX_PROGRAM_SERIES + 1);
+}
