@@ -181,7 +181,7 @@ pub struct CpuTime {
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Calibration {
     /// Samples x period / exact time over the newest intervals that measured
-    /// the event while sampling (their [`Breakdown::agreement`](super::Breakdown::agreement) taken
+    /// the event while sampling (their `Breakdown::agreement` taken
     /// together, up to a minute of them). It is shown, not applied: the
     /// `sampled` tier places its samples by their frames where the others
     /// know the context, so its bias need not be the same.

@@ -4,7 +4,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// Measurements lost over the interval, each counted where it happened;
-/// dropped stack samples are in [`SamplingStats`](super::SamplingStats).
+/// dropped stack samples are in `SamplingStats`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct Losses {
     /// Tasks switched out inside a socket call for which no task storage
