@@ -387,14 +387,7 @@ fn a_cpu_back_from_offline_is_sampled_again() {
 #[test]
 fn a_measuring_command_starts_under_a_soft_file_limit_of_40() {
     let out = std::process::Command::new("prlimit")
-        .args([
-            "--nofile=40:",
-            NETTO,
-            "stat",
-            "--duration",
-            "1",
-            "--json",
-        ])
+        .args(["--nofile=40:", NETTO, "stat", "--duration", "1", "--json"])
         .output()
         .expect("running prlimit");
     let stderr = String::from_utf8_lossy(&out.stderr);
