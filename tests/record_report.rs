@@ -42,7 +42,16 @@ fn assert_one_line_failure(out: &Output, mentions: &str) {
 fn record_then_report_round_trips() {
     let dir = tempfile::tempdir().unwrap();
     let json = path_in(dir.path(), "run.json");
-    let out = netto(&["record", "--demo", "--duration", "3", "-o", s(&json)]);
+    let out = netto(&[
+        "record",
+        "--demo",
+        "--demo-rate",
+        "max",
+        "--duration",
+        "3",
+        "-o",
+        s(&json),
+    ]);
     assert!(
         out.status.success(),
         "{}",

@@ -299,6 +299,8 @@ fn without_stacks(mut snapshot: Value) -> Value {
 fn the_recording_endpoint_holds_the_history_with_its_stacks() {
     let serve = Serve::start(&[
         "--demo",
+        "--demo-rate",
+        "max",
         "--interval",
         "0.5",
         "--frequency",
