@@ -6,12 +6,13 @@
 mod common;
 
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use netto::collect::attribution;
 use netto::collect::estimate::CALIBRATION_MIN_SAMPLES;
 use netto::kernel::backend::BackendChoice;
 use netto::kernel::sampler::Transport;
+use netto::kernel::stats::StatsGuard;
 use netto::model::{EventKey, GroupBy, Snapshot, Tier};
 use netto::source::live::{self, LiveConfig, StackSampling, Traffic};
 use netto::workload::traffic::each_call::Loopback;
@@ -74,6 +75,50 @@ fn frequency_changes_while_running_and_everything_unloads() {
         "{} netto programs still loaded",
         common::netto_programs_loaded()
     );
+}
+
+/// A step down in frequency retunes the sampler in place: the same BPF
+/// programs stay loaded (no new sampler, so nothing for the symbolizer to
+/// read again) and the sampler fires at the new rate, on every CPU, idle
+/// or not (cpu-clock counts idle time too).
+#[test]
+fn a_lower_frequency_retunes_the_sampler_in_place() {
+    let source = start(config(BackendChoice::Auto, 300, Some(1000)));
+    let next = || {
+        source
+            .snapshots
+            .recv_timeout(Duration::from_secs(5))
+            .expect("a snapshot per interval")
+    };
+    let fired_per_s = || {
+        let _stats = StatsGuard::enable().expect("BPF run-time statistics");
+        let (start, at) = (common::program_runs("netto_sample"), Instant::now());
+        std::thread::sleep(Duration::from_secs(1));
+        (common::program_runs("netto_sample") - start) as f64 / at.elapsed().as_secs_f64()
+    };
+    let first = next();
+    let buffer = first.sampling.as_ref().unwrap().buffer_bytes;
+    let programs = common::netto_program_ids();
+    let at_1000 = fired_per_s();
+    source
+        .controller()
+        .send(Control::SetFrequency(100))
+        .unwrap();
+    // Snapshots queued while the rate was counted come first.
+    let later = (0..10)
+        .map(|_| next())
+        .find(|s| s.sampling.as_ref().unwrap().frequency_hz == 100)
+        .expect("no snapshot at 100 Hz");
+    let sampling = later.sampling.as_ref().unwrap();
+    assert_eq!(sampling.buffer_bytes, buffer, "a new sampler");
+    assert_eq!(common::netto_program_ids(), programs, "programs replaced");
+    let at_100 = fired_per_s();
+    let ratio = at_1000 / at_100;
+    assert!(
+        (6.0..=16.0).contains(&ratio),
+        "fired {at_1000:.0}/s at 1000 Hz, {at_100:.0}/s at 100 Hz: {ratio:.1}x"
+    );
+    source.finish().expect("the source ends cleanly");
 }
 
 /// Attribution is a knob: `Control::SetAttribution` detaches its delivery

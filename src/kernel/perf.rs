@@ -26,7 +26,7 @@ pub fn open_cpu_clock(cpu: i32, frequency: u64) -> io::Result<OwnedFd> {
         config: u64::from(libbpf_sys::PERF_COUNT_SW_CPU_CLOCK),
         ..Default::default()
     };
-    attr.__bindgen_anon_1.sample_period = 1_000_000_000 / frequency.max(1);
+    attr.__bindgen_anon_1.sample_period = period_ns(frequency);
     // SAFETY: attr is a valid perf_event_attr; pid -1 with a cpu means
     // "every task on that CPU"; no group fd, no flags.
     let fd = unsafe {
@@ -46,6 +46,14 @@ pub fn open_cpu_clock(cpu: i32, frequency: u64) -> io::Result<OwnedFd> {
     // SAFETY: the kernel returned a fresh fd that nothing else owns.
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
+
+/// The cpu-clock period, in nanoseconds, of `frequency` samples a second.
+fn period_ns(frequency: u64) -> u64 {
+    1_000_000_000 / frequency.max(1)
+}
+
+// PERF_EVENT_IOC_PERIOD: a new sample period, read from a u64.
+nix::ioctl_write_ptr!(set_sample_period, b'$', 4, u64);
 
 /// A CPU's cpu-clock event with the sampler attached through a link (which
 /// owns the event), and a second descriptor of the event to read its count.
@@ -83,6 +91,18 @@ impl CpuEvent {
             counter,
             last_count: 0,
         }))
+    }
+
+    /// Samples `frequency_hz` times a second from now on. The event, its
+    /// link and the program stay as they are, so a change of frequency
+    /// loads nothing and the kernel's symbols do not change.
+    pub fn set_frequency(&self, frequency_hz: u64) -> Result<(), KernelError> {
+        let period = period_ns(frequency_hz);
+        // SAFETY: `counter` is a descriptor of this perf event, and the
+        // ioctl reads one u64 from `period`, which outlives the call.
+        unsafe { set_sample_period(self.counter.as_raw_fd(), &period) }
+            .map_err(|e| KernelError::Perf(format!("setting the sample period: {e}")))?;
+        Ok(())
     }
 
     /// Whether the event's clock moved since the last look: a live

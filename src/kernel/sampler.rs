@@ -147,6 +147,9 @@ pub struct Sampler<'obj> {
     online: String,
     transport: Transport,
     frequency_hz: u64,
+    /// The frequency the buffer was sized for: [`Sampler::retune`] goes
+    /// no higher.
+    capacity_hz: u64,
     buffer_bytes: u64,
     samples: u64,
     ctl: Mapping,
@@ -236,6 +239,7 @@ impl<'obj> Sampler<'obj> {
             online: String::new(),
             transport: config.transport,
             frequency_hz: config.frequency_hz,
+            capacity_hz: config.frequency_hz,
             buffer_bytes,
             samples: 0,
             ctl,
@@ -279,6 +283,23 @@ impl<'obj> Sampler<'obj> {
 
     pub fn frequency_hz(&self) -> u64 {
         self.frequency_hz
+    }
+
+    /// Samples at `hz` from now on, in place, if the buffer (sized for the
+    /// frequency the sampler was loaded at) holds a drain period's samples
+    /// at `hz`; `false` if it does not, and the caller loads a sampler
+    /// sized for `hz`. In place is what the budget's steps need: a new
+    /// sampler is a new program id, which makes the symbolizer read all of
+    /// /proc/kallsyms again.
+    pub fn retune(&mut self, hz: u64) -> Result<bool, KernelError> {
+        if hz > self.capacity_hz {
+            return Ok(false);
+        }
+        for event in self.events.iter().flatten() {
+            event.set_frequency(hz)?;
+        }
+        self.frequency_hz = hz;
+        Ok(true)
     }
 
     pub fn buffer_bytes(&self) -> u64 {

@@ -305,7 +305,7 @@ impl Budget {
     }
 
     /// The knobs turned since `before`, each once, in the order the live
-    /// source carries them out (the sampler last: it is replaced).
+    /// source carries them out (the sampler last).
     fn turned_since(&self, before: (Tier, Option<u64>, bool, Option<f64>)) -> Vec<Knob> {
         let (tier, hz, attribution_off, sketch) = before;
         let mut turned = Vec::new();

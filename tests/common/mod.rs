@@ -484,6 +484,16 @@ pub fn proc_interrupts_hooked() -> u64 {
         .sum()
 }
 
+/// Runs of the loaded BPF program named `name` (kernel-truncated) that
+/// the kernel counted while its run-time statistics were on.
+pub fn program_runs(name: &str) -> u64 {
+    bpftool_json("prog")
+        .iter()
+        .filter(|p| p["name"].as_str() == Some(name))
+        .filter_map(|p| p["run_cnt"].as_u64())
+        .sum()
+}
+
 fn bpftool_json(object: &str) -> Vec<Value> {
     let out = Command::new("bpftool")
         .args([object, "show", "--json"])
@@ -493,7 +503,7 @@ fn bpftool_json(object: &str) -> Vec<Value> {
 }
 
 /// Ids of the BPF programs named netto_* (kernel-truncated) loaded now.
-fn netto_program_ids() -> Vec<u64> {
+pub fn netto_program_ids() -> Vec<u64> {
     bpftool_json("prog")
         .iter()
         .filter(|p| p["name"].as_str().is_some_and(|n| n.starts_with("netto_")))

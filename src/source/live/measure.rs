@@ -1,7 +1,8 @@
 //! The interval loop of a live run: waits for the end of each interval
 //! (or a request), drains the sampler, and delivers the interval's
 //! snapshot; between two intervals it puts in force what
-//! [`Changes`] decided, replacing the sampler when the frequency changes.
+//! [`Changes`] decided, retuning the sampler when the frequency changes
+//! (replacing it only above what its buffer holds).
 
 use std::mem::MaybeUninit;
 use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
@@ -128,8 +129,8 @@ impl<'c, 'a, 'obj> Measure<'c, 'a, 'obj> {
     }
 
     /// Delivers snapshots until the run ends, starting with `first` as the
-    /// sampler and replacing it whenever the frequency changes (its buffer
-    /// is sized for the frequency); the interval goes on meanwhile.
+    /// sampler and replacing it whenever the frequency rises above what its
+    /// buffer was sized for; the interval goes on meanwhile.
     pub fn run(
         &mut self,
         accounting: &Accounting<'_>,
@@ -185,7 +186,10 @@ impl<'c, 'a, 'obj> Measure<'c, 'a, 'obj> {
             match wake {
                 Wake::Frequency(hz) => {
                     let now = self.changes.frequency_asked(hz, self.accounting.tier());
-                    let replaced = now.and_then(|hz| self.replace_sampler(sampler.as_deref(), hz));
+                    let replaced = match now {
+                        Some(hz) => self.retune_or_replace(sampler.as_deref_mut(), hz)?,
+                        None => None,
+                    };
                     if let Some(next) = replaced {
                         return Ok(next);
                     }
@@ -207,7 +211,7 @@ impl<'c, 'a, 'obj> Measure<'c, 'a, 'obj> {
                     self.changes.interval_ended();
                     self.switch_tier(sampler.as_deref())?;
                     self.calibrate_if_due(sampler.as_deref())?;
-                    if let Some(next) = self.turn(sampler.as_deref())? {
+                    if let Some(next) = self.turn(sampler.as_deref_mut())? {
                         return Ok(next);
                     }
                 }
@@ -217,8 +221,8 @@ impl<'c, 'a, 'obj> Measure<'c, 'a, 'obj> {
     }
 
     /// Turns the knobs [`Changes`] holds, between two intervals, all at
-    /// once; the sampler, if its frequency changes, is replaced last.
-    fn turn(&mut self, sampler: Option<&Sampler<'_>>) -> Result<Option<Next>> {
+    /// once; the sampler's frequency last.
+    fn turn(&mut self, sampler: Option<&mut Sampler<'_>>) -> Result<Option<Next>> {
         let mut hz = None;
         for knob in std::mem::take(&mut self.changes.next_knobs) {
             match knob {
@@ -231,22 +235,35 @@ impl<'c, 'a, 'obj> Measure<'c, 'a, 'obj> {
                 }
                 Knob::Tier(tier, to) => {
                     self.changes.next_tier = Some(tier);
-                    self.switch_tier(sampler)?;
+                    self.switch_tier(sampler.as_deref())?;
                     hz = Some(to);
                 }
             }
         }
-        Ok(hz.and_then(|hz| self.replace_sampler(sampler, hz)))
+        match hz {
+            Some(hz) => self.retune_or_replace(sampler, hz),
+            None => Ok(None),
+        }
     }
 
-    /// Hands the sampler's counts to the interval and asks for one at `hz`,
-    /// unless it samples at `hz` already.
-    fn replace_sampler(&mut self, sampler: Option<&Sampler<'_>>, hz: u64) -> Option<Next> {
-        let sampler = sampler.filter(|s| s.frequency_hz() != hz)?;
+    /// Samples at `hz` from now on: in place when the sampler's buffer
+    /// holds that rate, else by handing its counts to the interval and
+    /// asking for a sampler sized for `hz`.
+    fn retune_or_replace(
+        &mut self,
+        sampler: Option<&mut Sampler<'_>>,
+        hz: u64,
+    ) -> Result<Option<Next>> {
+        let Some(sampler) = sampler.filter(|s| s.frequency_hz() != hz) else {
+            return Ok(None);
+        };
+        if sampler.retune(hz)? {
+            return Ok(None);
+        }
         let counters = sampler.counters();
         self.retired = self.retired + (counters - self.base);
         self.base = SamplerCounters::default();
-        Some(Next::Frequency(hz))
+        Ok(Some(Next::Frequency(hz)))
     }
 
     /// Sleeps until `deadline` unless told something first. Blocks on the

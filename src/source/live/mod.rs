@@ -7,7 +7,7 @@
 //! for every command, so each says the same things in the same order:
 //! privileges, backend and statistics; what runs beside the accounting
 //! (the sampler, kernel symbols, the command's companion traffic, the
-//! co-hosted sketch); then the interval loop (`measure`), which replaces
+//! co-hosted sketch); then the interval loop (`measure`), which retunes
 //! the sampler when the frequency changes. What changes between intervals is
 //! decided in `changes`, and what netto's own cost takes from beside the
 //! accounting in `own_cost`, neither touching BPF.

@@ -115,7 +115,8 @@ impl<'obj> Opened<'obj> {
 /// Start-up step 2: what runs beside the accounting, each only if asked
 /// for.
 pub(super) struct Extras<'obj> {
-    /// The first sampler: later ones replace it when the frequency changes.
+    /// The first sampler: a later one replaces it only when the frequency
+    /// rises above what its buffer holds.
     pub sampler: Option<Sampler<'obj>>,
     pub symbolizer: Option<Symbolizer>,
     /// The command's companion traffic, running until the run ends.
