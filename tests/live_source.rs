@@ -13,7 +13,7 @@ use netto::collect::estimate::CALIBRATION_MIN_SAMPLES;
 use netto::kernel::backend::BackendChoice;
 use netto::kernel::sampler::Transport;
 use netto::kernel::stats::StatsGuard;
-use netto::model::{EventKey, GroupBy, Snapshot, Tier};
+use netto::model::{EventKey, GroupBy, Losses, Snapshot, Tier};
 use netto::source::live::{self, LiveConfig, StackSampling, Traffic};
 use netto::workload::traffic::each_call::Loopback;
 
@@ -44,8 +44,13 @@ fn frequency_changes_while_running_and_everything_unloads() {
     let first = next();
     assert_eq!(first.sampling.as_ref().unwrap().frequency_hz, 200);
     assert!((first.interval_s - 0.3).abs() < 0.1, "{}", first.interval_s);
-    // Nothing lost at 200 Hz on an ordinary run.
-    assert!(!first.losses.any(), "{:?}", first.losses);
+    // Nothing lost at 200 Hz on an ordinary run (samples a virtual CPU
+    // missed while its host did not run it are the host's).
+    let lost = Losses {
+        missed_samples: 0,
+        ..first.losses
+    };
+    assert!(!lost.any(), "{:?}", first.losses);
 
     source
         .controller()
@@ -119,6 +124,44 @@ fn a_lower_frequency_retunes_the_sampler_in_place() {
         "fired {at_1000:.0}/s at 1000 Hz, {at_100:.0}/s at 100 Hz: {ratio:.1}x"
     );
     source.finish().expect("the source ends cleanly");
+}
+
+/// Samples the CPUs' clocks were due for that the sampler never ran for are
+/// counted, and on an ordinary run they are few: time the host did not run
+/// the virtual CPUs, whose clocks count on meanwhile. This machine and CI's
+/// are virtual and do not always report that as steal, and once a run at
+/// 1000 Hz missed over a third while four builds ran, so the bound is
+/// loose: half, which a unit error in the count (ns against periods) or a
+/// missing CPU would pass by far. At 10 kHz some are always missed here.
+/// Perf's own throttling could not be provoked for a test on this kernel
+/// (journal 2026-11-29-losses-no-counter-recorded).
+#[test]
+fn samples_the_clocks_were_due_for_and_never_taken_are_counted() {
+    let missed_over = |hz: u64| {
+        let source = start(config(BackendChoice::Auto, 300, Some(hz)));
+        let snaps: Vec<Snapshot> = (0..5)
+            .map(|_| {
+                source
+                    .snapshots
+                    .recv_timeout(Duration::from_secs(5))
+                    .expect("a snapshot per interval")
+            })
+            .collect();
+        source.finish().expect("the source ends cleanly");
+        let missed: u64 = snaps.iter().map(|s| s.losses.missed_samples).sum();
+        let seconds: f64 = snaps.iter().map(|s| s.interval_s).sum();
+        let due = hz as f64 * seconds * snaps[0].cpus as f64;
+        eprintln!("{hz} Hz: {missed} of {due:.0} samples missed");
+        missed as f64 / due
+    };
+    let share = missed_over(1000);
+    assert!(share < 0.5, "{share:.4} of the samples missed at 1000 Hz");
+    // Ten times the samples: a virtual CPU's pauses reach the slack.
+    let share = missed_over(10_000);
+    assert!(
+        share > 0.0 && share < 0.5,
+        "{share:.4} of the samples missed at 10 kHz"
+    );
 }
 
 /// Attribution is a knob: `Control::SetAttribution` detaches its delivery

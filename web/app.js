@@ -35,6 +35,8 @@ const WORDS = {
   recursion: "runs of netto's programs the kernel skipped because the program was already running on that CPU: transitions or samples not seen",
   sampleHalves: "halves of the sample buffer given up because a writer was still inside when netto read it; their samples count as dropped",
   attributions: "parts of an event's time that could not go to their group because its map was full or busy: they count as unattributed",
+  missedSamples: "stack samples the CPU clocks were due for that never ran: perf throttled sampling (kernel.perf_event_max_sample_rate), the kernel skipped it, or a virtual CPU was not running; estimates from samples read low by as much",
+  unsampledCpus: "online CPUs perf would not sample yet (a CPU coming up): netto asks again at every drain",
 };
 // What a group's id is, by --by: as GroupBy::id_name in
 // src/model/attribution.rs says it (a test holds the two together).
@@ -64,6 +66,8 @@ const MEANINGS = {
   "lost BPF runs": WORDS.recursion,
   "lost sample halves": WORDS.sampleHalves,
   "lost attributions": WORDS.attributions,
+  "missed samples": WORDS.missedSamples,
+  "unsampled CPUs": WORDS.unsampledCpus,
 };
 
 const view = {
@@ -436,6 +440,12 @@ function renderOverhead(s) {
   );
   if (s.sampling && s.sampling.transport === "mmap") {
     rows.push([named("lost sample halves"), fmtInt(losses.dropped_halves || 0)]);
+  }
+  if (s.sampling) {
+    rows.push(
+      [named("missed samples"), fmtInt(losses.missed_samples || 0)],
+      [named("unsampled CPUs"), fmtInt(losses.unsampled_cpus || 0)],
+    );
   }
   if (s.attribution) {
     rows.push([named("lost attributions"), fmtInt(losses.attribution_misses || 0)]);

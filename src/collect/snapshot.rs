@@ -194,6 +194,7 @@ pub fn build(
                 .iter()
                 .map(|(p, c)| c.attr.misses.saturating_sub(p.attr.misses))
                 .sum(),
+            ..Losses::default()
         },
         attribution: None,
         budget: None,
@@ -498,6 +499,7 @@ mod tests {
                 recursion_misses: 1 + 4,
                 dropped_halves: 0,
                 attribution_misses: 0,
+                ..Losses::default()
             }
         );
         assert!(snap.overhead.programs.is_empty());

@@ -221,20 +221,7 @@ impl<'obj> Accounting<'obj> {
 
     /// The cumulative per-CPU records, index = CPU.
     pub fn read_cpus(&self) -> Result<Vec<netto_cpu>, KernelError> {
-        let values = self
-            .skel
-            .maps
-            .cpus
-            .lookup_percpu(&0u32.to_ne_bytes(), MapFlags::ANY)
-            .map_err(|source| KernelError::Map {
-                map: "cpus",
-                source,
-            })?
-            .unwrap_or_default();
-        Ok(values
-            .iter()
-            .map(|bytes| read_from::<netto_cpu>(bytes).unwrap_or_default())
-            .collect())
+        cpu_records(&self.skel.maps.cpus)
     }
 
     /// Cumulative run-time statistics and recursion misses of each attached
@@ -396,6 +383,22 @@ fn choose_programs(
         functions.check_complete()?;
     }
     Ok(functions)
+}
+
+/// The per-CPU records in `map` (the accounting's `cpus`, which the sampler
+/// shares), index = CPU.
+pub(super) fn cpu_records(map: &impl MapCore) -> Result<Vec<netto_cpu>, KernelError> {
+    let values = map
+        .lookup_percpu(&0u32.to_ne_bytes(), MapFlags::ANY)
+        .map_err(|source| KernelError::Map {
+            map: "cpus",
+            source,
+        })?
+        .unwrap_or_default();
+    Ok(values
+        .iter()
+        .map(|bytes| read_from::<netto_cpu>(bytes).unwrap_or_default())
+        .collect())
 }
 
 /// A libbpf error while loading the accounting.

@@ -57,19 +57,30 @@ nix::ioctl_write_ptr!(set_sample_period, b'$', 4, u64);
 
 /// A CPU's cpu-clock event with the sampler attached through a link (which
 /// owns the event), and a second descriptor of the event to read its count.
+/// The count is the clock's nanoseconds, which go on while perf throttles
+/// the event: divided by the period, it says how many samples were due.
 pub struct CpuEvent {
     _link: Link,
     counter: OwnedFd,
     last_count: u64,
+    period_ns: u64,
+    /// Samples due under earlier periods, and the count when the period in
+    /// force began.
+    due_before: f64,
+    count_at_period: u64,
+    /// The sampler's runs on this CPU when the event was attached.
+    runs_at_attach: u64,
 }
 
 impl CpuEvent {
-    /// Attaches `program` to a new event on `cpu`; `None` if the CPU went
-    /// offline in the meantime.
+    /// Attaches `program` to a new event on `cpu`, which the sampler had
+    /// run on `runs` times before; `None` if perf does not have the CPU
+    /// (offline, or still coming up).
     pub fn attach(
         program: &ProgramMut<'_>,
         cpu: usize,
         frequency_hz: u64,
+        runs: u64,
     ) -> Result<Option<CpuEvent>, KernelError> {
         let cpu = i32::try_from(cpu).expect("CPU numbers are small");
         let fd = match open_cpu_clock(cpu, frequency_hz) {
@@ -90,35 +101,66 @@ impl CpuEvent {
             _link: link,
             counter,
             last_count: 0,
+            period_ns: period_ns(frequency_hz),
+            due_before: 0.0,
+            count_at_period: 0,
+            runs_at_attach: runs,
         }))
+    }
+
+    /// The clock's count, in nanoseconds.
+    fn count(&self) -> Option<u64> {
+        let mut count = 0u64;
+        // SAFETY: reads one u64 (the default read format) into `count`.
+        let n = unsafe {
+            libc::read(
+                self.counter.as_raw_fd(),
+                (&raw mut count).cast(),
+                size_of::<u64>(),
+            )
+        };
+        (n == size_of::<u64>() as isize).then_some(count)
+    }
+
+    /// Samples due since the event was attached, at the count `count`.
+    fn due(&self, count: u64) -> f64 {
+        self.due_before + count.saturating_sub(self.count_at_period) as f64 / self.period_ns as f64
+    }
+
+    /// Samples due on this CPU that the sampler did not run for, given its
+    /// runs there now: perf throttled the event, or the kernel skipped the
+    /// program while another BPF program ran. Up to a sample or two of it
+    /// is the two readings' timing, not a loss.
+    pub fn shortfall(&self, runs: u64) -> f64 {
+        let Some(count) = self.count() else {
+            return 0.0;
+        };
+        self.due(count) - runs.saturating_sub(self.runs_at_attach) as f64
     }
 
     /// Samples `frequency_hz` times a second from now on. The event, its
     /// link and the program stay as they are, so a change of frequency
     /// loads nothing and the kernel's symbols do not change.
-    pub fn set_frequency(&self, frequency_hz: u64) -> Result<(), KernelError> {
+    pub fn set_frequency(&mut self, frequency_hz: u64) -> Result<(), KernelError> {
+        if let Some(count) = self.count() {
+            self.due_before = self.due(count);
+            self.count_at_period = count;
+        }
         let period = period_ns(frequency_hz);
         // SAFETY: `counter` is a descriptor of this perf event, and the
         // ioctl reads one u64 from `period`, which outlives the call.
         unsafe { set_sample_period(self.counter.as_raw_fd(), &period) }
             .map_err(|e| KernelError::Perf(format!("setting the sample period: {e}")))?;
+        self.period_ns = period;
         Ok(())
     }
 
     /// Whether the event's clock moved since the last look: a live
     /// cpu-clock event counts every nanosecond, idle or not.
     pub fn still_counting(&mut self) -> bool {
-        let mut count = 0u64;
-        // SAFETY: reads one u64 (the default read format) into `count`.
-        let n = unsafe {
-            libc::read(
-                self.counter.as_raw_fd(),
-                (&mut count as *mut u64).cast(),
-                size_of::<u64>(),
-            )
-        };
-        let moved = n == size_of::<u64>() as isize && count != self.last_count;
-        self.last_count = count;
+        let count = self.count();
+        let moved = count.is_some_and(|c| c != self.last_count);
+        self.last_count = count.unwrap_or(0);
         moved
     }
 }

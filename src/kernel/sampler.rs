@@ -2,7 +2,7 @@
 //! which keeps kernel stacks taken in network context. This module loads
 //! it, sizes its buffer, and drains samples through either transport.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::io;
 use std::mem::MaybeUninit;
 use std::os::fd::AsFd;
@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use libbpf_rs::{OpenObject, RingBuffer, RingBufferBuilder};
 
-use super::accounting::Accounting;
+use super::accounting::{cpu_records, Accounting};
 use super::attribution::Key;
 use super::mmap::Mapping;
 use super::perf::CpuEvent;
@@ -21,7 +21,8 @@ use super::skel::sample::{SampleSkel, SampleSkelBuilder};
 use super::stats;
 use super::KernelError;
 use crate::abi::{
-    netto_sample, netto_sample_context, netto_sample_ctl, netto_tier, netto_transport, read_from,
+    netto_hook, netto_sample, netto_sample_context, netto_sample_ctl, netto_tier, netto_transport,
+    read_from,
 };
 use crate::model::{SampleContext, Tier};
 
@@ -34,6 +35,10 @@ pub const MAX_BUFFER_BYTES: u64 = 64 << 20;
 /// Room for this many drain periods' worth of samples per half, so a late
 /// drain does not drop.
 const HEADROOM: u64 = 2;
+/// Samples per CPU by which the runs counted may trail the samples due
+/// without a loss: the clock's count and the runs are read one after the
+/// other, and a sample is due only once its whole period has passed.
+pub const TIMING_SLACK: f64 = 2.0;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Transport {
@@ -105,6 +110,10 @@ pub struct SamplerCounters {
     /// on, for netto's own cost.
     pub measured_runs: u64,
     pub measured_ns: u64,
+    /// Samples the CPUs' clocks were due for that the program never ran
+    /// for (perf throttling, or the kernel skipping it), beyond
+    /// [`TIMING_SLACK`] per CPU.
+    pub missed: u64,
 }
 
 impl SamplerCounters {
@@ -118,6 +127,7 @@ impl SamplerCounters {
             recursion_misses: op(self.recursion_misses, other.recursion_misses),
             measured_runs: op(self.measured_runs, other.measured_runs),
             measured_ns: op(self.measured_ns, other.measured_ns),
+            missed: op(self.missed, other.missed),
         }
     }
 }
@@ -145,6 +155,10 @@ pub struct Sampler<'obj> {
     events: Vec<Option<CpuEvent>>,
     /// The online CPUs as last seen (`/sys/devices/system/cpu/online`).
     online: String,
+    online_cpus: Vec<usize>,
+    /// Samples missed on events since dropped, and the most reported.
+    missed_before: u64,
+    missed_reported: Cell<u64>,
     transport: Transport,
     frequency_hz: u64,
     /// The frequency the buffer was sized for: [`Sampler::retune`] goes
@@ -237,6 +251,9 @@ impl<'obj> Sampler<'obj> {
         let mut sampler = Sampler {
             events: Vec::new(),
             online: String::new(),
+            online_cpus: Vec::new(),
+            missed_before: 0,
+            missed_reported: Cell::new(0),
             transport: config.transport,
             frequency_hz: config.frequency_hz,
             capacity_hz: config.frequency_hz,
@@ -295,7 +312,7 @@ impl<'obj> Sampler<'obj> {
         if hz > self.capacity_hz {
             return Ok(false);
         }
-        for event in self.events.iter().flatten() {
+        for event in self.events.iter_mut().flatten() {
             event.set_frequency(hz)?;
         }
         self.frequency_hz = hz;
@@ -317,25 +334,70 @@ impl<'obj> Sampler<'obj> {
         let online = std::fs::read_to_string(ONLINE_CPUS)
             .map_err(|e| KernelError::Perf(format!("{ONLINE_CPUS}: {e}")))?;
         if online != self.online {
-            let online_cpus = parse_cpu_list(online.trim()).ok_or_else(|| {
+            self.online_cpus = parse_cpu_list(online.trim()).ok_or_else(|| {
                 KernelError::Perf(format!("{ONLINE_CPUS}: unreadable list {online:?}"))
             })?;
-            for (cpu, event) in self.events.iter_mut().enumerate() {
-                if !online_cpus.contains(&cpu) {
-                    *event = None;
-                } else if event.is_none() {
-                    *event =
-                        CpuEvent::attach(&self.skel.progs.netto_sample, cpu, self.frequency_hz)?;
-                }
-            }
             self.online = online;
         }
-        for (cpu, event) in self.events.iter_mut().enumerate() {
-            if event.as_mut().is_some_and(|e| !e.still_counting()) {
-                *event = CpuEvent::attach(&self.skel.progs.netto_sample, cpu, self.frequency_hz)?;
+        let mut runs = None;
+        for cpu in 0..self.events.len() {
+            let online = self.online_cpus.contains(&cpu);
+            if online
+                && self.events[cpu]
+                    .as_mut()
+                    .is_some_and(CpuEvent::still_counting)
+            {
+                continue;
+            }
+            if self.events[cpu].is_none() && !online {
+                continue;
+            }
+            let runs = match &runs {
+                Some(runs) => runs,
+                None => runs.insert(self.sample_runs()?),
+            };
+            let ran = runs.get(cpu).copied().unwrap_or(0);
+            if let Some(gone) = self.events[cpu].take() {
+                self.missed_before += beyond_slack(gone.shortfall(ran));
+            }
+            // Also a CPU perf refused before (ENODEV while it came up):
+            // asked again at every drain until it has an event.
+            if online {
+                self.events[cpu] =
+                    CpuEvent::attach(&self.skel.progs.netto_sample, cpu, self.frequency_hz, ran)?;
             }
         }
         Ok(())
+    }
+
+    /// Online CPUs without an event: perf would not sample them yet.
+    pub fn unsampled_cpus(&self) -> u64 {
+        self.online_cpus
+            .iter()
+            .filter(|&&cpu| self.events.get(cpu).is_some_and(Option::is_none))
+            .count() as u64
+    }
+
+    /// Stops sampling and hands what the buffer holds to `each`: before a
+    /// sampler is replaced, so that no sample taken meanwhile is lost.
+    pub fn retire(&mut self, each: impl FnMut(RawSample<'_>)) -> Result<(), KernelError> {
+        let runs = self.sample_runs()?;
+        for (cpu, event) in self.events.iter_mut().enumerate() {
+            if let Some(gone) = event.take() {
+                self.missed_before +=
+                    beyond_slack(gone.shortfall(runs.get(cpu).copied().unwrap_or(0)));
+            }
+        }
+        self.drain(each)
+    }
+
+    /// The program's runs on each CPU so far (the accounting's per-CPU
+    /// records, index = CPU).
+    fn sample_runs(&self) -> Result<Vec<u64>, KernelError> {
+        Ok(cpu_records(&self.skel.maps.cpus)?
+            .iter()
+            .map(|c| c.hook_runs[netto_hook::NETTO_HOOK_SAMPLE as usize])
+            .collect())
     }
 
     /// Hands every sample taken since the last drain to `each`.
@@ -381,8 +443,32 @@ impl<'obj> Sampler<'obj> {
             recursion_misses: run.recursion_misses,
             measured_runs: run.run_count,
             measured_ns: run.run_time_ns,
+            missed: self.missed(),
         }
     }
+}
+
+impl Sampler<'_> {
+    /// Samples missed so far, never fewer than last reported (the live
+    /// events' shortfall moves with the timing of its two readings).
+    fn missed(&self) -> u64 {
+        let runs = self.sample_runs().unwrap_or_default();
+        let live: u64 = self
+            .events
+            .iter()
+            .enumerate()
+            .filter_map(|(cpu, event)| Some(event.as_ref()?.shortfall(*runs.get(cpu)?)))
+            .map(beyond_slack)
+            .sum();
+        let missed = self.missed_reported.get().max(self.missed_before + live);
+        self.missed_reported.set(missed);
+        missed
+    }
+}
+
+/// A CPU's shortfall of samples beyond [`TIMING_SLACK`].
+fn beyond_slack(shortfall: f64) -> u64 {
+    (shortfall - TIMING_SLACK).max(0.0).floor() as u64
 }
 
 /// A libbpf error around the ring buffer transport.

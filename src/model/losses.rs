@@ -23,6 +23,20 @@ pub struct Losses {
     /// `attribution.unattributed`. Absent from recordings before it existed.
     #[serde(default)]
     pub attribution_misses: u64,
+    /// Stack samples the CPUs' clocks were due for that the sampler never
+    /// ran for: perf throttled its events (`kernel.perf_event_max_sample_rate`
+    /// under the asked frequency, or perf interrupts that took too long),
+    /// the kernel skipped the program while another BPF program ran on
+    /// that CPU, or a virtual CPU was not running when its timer was due.
+    /// Estimates from samples read low by as much. Absent from recordings
+    /// before it existed.
+    #[serde(default)]
+    pub missed_samples: u64,
+    /// Online CPUs the sampler had no perf event on at the interval's end
+    /// (perf answers ENODEV for a CPU still coming up); netto asks again
+    /// at every drain. Absent from recordings before it existed.
+    #[serde(default)]
+    pub unsampled_cpus: u64,
 }
 
 /// The losses of several intervals together.
@@ -33,6 +47,8 @@ impl std::iter::Sum for Losses {
             recursion_misses: a.recursion_misses + b.recursion_misses,
             dropped_halves: a.dropped_halves + b.dropped_halves,
             attribution_misses: a.attribution_misses + b.attribution_misses,
+            missed_samples: a.missed_samples + b.missed_samples,
+            unsampled_cpus: a.unsampled_cpus + b.unsampled_cpus,
         })
     }
 }
@@ -51,7 +67,7 @@ pub struct LossKind {
 
 impl Losses {
     /// Every kind of loss: the table stat, top and serve show.
-    pub const KINDS: [LossKind; 4] = [
+    pub const KINDS: [LossKind; 6] = [
         LossKind {
             name: "task_storage_failures",
             short: "task windows",
@@ -79,6 +95,21 @@ impl Losses {
             meaning: "parts of an event's time that could not go to their group because its map \
                       was full or busy: they count as unattributed",
             count: |l| l.attribution_misses,
+        },
+        LossKind {
+            name: "missed_samples",
+            short: "samples missed",
+            meaning: "stack samples the CPU clocks were due for that never ran: perf throttled \
+                      sampling (kernel.perf_event_max_sample_rate), the kernel skipped it, or a \
+                      virtual CPU was not running; estimates from samples read low by as much",
+            count: |l| l.missed_samples,
+        },
+        LossKind {
+            name: "unsampled_cpus",
+            short: "CPUs unsampled",
+            meaning: "online CPUs perf would not sample yet (a CPU coming up): netto asks again \
+                      at every drain",
+            count: |l| l.unsampled_cpus,
         },
     ];
 

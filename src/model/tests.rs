@@ -45,6 +45,8 @@ fn loss_kinds_are_the_json_fields() {
         recursion_misses: 2,
         dropped_halves: 3,
         attribution_misses: 4,
+        missed_samples: 5,
+        unsampled_cpus: 6,
     };
     let json = serde_json::to_value(losses).unwrap();
     let fields = json.as_object().unwrap();
@@ -63,9 +65,11 @@ fn loss_kinds_are_the_json_fields() {
             total.task_storage_failures,
             total.recursion_misses,
             total.dropped_halves,
-            total.attribution_misses
+            total.attribution_misses,
+            total.missed_samples,
+            total.unsampled_cpus
         ),
-        (1, 9, 3, 4)
+        (1, 9, 3, 4, 5, 6)
     );
 }
 

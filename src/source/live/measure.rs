@@ -260,6 +260,8 @@ impl<'c, 'a, 'obj> Measure<'c, 'a, 'obj> {
         if sampler.retune(hz)? {
             return Ok(None);
         }
+        let folder = &mut self.folder;
+        sampler.retire(|s| folder.add(s.cpu, s.context, s.group, s.frames))?;
         let counters = sampler.counters();
         self.retired = self.retired + (counters - self.base);
         self.base = SamplerCounters::default();
@@ -418,6 +420,8 @@ impl<'c, 'a, 'obj> Measure<'c, 'a, 'obj> {
                 buffer_bytes: sampler.buffer_bytes(),
             });
             snapshot.losses.dropped_halves = counted.dropped_halves;
+            snapshot.losses.missed_samples = counted.missed;
+            snapshot.losses.unsampled_cpus = sampler.unsampled_cpus();
             snapshot.losses.recursion_misses += counted.recursion_misses;
             self.calibrator.observe(&snapshot);
             self.calibrator.apply(&mut snapshot);

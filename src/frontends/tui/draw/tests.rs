@@ -623,15 +623,11 @@ fn the_words_page_explains_the_jargon() {
     }
     // At 80x24 the page scrolls to its last line, and no further.
     let small = screen(&app, 80, 24).join("\n");
-    assert!(!small.contains("lost ... attributions:"), "{small}");
+    assert!(!small.contains("lost ... CPUs unsampled:"), "{small}");
     app.help_scroll = 1000;
     let end = screen(&app, 80, 24);
-    line(&end, "lost ... attributions:");
-    assert!(
-        end[22].contains("they count as unattributed"),
-        "{}",
-        end.join("\n")
-    );
+    line(&end, "lost ... CPUs unsampled:");
+    assert!(end[22].contains("at every drain"), "{}", end.join("\n"));
 }
 
 fn with_sketch() -> App {

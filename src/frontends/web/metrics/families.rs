@@ -613,7 +613,9 @@ pub const LOSSES: Family = Family {
     help: "Measurements lost, by kind: task_storage_failures (socket windows of switched-out tasks), \
            recursion_misses (BPF program runs the kernel skipped), dropped_halves (sample buffer halves \
            given up, their samples in netto_samples_dropped_total), attribution_misses (time the \
-           attribution's group map had no room for, left unattributed).",
+           attribution's group map had no room for, left unattributed), missed_samples (stack \
+           samples perf throttled or the kernel skipped), unsampled_cpus (online CPUs perf would not \
+           sample yet, once per interval).",
 };
 
 pub const SAMPLES_DROPPED: Family = Family {
