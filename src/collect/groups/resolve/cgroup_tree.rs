@@ -92,7 +92,7 @@ impl CgroupTree {
     pub(super) fn names(&mut self, ids: &[u64], kubelet: &mut Kubelet) -> Vec<(String, String)> {
         let mut label = |path: &str| {
             let parts = cgroup_names::parts(path);
-            cgroup_names::label(&parts, kubelet.names_for(&parts))
+            cgroup_names::label(&parts, kubelet.names_for(parts.ids()))
         };
         let mut budget = WALK_BUDGET;
         let found: Vec<Found> = ids
