@@ -94,7 +94,7 @@ macro_rules! group_seconds {
     };
 }
 
-pub const PROCESS_SECONDS: Family =
+pub const PID_SECONDS: Family =
     group_seconds!("netto_pid_cpu_seconds_total", PID, "process", "process");
 
 pub const CGROUP_SECONDS: Family = group_seconds!(
@@ -114,7 +114,7 @@ pub const NETNS_SECONDS: Family = group_seconds!(
 /// The family of `by`'s groups.
 pub fn group_seconds(by: GroupBy) -> &'static Family {
     match by {
-        GroupBy::Process => &PROCESS_SECONDS,
+        GroupBy::Process => &PID_SECONDS,
         GroupBy::Cgroup => &CGROUP_SECONDS,
         GroupBy::Netns => &NETNS_SECONDS,
     }
@@ -161,7 +161,7 @@ pub const SAMPLES_SOFTIRQ_LOOP: Family = Family {
            left out of every context.",
 };
 
-pub const PROCESS_CPU_SECONDS: Family = Family {
+pub const NETTO_PROCESS_SECONDS: Family = Family {
     name: "netto_process_cpu_seconds_total",
     kind: Kind::Counter,
     concern: Concern::OwnCost,
@@ -423,7 +423,7 @@ pub const FAMILIES: &[&Family] = &[
     &SOFTIRQ_RUNS,
     &HARDIRQ_SECONDS,
     &TIMER_CALLBACK_SECONDS,
-    &PROCESS_SECONDS,
+    &PID_SECONDS,
     &CGROUP_SECONDS,
     &NETNS_SECONDS,
     &ATTRIBUTION_ON,
@@ -433,7 +433,7 @@ pub const FAMILIES: &[&Family] = &[
     &SAMPLES_SOFTIRQ_LOOP,
     &EBPF_PROGRAM_SECONDS,
     &EBPF_PROGRAM_RUNS,
-    &PROCESS_CPU_SECONDS,
+    &NETTO_PROCESS_SECONDS,
     &SERVING_SECONDS,
     &OWN_SECONDS,
     &OWN_ERROR_SECONDS,
