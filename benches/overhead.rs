@@ -18,7 +18,7 @@
 //! Cost: one more run with statistics on and, on the same hooks, empty
 //! programs and programs doing the least an exact hook does (a per-CPU
 //! lookup, one clock read, one store), so netto's per-run cost is compared
-//! with the floor of running any BPF program there and with the floor of
+//! with the baseline of running any BPF program there and with that of
 //! reading the clock there, measured in the same run.
 //!
 //! Per call: system call loops on CPU 1 (a call that is no socket call, a
@@ -64,7 +64,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use libbpf_rs::skel::{OpenSkel, Skel, SkelBuilder};
-use netto::kernel::skel::floor::FloorSkelBuilder;
+use netto::kernel::skel::baseline::BaselineSkelBuilder;
 use netto::kernel::stats::{run_stats, RunStats, StatsGuard};
 use netto::model::Snapshot;
 use netto::workload::netns::VethPair;
@@ -76,10 +76,10 @@ use table::{load_average, Table};
 const NETTO: &str = env!("CARGO_BIN_EXE_netto");
 const PORT: &str = "5399";
 
-/// netto program -> its hook, as bpf/floor.bpf.c names the programs it
-/// has there: `floor_<hook>`, empty, and `least_<hook>`, the least an exact
+/// netto program -> its hook, as bpf/baseline.bpf.c names the programs it
+/// has there: `baseline_<hook>`, empty, and `least_<hook>`, the least an exact
 /// hook does (a per-CPU lookup, one clock read, one store).
-const FLOORS: &[(&str, &str)] = &[
+const BASELINES: &[(&str, &str)] = &[
     ("netto_softirq_entry", "softirq_entry"),
     ("netto_softirq_exit", "softirq_exit"),
     ("netto_sched_switch", "sched_switch"),
@@ -95,7 +95,7 @@ const FLOORS: &[(&str, &str)] = &[
 
 /// The most netto's per-run cost may be, as a multiple of the empty
 /// program's on the same hook (issue 12).
-const FLOOR_TARGET: f64 = 2.0;
+const BASELINE_TARGET: f64 = 2.0;
 
 /// What runs beside the traffic in one throughput comparison.
 struct Mode {
@@ -568,8 +568,8 @@ enum Column {
 fn call_costs_beside(beside: Column, fds: &CallFds) -> Result<Vec<f64>> {
     go_on()?;
     let mut storage = MaybeUninit::uninit();
-    let floor = FloorSkelBuilder::default().open(&mut storage)?.load()?;
-    let progs = &floor.progs;
+    let baseline = BaselineSkelBuilder::default().open(&mut storage)?.load()?;
+    let progs = &baseline.progs;
     let attach = |progs: &[&libbpf_rs::ProgramMut<'_>]| -> Result<Vec<libbpf_rs::Link>> {
         progs.iter().map(|p| Ok(p.attach()?)).collect()
     };
@@ -582,15 +582,15 @@ fn call_costs_beside(beside: Column, fds: &CallFds) -> Result<Vec<f64>> {
             costs
         }
         Column::RawTracepoints => {
-            let _links = attach(&[&progs.floor_sys_enter, &progs.floor_sys_exit])?;
+            let _links = attach(&[&progs.baseline_sys_enter, &progs.baseline_sys_exit])?;
             call_costs(fds)
         }
         Column::CallEvents => {
             let _links = attach(&[
-                &progs.floor_read_enter,
-                &progs.floor_read_exit,
-                &progs.floor_write_enter,
-                &progs.floor_write_exit,
+                &progs.baseline_read_enter,
+                &progs.baseline_read_exit,
+                &progs.baseline_write_enter,
+                &progs.baseline_write_exit,
             ])?;
             call_costs(fds)
         }
@@ -634,14 +634,14 @@ fn per_call(rounds: u32) -> Result<()> {
     table.publish()
 }
 
-/// The cost run: netto's snapshots and the floor programs' statistics.
+/// The cost run: netto's snapshots and the baseline programs' statistics.
 struct CostRun {
     snapshots: Vec<Snapshot>,
-    floor: BTreeMap<String, RunStats>,
+    baseline: BTreeMap<String, RunStats>,
     gbit: f64,
 }
 
-/// netto stat (with `extra` arguments) with BPF statistics on and the floor
+/// netto stat (with `extra` arguments) with BPF statistics on and the baseline
 /// programs attached.
 fn cost_run(pair: &VethPair, seconds: u32, extra: &[&str]) -> Result<CostRun> {
     go_on()?;
@@ -669,26 +669,26 @@ fn cost_run(pair: &VethPair, seconds: u32, extra: &[&str]) -> Result<CostRun> {
     });
 
     let mut storage = MaybeUninit::uninit();
-    let floor = FloorSkelBuilder::default().open(&mut storage)?.load()?;
+    let baseline = BaselineSkelBuilder::default().open(&mut storage)?.load()?;
     let mut links = Vec::new();
     // The empty programs on netto's own hooks (not the per-call events).
-    for prog in floor
+    for prog in baseline
         .object()
         .progs_mut()
         .filter(|p| p.section().to_string_lossy().starts_with("tp_btf/"))
     {
         links.push(prog.attach()?);
     }
-    let before = floor_stats(&floor);
+    let before = baseline_stats(&baseline);
     let gbit = iperf3(pair, seconds)?;
-    let after = floor_stats(&floor);
+    let after = baseline_stats(&baseline);
     drop(links);
 
     // SAFETY: signalling our own child.
     unsafe { libc::kill(i32::try_from(child.0.id())?, libc::SIGINT) };
     let snapshots = collected.join().expect("reader thread");
     drop(child);
-    let floor = after
+    let baseline = after
         .into_iter()
         .map(|(name, a)| {
             let b = before.get(&name).copied().unwrap_or_default();
@@ -702,12 +702,12 @@ fn cost_run(pair: &VethPair, seconds: u32, extra: &[&str]) -> Result<CostRun> {
         .collect();
     Ok(CostRun {
         snapshots,
-        floor,
+        baseline,
         gbit,
     })
 }
 
-fn floor_stats<'obj>(skel: &impl Skel<'obj>) -> BTreeMap<String, RunStats> {
+fn baseline_stats<'obj>(skel: &impl Skel<'obj>) -> BTreeMap<String, RunStats> {
     skel.object()
         .progs()
         .filter_map(|p| {
@@ -759,20 +759,20 @@ fn report_costs(cost: &CostRun) -> Result<()> {
             "netto above least, ns",
         ],
     )?;
-    let floor_ns = |name: &str| {
-        cost.floor
+    let baseline_ns = |name: &str| {
+        cost.baseline
             .get(name)
             .map_or(f64::NAN, |s| per_run((s.run_count, s.run_time_ns)))
     };
-    for &(program, hook) in FLOORS {
+    for &(program, hook) in BASELINES {
         // A program this kernel did not load (the helpers' twin of
         // sys_enter where direct loads work) has no row.
         let Some(&runs) = programs.get(program) else {
             continue;
         };
         let netto = per_run(runs);
-        let empty = floor_ns(&format!("floor_{hook}"));
-        let least = floor_ns(&format!("least_{hook}"));
+        let empty = baseline_ns(&format!("baseline_{hook}"));
+        let least = baseline_ns(&format!("least_{hook}"));
         table.row(&[
             program.trim_start_matches("netto_").to_owned(),
             format!("{netto:.0}"),
@@ -784,7 +784,7 @@ fn report_costs(cost: &CostRun) -> Result<()> {
         ]);
     }
     println!(
-        "(ratio: to the empty program on the hook, target {FLOOR_TARGET:.0}x; least: a per-CPU \
+        "(ratio: to the empty program on the hook, target {BASELINE_TARGET:.0}x; least: a per-CPU \
          lookup, one clock read and one store on the hook; above least: netto's own logic)"
     );
     table.publish()

@@ -33,7 +33,7 @@ use std::net::{IpAddr, Ipv4Addr};
 use anyhow::{bail, Context, Result};
 use libbpf_rs::skel::{OpenSkel, SkelBuilder};
 use libbpf_rs::{OpenObject, ProgramInput, ProgramMut};
-use netto::kernel::skel::xdp_floor::XdpFloorSkelBuilder;
+use netto::kernel::skel::xdp_baseline::XdpBaselineSkelBuilder;
 use netto::sketch::config::{Geometry, Sampling, DEFAULT_COLUMNS, DEFAULT_ROWS};
 use netto::sketch::packet::frame;
 use netto::sketch::program::Loaded;
@@ -178,7 +178,7 @@ struct Run {
 /// this benchmark took before) let slow drift and the odd preempted test
 /// run move p = 0.01 % and p = 1 % by more than their difference.
 fn measure(
-    floor: &ProgramMut<'_>,
+    baseline: &ProgramMut<'_>,
     variants: &mut [Variant<'_>],
     pool: &[Vec<u8>],
     rounds: usize,
@@ -190,7 +190,7 @@ fn measure(
     let mut rate = vec![Vec::new(); variants.len()];
     for _ in 0..rounds {
         for packet in pool {
-            let base = test_run(floor, None, packet)?;
+            let base = test_run(baseline, None, packet)?;
             noop.push(base);
             for (i, v) in variants.iter_mut().enumerate() {
                 let program = v.loaded.program();
@@ -300,8 +300,10 @@ fn main() -> Result<()> {
     let rounds = env_or("NETTO_BENCH_ROUNDS", 10);
     let pool = pool();
     let mut storage = MaybeUninit::uninit();
-    let floor = XdpFloorSkelBuilder::default().open(&mut storage)?.load()?;
-    let floor_prog = &floor.progs.floor_xdp;
+    let baseline = XdpBaselineSkelBuilder::default()
+        .open(&mut storage)?
+        .load()?;
+    let baseline_prog = &baseline.progs.baseline_xdp;
     println!(
         "netto sketch benchmark: BPF_PROG_TEST_RUN, {FRAME}-byte UDP frames of {FLOWS} flows, \
          {REPEAT} runs per frame, {rounds} interleaved rounds, CPU 0"
@@ -316,7 +318,7 @@ fn main() -> Result<()> {
         .zip([0.0001, 0.01, 0.1, 1.0].map(|p| (rows, columns, p)))
         .map(|(storage, shape)| sketch(storage, shape))
         .collect::<Result<_>>()?;
-    let main_run = measure(floor_prog, &mut main_variants, &pool, rounds)?;
+    let main_run = measure(baseline_prog, &mut main_variants, &pool, rounds)?;
     report(
         "sketch",
         "sampling probability (default geometry)",
@@ -360,7 +362,7 @@ fn main() -> Result<()> {
         )
         .map(|(storage, shape)| sketch(storage, shape))
         .collect::<Result<_>>()?;
-    let shape_run = measure(floor_prog, &mut shape_variants, &pool, rounds)?;
+    let shape_run = measure(baseline_prog, &mut shape_variants, &pool, rounds)?;
     report(
         "sketch-geometry",
         "rows and columns",

@@ -16,13 +16,8 @@ use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{exit_within, Guarded, NETTO};
+use common::{exit_within, Guarded, NETTO, RECORDING};
 use netto::model::Recording;
-
-const RECORDING: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/tests/fixtures/recordings/demo.json"
-);
 
 /// netto with `args`, in `dir`; fails the test if it has not exited within
 /// 20 s (a FIFO that blocks it must fail the test, not hang it).
@@ -196,7 +191,7 @@ fn dash_is_standard_output_in_every_format() {
     let json = report_to(dir.path(), "-", &["--format", "json"]);
     assert!(json.status.success(), "{}", stderr_of(&json));
     let recording: Recording = serde_json::from_slice(&json.stdout).unwrap();
-    let fixture: Recording = serde_json::from_str(&fs::read_to_string(RECORDING).unwrap()).unwrap();
+    let fixture = common::recording();
     assert_eq!(recording.snapshots.len(), fixture.snapshots.len());
 
     let pprof = report_to(dir.path(), "-", &["--format", "pprof"]);

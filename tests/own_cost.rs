@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use common::*;
 use libbpf_rs::skel::{OpenSkel, SkelBuilder};
-use netto::kernel::skel::floor::FloorSkelBuilder;
+use netto::kernel::skel::baseline::BaselineSkelBuilder;
 use netto::kernel::stats::{run_stats, StatsGuard};
 use netto::model::{percent, BudgetChange, BudgetStatus, EventKey, Recording, Snapshot, Tier};
 use netto::source::budget::SKETCH_FLOOR;
@@ -62,14 +62,14 @@ fn statistics_are_held_for_a_slice_and_the_bpf_part_is_an_estimate() {
     // counts runs only while they are (the sysctl does not show the
     // fd-held switch).
     let mut storage = MaybeUninit::uninit();
-    let floor = FloorSkelBuilder::default()
+    let baseline = BaselineSkelBuilder::default()
         .open(&mut storage)
         .unwrap()
         .load()
         .unwrap();
-    let _link = floor.progs.floor_sys_enter.attach().unwrap();
+    let _link = baseline.progs.baseline_sys_enter.attach().unwrap();
     let runs = || {
-        run_stats(floor.progs.floor_sys_enter.as_fd())
+        run_stats(baseline.progs.baseline_sys_enter.as_fd())
             .unwrap()
             .run_count
     };

@@ -195,14 +195,8 @@ fn prepare(run: &RunArgs) -> Result<(), Failure> {
     if let Some(name) = &run.name {
         let name = std::ffi::CString::new(name.as_str())
             .map_err(|_| Failure::Usage("--name cannot hold a NUL byte".into()))?;
-        // SAFETY: PR_SET_NAME reads a NUL-terminated string of which the
-        // kernel keeps the first 15 bytes.
-        if unsafe { libc::prctl(libc::PR_SET_NAME, name.as_ptr()) } != 0 {
-            return Err(Failure::Run(format!(
-                "cannot set the name: {}",
-                io::Error::last_os_error()
-            )));
-        }
+        nix::sys::prctl::set_name(&name)
+            .map_err(|e| Failure::Run(format!("cannot set the name: {e}")))?;
     }
     pin(run.cpu)
 }

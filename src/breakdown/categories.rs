@@ -23,15 +23,14 @@
 //! BPF programs appear under their own name, which no row can know, so
 //! they inherit the stage of the kernel function that ran them
 //! (`do_xdp_generic`, `veth_xdp_rcv_skb`, `tcf_classify`, ...); netto's own
-//! sketch is the exception, known by name.
+//! sketch is the exception, known by name. `lookup.rs` indexes the tables
+//! and looks frames up in them.
 
-use std::collections::HashMap;
-use std::sync::OnceLock;
+mod lookup;
 
 use super::Category::{self, *};
 use crate::model::SampleContext;
-use crate::symbols::kallsyms::normalize_name;
-use crate::symbols::symbolizer::FastState;
+pub use lookup::{action, hook, is_skid};
 
 /// How a row recognises a function name.
 #[derive(Debug, Clone, Copy)]
@@ -524,158 +523,5 @@ pub static SKID: &[Pattern] = &[
     Exact("finish_task_switch"),
 ];
 
-/// Whether `frame` is one of the [`SKID`] functions.
-pub fn is_skid(frame: &str) -> bool {
-    let name = normalize_name(frame);
-    SKID.iter().any(|pattern| pattern.matches(name))
-}
-
-/// [`RULES`] and [`HOOKS`] indexed for lookup. An unmatched frame (most
-/// leaf helpers) is tested against every pattern, so prefixes are
-/// bucketed by their first byte and only a bucket is scanned.
-struct Matcher {
-    exact: HashMap<&'static str, Action, FastState>,
-    /// Prefix rows by first byte, each bucket in table order.
-    prefixes: Vec<Vec<(usize, &'static str, Action)>>,
-    /// Suffix and substring rows, in table order.
-    others: Vec<(usize, Pattern, Action)>,
-    hooks: HashMap<&'static str, Category, FastState>,
-}
-
-fn matcher() -> &'static Matcher {
-    static MATCHER: OnceLock<Matcher> = OnceLock::new();
-    MATCHER.get_or_init(|| {
-        let mut m = Matcher {
-            exact: HashMap::default(),
-            prefixes: vec![Vec::new(); 256],
-            others: Vec::new(),
-            hooks: HOOKS.iter().copied().collect(),
-        };
-        for (row, &(pattern, action)) in RULES.iter().enumerate() {
-            match pattern {
-                Exact(name) => {
-                    m.exact.entry(name).or_insert(action);
-                }
-                Prefix(p) => {
-                    let first = p.as_bytes().first().copied().unwrap_or_default();
-                    m.prefixes[usize::from(first)].push((row, p, action));
-                }
-                Suffix(_) | Contains(_) => m.others.push((row, pattern, action)),
-            }
-        }
-        m
-    })
-}
-
-/// What `frame` means by itself, if any row matches it.
-pub fn action(frame: &str) -> Option<Action> {
-    let m = matcher();
-    let name = normalize_name(frame);
-    if let Some(&action) = m.exact.get(name) {
-        return Some(action);
-    }
-    let bucket = name
-        .as_bytes()
-        .first()
-        .map_or(&[][..], |&b| &m.prefixes[usize::from(b)]);
-    let prefix = bucket.iter().find(|(_, p, _)| name.starts_with(p));
-    let other = m.others.iter().find(|(_, p, _)| p.matches(name));
-    match (prefix, other) {
-        (Some(&(a, _, prefix)), Some(&(b, _, other))) => Some(if a < b { prefix } else { other }),
-        (Some(&(_, _, action)), None) | (None, Some(&(_, _, action))) => Some(action),
-        (None, None) => None,
-    }
-}
-
-/// The hook of the netfilter frame last in `outward` (rule 2), walking
-/// towards the outermost frame.
-pub fn hook<S: AsRef<str>>(outward: &[S]) -> Category {
-    let hooks = &matcher().hooks;
-    for frame in outward.iter().rev() {
-        let name = normalize_name(frame.as_ref());
-        if let Some(&hook) = hooks.get(name) {
-            return hook;
-        }
-        match action(name) {
-            None | Some(Netfilter) | Some(Is(Conntrack)) => {}
-            Some(Is(_)) => break,
-        }
-    }
-    NetfilterOther
-}
-
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn skid_is_where_interrupts_come_back_on() {
-        for name in [
-            "_raw_spin_unlock_irqrestore",
-            "_raw_spin_unlock_irq",
-            "handle_softirqs",
-            "finish_task_switch.isra.0",
-        ] {
-            assert!(is_skid(name), "{name}");
-        }
-        for name in [
-            "_raw_spin_unlock",
-            "_raw_spin_lock_irqsave",
-            "tcp_sendmsg",
-            "finish_task",
-        ] {
-            assert!(!is_skid(name), "{name}");
-        }
-    }
-
-    #[test]
-    fn no_row_is_shadowed() {
-        let mut seen = std::collections::HashSet::new();
-        for &(pattern, expected) in RULES {
-            if let Exact(name) = pattern {
-                assert!(seen.insert(name), "{name} listed twice");
-                assert_eq!(action(name), Some(expected), "{name}");
-            }
-        }
-        for (i, &(pattern, expected)) in RULES.iter().enumerate() {
-            assert!(!pattern.text().is_empty(), "row {i} matches everything");
-            let example = match pattern {
-                Exact(_) => continue,
-                Prefix(p) => format!("{p}zz"),
-                Suffix(p) => format!("zz{p}"),
-                Contains(p) => format!("zz{p}zz"),
-            };
-            let first = RULES[..i]
-                .iter()
-                .find(|(p, _)| !matches!(p, Exact(_)) && p.matches(&example));
-            assert!(
-                first.is_none(),
-                "row {i} ({pattern:?}) is shadowed by {first:?}"
-            );
-            assert_eq!(action(&example), Some(expected), "{example}");
-        }
-    }
-
-    #[test]
-    fn hook_functions_are_listed_stages() {
-        for &(name, hook) in HOOKS {
-            assert!(action(name).is_some(), "{name} matches no row");
-            assert!(hook.name().starts_with("netfilter_"), "{name}");
-        }
-    }
-
-    #[test]
-    fn exact_beats_pattern_and_suffixes_are_ignored() {
-        assert_eq!(action("sch_handle_ingress"), Some(Is(Tc)));
-        assert_eq!(action("sch_direct_xmit"), Some(Is(Qdisc)));
-        assert_eq!(action("tcp_write_xmit"), Some(Is(TcpOutput)));
-        assert_eq!(action("br_dev_xmit"), Some(Is(Bridge)));
-        assert_eq!(action("br_nf_pre_routing"), Some(Netfilter));
-        assert_eq!(action("nf_conntrack_in"), Some(Is(Conntrack)));
-        assert_eq!(action("nf_nat_ipv4_fn"), Some(Netfilter));
-        assert_eq!(action("tcp_ack.isra.0"), Some(Is(LocalTcp)));
-        assert_eq!(action("mlx5e_napi_poll"), Some(Is(DriverNapi)));
-        assert_eq!(action("tcp4_gro_receive"), Some(Is(Gro)));
-        assert_eq!(action("kmem_cache_alloc_node"), None);
-    }
-}
+mod tests;

@@ -1,4 +1,9 @@
 use super::*;
+use crate::collect::estimate::ESTIMATE_HZ;
+use crate::model::Tier;
+use crate::output_file::Destination;
+use crate::sketch::config as sketch_config;
+use clap::ValueEnum;
 
 fn parse(args: &[&str]) -> Result<Cli, clap::Error> {
     Cli::try_parse_from(std::iter::once("netto").chain(args.iter().copied()))

@@ -138,7 +138,7 @@ impl Calibrator {
                 sampled_ns: samples as f64 * period_ns,
                 exact_ns: time.total_ns,
             });
-            // The newest intervals until they cover the window.
+            // The newest intervals until they cover the calibration window.
             let mut covered_s = 0.0;
             let keep = kept
                 .iter()
@@ -348,7 +348,7 @@ mod tests {
         let calibration = s.event(EventKey::SockSend).calibration.unwrap();
         assert_eq!((calibration.samples, calibration.ts), (6000, 69.0));
         assert!((calibration.agreement - 1.0).abs() < 1e-12);
-        // An interval longer than the window is kept alone.
+        // An interval longer than the calibration window is kept alone.
         calibrator.observe(&measured(
             200.0,
             120.0,

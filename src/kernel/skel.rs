@@ -59,17 +59,17 @@ pub mod probe {
     include!(concat!(env!("OUT_DIR"), "/probe.skel.rs"));
 }
 
-/// Empty programs on netto's hooks: the floor the overhead benchmark
+/// Empty programs on netto's hooks: the baseline the overhead benchmark
 /// compares netto's per-run cost with.
 #[cfg(feature = "test-support")]
-pub mod floor {
-    include!(concat!(env!("OUT_DIR"), "/floor.skel.rs"));
+pub mod baseline {
+    include!(concat!(env!("OUT_DIR"), "/baseline.skel.rs"));
 }
 
-/// A no-op XDP program: the floor the sketch benchmark compares with.
+/// A no-op XDP program: the baseline the sketch benchmark compares with.
 #[cfg(feature = "test-support")]
-pub mod xdp_floor {
-    include!(concat!(env!("OUT_DIR"), "/xdp_floor.skel.rs"));
+pub mod xdp_baseline {
+    include!(concat!(env!("OUT_DIR"), "/xdp_baseline.skel.rs"));
 }
 
 /// An XDP, a tc and a cgroup_skb program that stand in for the host's own

@@ -1,4 +1,9 @@
+use std::collections::BTreeMap;
+
+use super::check::{frame_problem, MAX_GROUP_NAME};
 use super::*;
+use crate::kernel::sampler::MAX_FREQUENCY_HZ;
+use crate::model::{Attribution, EventKey, RecordingHeader, StackCount, Tier};
 
 fn recording(cpus: usize, interval_s: f64) -> Recording {
     let snapshot = |i: usize| Snapshot {

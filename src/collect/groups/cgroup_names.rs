@@ -4,7 +4,7 @@
 //! where they are known ([`super::kubelet`]). The rules are data: a new
 //! runtime is one row.
 
-use super::kubelet::Names;
+use super::kubelet::{Ids, Names};
 
 /// What a path component says about its group.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -170,6 +170,16 @@ pub struct Parts<'a> {
     last: Option<&'a str>,
 }
 
+impl Parts<'_> {
+    /// The ids the kubelet names.
+    pub fn ids(&self) -> Ids<'_> {
+        Ids {
+            container: self.container.map(|(_, id)| id),
+            pod: self.pod.as_deref(),
+        }
+    }
+}
+
 /// The parts of the cgroup at `path` (under the v2 root, `/` first).
 pub fn parts(path: &str) -> Parts<'_> {
     let mut parts = Parts::default();
@@ -299,7 +309,7 @@ mod tests {
         let mut kubelet = crate::collect::groups::kubelet::Kubelet::new(dir.path());
         let mut label_of = |path: &str| {
             let parts = parts(path);
-            label(&parts, kubelet.names_for(&parts))
+            label(&parts, kubelet.names_for(parts.ids()))
         };
         let slice =
             format!("/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod{uid_}.slice");

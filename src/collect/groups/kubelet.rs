@@ -21,8 +21,6 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
-use super::cgroup_names::Parts;
-
 /// Where the kubelet writes pod logs unless `--kubelet-logs` says.
 pub const DEFAULT_ROOT: &str = "/var/log";
 
@@ -50,6 +48,14 @@ pub struct PodName {
     pub pod: String,
 }
 
+/// What a cgroup's path holds that the kubelet names: a container's id
+/// and its pod's uid (with `-`), each where the path has one.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Ids<'a> {
+    pub container: Option<&'a str>,
+    pub pod: Option<&'a str>,
+}
+
 /// What the kubelet's directories said when last read.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Names {
@@ -72,16 +78,12 @@ impl Names {
             .or_else(|| self.listed_pods.get(uid))
     }
 
-    /// Whether the pod and container `parts` holds are both known (or
-    /// absent).
-    fn knows(&self, parts: &Parts<'_>) -> bool {
-        let container = parts
+    /// Whether the pod and container of `ids` are both known (or absent).
+    fn knows(&self, ids: Ids<'_>) -> bool {
+        let container = ids
             .container
-            .is_none_or(|(_, id)| self.containers.contains_key(id));
-        let pod = parts
-            .pod
-            .as_deref()
-            .is_none_or(|uid| self.pod(uid).is_some());
+            .is_none_or(|id| self.containers.contains_key(id));
+        let pod = ids.pod.is_none_or(|uid| self.pod(uid).is_some());
         container && pod
     }
 
@@ -149,10 +151,10 @@ impl Kubelet {
         self.may_read = true;
     }
 
-    /// The names, read again first when `parts` holds an id or uid not
+    /// The names, read again first when `ids` holds an id or uid not
     /// known yet and a directory changed since (once per naming).
-    pub fn names_for(&mut self, parts: &Parts<'_>) -> &Names {
-        if self.may_read && !self.names.knows(parts) {
+    pub fn names_for(&mut self, ids: Ids<'_>) -> &Names {
+        if self.may_read && !self.names.knows(ids) {
             self.may_read = false;
             self.refresh();
         }
@@ -439,7 +441,7 @@ mod tests {
         let mut kubelet = Kubelet::new(root.path());
         let pod_of = |k: &mut Kubelet, id: &str| {
             let path = format!("/cri-containerd-{id}.scope");
-            k.names_for(&super::super::cgroup_names::parts(&path))
+            k.names_for(super::super::cgroup_names::parts(&path).ids())
                 .container(id)
                 .map(|c| c.pod.clone())
         };

@@ -10,9 +10,12 @@
 //! that a recording of any part of the history has them. Whatever is
 //! drawn from the kept snapshots (a flame graph of a window, the latest
 //! snapshot in full, a recording) is drawn at most once per snapshot,
-//! outside the history's lock.
+//! outside the history's lock (`drawings.rs`). `health.rs` says whether
+//! snapshots still arrive.
 
-use std::collections::HashMap;
+mod drawings;
+mod health;
+
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock, RwLockReadGuard};
 use std::time::Instant;
 
@@ -22,12 +25,13 @@ use serde::{Deserialize, Serialize};
 use super::metrics::{Metrics, MetricsError};
 use super::recording;
 use super::stream::{self, StreamError, Streams};
-use crate::frontends::flame::{
-    any_estimated, flame_stacks, folded, pprof, svg, FlameError, FlameStack, Labels, Scope, Weight,
-};
+use crate::frontends::flame::Weight;
 use crate::history::{stack_bytes, Entry, History};
 use crate::model::{Snapshot, StackCount};
-use crate::source::{Origin, SourceInfo};
+use crate::source::SourceInfo;
+use drawings::{Drawn, Flame, Profiles};
+pub use drawings::{FlameFailure, FlameWindow, ProfileWindow, FLAME_WINDOWS_S, PROFILE_WINDOWS_S};
+pub use health::{Health, HealthStatus};
 
 /// How the server was started, shown by the page and the source endpoint.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -38,62 +42,6 @@ pub struct ServeSettings {
     pub flame_s: f64,
     /// `--serve-budget`: the most CPU serving may take, percent of one CPU.
     pub serve_budget_percent: f64,
-}
-
-/// The flame graph windows the page offers, in seconds. A request names
-/// one of them, so each is drawn at most once per snapshot whatever the
-/// clients ask.
-pub const FLAME_WINDOWS_S: [f64; 4] = [10.0, 30.0, 60.0, 300.0];
-
-/// One of [`FLAME_WINDOWS_S`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct FlameWindow(usize);
-
-impl FlameWindow {
-    /// The window a request gets when it names none.
-    pub const DEFAULT: FlameWindow = FlameWindow(1);
-
-    /// The window of exactly `seconds`, if one is offered.
-    pub fn of(seconds: f64) -> Option<FlameWindow> {
-        FLAME_WINDOWS_S
-            .iter()
-            .position(|w| *w == seconds)
-            .map(FlameWindow)
-    }
-
-    pub fn seconds(self) -> f64 {
-        FLAME_WINDOWS_S[self.0]
-    }
-}
-
-/// The windows a pprof profile is drawn for, in seconds: profile scrapers
-/// (Parca, Pyroscope) ask for their own scrape interval rather than one of
-/// the page's windows, and any number of seconds is accepted; it is rounded
-/// up to the next of these, so that a snapshot's profiles are a few
-/// encodings shared by every client, whatever windows they ask for. The
-/// last is the longest flame window (how long stacks are kept).
-pub const PROFILE_WINDOWS_S: [u32; 10] = [1, 2, 5, 10, 15, 20, 30, 60, 120, 300];
-
-/// One of [`PROFILE_WINDOWS_S`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct ProfileWindow(u32);
-
-impl ProfileWindow {
-    /// `seconds` rounded up to the next profile window, if positive and
-    /// within the longest.
-    pub fn of(seconds: f64) -> Option<ProfileWindow> {
-        if !(seconds.is_finite() && seconds > 0.0) {
-            return None;
-        }
-        PROFILE_WINDOWS_S
-            .iter()
-            .find(|&&w| f64::from(w) >= seconds)
-            .map(|&w| ProfileWindow(w))
-    }
-
-    pub fn seconds(self) -> f64 {
-        f64::from(self.0)
-    }
 }
 
 /// Most bytes of snapshot summaries kept (besides `--history`): 3600 s at
@@ -170,59 +118,6 @@ struct Recent {
     ended: bool,
 }
 
-/// What a window's flame graphs are drawn from, taken under the history
-/// lock and drawn after it is released.
-struct WindowStacks {
-    generation: u64,
-    sampled: Vec<Arc<Snapshot>>,
-    covered_s: f64,
-    newest_ts: f64,
-}
-
-/// Something drawn from the kept snapshots: redrawn only when a snapshot
-/// arrived since. Requests for the same thing wait for one drawing rather
-/// than each drawing their own.
-struct Drawn<T> {
-    slot: Mutex<Option<(u64, T)>>,
-}
-
-impl<T: Clone> Drawn<T> {
-    fn new() -> Self {
-        Drawn {
-            slot: Mutex::new(None),
-        }
-    }
-
-    /// The value drawn for the current generation, or `draw`n now from
-    /// what `take` reads (under the history lock) when there is none.
-    fn get<D>(
-        &self,
-        state: &State,
-        take: impl FnOnce(&Recent) -> (u64, D),
-        draw: impl FnOnce(D) -> T,
-    ) -> T {
-        let mut slot = lock(&self.slot);
-        let (generation, input) = {
-            let recent = state.read();
-            if let Some((drawn_at, value)) = &*slot {
-                if *drawn_at == recent.generation {
-                    return value.clone();
-                }
-            }
-            take(&recent)
-        };
-        let value = draw(input);
-        *slot = Some((generation, value.clone()));
-        value
-    }
-}
-
-/// The drawings of one flame window in one [`Weight`].
-struct Flame {
-    folded: Drawn<Bytes>,
-    svg: Drawn<Result<Bytes, FlameFailure>>,
-}
-
 pub struct State {
     pub info: SourceInfo,
     pub settings: ServeSettings,
@@ -237,55 +132,6 @@ pub struct State {
     /// The recording made last: (generation, seconds asked, file). One is
     /// made at a time, whatever the clients ask.
     recording: Mutex<Option<(u64, f64, Bytes)>>,
-}
-
-/// What the health endpoint answers: whether snapshots still arrive.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Health {
-    pub status: HealthStatus,
-    /// `live` or `replay`.
-    pub source: &'static str,
-    /// How many are kept.
-    pub snapshots: usize,
-    /// Seconds since the newest snapshot arrived; null before the first.
-    pub last_snapshot_age_s: Option<f64>,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum HealthStatus {
-    /// No snapshot yet: the first interval has not ended.
-    Starting,
-    /// Snapshots arrive.
-    Ok,
-    /// A live source whose snapshots stopped: more than
-    /// `STALE_INTERVALS` intervals and `STALE_GRACE_S` since the last.
-    Stale,
-    /// A replay that played out, or a live run that stopped.
-    Ended,
-}
-
-impl HealthStatus {
-    /// Whether a probe should count the agent alive.
-    pub fn healthy(self) -> bool {
-        self != HealthStatus::Stale
-    }
-}
-
-/// Intervals without a snapshot, plus a grace for a slow start of one
-/// (a loaded host, a calibration interval), before a live source is
-/// stale.
-const STALE_INTERVALS: f64 = 3.0;
-const STALE_GRACE_S: f64 = 10.0;
-
-/// Encoded profiles by window and weight.
-type Profiles = HashMap<(ProfileWindow, Weight), Bytes>;
-
-/// A flame graph that could not be drawn, for the response.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum FlameFailure {
-    NoSamples,
-    Render(String),
 }
 
 /// The event name of a snapshot on the stream.
@@ -488,107 +334,6 @@ impl State {
         Some(file)
     }
 
-    /// How the source is doing, for the health endpoint.
-    pub fn health(&self) -> Health {
-        let recent = self.read();
-        let live = self.info.origin == Origin::Live;
-        let age_s = recent.arrived.map(|at| at.elapsed().as_secs_f64());
-        let interval_s = recent.latest.as_ref().map_or(0.0, |s| s.interval_s);
-        let status = match age_s {
-            _ if recent.ended => HealthStatus::Ended,
-            None => HealthStatus::Starting,
-            Some(age) if live && age > STALE_INTERVALS * interval_s + STALE_GRACE_S => {
-                HealthStatus::Stale
-            }
-            Some(_) => HealthStatus::Ok,
-        };
-        Health {
-            status,
-            source: if live { "live" } else { "replay" },
-            snapshots: recent.summaries.len(),
-            last_snapshot_age_s: age_s,
-        }
-    }
-
-    /// Folded stacks of `window`, widths in `weight`.
-    pub fn folded(&self, window: FlameWindow, weight: Weight) -> Bytes {
-        self.flames[window.0][weight as usize].folded.get(
-            self,
-            |r| take_window(r, window),
-            |part| {
-                let mut out = Vec::new();
-                folded::write_folded(&part.towers(weight), &mut out)
-                    .expect("writing to memory cannot fail");
-                Bytes::from(out)
-            },
-        )
-    }
-
-    /// The pprof profile (gzip-compressed) of `window`: the same stacks as
-    /// the flame graphs, each context's exact time shared out over them,
-    /// `weight` the value shown first. Encoded once per window, weight and
-    /// snapshot.
-    pub fn pprof(&self, window: ProfileWindow, weight: Weight) -> Bytes {
-        let mut profiles = lock(&self.profiles);
-        let (generation, part) = {
-            let recent = self.read();
-            if profiles.0 == recent.generation {
-                if let Some(profile) = profiles.1.get(&(window, weight)) {
-                    return profile.clone();
-                }
-            }
-            take_span(&recent, window.seconds())
-        };
-        let labels = self.window_labels(&part);
-        let mut out = Vec::new();
-        pprof::write_pprof(
-            part.sampled.iter().map(Arc::as_ref),
-            &labels,
-            weight,
-            Scope::All,
-            &mut out,
-        )
-        .expect("writing to memory cannot fail");
-        let profile = Bytes::from(out);
-        if profiles.0 != generation {
-            *profiles = (generation, HashMap::new());
-        }
-        profiles.1.insert((window, weight), profile.clone());
-        profile
-    }
-
-    /// The title and subtitle of a graph or profile drawn from `part`.
-    fn window_labels(&self, part: &WindowStacks) -> Labels {
-        Labels {
-            title: format!("Kernel network stack CPU on {}", self.info.host),
-            subtitle: format!(
-                "last {} s up to {}, kernel {}, {} backend",
-                part.covered_s.round(),
-                clock(part.newest_ts),
-                self.info.kernel,
-                self.info.backend
-            ),
-            estimated: any_estimated(part.sampled.iter().map(Arc::as_ref)),
-        }
-    }
-
-    /// The flame graph of `window`, widths in `weight`.
-    pub fn flame_svg(&self, window: FlameWindow, weight: Weight) -> Result<Bytes, FlameFailure> {
-        self.flames[window.0][weight as usize].svg.get(
-            self,
-            |r| take_window(r, window),
-            |part| {
-                let labels = self.window_labels(&part);
-                let mut out = Vec::new();
-                match svg::write_categorized_svg(&part.towers(weight), &labels, weight, &mut out) {
-                    Ok(()) => Ok(Bytes::from(out)),
-                    Err(FlameError::NoSamples) => Err(FlameFailure::NoSamples),
-                    Err(e) => Err(FlameFailure::Render(e.to_string())),
-                }
-            },
-        )
-    }
-
     fn read(&self) -> RwLockReadGuard<'_, Recent> {
         self.recent.read().unwrap_or_else(PoisonError::into_inner)
     }
@@ -596,21 +341,6 @@ impl State {
     fn write(&self) -> std::sync::RwLockWriteGuard<'_, Recent> {
         self.recent.write().unwrap_or_else(PoisonError::into_inner)
     }
-}
-
-fn take_window(recent: &Recent, window: FlameWindow) -> (u64, WindowStacks) {
-    take_span(recent, window.seconds())
-}
-
-fn take_span(recent: &Recent, seconds: f64) -> (u64, WindowStacks) {
-    let taken: Vec<&Stacks> = recent.stacks.last(seconds).collect();
-    let part = WindowStacks {
-        generation: recent.generation,
-        covered_s: taken.iter().map(|s| s.interval_s).sum(),
-        sampled: taken.iter().map(|s| s.sampled.clone()).collect(),
-        newest_ts: recent.latest.as_ref().map_or(0.0, |s| s.ts),
-    };
-    (part.generation, part)
 }
 
 /// What of `snapshot` the kept stacks need: each event's total for the
@@ -634,12 +364,6 @@ fn sampled(
     sampled
 }
 
-impl WindowStacks {
-    fn towers(&self, weight: Weight) -> Vec<FlameStack> {
-        flame_stacks(self.sampled.iter().map(Arc::as_ref), weight, Scope::All)
-    }
-}
-
 /// A panic while holding a drawing's lock leaves at worst a stale drawing,
 /// which the next snapshot replaces.
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -648,17 +372,6 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 
 fn end_event() -> Bytes {
     stream::event("end", b"{}")
-}
-
-/// Time of day (UTC) of a unix timestamp, for the flame graph's subtitle.
-fn clock(ts: f64) -> String {
-    let seconds = ts.max(0.0) as u64 % 86_400;
-    format!(
-        "{:02}:{:02}:{:02} UTC",
-        seconds / 3600,
-        seconds / 60 % 60,
-        seconds % 60
-    )
 }
 
 #[cfg(test)]

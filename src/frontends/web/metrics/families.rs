@@ -3,274 +3,16 @@
 //! registers its collectors from these rows, and the metrics reference page
 //! (docs/src/reference/metrics.md) is rendered from them, so neither can
 //! name a family, a label or a help text the other does not.
+//! `declaration.rs` says what a row holds, `labels.rs` the labels the rows
+//! share; this file is the table.
 
-use crate::breakdown::Category;
-use crate::model::{EventKey, GroupBy, Losses, SampleContext, SoftirqVector, Tier};
-use crate::source::Origin;
+mod declaration;
+mod labels;
 
-/// How a family's value behaves, as the exposition's `# TYPE` line says.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
-    /// Cumulative since netto started: read it through `rate()` or
-    /// `increase()`.
-    Counter,
-    /// The value now (or of the last interval).
-    Gauge,
-}
-
-impl Kind {
-    /// The word of the `# TYPE` line.
-    pub fn name(self) -> &'static str {
-        match self {
-            Kind::Counter => "counter",
-            Kind::Gauge => "gauge",
-        }
-    }
-}
-
-/// What a family is about: the sections of the reference page, in order.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Concern {
-    Events,
-    WhoPays,
-    Breakdown,
-    NetworkPrograms,
-    OwnCost,
-    TiersAndBudget,
-    Losses,
-    Run,
-}
-
-impl Concern {
-    pub const ALL: [Concern; 8] = [
-        Concern::Events,
-        Concern::WhoPays,
-        Concern::Breakdown,
-        Concern::NetworkPrograms,
-        Concern::OwnCost,
-        Concern::TiersAndBudget,
-        Concern::Losses,
-        Concern::Run,
-    ];
-
-    pub fn title(self) -> &'static str {
-        match self {
-            Concern::Events => "Events",
-            Concern::WhoPays => "Who pays",
-            Concern::Breakdown => "Breakdown",
-            Concern::NetworkPrograms => "eBPF programs on the network path",
-            Concern::OwnCost => "Own cost",
-            Concern::TiersAndBudget => "Tiers, estimates and budget",
-            Concern::Losses => "Losses",
-            Concern::Run => "The run and its serving",
-        }
-    }
-
-    /// What the families of this concern answer, in one line.
-    pub fn meaning(self) -> &'static str {
-        match self {
-            Concern::Events => {
-                "What the kernel's network entry points cost: CPU time and runs per event, softirq \
-                 vector and timer callback."
-            }
-            Concern::WhoPays => {
-                "Whom the network time was for (`--by`): one of the three time families, the one \
-                 of the `--by` in force, from the first attributed interval on."
-            }
-            Concern::Breakdown => {
-                "Where in the stack the time went: kernel stack samples by context and category, \
-                 and the exact time divided by them."
-            }
-            Concern::NetworkPrograms => {
-                "What the host's own BPF programs on network hooks (XDP, tc, cgroup and socket \
-                 programs, netto's sketch among them) cost, from BPF run-time statistics."
-            }
-            Concern::OwnCost => {
-                "What netto itself costs: its processes' CPU time and its BPF programs' run time."
-            }
-            Concern::TiersAndBudget => {
-                "The tier in force, what it estimates from stack samples instead of measuring, how \
-                 well samples agree with exact time, and the budget netto keeps its cost under."
-            }
-            Concern::Losses => "What netto could not measure, counted where it happened.",
-            Concern::Run => {
-                "Where the numbers come from, how much time they cover, and the web clients of \
-                 the snapshot stream."
-            }
-        }
-    }
-}
-
-/// A label of one or more families.
-#[derive(Debug, Clone, Copy)]
-pub struct Label {
-    pub name: &'static str,
-    /// What a value names.
-    pub meaning: &'static str,
-    /// Every value it takes, where they are a closed set; `None` for
-    /// values only the host knows (CPU numbers, program names, groups).
-    pub values: Option<fn() -> Vec<&'static str>>,
-}
-
-/// One family as `/metrics` serves it.
-#[derive(Debug, Clone, Copy)]
-pub struct Family {
-    pub name: &'static str,
-    pub kind: Kind,
-    pub concern: Concern,
-    pub labels: &'static [Label],
-    pub help: &'static str,
-}
-
-impl Family {
-    pub fn label_names(&self) -> Vec<&'static str> {
-        self.labels.iter().map(|label| label.name).collect()
-    }
-}
-
-const EVENT: Label = Label {
-    name: "event",
-    meaning: "The network event (the JSON snapshot's `events` keys).",
-    values: Some(|| EventKey::ALL.map(EventKey::name).to_vec()),
-};
-
-const CPU: Label = Label {
-    name: "cpu",
-    meaning: "The CPU number.",
-    values: None,
-};
-
-const VECTOR: Label = Label {
-    name: "vector",
-    meaning: "The softirq vector, as /proc/softirqs names it.",
-    values: Some(|| SoftirqVector::ALL.map(SoftirqVector::name).to_vec()),
-};
-
-const CALLBACK: Label = Label {
-    name: "callback",
-    meaning: "The kernel function of a network timer callback, or `timer_softirq_overhead` for \
-              the timer softirq's own work around them.",
-    values: None,
-};
-
-const CONTEXT: Label = Label {
-    name: "context",
-    meaning: "The network context a stack sample was taken in.",
-    values: Some(|| SampleContext::ALL.map(SampleContext::name).to_vec()),
-};
-
-const CATEGORY: Label = Label {
-    name: "category",
-    meaning: "Where in the stack a sample was: the breakdown's category (a replayed recording \
-              from an older netto may name others).",
-    values: Some(|| Category::ALL.map(Category::name).to_vec()),
-};
-
-const LOSS_KIND: Label = Label {
-    name: "kind",
-    meaning: "The kind of loss (the JSON snapshot's `losses` fields).",
-    values: Some(|| Losses::KINDS.iter().map(|kind| kind.name).collect()),
-};
-
-const PROGRAM: Label = Label {
-    name: "program",
-    meaning: "A BPF program, by the name the kernel keeps (cut to 15 characters): one of \
-              netto's in the own-cost families; one on the network path, netto's or not, in \
-              `netto_ebpf_program_*`, `other` there for those beyond the first 64 series.",
-    values: None,
-};
-
-const ATTACH: Label = Label {
-    name: "attach",
-    meaning: "The hook the program runs on (`xdp`, `tc_ingress`, `tc_egress`, \
-              `cgroup_skb_ingress`, ..., the JSON snapshot's `network_programs[].hook`).",
-    values: None,
-};
-
-const IFACE: Label = Label {
-    name: "iface",
-    meaning: "The interface of an XDP or tc program (empty for the others; `#N` for an \
-              interface in another network namespace).",
-    values: None,
-};
-
-const TIER: Label = Label {
-    name: "tier",
-    meaning: "A cost tier (`--tier`), most exact first.",
-    values: Some(|| Tier::ALL.map(Tier::name).to_vec()),
-};
-
-/// The direction of a budget step.
-pub const DOWN: &str = "down";
-pub const UP: &str = "up";
-
-const DIRECTION: Label = Label {
-    name: "direction",
-    meaning: "Which way the budget stepped: `down` to cost less, `up` when there was room.",
-    values: Some(|| vec![DOWN, UP]),
-};
-
-const GROUP_LABEL: Label = Label {
-    name: "label",
-    meaning: "A group's short name: the container, pod or systemd unit (a pod and its \
-              container by the names the kubelet gave them, where its logs are read), the \
-              command, the `ip netns` name; `other` and `unattributed` as their group.",
-    values: None,
-};
-
-const CGROUP: Label = Label {
-    name: "cgroup",
-    meaning: "The cgroup's path under the v2 root, `other` for the groups beyond \
-              `--max-groups`, `unattributed` for time no group claimed.",
-    values: None,
-};
-
-const PID: Label = Label {
-    name: "pid",
-    meaning: "The process id, `other` or `unattributed` as for `cgroup`.",
-    values: None,
-};
-
-const NETNS: Label = Label {
-    name: "netns",
-    meaning: "The network namespace's inode number, `other` or `unattributed` as for `cgroup`.",
-    values: None,
-};
-
-const HOST: Label = Label {
-    name: "host",
-    meaning: "The host name (of the recording, in a replay).",
-    values: None,
-};
-
-const KERNEL: Label = Label {
-    name: "kernel",
-    meaning: "The kernel release (of the recording, in a replay).",
-    values: None,
-};
-
-const BACKEND: Label = Label {
-    name: "backend",
-    meaning: "The accounting backend in use, as `netto check` names it.",
-    values: None,
-};
-
-const SOURCE: Label = Label {
-    name: "source",
-    meaning: "Whether netto measures now or replays a recording.",
-    values: Some(|| {
-        [Origin::Live, Origin::Replay(String::new())]
-            .iter()
-            .map(super::source_name)
-            .collect()
-    }),
-};
-
-const VERSION: Label = Label {
-    name: "version",
-    meaning: "netto's version.",
-    values: None,
-};
+use crate::model::GroupBy;
+pub use declaration::{Concern, Family, Kind, Label};
+use labels::*;
+pub use labels::{DOWN, UP};
 
 pub const INFO: Family = Family {
     name: "netto_info",
@@ -352,7 +94,7 @@ macro_rules! group_seconds {
     };
 }
 
-pub const PROCESS_SECONDS: Family =
+pub const PID_SECONDS: Family =
     group_seconds!("netto_pid_cpu_seconds_total", PID, "process", "process");
 
 pub const CGROUP_SECONDS: Family = group_seconds!(
@@ -372,7 +114,7 @@ pub const NETNS_SECONDS: Family = group_seconds!(
 /// The family of `by`'s groups.
 pub fn group_seconds(by: GroupBy) -> &'static Family {
     match by {
-        GroupBy::Process => &PROCESS_SECONDS,
+        GroupBy::Process => &PID_SECONDS,
         GroupBy::Cgroup => &CGROUP_SECONDS,
         GroupBy::Netns => &NETNS_SECONDS,
     }
@@ -419,7 +161,7 @@ pub const SAMPLES_SOFTIRQ_LOOP: Family = Family {
            left out of every context.",
 };
 
-pub const PROCESS_CPU_SECONDS: Family = Family {
+pub const NETTO_PROCESS_SECONDS: Family = Family {
     name: "netto_process_cpu_seconds_total",
     kind: Kind::Counter,
     concern: Concern::OwnCost,
@@ -683,7 +425,7 @@ pub const FAMILIES: &[&Family] = &[
     &SOFTIRQ_RUNS,
     &HARDIRQ_SECONDS,
     &TIMER_CALLBACK_SECONDS,
-    &PROCESS_SECONDS,
+    &PID_SECONDS,
     &CGROUP_SECONDS,
     &NETNS_SECONDS,
     &ATTRIBUTION_ON,
@@ -693,7 +435,7 @@ pub const FAMILIES: &[&Family] = &[
     &SAMPLES_SOFTIRQ_LOOP,
     &EBPF_PROGRAM_SECONDS,
     &EBPF_PROGRAM_RUNS,
-    &PROCESS_CPU_SECONDS,
+    &NETTO_PROCESS_SECONDS,
     &SERVING_SECONDS,
     &OWN_SECONDS,
     &OWN_ERROR_SECONDS,
@@ -724,44 +466,4 @@ pub const FAMILIES: &[&Family] = &[
 ];
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn names_are_unique_and_only_counters_end_in_total() {
-        let mut names = std::collections::BTreeSet::new();
-        for family in FAMILIES {
-            assert!(names.insert(family.name), "{} twice", family.name);
-            assert!(family.name.starts_with("netto_"), "{}", family.name);
-            assert_eq!(
-                family.name.ends_with("_total"),
-                family.kind == Kind::Counter,
-                "{}",
-                family.name
-            );
-        }
-    }
-
-    /// The help text names the kinds for a scrape's reader; the label's
-    /// values come from the model's table, so a new kind fails here until
-    /// the help says what it is.
-    #[test]
-    fn the_losses_help_names_every_kind() {
-        for kind in &Losses::KINDS {
-            assert!(LOSSES.help.contains(kind.name), "{}", kind.name);
-        }
-    }
-
-    #[test]
-    fn each_group_family_is_in_the_table_and_names_its_by() {
-        for by in GroupBy::ALL {
-            let family = group_seconds(by);
-            assert!(FAMILIES.iter().any(|f| f.name == family.name));
-            assert!(
-                family.help.contains(&format!("(--by {})", by.name())),
-                "{}",
-                family.name
-            );
-        }
-    }
-}
+mod tests;

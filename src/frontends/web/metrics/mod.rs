@@ -50,7 +50,7 @@ pub struct Metrics {
     stack_failures: Counter,
     samples_softirq_loop: Counter,
     losses: CounterVec,
-    process_seconds: Counter,
+    netto_process_seconds: Counter,
     own_seconds: Counter,
     own_error_seconds: Counter,
     stats_held_seconds: Counter,
@@ -118,7 +118,7 @@ impl Metrics {
             stack_failures: r.counter(&families::STACK_FAILURES)?,
             samples_softirq_loop: r.counter(&families::SAMPLES_SOFTIRQ_LOOP)?,
             losses: r.counters(&families::LOSSES)?,
-            process_seconds: r.counter(&families::PROCESS_CPU_SECONDS)?,
+            netto_process_seconds: r.counter(&families::NETTO_PROCESS_SECONDS)?,
             own_seconds: r.counter(&families::OWN_SECONDS)?,
             own_error_seconds: r.counter(&families::OWN_ERROR_SECONDS)?,
             stats_held_seconds: r.counter(&families::STATS_HELD_SECONDS)?,
@@ -255,7 +255,7 @@ impl Metrics {
         }
 
         let overhead = &snapshot.overhead;
-        self.process_seconds
+        self.netto_process_seconds
             .inc_by(seconds(overhead.process_cpu_ns));
         self.serving_seconds
             .inc_by(seconds(overhead.serving_cpu_ns));

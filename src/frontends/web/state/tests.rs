@@ -1,5 +1,8 @@
+use super::drawings::{clock, take_window};
 use super::*;
+use crate::frontends::flame::pprof;
 use crate::model::SampleContext;
+use crate::source::Origin;
 
 fn state_with(history_s: f64) -> State {
     let info = SourceInfo {

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /*
- * An XDP program that does nothing: the floor the sketch benchmark compares
+ * An XDP program that does nothing: the baseline the sketch benchmark compares
  * netto_sketch with, run the same way through BPF_PROG_TEST_RUN.
  */
 #include "vmlinux.h"
@@ -9,4 +9,4 @@
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 SEC("xdp")
-int floor_xdp(struct xdp_md *ctx) { return XDP_PASS; }
+int baseline_xdp(struct xdp_md *ctx) { return XDP_PASS; }
