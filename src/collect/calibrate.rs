@@ -14,6 +14,16 @@
 //! more, the ratio estimator's error from how the intervals' ratios scatter
 //! (which also holds what the samples' count does not: a bias that varies
 //! with the load).
+//!
+//! The samples' own error is the larger of their Poisson count's and how
+//! far the calibration intervals' estimates scattered about ratio x exact,
+//! per second of interval (over three intervals or more). The second holds
+//! what a Poisson count does not: samples that come in bursts. The timer
+//! softirq, run by hrtimers like the sampler, is seen in some intervals
+//! and missed in others as their phases drift; its count then varies about
+//! twice as much as a Poisson count's, and an error from the count alone
+//! would cover its exact time in too few intervals (the manual,
+//! "How close the estimates come").
 
 use std::collections::{BTreeMap, VecDeque};
 
@@ -46,7 +56,9 @@ pub struct Calibrator {
 #[derive(Debug, Clone, Copy)]
 struct Measured {
     ts: f64,
+    interval_s: f64,
     samples: u64,
+    period_ns: f64,
     /// Samples x period: the tier's raw estimate.
     estimate_ns: f64,
     exact_ns: f64,
@@ -57,6 +69,9 @@ struct Measured {
 struct Pooled {
     ratio: f64,
     error: f64,
+    /// Variance of one interval's estimate about ratio x exact, per
+    /// second of interval (ns squared per second); 0 under three intervals.
+    scatter_ns2_per_s: f64,
     samples: u64,
     ts: f64,
 }
@@ -84,7 +99,9 @@ impl Calibrator {
             let pool = self.pools.entry((tier, key)).or_default();
             pool.push_back(Measured {
                 ts: snapshot.ts,
+                interval_s: snapshot.interval_s,
                 samples,
+                period_ns,
                 estimate_ns: samples as f64 * period_ns,
                 exact_ns: snapshot.event(key).total_ns as f64,
             });
@@ -116,20 +133,36 @@ impl Calibrator {
             return None;
         }
         let ratio = estimate_ns / exact_ns;
-        let poisson = ratio * ratio / samples.max(1) as f64;
+        // The samples are a Poisson count: each interval's estimate has a
+        // variance of samples x period squared. With no sample at all the
+        // event may still have run up to a period unseen, so the error is
+        // never less than one sample's (a ratio of 0 +- 0 would claim too
+        // much).
+        let variance = pool
+            .iter()
+            .map(|m| m.samples as f64 * m.period_ns * m.period_ns)
+            .sum::<f64>()
+            .max(newest.period_ns * newest.period_ns);
+        let poisson = variance / (exact_ns * exact_ns);
         let m = pool.len() as f64;
-        let scatter = if pool.len() >= 3 {
-            let residuals: f64 = pool
+        let residual = |p: &Measured| (p.estimate_ns - ratio * p.exact_ns).powi(2);
+        let (scatter, scatter_ns2_per_s) = if pool.len() >= 3 {
+            let residuals: f64 = pool.iter().map(residual).sum();
+            let per_s: f64 = pool
                 .iter()
-                .map(|p| (p.estimate_ns - ratio * p.exact_ns).powi(2))
+                .map(|p| residual(p) / p.interval_s.max(f64::EPSILON))
                 .sum();
-            m / (m - 1.0) * residuals / (exact_ns * exact_ns)
+            (
+                m / (m - 1.0) * residuals / (exact_ns * exact_ns),
+                per_s / (m - 1.0),
+            )
         } else {
-            0.0
+            (0.0, 0.0)
         };
         Some(Pooled {
             ratio,
             error: poisson.max(scatter).sqrt(),
+            scatter_ns2_per_s,
             samples,
             ts: newest.ts,
         })
@@ -166,15 +199,18 @@ impl Calibrator {
 }
 
 /// Divides the estimate `time` by the pooled ratio; its error becomes
-/// that of a quotient of two independent estimates. No CPU spends more than
-/// the interval in anything.
+/// that of a quotient of two independent estimates, the samples' being at
+/// least as large as the calibration intervals' scatter. No CPU spends
+/// more than the interval in anything.
 fn correct(time: &mut CpuTime, pooled: Pooled, interval_ns: f64, cpus: f64) {
     let raw = time.total_ns;
     for ns in &mut time.per_cpu_ns {
         *ns = (*ns as f64 / pooled.ratio).min(interval_ns) as u64;
     }
     time.total_ns = time.per_cpu_ns.iter().sum();
-    let sampling = time.error_ns.unwrap_or(0) as f64 / pooled.ratio;
+    let counted = time.error_ns.unwrap_or(0) as f64;
+    let scattered = (pooled.scatter_ns2_per_s * interval_ns / 1e9).sqrt();
+    let sampling = counted.max(scattered) / pooled.ratio;
     let calibration = time.total_ns as f64 * pooled.error / pooled.ratio;
     let error = sampling.hypot(calibration).min(interval_ns * cpus);
     time.error_ns = Some(error as u64);

@@ -186,6 +186,15 @@ fn a_ratio_that_scatters_between_intervals_states_the_larger_error() {
     assert!((c.agreement - 1.0).abs() < 1e-12);
     // Residuals of 0.4 s each: sqrt(4/3 x 4 x 0.16 / 16) = 0.231.
     assert!((c.error() - (4.0 / 3.0 * 0.64f64 / 16.0).sqrt()).abs() < 1e-12);
+    // One interval's estimate scatters by sqrt(4 x 0.16 / 3) = 0.462 s, far
+    // more than its 100 samples' 0.1 s: that is its samples' error.
+    let send = s.event(EventKey::SockSend);
+    let scattered = (0.64f64 / 3.0).sqrt() * 1e9;
+    let expected = scattered.hypot(1e9 * c.error());
+    assert!(
+        (send.error_ns.unwrap() as f64 - expected).abs() < 10.0,
+        "{send:?}"
+    );
 }
 
 /// Item 5 of issue 34: between two calibrations the load halves. The
@@ -211,4 +220,23 @@ fn the_calibrated_estimate_follows_the_load_between_calibrations() {
     assert!((recv.total_ns as f64 - truth).abs() <= 2.0 * error);
     let held = 600_000_000f64;
     assert!((held - truth).abs() > 2.0 * error, "holding would not pass");
+}
+
+#[test]
+fn an_event_no_sample_saw_is_not_calibrated_to_nothing_for_sure() {
+    let mut calibrator = Calibrator::default();
+    // 20 ms of timer work and no sample (10 ms each) in two intervals.
+    for ts in [1.0, 2.0] {
+        calibrator.observe(&calibration(
+            ts,
+            Tier::Sampled,
+            &[(EventKey::NetTimers, 0, 10_000_000)],
+        ));
+    }
+    let mut s = estimating(3.0, Tier::Sampled, &[]);
+    calibrator.apply(&mut s);
+    let c = s.event(EventKey::NetTimers).calibration.unwrap();
+    assert_eq!((c.agreement, c.applied), (0.0, false));
+    // One sample's worth unseen: 10 ms against 20 ms.
+    assert!((c.error() - 0.5).abs() < 1e-12, "{c:?}");
 }
