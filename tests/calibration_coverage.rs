@@ -32,7 +32,7 @@ const CALIBRATIONS: usize = 40;
 /// Of about 38 trials per event, at most this many may miss. A stated
 /// interval of +-2 standard errors that is right covers about 95 % of the
 /// time, so about 2 misses are expected; 7 or more would happen by chance
-/// about once in 500 runs per event (binomial, p = 0.05), while an error
+/// about once in 400 runs per event (binomial, p = 0.05), while an error
 /// that covered only 80 % (7.6 misses expected) would fail more often than
 /// not. So this is 84 %: the test tells an honest error from one that is
 /// not without being flaky; the performance page reports the coverage a

@@ -8,22 +8,22 @@
 //! samples do) and takes out the samples' bias on this host (the timer
 //! softirq read low by a timer-driven sampler, the receive path's skid).
 //!
-//! The corrected estimate's error combines the samples' own (a Poisson
-//! count) with the calibration's. The calibration's is the larger of two:
-//! the Poisson error of its pooled samples, and, over three intervals or
-//! more, the ratio estimator's error from how the intervals' ratios scatter
-//! (which also holds what the samples' count does not: a bias that varies
-//! with the load).
+//! The corrected estimate's error combines the samples' own with the
+//! calibration's. The calibration's is the larger of two: the Poisson error
+//! of its pooled samples, and, over three intervals or more, the ratio
+//! estimator's error from how the intervals' ratios scatter (which also
+//! holds what the samples' count does not: a bias that varies with the
+//! load).
 //!
 //! The samples' own error is the larger of their Poisson count's and how
 //! far the calibration intervals' estimates scattered about ratio x exact,
 //! per second of interval (over three intervals or more). The second holds
 //! what a Poisson count does not: samples that come in bursts. The timer
 //! softirq, run by hrtimers like the sampler, is seen in some intervals
-//! and missed in others as their phases drift; its count then varies about
-//! twice as much as a Poisson count's, and an error from the count alone
-//! would cover its exact time in too few intervals (the manual,
-//! "How close the estimates come").
+//! and missed in others as their phases drift, so its count varies more
+//! than a Poisson count's, and an error from the count alone would cover
+//! its exact time in too few intervals (the manual, "Calibrated
+//! estimates"; `tests/calibration_coverage.rs`).
 
 use std::collections::{BTreeMap, VecDeque};
 
