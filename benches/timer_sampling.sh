@@ -77,21 +77,10 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 trap 'exit 129' HUP
 
-ip netns add "$ns"
-ip link add "$host_if" type veth peer name "$peer_if"
-ip link set "$peer_if" netns "$ns"
-ip addr add 10.240.0.1/30 dev "$host_if"
-ip link set "$host_if" up
-ip -n "$ns" addr add 10.240.0.2/30 dev "$peer_if"
-ip -n "$ns" link set "$peer_if" up
-ip -n "$ns" link set lo up
-
-ip netns exec "$ns" taskset -c "$cpu" iperf3 -s -1 -p "$port" >"$out/server.txt" 2>&1 &
+. "$here/benches/veth_load.sh"
+veth_up "$ns" "$host_if" "$peer_if" 10.240.0
+iperf3_server "$ns" "$cpu" "$port" "$out/server.txt"
 server=$!
-for _ in $(seq 50); do
-  ip netns exec "$ns" ss -ltn "sport = :$port" | grep -q LISTEN && break
-  sleep 0.1
-done
 # The load outlasts the recording by 2 s of warm-up and 1 s after.
 taskset -c "$cpu" iperf3 -c 10.240.0.2 -p "$port" -C bbr -t $((seconds + 3)) \
   >"$out/client.txt" 2>&1 &

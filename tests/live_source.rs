@@ -9,7 +9,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use netto::collect::attribution;
-use netto::collect::estimate::CALIBRATION_MIN_SAMPLES;
+use netto::collect::calibrate::{CALIBRATION_MIN_SAMPLES, POOL_INTERVALS, POOL_SAMPLES};
 use netto::kernel::backend::BackendChoice;
 use netto::kernel::sampler::Transport;
 use netto::kernel::stats::StatsGuard;
@@ -302,11 +302,9 @@ fn tiers_change_between_intervals_without_a_gap_or_a_stale_charge() {
             // The load's system calls run whatever the tier.
             let send = s.event(EventKey::SockSend);
             assert!(send.total_ns > 0, "{tier:?}: no send time: {send:?}");
-            // The exact intervals before saw enough of them to calibrate
-            // (in an emulated guest the samples may be too few).
-            if tier == Tier::Softirq && !common::emulated() {
-                assert!(send.calibration.is_some(), "{send:?}");
-            }
+            // No calibration interval: nothing calibrates the estimates
+            // (the exact tier's samples are placed otherwise).
+            assert_eq!(send.calibration, None, "{send:?}");
             if tier != Tier::Sampled {
                 assert!(s.event(EventKey::NetRxSoftirq).count > 0, "{tier:?}");
             }
@@ -325,7 +323,7 @@ fn tiers_change_between_intervals_without_a_gap_or_a_stale_charge() {
 /// one whole interval exactly after its first and then whenever the last
 /// such interval is 2 s old; each such interval is exact and says so, the
 /// intervals still follow each other without a gap, and the estimates after
-/// it carry the agreement it measured.
+/// it carry the calibration it measured, applied.
 #[test]
 fn a_run_in_a_lower_tier_measures_one_interval_exactly_every_so_often() {
     let every_s = 2.0;
@@ -382,13 +380,14 @@ fn a_run_in_a_lower_tier_measures_one_interval_exactly_every_so_often() {
         calibrations.len()
     );
     // With the load's sends sampled in each calibration interval (about 90
-    // samples here, 25 needed), every estimate after the first carries the
-    // newest agreement (an emulated guest may sample too few).
+    // samples here, 10 needed), every estimate after the first carries the
+    // newest calibration, applied (an emulated guest may sample too few).
     if !common::emulated() {
         for s in seen.iter().filter(|s| s.calibrating.is_none()) {
             let newest = calibrations.iter().rev().find(|c| c.ts < s.ts);
             let send = s.event(EventKey::SockSend).calibration;
             assert_eq!(send.map(|c| c.ts), newest.map(|c| c.ts), "{send:?}");
+            assert_eq!(send.map(|c| c.applied), newest.map(|_| true), "{send:?}");
         }
     }
 }
@@ -446,51 +445,76 @@ fn config(backend: BackendChoice, interval_ms: u64, frequency_hz: Option<u64>) -
     }
 }
 
-/// Each estimate of `s` carries its event's samples against its exact time
-/// over the intervals `before` it that measured the event while sampling
-/// (all of them: the test is far shorter than the minute kept), worked out
-/// again here from those snapshots; none below the samples it needs.
+/// Each estimate of `s` carries its tier's calibration from the
+/// calibration intervals `before` it (those of a run in `s`'s tier: the
+/// sampler placed their samples as that tier does), pooled as
+/// `collect::calibrate` pools them and worked out again here from those
+/// snapshots' stacks, and is divided by it where it rests on enough
+/// samples.
 fn check_calibrations(s: &Snapshot, before: &[Snapshot]) {
     for key in EventKey::ALL {
-        let got = s.event(key).calibration;
-        if !s.event(key).estimated {
-            assert_eq!(got, None, "{key:?} is measured");
+        let time = s.event(key);
+        let got = time.calibration;
+        if !time.estimated {
+            assert_eq!((got, time.raw_ns), (None, None), "{key:?} is measured");
             continue;
         }
-        let measured: Vec<&Snapshot> = before
-            .iter()
-            .filter(|b| b.sampling.is_some() && !b.event(key).estimated)
-            .collect();
         let samples = |b: &Snapshot| -> u64 {
-            b.breakdown
+            b.stacks
                 .iter()
                 .filter(|d| d.context.event() == key)
-                .map(|d| d.samples)
+                .map(|d| d.count)
                 .sum()
         };
-        let n: u64 = measured.iter().map(|b| samples(b)).sum();
-        let sampled_ns: f64 = measured
+        // The newest calibration intervals until they hold the samples the
+        // pool needs.
+        let mut pooled = 0;
+        let pool: Vec<&Snapshot> = before
+            .iter()
+            .rev()
+            .filter(|b| b.calibrating == Some(s.tier) && b.sampling.is_some())
+            .take_while(|b| {
+                let more = pooled < POOL_SAMPLES;
+                pooled += samples(b);
+                more
+            })
+            .take(POOL_INTERVALS)
+            .collect();
+        let n: u64 = pool.iter().map(|b| samples(b)).sum();
+        let sampled_ns: f64 = pool
             .iter()
             .map(|b| samples(b) as f64 * 1e9 / b.sampling.as_ref().unwrap().frequency_hz as f64)
             .sum();
-        let exact_ns: u64 = measured.iter().map(|b| b.event(key).total_ns).sum();
+        let exact_ns: u64 = pool.iter().map(|b| b.event(key).total_ns).sum();
         eprintln!(
             "{:?} {key:?}: {n} samples for {sampled_ns:.0} ns against {exact_ns} ns exact: {got:?}",
             s.tier
         );
-        if n < CALIBRATION_MIN_SAMPLES || exact_ns == 0 {
-            assert_eq!(got, None, "{key:?}");
+        if exact_ns == 0 {
+            assert_eq!((got, time.raw_ns), (None, None), "{key:?}");
             continue;
         }
         let got = got.unwrap_or_else(|| panic!("{key:?}: no calibration"));
         assert_eq!(got.samples, n, "{key:?}");
-        assert_eq!(got.ts, measured.last().unwrap().ts, "{key:?}");
+        assert_eq!(got.ts, pool[0].ts, "{key:?}");
         let agreement = sampled_ns / exact_ns as f64;
         assert!(
-            (got.agreement - agreement).abs() < 1e-9 * agreement,
+            // Relative, but an event no sample saw agrees at 0.
+            (got.agreement - agreement).abs() <= 1e-9 * agreement.max(1.0),
             "{key:?}: {} against {agreement}",
             got.agreement
         );
+        assert_eq!(got.applied, n >= CALIBRATION_MIN_SAMPLES && agreement > 0.0);
+        assert_eq!(got.applied, time.raw_ns.is_some(), "{key:?}");
+        if let Some(raw) = time.raw_ns {
+            // Divided per CPU, each rounded down.
+            let expected = raw as f64 / agreement;
+            let total = time.total_ns as f64;
+            assert!(
+                total <= expected + 1.0 && total >= expected - s.cpus as f64 - 1.0,
+                "{key:?}: {total} against {expected}"
+            );
+        }
     }
 }
 

@@ -318,7 +318,7 @@ fn the_page_shows_who_pays_and_marks_estimates() {
         detail
             .as_str()
             .unwrap()
-            .ends_with(" · measured agreement 0.81 ± 0.04, 5 min ago"),
+            .ends_with(" · calibration 0.81 ± 0.04 (not applied), 5 min ago"),
         "{detail}"
     );
     let recv = wait_for(

@@ -26,6 +26,7 @@ const SVG_NS = "http://www.w3.org/2000/svg";
 const WORDS = {
   percentOfOneCpu: "100 is one CPU busy for the whole interval; a host with N CPUs goes up to N x 100",
   estimate: "estimated from stack samples (the tier does not measure it), shown to its error's precision; a count it cannot know reads -",
+  calibration: "this tier's estimate over the exact time in the run's calibration intervals; when applied, the estimate shown is the samples' divided by it, and its error holds the calibration's",
   agreement: "the time the stack samples stand for (samples x sampling period) over the exact time: 1.00 means the samples saw all of it; shares are of the samples either way",
   timerSoftirqOverhead: "the timer softirq's own work around network callbacks (its expiry loop, re-arming the timer), shared out by the callbacks' time; on a virtual machine re-arming the timer is costly, so it can outweigh the callbacks",
   softirqLoop: "samples of a socket call taken in the softirq loop outside any softirq netto saw begin: interrupt time that falls due where interrupts come back on, not the call's; left out of the breakdown",
@@ -230,13 +231,16 @@ function renderCards(s) {
     // reads, and the samples' agreement with the exact time where the run
     // measured that; it counts no runs.
     const mark = time.estimated ? "~" : "";
-    // Its error as Calibration::error gives it (samples are a Poisson
-    // count), and its age as the terminal front ends write it.
-    const calibration = time.calibration
-      ? [" · ", word("measured agreement", WORDS.agreement),
-        ` ${time.calibration.agreement.toFixed(2)}`
-        + ` ± ${(time.calibration.agreement / Math.sqrt(time.calibration.samples)).toFixed(2)}`
-        + `, ${fmtAge(s.ts - time.calibration.ts)} ago`]
+    // Its error as Calibration::error gives it (older recordings: the
+    // samples' Poisson count), and its age, as the terminal front ends
+    // write them.
+    const c = time.calibration;
+    const calibration = c
+      ? [" · ", word(c.applied ? "calibrated" : "calibration", WORDS.calibration),
+        ` ${c.agreement.toFixed(2)}`
+        + ` ± ${(c.agreement_error ?? c.agreement / Math.sqrt(Math.max(c.samples, 1))).toFixed(2)}`
+        + (c.applied ? "" : " (not applied)")
+        + `, ${fmtAge(s.ts - c.ts)} ago`]
       : [];
     const errorNs = time.error_ns || 0;
     const detail = time.estimated

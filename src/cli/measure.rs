@@ -105,9 +105,9 @@ pub struct MeasureArgs {
     pub tier: TierArg,
     /// In a tier that estimates (--tier, or where --budget took the run),
     /// measure one interval exactly whenever none has for this many
-    /// seconds, so that every estimate carries its event's measured
-    /// agreement; that interval costs what the exact tier costs. `off`:
-    /// never.
+    /// seconds, and calibrate the estimates by how the tier's samples
+    /// stood against it; that interval costs what the exact tier costs.
+    /// `off`: never (estimates stay raw).
     #[arg(long, value_name = "SECONDS", default_value = "off", value_parser = parse_calibrate_every)]
     pub calibrate_every: OrOff,
 }

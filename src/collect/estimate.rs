@@ -9,7 +9,7 @@
 //! frequency`. With no sample at all the error is taken as one period
 //! rather than zero: an event can run up to about one period unseen.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::BTreeMap;
 
 /// The lowest sampling frequency the tiers that estimate run at (`stat
 /// --tier`, which has no frequency option, and the budget's tier steps):
@@ -17,19 +17,7 @@ use std::collections::{BTreeMap, VecDeque};
 /// 10 % error.
 pub const ESTIMATE_HZ: u64 = 99;
 
-use crate::model::{Calibration, CpuTime, EventKey, Snapshot, StackCount};
-
-/// How much measuring a [`Calibrator`] keeps for each event: its newest
-/// intervals until they cover a minute, so that a calibration follows the
-/// load of late rather than of the whole run.
-pub const CALIBRATION_WINDOW_S: f64 = 60.0;
-
-/// A calibration resting on fewer samples is not given: at this many its
-/// standard error ([`Calibration::error`], shown beside it) is a fifth of
-/// it, still enough to tell a bias such as the timer softirq's 0.6 here
-/// from none. An event at a few percent of a CPU reaches it in a few
-/// one-second calibration intervals at 99 Hz; 100 would take dozens.
-pub const CALIBRATION_MIN_SAMPLES: u64 = 25;
+use crate::model::{CpuTime, EventKey, Snapshot, StackCount};
 
 /// Replaces every event of `snapshot` that its tier does not measure with
 /// an estimate from `stacks`, sampled at `frequency_hz` on `snapshot.cpus`
@@ -77,6 +65,7 @@ pub fn estimate_unmeasured(snapshot: &mut Snapshot, stacks: &[StackCount], frequ
                         .min(interval_ns * snapshot.cpus as u64),
                 ),
                 // Put on by a `Calibrator`, which knows the run.
+                raw_ns: None,
                 calibration: None,
             },
         );
@@ -88,99 +77,10 @@ pub fn estimate_unmeasured(snapshot: &mut Snapshot, stacks: &[StackCount], frequ
     }
 }
 
-/// Keeps, per event, its samples against its exact time over the newest
-/// intervals that measured it (in the exact tier every event; in
-/// `softirq` all but the socket calls), and puts the agreement they make on
-/// that event's estimates in a lower tier ([`Calibration`]). A run that
-/// never measured an event while sampling has none to give.
-#[derive(Debug, Default)]
-pub struct Calibrator {
-    events: BTreeMap<EventKey, VecDeque<Measured>>,
-}
-
-/// One interval's part of an event's calibration.
-#[derive(Debug, Clone, Copy)]
-struct Measured {
-    ts: f64,
-    interval_s: f64,
-    samples: u64,
-    /// Samples x period.
-    sampled_ns: f64,
-    exact_ns: u64,
-}
-
-impl Calibrator {
-    /// Takes in the events `snapshot` measured, if it sampled (after its
-    /// breakdown is made).
-    pub fn observe(&mut self, snapshot: &Snapshot) {
-        let hz = snapshot.sampling.as_ref().map_or(0, |s| s.frequency_hz);
-        if hz == 0 {
-            return;
-        }
-        let period_ns = 1e9 / hz as f64;
-        for key in EventKey::ALL {
-            let time = snapshot.event(key);
-            if time.estimated {
-                continue;
-            }
-            // An event no sample saw still had its exact time.
-            let samples: u64 = snapshot
-                .breakdown
-                .iter()
-                .filter(|b| b.context.event() == key)
-                .map(|b| b.samples)
-                .sum();
-            let kept = self.events.entry(key).or_default();
-            kept.push_back(Measured {
-                ts: snapshot.ts,
-                interval_s: snapshot.interval_s,
-                samples,
-                sampled_ns: samples as f64 * period_ns,
-                exact_ns: time.total_ns,
-            });
-            // The newest intervals until they cover the calibration window.
-            let mut covered_s = 0.0;
-            let keep = kept
-                .iter()
-                .rev()
-                .take_while(|m| {
-                    let short = covered_s < CALIBRATION_WINDOW_S;
-                    covered_s += m.interval_s;
-                    short
-                })
-                .count();
-            let old = kept.len() - keep;
-            kept.drain(..old);
-        }
-    }
-
-    /// Puts the calibration on each estimated event of `snapshot` that has
-    /// one: exact time measured, and enough samples.
-    pub fn apply(&self, snapshot: &mut Snapshot) {
-        for (key, time) in snapshot.events.iter_mut() {
-            if !time.estimated {
-                continue;
-            }
-            time.calibration = self.events.get(key).and_then(|kept| {
-                let newest = kept.back()?;
-                let (samples, sampled_ns, exact_ns) =
-                    kept.iter().fold((0, 0.0, 0), |(n, s, e), m| {
-                        (n + m.samples, s + m.sampled_ns, e + m.exact_ns)
-                    });
-                (samples >= CALIBRATION_MIN_SAMPLES && exact_ns > 0).then(|| Calibration {
-                    agreement: sampled_ns / exact_ns as f64,
-                    samples,
-                    ts: newest.ts,
-                })
-            });
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{Breakdown, SampleContext, SamplingStats, Tier};
+    use crate::model::{SampleContext, Tier};
 
     fn stack(context: SampleContext, cpus: &[(u32, u64)]) -> StackCount {
         StackCount {
@@ -255,143 +155,5 @@ mod tests {
         let before = s.clone();
         estimate_unmeasured(&mut s, &[stack(SampleContext::SockRecv, &[(0, 5)])], 99);
         assert_eq!(s, before);
-    }
-
-    /// An exact interval of `interval_s` ending at `ts`, sampled at 100 Hz
-    /// (10 ms a sample): each event's (samples, exact ns).
-    fn measured(ts: f64, interval_s: f64, events: &[(EventKey, u64, u64)]) -> Snapshot {
-        let mut s = Snapshot::empty("tracepoint", 1);
-        (s.ts, s.interval_s) = (ts, interval_s);
-        s.sampling = Some(SamplingStats {
-            frequency_hz: 100,
-            ..SamplingStats::default()
-        });
-        for &(key, samples, exact_ns) in events {
-            let context = SampleContext::ALL
-                .into_iter()
-                .find(|c| c.event() == key)
-                .unwrap();
-            s.breakdown.push(Breakdown {
-                context,
-                samples,
-                agreement: None,
-                categories: Vec::new(),
-            });
-            s.events.get_mut(&key).unwrap().total_ns = exact_ns;
-        }
-        s
-    }
-
-    /// A softirq-tier interval whose socket calls are estimated.
-    fn estimating() -> Snapshot {
-        let mut s = exact_snapshot(Tier::Softirq);
-        estimate_unmeasured(&mut s, &[], 99);
-        s
-    }
-
-    #[test]
-    fn an_estimate_carries_the_exact_tiers_agreement() {
-        let mut calibrator = Calibrator::default();
-        calibrator.observe(&measured(
-            10.0,
-            1.0,
-            &[
-                (EventKey::SockSend, 60, 1_000_000_000),
-                (EventKey::NetTimers, 10, 100_000_000),
-            ],
-        ));
-        // No sample of NET_RX in this one: its exact time counts all the same.
-        calibrator.observe(&measured(
-            11.0,
-            1.0,
-            &[(EventKey::SockSend, 60, 500_000_000)],
-        ));
-        let mut s = estimating();
-        calibrator.apply(&mut s);
-        // 120 samples of 10 ms against 1.5 s exact.
-        assert_eq!(
-            s.event(EventKey::SockSend).calibration,
-            Some(Calibration {
-                agreement: 0.8,
-                samples: 120,
-                ts: 11.0
-            })
-        );
-        // No exact time to agree with.
-        assert_eq!(s.event(EventKey::SockRecv).calibration, None);
-        // Measured in this tier: no calibration.
-        assert_eq!(s.event(EventKey::NetRxSoftirq).calibration, None);
-
-        // Ten samples are too few: no calibration for the timers.
-        let mut s = exact_snapshot(Tier::Sampled);
-        estimate_unmeasured(&mut s, &[], 99);
-        calibrator.apply(&mut s);
-        assert_eq!(s.event(EventKey::NetTimers).calibration, None);
-        assert!(s.event(EventKey::SockSend).calibration.is_some());
-    }
-
-    #[test]
-    fn a_calibration_keeps_the_newest_minute_of_exact_intervals() {
-        let mut calibrator = Calibrator::default();
-        // Ten seconds where samples read twice the time, then a minute
-        // where they read it exactly: only the minute is kept.
-        for i in 0..70 {
-            let samples = if i < 10 { 200 } else { 100 };
-            calibrator.observe(&measured(
-                f64::from(i),
-                1.0,
-                &[(EventKey::SockSend, samples, 1_000_000_000)],
-            ));
-        }
-        let mut s = estimating();
-        calibrator.apply(&mut s);
-        let calibration = s.event(EventKey::SockSend).calibration.unwrap();
-        assert_eq!((calibration.samples, calibration.ts), (6000, 69.0));
-        assert!((calibration.agreement - 1.0).abs() < 1e-12);
-        // An interval longer than the calibration window is kept alone.
-        calibrator.observe(&measured(
-            200.0,
-            120.0,
-            &[(EventKey::SockSend, 3000, 60_000_000_000)],
-        ));
-        let mut s = estimating();
-        calibrator.apply(&mut s);
-        let calibration = s.event(EventKey::SockSend).calibration.unwrap();
-        assert_eq!(calibration.samples, 3000);
-        assert!((calibration.agreement - 0.5).abs() < 1e-12);
-    }
-
-    #[test]
-    fn only_measured_and_sampled_intervals_calibrate() {
-        let mut calibrator = Calibrator::default();
-        let mut unsampled = measured(1.0, 1.0, &[(EventKey::SockSend, 500, 1_000_000_000)]);
-        unsampled.sampling = None;
-        calibrator.observe(&unsampled);
-        // The softirq tier estimates the socket calls (from these very
-        // samples: no agreement to learn) and measures NET_RX.
-        let mut lower = measured(
-            2.0,
-            1.0,
-            &[
-                (EventKey::SockSend, 500, 0),
-                (EventKey::NetRxSoftirq, 300, 2_000_000_000),
-            ],
-        );
-        lower.tier = Tier::Softirq;
-        estimate_unmeasured(&mut lower, &[], 100);
-        calibrator.observe(&lower);
-        let mut s = exact_snapshot(Tier::Sampled);
-        estimate_unmeasured(&mut s, &[], 99);
-        calibrator.apply(&mut s);
-        assert_eq!(s.event(EventKey::SockSend).calibration, None);
-        // NET_RX, measured in the softirq tier: 3 s of samples in 2 s.
-        assert_eq!(
-            s.event(EventKey::NetRxSoftirq).calibration,
-            Some(Calibration {
-                agreement: 1.5,
-                samples: 300,
-                ts: 2.0
-            })
-        );
     }
 }

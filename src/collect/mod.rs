@@ -2,6 +2,7 @@
 //! turns each interval into a [`Snapshot`]. It never formats anything.
 
 pub mod attribution;
+pub mod calibrate;
 pub mod clock;
 pub mod cost;
 pub mod cpu_time;

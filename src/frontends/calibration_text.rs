@@ -4,11 +4,19 @@
 
 use crate::model::Calibration;
 
-/// `measured agreement 0.78 +-0.04, 3 min ago` for an estimate in the
-/// snapshot ending at `ts`.
-pub fn measured_agreement(c: &Calibration, ts: f64) -> String {
+/// `calibrated 0.78 +-0.04, 3 min ago` for an estimate in the snapshot
+/// ending at `ts` that its calibration corrected (its estimate over exact
+/// time; the estimate shown is divided by it), `calibration 0.78 +-0.30
+/// (not applied), ...` for one that rests on too few samples or comes from
+/// a recording made before calibrations were applied.
+pub fn calibration(c: &Calibration, ts: f64) -> String {
+    let (word, applied) = if c.applied {
+        ("calibrated", "")
+    } else {
+        ("calibration", " (not applied)")
+    };
     format!(
-        "measured agreement {:.2} +-{:.2}, {} ago",
+        "{word} {:.2} +-{:.2}{applied}, {} ago",
         c.agreement,
         c.error(),
         age(c.age_s(ts))
@@ -36,14 +44,24 @@ mod tests {
             agreement: 0.784,
             samples: 400,
             ts: 1000.0,
+            ..Default::default()
         };
         assert_eq!(
-            measured_agreement(&c, 1001.0),
-            "measured agreement 0.78 +-0.04, 1 s ago"
+            calibration(&c, 1001.0),
+            "calibration 0.78 +-0.04 (not applied), 1 s ago"
         );
-        assert!(measured_agreement(&c, 1000.0 + 600.0).ends_with(", 10 min ago"));
-        assert!(measured_agreement(&c, 1000.0 + 3.0 * 3600.0).ends_with(", 3.0 h ago"));
+        let applied = Calibration {
+            agreement_error: Some(0.1),
+            applied: true,
+            ..c
+        };
+        assert_eq!(
+            calibration(&applied, 1001.0),
+            "calibrated 0.78 +-0.10, 1 s ago"
+        );
+        assert!(calibration(&c, 1000.0 + 600.0).ends_with(", 10 min ago"));
+        assert!(calibration(&c, 1000.0 + 3.0 * 3600.0).ends_with(", 3.0 h ago"));
         // A clock that stepped back reads as no age, not a negative one.
-        assert!(measured_agreement(&c, 999.0).ends_with(", 0 s ago"));
+        assert!(calibration(&c, 999.0).ends_with(", 0 s ago"));
     }
 }

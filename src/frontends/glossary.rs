@@ -31,6 +31,13 @@ pub const AGREEMENT: Word = Word {
               time: 1.00 means the samples saw all of it; shares are of the samples either way",
 };
 
+pub const CALIBRATION: Word = Word {
+    word: "calibrated",
+    meaning: "this tier's estimate over the exact time in the run's calibration intervals; when \
+              applied, the estimate shown is the samples' divided by it, and its error holds the \
+              calibration's",
+};
+
 pub const TIMER_SOFTIRQ_OVERHEAD: Word = Word {
     word: "timer_softirq_overhead",
     meaning: "the timer softirq's own work around network callbacks (its expiry loop, \
@@ -58,9 +65,10 @@ pub const GAPS_REUSED: Word = Word {
 };
 
 /// Every word, in the order top's help lists them.
-pub const WORDS: [Word; 7] = [
+pub const WORDS: [Word; 8] = [
     PERCENT_OF_ONE_CPU,
     ESTIMATE,
+    CALIBRATION,
     AGREEMENT,
     TIMER_SOFTIRQ_OVERHEAD,
     SOFTIRQ_LOOP,

@@ -7,7 +7,7 @@ use std::io::{self, Write};
 
 use std::collections::BTreeMap;
 
-use super::calibration_text::measured_agreement;
+use super::calibration_text::calibration as calibration_text;
 use super::glossary::{self, Legend};
 use super::label::printable;
 use super::local_time::time_of_day;
@@ -118,8 +118,9 @@ fn written(t: &CpuTime, interval_s: f64) -> Written {
 }
 
 /// One event's or vector's row; an estimate's total is marked `~`, has no
-/// count, and ends with its error and the samples' agreement with the exact
-/// time where the run measured that ([`crate::model::Calibration`]).
+/// count, and ends with its error, its calibration where the run has one
+/// ([`crate::model::Calibration`]) and, where that corrected it, the
+/// estimate before.
 fn row(text: &mut String, name: &str, t: &CpuTime, s: &Snapshot, per_cpu: bool) {
     let w = written(t, s.interval_s);
     let count = if t.estimated {
@@ -137,7 +138,11 @@ fn row(text: &mut String, name: &str, t: &CpuTime, s: &Snapshot, per_cpu: bool) 
         let _ = write!(text, "  estimated, +-{error_ms} ms");
     }
     if let Some(c) = t.calibration.filter(|_| t.estimated) {
-        let _ = write!(text, ", {}", measured_agreement(&c, s.ts));
+        let _ = write!(text, ", {}", calibration_text(&c, s.ts));
+    }
+    if let (Some(raw_ns), Some(error_ns)) = (t.raw_ns, t.error_ns) {
+        let (raw_ms, _) = with_error(raw_ns as f64 / 1e6, error_ns as f64 / 1e6, 3);
+        let _ = write!(text, ", raw ~{raw_ms} ms");
     }
     text.push('\n');
 }
@@ -190,7 +195,7 @@ fn render_table(s: &Snapshot, legend: &mut Legend) -> String {
         .values()
         .any(|t| t.estimated && t.calibration.is_some())
     {
-        legend.explain_word(&mut text, glossary::AGREEMENT);
+        legend.explain_word(&mut text, glossary::CALIBRATION);
     }
     if s.softirq.is_empty() {
         let _ = writeln!(

@@ -164,46 +164,66 @@ pub struct CpuTime {
     /// force does not measure this event) rather than measured exactly.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub estimated: bool,
-    /// One standard error of an estimated `total_ns`.
+    /// One standard error of an estimated `total_ns`: its samples' count
+    /// and, where a calibration corrected it, the calibration's own error.
+    /// The interval netto states is `total_ns` +- 2 `error_ns`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error_ns: Option<u64>,
-    /// For an estimate: how samples stood against this event's exact time
-    /// earlier in the run, where a tier measured it. The error above is the
-    /// samples' count only; this shows their bias on this host (the manual,
-    /// "Tiers, the budget and calibration intervals").
+    /// For an estimate that a calibration corrected: the estimate before
+    /// it (samples x period), `total_ns` being the corrected one. Absent
+    /// for a measured time, and in recordings made before calibrations were
+    /// applied.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub raw_ns: Option<u64>,
+    /// For an estimate: how this tier's own samples stood against the
+    /// event's exact time in the run's calibration intervals, and whether
+    /// `total_ns` is corrected by it (the manual, "Tiers, the budget and
+    /// calibration intervals").
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub calibration: Option<Calibration>,
 }
 
-/// An event's agreement as a tier that measured it last saw it in this
-/// run, carried onto its estimates in the tiers below, which have nothing
-/// exact to hold their samples against.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, JsonSchema)]
+/// An event's calibration: in the run's newest calibration intervals, which
+/// measure every event exactly while the sampler places its samples as the
+/// estimating tier does, the estimate those samples make over the exact
+/// time. An estimate is divided by it (a ratio estimator), so that it
+/// follows the load between calibrations while its bias on this host is
+/// taken out.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Calibration {
-    /// Samples x period / exact time over the newest intervals that measured
-    /// the event while sampling (their `Breakdown::agreement` taken
-    /// together, up to a minute of them). It is shown, not applied: the
-    /// `sampled` tier places its samples by their frames where the others
-    /// know the context, so its bias need not be the same.
+    /// Estimate over exact time, pooled over the newest calibration
+    /// intervals (recordings made before calibrations were applied hold
+    /// the exact tier's own samples' agreement here).
     pub agreement: f64,
-    /// The samples it rests on: its standard error is
-    /// [`Calibration::error`].
+    /// The samples it rests on.
     pub samples: u64,
     /// The end of the newest of those intervals (its snapshot's `ts`).
     pub ts: f64,
+    /// One standard error of `agreement` ([`Calibration::error`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agreement_error: Option<f64>,
+    /// Whether the estimate's `total_ns` and `error_ns` are corrected by
+    /// it: it rests on enough samples
+    /// ([`crate::collect::calibrate::CALIBRATION_MIN_SAMPLES`]).
+    #[serde(default)]
+    pub applied: bool,
+    /// Its age at the estimate's snapshot: a calibration measured under
+    /// another load holds less well.
+    #[serde(default)]
+    pub age_s: f64,
 }
 
 impl Calibration {
-    /// One standard error of `agreement`: its samples are a Poisson count
-    /// (relative error 1 / sqrt(samples)); the exact time it is held
-    /// against has none.
+    /// One standard error of `agreement`: as the calibration states it, or
+    /// for a recording older than that, the Poisson error of its samples
+    /// (relative error 1 / sqrt(samples)).
     pub fn error(&self) -> f64 {
-        self.agreement / (self.samples as f64).sqrt()
+        self.agreement_error
+            .unwrap_or(self.agreement / (self.samples.max(1) as f64).sqrt())
     }
 
-    /// Its age at `ts` (the estimating snapshot's): an agreement measured
-    /// ten minutes ago under another load need not hold now, so it is
-    /// shown with its age.
+    /// Its age at `ts` (the estimating snapshot's), from its own `ts`, so
+    /// that recordings older than `age_s` read alike.
     pub fn age_s(&self, ts: f64) -> f64 {
         (ts - self.ts).max(0.0)
     }

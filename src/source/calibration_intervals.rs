@@ -20,8 +20,10 @@ pub struct CalibrationIntervals {
     every_s: f64,
     /// End of the newest interval delivered.
     latest_ts: Option<f64>,
-    /// End of the newest interval that measured every event exactly while
-    /// sampling: what a calibration of every event needs.
+    /// End of the newest calibration interval: an exact interval the
+    /// sampler placed its samples in as an estimating tier does, which is
+    /// what a calibration needs (`collect::calibrate`; an interval of a run
+    /// in the exact tier calibrates nothing).
     exact_ts: Option<f64>,
 }
 
@@ -39,15 +41,15 @@ impl CalibrationIntervals {
     /// Takes in a delivered interval.
     pub fn observe(&mut self, snapshot: &Snapshot) {
         self.latest_ts = Some(snapshot.ts);
-        if snapshot.tier == Tier::Exact && snapshot.sampling.is_some() {
+        if snapshot.calibrating.is_some() && snapshot.sampling.is_some() {
             self.exact_ts = Some(snapshot.ts);
         }
     }
 
     /// Whether the next interval, in a run now in `in_force`, is to be a
     /// calibration interval: the tier estimates, and no interval measured
-    /// every event exactly in the last `every_s` (or ever, once one
-    /// interval has run in the tier).
+    /// every event exactly to calibrate in the last `every_s` (or ever,
+    /// once one interval has run in the tier).
     pub fn due(&self, in_force: Tier) -> bool {
         let Some(latest) = self.latest_ts else {
             return false;
@@ -73,6 +75,14 @@ mod tests {
         s
     }
 
+    /// A calibration interval of a run in `sampled`.
+    fn calibration(ts: f64) -> Snapshot {
+        Snapshot {
+            calibrating: Some(Tier::Sampled),
+            ..interval(ts, Tier::Exact)
+        }
+    }
+
     #[test]
     fn a_run_started_in_a_lower_tier_calibrates_after_its_first_interval() {
         let mut intervals = CalibrationIntervals::new(60.0);
@@ -80,14 +90,14 @@ mod tests {
         intervals.observe(&interval(1.0, Tier::Sampled));
         assert!(intervals.due(Tier::Sampled));
         assert!(intervals.due(Tier::Softirq));
-        intervals.observe(&interval(2.0, Tier::Exact));
+        intervals.observe(&calibration(2.0));
         assert!(!intervals.due(Tier::Sampled));
     }
 
     #[test]
     fn calibrates_again_once_the_last_exact_interval_is_every_seconds_old() {
         let mut intervals = CalibrationIntervals::new(10.0);
-        intervals.observe(&interval(5.0, Tier::Exact));
+        intervals.observe(&calibration(5.0));
         for ts in 6..15 {
             intervals.observe(&interval(f64::from(ts), Tier::Sampled));
             assert!(!intervals.due(Tier::Sampled), "{ts}");
@@ -99,16 +109,26 @@ mod tests {
     #[test]
     fn never_in_the_exact_tier_nor_from_an_interval_that_did_not_sample() {
         let mut intervals = CalibrationIntervals::new(1.0);
-        intervals.observe(&interval(1.0, Tier::Exact));
-        intervals.observe(&interval(9.0, Tier::Exact));
+        intervals.observe(&calibration(1.0));
+        intervals.observe(&calibration(9.0));
         assert!(!intervals.due(Tier::Exact));
-        let mut unsampled = interval(10.0, Tier::Exact);
+        let mut unsampled = calibration(10.0);
         unsampled.sampling = None;
         intervals.observe(&unsampled);
         intervals.observe(&interval(11.0, Tier::Sampled));
         assert!(
             intervals.due(Tier::Sampled),
-            "the last exact interval sampled at 9 s"
+            "the last calibration that sampled was at 9 s"
         );
+    }
+
+    #[test]
+    fn a_run_that_steps_down_from_exact_calibrates_at_once() {
+        // Its exact intervals placed their samples as the exact tier does:
+        // nothing for the lower tier's calibration.
+        let mut intervals = CalibrationIntervals::new(600.0);
+        intervals.observe(&interval(1.0, Tier::Exact));
+        intervals.observe(&interval(2.0, Tier::Sampled));
+        assert!(intervals.due(Tier::Sampled));
     }
 }

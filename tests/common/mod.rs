@@ -56,6 +56,7 @@ pub fn calibrated_in_softirq_tier(
         agreement,
         samples,
         ts: s.ts - age_s,
+        ..Default::default()
     });
 }
 

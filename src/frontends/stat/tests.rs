@@ -109,6 +109,7 @@ fn estimates_are_marked_with_their_error_and_no_count() {
         agreement: 0.784,
         samples: 400,
         ts: s.ts - 120.0,
+        ..Default::default()
     });
     let text = render_table(&s);
     let timers = text
@@ -116,10 +117,10 @@ fn estimates_are_marked_with_their_error_and_no_count() {
         .find(|l| l.starts_with("net_timers") && l.contains("estimated"))
         .unwrap();
     assert!(
-        timers.ends_with("estimated, +-1.5 ms, measured agreement 0.78 +-0.04, 2 min ago"),
+        timers.ends_with("estimated, +-1.5 ms, calibration 0.78 +-0.04 (not applied), 2 min ago"),
         "{timers}"
     );
-    assert!(text.contains(&format!("\n  {}\n", glossary::AGREEMENT.line())));
+    assert!(text.contains(&format!("\n  {}\n", glossary::CALIBRATION.line())));
     assert!(text.contains("softirq vectors and hardirq time: not measured in the sampled tier"));
     assert!(!text.contains("HRTIMER"), "{text}");
     // Exact rows carry no mark.

@@ -213,9 +213,8 @@ impl App {
             Panel::Breakdown => {
                 let rows = self.tree_rows();
                 match rows.get(self.selected_row(&rows))? {
-                    Row::Context(c) if c.agreement.is_some() || c.calibration.is_some() => {
-                        Some(glossary::AGREEMENT)
-                    }
+                    Row::Context(c) if c.calibration.is_some() => Some(glossary::CALIBRATION),
+                    Row::Context(c) if c.agreement.is_some() => Some(glossary::AGREEMENT),
                     Row::Function(_, _, f) if is_skid(&f.name) => Some(glossary::SKID),
                     _ => None,
                 }

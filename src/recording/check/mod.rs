@@ -316,8 +316,31 @@ fn check_estimate(at: &str, time: &CpuTime, s: &Snapshot, key: EventKey) -> Resu
             c.agreement,
             f64::MAX,
         )
-        .and(check_seconds(&format!("{at}.calibration.ts"), c.ts, s.ts)),
+        .and(check_seconds(&format!("{at}.calibration.ts"), c.ts, s.ts))
+        .and(check_seconds(
+            &format!("{at}.calibration.agreement_error"),
+            c.agreement_error.unwrap_or(0.0),
+            f64::MAX,
+        ))
+        .and(check_seconds(
+            &format!("{at}.calibration.age_s"),
+            c.age_s,
+            f64::MAX,
+        )),
         None => Ok(()),
+    }?;
+    // The estimate before its calibration: only where one was applied.
+    let applied = time.calibration.is_some_and(|c| c.applied);
+    match time.raw_ns {
+        Some(_) if !applied => Err(invalid(
+            format!("{at}.raw_ns"),
+            "present on a value no calibration corrected",
+        )),
+        None if applied => Err(invalid(
+            format!("{at}.raw_ns"),
+            "missing for a calibrated estimate",
+        )),
+        _ => Ok(()),
     }
 }
 

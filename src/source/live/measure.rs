@@ -16,7 +16,8 @@ use super::startup::load_sampler;
 use super::{LiveConfig, DRAIN_PERIOD};
 use crate::breakdown::fold::Folder;
 use crate::breakdown::{breakdowns, leave_out_softirq_loop};
-use crate::collect::estimate::{estimate_unmeasured, Calibrator};
+use crate::collect::calibrate::Calibrator;
+use crate::collect::estimate::estimate_unmeasured;
 use crate::collect::network_programs::share;
 use crate::collect::{Beside, Collector};
 use crate::kernel::accounting::Accounting;
@@ -72,7 +73,7 @@ pub(super) struct Measure<'c, 'a, 'obj> {
     duty: Option<DutyCycle>,
     budget: Option<Budget>,
     changes: Changes,
-    /// Each event's agreement where measured, for its estimates.
+    /// The estimating tiers' calibrations, from calibration intervals.
     calibrator: Calibrator,
     /// When to measure one interval exactly (`--calibrate-every`).
     calibration_intervals: Option<CalibrationIntervals>,
@@ -341,12 +342,17 @@ impl<'c, 'a, 'obj> Measure<'c, 'a, 'obj> {
         if tier != Tier::Exact {
             self.switch_attribution(false)?;
         }
+        // A calibration interval measures every event while the sampler
+        // places its samples as the tier it calibrates does
+        // (`collect::calibrate`); the sampler trusts no more programs than
+        // are attached either way.
+        let places_as = self.changes.calibrating.unwrap_or(tier);
         if sampler_first(self.accounting.tier(), tier) {
-            sampler.set_tier(tier);
+            sampler.set_tier(places_as);
             self.accounting.set_tier(tier)?;
         } else {
             self.accounting.set_tier(tier)?;
-            sampler.set_tier(tier);
+            sampler.set_tier(places_as);
         }
         Ok(())
     }
@@ -380,6 +386,7 @@ impl<'c, 'a, 'obj> Measure<'c, 'a, 'obj> {
             hooks: beside(counted.as_ref(), sketch.as_ref()),
             stats_held,
         })?;
+        snapshot.calibrating = self.changes.calibrating;
         if let Some(duty) = self.duty.as_mut() {
             let own = &snapshot.overhead;
             let held_throughout = own.bpf_stats && !own.estimated && own.bpf_run_time_ns > 0;
@@ -402,7 +409,6 @@ impl<'c, 'a, 'obj> Measure<'c, 'a, 'obj> {
                 .take(symbolizer, |key| collector.group_name(key));
             let softirq_loop = leave_out_softirq_loop(&mut stacks);
             estimate_unmeasured(&mut snapshot, &stacks, sampler.frequency_hz());
-            snapshot.breakdown = breakdowns(&stacks, &snapshot.events, sampler.frequency_hz());
             snapshot.modules = stacks
                 .iter()
                 .flat_map(|stack| &stack.frames)
@@ -419,19 +425,21 @@ impl<'c, 'a, 'obj> Measure<'c, 'a, 'obj> {
                 unplaced: self.folder.unplaced(),
                 buffer_bytes: sampler.buffer_bytes(),
             });
+            // Calibrated before the breakdown shares out the estimates.
+            self.calibrator.observe(&snapshot);
+            self.calibrator.apply(&mut snapshot);
+            snapshot.breakdown =
+                breakdowns(&snapshot.stacks, &snapshot.events, sampler.frequency_hz());
             snapshot.losses.dropped_halves = counted.dropped_halves;
             snapshot.losses.missed_samples = counted.missed;
             snapshot.losses.unsampled_cpus = sampler.unsampled_cpus();
             snapshot.losses.recursion_misses += counted.recursion_misses;
-            self.calibrator.observe(&snapshot);
-            self.calibrator.apply(&mut snapshot);
             self.base = counters;
             self.retired = SamplerCounters::default();
         }
         if let Some(programs) = snapshot.network_programs.as_mut() {
             share(programs, &snapshot.events);
         }
-        snapshot.calibrating = self.changes.calibrating;
         if let Some(intervals) = self.calibration_intervals.as_mut() {
             intervals.observe(&snapshot);
         }

@@ -10,7 +10,7 @@ use ratatui::Frame;
 
 use super::{panel, waiting};
 use crate::breakdown::categories::is_skid;
-use crate::frontends::calibration_text::measured_agreement;
+use crate::frontends::calibration_text::calibration as calibration_text;
 use crate::frontends::tui::app::{App, Panel};
 use crate::frontends::tui::format;
 use crate::frontends::tui::tree::{ContextNode, Row};
@@ -132,7 +132,7 @@ fn context_name(c: &ContextNode, ts: f64) -> String {
     let name = c.context.name().to_uppercase();
     match (c.agreement, c.calibration) {
         (Some(agreement), _) => format!("{name}  agreement {agreement:.2}"),
-        (None, Some(calibration)) => format!("{name}  {}", measured_agreement(&calibration, ts)),
+        (None, Some(calibration)) => format!("{name}  {}", calibration_text(&calibration, ts)),
         (None, None) => name,
     }
 }

@@ -290,9 +290,19 @@ pub const ESTIMATE_AGREEMENT: Family = Family {
     kind: Kind::Gauge,
     concern: Concern::TiersAndBudget,
     labels: &[EVENT],
-    help: "For an event estimated in the last interval: its stack samples against its \
-           exact time (samples x period / exact time) where the run measured it, over up \
-           to a minute of those intervals; absent when never measured.",
+    help: "For an event estimated in the last interval: its tier's calibration, the \
+           estimate over the exact time in the run's newest calibration intervals \
+           (--calibrate-every); absent before the first.",
+};
+
+pub const ESTIMATE_CALIBRATION_APPLIED: Family = Family {
+    name: "netto_estimate_calibration_applied",
+    kind: Kind::Gauge,
+    concern: Concern::TiersAndBudget,
+    labels: &[EVENT],
+    help: "1 when the event's estimate (netto_cpu_seconds_total and its variance) is \
+           divided by netto_estimate_agreement, 0 when that rests on too few samples; \
+           absent with it.",
 };
 
 pub const ESTIMATE_AGREEMENT_ERROR: Family = Family {
@@ -300,8 +310,8 @@ pub const ESTIMATE_AGREEMENT_ERROR: Family = Family {
     kind: Kind::Gauge,
     concern: Concern::TiersAndBudget,
     labels: &[EVENT],
-    help: "One standard error of netto_estimate_agreement (agreement / sqrt(samples)); \
-           absent with it.",
+    help: "One standard error of netto_estimate_agreement (its samples' count or, where \
+           larger, how its intervals scatter); absent with it.",
 };
 
 pub const ESTIMATE_CALIBRATION_TIMESTAMP: Family = Family {
@@ -450,6 +460,7 @@ pub const FAMILIES: &[&Family] = &[
     &ESTIMATE_AGREEMENT,
     &ESTIMATE_AGREEMENT_ERROR,
     &ESTIMATE_CALIBRATION_TIMESTAMP,
+    &ESTIMATE_CALIBRATION_APPLIED,
     &CALIBRATION_INTERVALS,
     &BUDGET_PERCENT,
     &BUDGET_EXCEEDED,

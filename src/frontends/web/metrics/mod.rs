@@ -76,6 +76,7 @@ pub struct Metrics {
     /// A timestamp rather than an age: `time() - x` gives the age at query
     /// time, where an age gauge would be as old as the last scrape.
     estimate_calibration_timestamp: GaugeVec,
+    estimate_calibration_applied: IntGaugeVec,
     tier: IntGaugeVec,
     last_snapshot: Gauge,
     overhead_percent: Gauge,
@@ -137,6 +138,7 @@ impl Metrics {
             estimate_agreement: r.gauges(&families::ESTIMATE_AGREEMENT)?,
             estimate_agreement_error: r.gauges(&families::ESTIMATE_AGREEMENT_ERROR)?,
             estimate_calibration_timestamp: r.gauges(&families::ESTIMATE_CALIBRATION_TIMESTAMP)?,
+            estimate_calibration_applied: r.int_gauges(&families::ESTIMATE_CALIBRATION_APPLIED)?,
             tier: r.int_gauges(&families::TIERS)?,
             last_snapshot: r.gauge(&families::LAST_SNAPSHOT)?,
             overhead_percent: r.gauge(&families::OVERHEAD_PERCENT)?,
@@ -174,6 +176,9 @@ impl Metrics {
                     self.estimate_calibration_timestamp
                         .with_label_values(&labels)
                         .set(c.ts);
+                    self.estimate_calibration_applied
+                        .with_label_values(&labels)
+                        .set(i64::from(c.applied));
                 }
                 // Absent rather than stale.
                 None => {
@@ -181,6 +186,9 @@ impl Metrics {
                     let _ = self.estimate_agreement_error.remove_label_values(&labels);
                     let _ = self
                         .estimate_calibration_timestamp
+                        .remove_label_values(&labels);
+                    let _ = self
+                        .estimate_calibration_applied
                         .remove_label_values(&labels);
                 }
             }

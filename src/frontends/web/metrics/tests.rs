@@ -148,6 +148,8 @@ fn estimates_count_in_the_event_series_and_are_marked_with_their_variance() {
         agreement: 0.85,
         samples: 200,
         ts: s.ts - 1.0,
+        applied: true,
+        ..Default::default()
     });
     metrics.add(&s);
     let text = String::from_utf8(metrics.encode().unwrap()).unwrap();
@@ -157,11 +159,17 @@ fn estimates_count_in_the_event_series_and_are_marked_with_their_variance() {
     assert!((value(&text, error) - 0.85 / 200f64.sqrt()).abs() < 1e-9);
     let at = r#"netto_estimate_calibration_timestamp_seconds{event="sock_send"}"#;
     assert_eq!(value(&text, at), s.ts - 1.0);
+    let applied = r#"netto_estimate_calibration_applied{event="sock_send"}"#;
+    assert_eq!(value(&text, applied), 1.0);
     assert!(!text.contains(r#"netto_estimate_agreement{event="sock_recv"}"#));
     metrics.add(&snapshot());
     let text = String::from_utf8(metrics.encode().unwrap()).unwrap();
     assert!(!text.contains("netto_estimate_agreement{"), "{text}");
     assert!(!text.contains("netto_estimate_agreement_error{"), "{text}");
+    assert!(
+        !text.contains("netto_estimate_calibration_applied{"),
+        "{text}"
+    );
     assert!(
         !text.contains("netto_estimate_calibration_timestamp_seconds{"),
         "{text}"

@@ -46,6 +46,7 @@ fn a_lower_tier_is_named_and_its_estimates_marked() {
         agreement: 0.812,
         samples: 300,
         ts: sampled.ts - 10.0,
+        ..Default::default()
     });
     sampled.breakdown = breakdowns(&sampled.stacks, &sampled.events, 499);
     let screen = screen(&fixture::app_showing(sampled), 100, 30);
@@ -58,16 +59,17 @@ fn a_lower_tier_is_named_and_its_estimates_marked() {
     assert!(text.contains("~sock_send"), "{text}");
     assert!(text.contains("~sock_recv"), "{text}");
     assert!(!text.contains("~net_rx"), "{text}");
-    // An estimated context shows the agreement measured earlier, a
-    // measured one its own.
+    // An estimated context shows its tier's calibration, a measured one
+    // its samples' agreement.
     has_row(
         &screen,
         &[
             "SOCK_SEND",
-            "measured",
-            "agreement",
+            "calibration",
             "0.81",
-            "+-0.05,",
+            "+-0.05",
+            "(not",
+            "applied),",
             "10",
             "s",
             "ago",
