@@ -4,6 +4,7 @@ use clap::Args;
 
 use super::format::{format_help, Format, WeightArg};
 use super::measure::{MeasureArgs, SamplingArgs, KUBELET_LOGS_HELP};
+use super::otlp::OtlpArgs;
 use super::values::*;
 use super::LogArgs;
 use crate::collect::groups::kubelet;
@@ -198,6 +199,8 @@ pub struct ServeArgs {
     /// process, picked at start].
     #[arg(long, value_name = "USER")]
     pub user: Option<String>,
+    #[command(flatten)]
+    pub otlp: OtlpArgs,
 }
 
 /// What `serve` tells its HTTP server process on the command line: whom
@@ -216,6 +219,10 @@ pub struct ServeHttpArgs {
     pub uid: Option<u32>,
     #[arg(long, requires = "uid")]
     pub gid: Option<u32>,
+    /// The OTLP exporter's settings (JSON), read before the process
+    /// confines itself.
+    #[arg(long)]
+    pub otlp: Option<String>,
 }
 
 #[derive(Debug, Args)]

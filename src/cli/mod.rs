@@ -7,6 +7,7 @@
 mod commands;
 mod format;
 mod measure;
+pub mod otlp;
 mod values;
 
 use clap::{Args, Parser, Subcommand};
@@ -14,6 +15,7 @@ use clap::{Args, Parser, Subcommand};
 pub use commands::*;
 pub use format::*;
 pub use measure::*;
+pub use otlp::OtlpArgs;
 pub use values::*;
 
 #[derive(Debug, Parser)]

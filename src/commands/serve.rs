@@ -16,14 +16,16 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
-use netto::cli::{ServeArgs, ServeHttpArgs};
+use netto::cli::{OtlpArgs, ServeArgs, ServeHttpArgs};
+use netto::frontends::flame::otlp::Measured;
 use netto::frontends::web;
 use netto::frontends::web::feed::{self, Feed};
 use netto::frontends::web::host_header::HostCheck;
-use netto::frontends::web::sandbox::{self, Identity};
+use netto::frontends::web::otlp::{ExportSettings, Exporter};
+use netto::frontends::web::sandbox::{self, Identity, Outbound};
 use netto::frontends::web::server_process::{self, PidFd, ServerProcess};
 use netto::frontends::web::state::{FlameWindow, ServeSettings, State};
-use netto::source::{Control, Source};
+use netto::source::{Control, Source, SourceInfo};
 use nix::sys::signal::Signal;
 
 use super::signals::{stop_on_signals, when_stopped};
@@ -54,9 +56,66 @@ pub fn run(args: &ServeArgs) -> Result<ExitCode> {
         },
         hosts: HostCheck::new(args.allow_remote, &args.allow_host),
     };
-    let server = server_process::spawn(listener, identity, &start)?;
+    let otlp = export_settings(&args.otlp, args.history, &source.info)?;
+    let server = server_process::spawn(listener, identity, otlp.as_ref(), &start)?;
     eprintln!("netto: serving on http://{address}/ (Ctrl-C to stop)");
+    if let Some(otlp) = &otlp {
+        eprintln!(
+            "netto: pushing profiles every {} s to {} ({})",
+            otlp.interval_s,
+            otlp.endpoint,
+            otlp.protocol.name()
+        );
+    }
     supervise(source, server, signalled, args.duration)
+}
+
+/// What the serving process needs to push profiles, checked now: the
+/// receiver's host resolved (the confined process cannot), the window
+/// within the kept history, the CA file readable.
+fn export_settings(
+    args: &OtlpArgs,
+    history_s: f64,
+    info: &SourceInfo,
+) -> Result<Option<ExportSettings>> {
+    let Some(endpoint) = &args.otlp_endpoint else {
+        return Ok(None);
+    };
+    if args.otlp_interval > history_s {
+        bail!(
+            "--otlp-interval {} s is longer than --history {history_s} s, which its windows are \
+             drawn from",
+            args.otlp_interval
+        );
+    }
+    let uri: hyper::Uri = endpoint.parse().context("--otlp-endpoint")?;
+    let host = uri.host().unwrap_or_default();
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    let port = uri
+        .port_u16()
+        .unwrap_or(if uri.scheme_str() == Some("https") {
+            443
+        } else {
+            80
+        });
+    let addresses: Vec<SocketAddr> = std::net::ToSocketAddrs::to_socket_addrs(&(host, port))
+        .with_context(|| format!("cannot resolve --otlp-endpoint's host {host}"))?
+        .collect();
+    if let Some(file) = &args.otlp_ca_file {
+        std::fs::File::open(file)
+            .with_context(|| format!("cannot read --otlp-ca-file {}", file.display()))?;
+    }
+    Ok(Some(ExportSettings {
+        endpoint: endpoint.clone(),
+        protocol: args.otlp_protocol,
+        interval_s: args.otlp_interval,
+        addresses,
+        ca_file: args.otlp_ca_file.clone(),
+        measured: Measured {
+            host: info.host.clone(),
+            kernel: info.kernel.clone(),
+        },
+    }))
 }
 
 fn listen(address: SocketAddr, allow_remote: bool) -> Result<TcpListener> {
@@ -216,10 +275,30 @@ pub fn run_http(args: &ServeHttpArgs) -> Result<ExitCode> {
         .uid
         .zip(args.gid)
         .map(|(uid, gid)| Identity { uid, gid });
-    sandbox::confine(identity).context("confining the HTTP server process")?;
+    // Whatever the exporter reads from files, it reads now.
+    let exporter = match &args.otlp {
+        Some(json) => Some(Exporter::prepare(
+            serde_json::from_str(json).context("the OTLP settings")?,
+        )?),
+        None => None,
+    };
+    let outbound = match exporter {
+        Some(_) => Outbound::Tcp,
+        None => Outbound::Refused,
+    };
+    sandbox::confine(identity, outbound).context("confining the HTTP server process")?;
     let mut input = BufReader::new(io::stdin());
     let (info, settings, hosts) = feed::start(&mut input)?;
     let state = actix_web::web::Data::new(State::new(info, settings)?);
+    if let Some(exporter) = exporter {
+        let exported = state.clone().into_inner();
+        thread::Builder::new()
+            .name("netto-otlp".into())
+            .spawn(move || exporter.run(exported))
+            .context("starting the OTLP exporter")?;
+        // The exporter's thread alone may connect out.
+        sandbox::close_outbound().context("confining the HTTP server process")?;
+    }
     actix_web::rt::System::new().block_on(async move {
         let server =
             web::server(listener, state.clone(), hosts, cap).context("starting the server")?;

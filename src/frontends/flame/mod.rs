@@ -16,6 +16,7 @@
 
 pub mod diff;
 pub mod folded;
+pub mod otlp;
 pub mod pprof;
 #[cfg(any(test, feature = "test-support"))]
 pub mod readback;

@@ -16,6 +16,7 @@ pub mod feed;
 pub mod host_header;
 pub mod limit;
 pub mod metrics;
+pub mod otlp;
 pub mod recording;
 pub mod routes;
 pub mod sandbox;

@@ -131,11 +131,20 @@ fn ids_of_processes() -> HashSet<u32> {
         .collect()
 }
 
+/// Whether the confined process may connect out: only for the OTLP
+/// exporter, and then only until [`close_outbound`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outbound {
+    Refused,
+    /// TCP connections over IPv4 or IPv6 ([`OUTBOUND`]).
+    Tcp,
+}
+
 /// Drops every privilege of this process for good, then allows only the
-/// system calls of `ALLOWED`. Call it before any thread starts: threads
-/// inherit the filter, and the capability sets dropped here are this
-/// thread's.
-pub fn confine(identity: Option<Identity>) -> Result<(), SandboxError> {
+/// system calls of `ALLOWED` (and of `OUTBOUND` if `outbound` says so).
+/// Call it before any thread starts: threads inherit the filter, and the
+/// capability sets dropped here are this thread's.
+pub fn confine(identity: Option<Identity>, outbound: Outbound) -> Result<(), SandboxError> {
     // Only a process holding CAP_SETPCAP may shrink its bounding set; an
     // unprivileged one has nothing to gain from it once no_new_privs is set.
     let bounding = caps::has_cap(None, CapSet::Effective, Capability::CAP_SETPCAP)
@@ -153,7 +162,29 @@ pub fn confine(identity: Option<Identity>) -> Result<(), SandboxError> {
     }
     prctl::set_no_new_privs().map_err(call("setting no_new_privs"))?;
     verify(bounding, identity)?;
-    install_filters()
+    install_filters(outbound)
+}
+
+/// Refuses connecting out to this thread and every thread it starts from
+/// now on: called by the serving process once the exporter's thread (the
+/// one that connects) has started, so no request handler ever may.
+pub fn close_outbound() -> Result<(), SandboxError> {
+    let bad = |e: &dyn std::fmt::Display| SandboxError::Filter(e.to_string());
+    let rules = [libc::SYS_socket, libc::SYS_connect]
+        .into_iter()
+        .map(|call| (call, vec![]))
+        .collect();
+    let arch = std::env::consts::ARCH.try_into().map_err(|e| bad(&e))?;
+    let filter: BpfProgram = SeccompFilter::new(
+        rules,
+        SeccompAction::Allow,
+        SeccompAction::Errno(libc::EPERM as u32),
+        arch,
+    )
+    .map_err(|e| bad(&e))?
+    .try_into()
+    .map_err(|e: seccompiler::BackendError| bad(&e))?;
+    seccompiler::apply_filter(&filter).map_err(|e| bad(&e))
 }
 
 /// Supplementary groups, then group, then user (a user switch first would
@@ -345,6 +376,29 @@ const ALLOWED: &[Allowed] = &[
     Allowed::Any(libc::SYS_poll),
 ];
 
+/// What connecting out to the OTLP receiver needs besides `ALLOWED`: a
+/// TCP socket of either family, and its connect; and, to close that again
+/// for every other thread ([`close_outbound`]), adding a filter, which can
+/// only ever refuse more.
+const OUTBOUND: &[Allowed] = &[
+    Allowed::OneOf {
+        call: libc::SYS_prctl,
+        arg: 0,
+        values: &[libc::PR_SET_NO_NEW_PRIVS as u64],
+    },
+    Allowed::OneOf {
+        call: libc::SYS_seccomp,
+        arg: 0,
+        values: &[libc::SECCOMP_SET_MODE_FILTER as u64],
+    },
+    Allowed::OneOf {
+        call: libc::SYS_socket,
+        arg: 0,
+        values: &[libc::AF_INET as u64, libc::AF_INET6 as u64],
+    },
+    Allowed::Any(libc::SYS_connect),
+];
+
 /// The seccomp programs for this architecture, in the order they are
 /// installed: first one that answers `NOT_IMPLEMENTED` with ENOSYS and
 /// lets everything else through, then the allow-list of `ALLOWED`, which
@@ -352,13 +406,17 @@ const ALLOWED: &[Allowed] = &[
 /// the more restrictive (an error over an allowance), and of two errors
 /// the later filter's: so the ENOSYS filter must come first, and the
 /// allow-list must allow what it answers.
-pub fn filters() -> Result<[BpfProgram; 2], SandboxError> {
+pub fn filters(outbound: Outbound) -> Result<[BpfProgram; 2], SandboxError> {
     let bad = |e: &dyn std::fmt::Display| SandboxError::Filter(e.to_string());
     let condition = |arg: u8, op: SeccompCmpOp, value: u64| {
         SeccompCondition::new(arg, SeccompCmpArgLen::Qword, op, value).map_err(|e| bad(&e))
     };
     let mut rules: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
-    for allowed in ALLOWED {
+    let extra = match outbound {
+        Outbound::Refused => &[][..],
+        Outbound::Tcp => OUTBOUND,
+    };
+    for allowed in ALLOWED.iter().chain(extra) {
         let (call, chain) = match allowed {
             Allowed::Any(call) => (*call, vec![]),
             Allowed::Masked {
@@ -386,7 +444,14 @@ pub fn filters() -> Result<[BpfProgram; 2], SandboxError> {
                 (*call, chain)
             }
         };
-        rules.insert(call, chain);
+        // A call in both lists (prctl) is allowed on either's arguments.
+        match rules.get_mut(&call) {
+            Some(known) if !known.is_empty() && !chain.is_empty() => known.extend(chain),
+            Some(known) => known.clear(),
+            None => {
+                rules.insert(call, chain);
+            }
+        }
     }
     let not_implemented: BTreeMap<i64, Vec<SeccompRule>> =
         NOT_IMPLEMENTED.iter().map(|&call| (call, vec![])).collect();
@@ -412,8 +477,8 @@ pub fn filters() -> Result<[BpfProgram; 2], SandboxError> {
     ])
 }
 
-fn install_filters() -> Result<(), SandboxError> {
-    for filter in filters()? {
+fn install_filters(outbound: Outbound) -> Result<(), SandboxError> {
+    for filter in filters(outbound)? {
         seccompiler::apply_filter(&filter).map_err(|e| SandboxError::Filter(e.to_string()))?;
     }
     Ok(())

@@ -14,6 +14,7 @@ use nix::sys::signal::{sigaction, SaFlags, SigAction, SigHandler, SigSet, Signal
 use thiserror::Error;
 
 use super::feed::{self, Feed, FeedError};
+use super::otlp::ExportSettings;
 use super::sandbox::Identity;
 
 /// The hidden subcommand the serving process runs.
@@ -101,11 +102,13 @@ impl PidFd {
 }
 
 /// Starts the serving process on `listener`, as `identity` if given, and
-/// sends it `start`; returns once it serves. The listener is this
+/// sends it `start`; returns once it serves, and pushes profiles to the
+/// OTLP receiver of `otlp` if given. The listener is this
 /// process's no more.
 pub fn spawn(
     listener: TcpListener,
     identity: Option<Identity>,
+    otlp: Option<&ExportSettings>,
     start: &Feed,
 ) -> Result<ServerProcess, ProcessError> {
     let mut command = Command::new("/proc/self/exe");
@@ -117,6 +120,10 @@ pub fn spawn(
         .stderr(Stdio::inherit());
     if let Some(id) = identity {
         command.args(["--uid", &id.uid.to_string(), "--gid", &id.gid.to_string()]);
+    }
+    if let Some(otlp) = otlp {
+        let settings = serde_json::to_string(otlp).expect("export settings serialize");
+        command.args(["--otlp", &settings]);
     }
     // Above the standard descriptors and fd 3, so that neither the stdio
     // set-up nor the move to fd 3 overwrites it in the child.

@@ -361,6 +361,8 @@ fn sampled(
     }
     sampled.stacks = stacks;
     sampled.modules = modules;
+    // Who each stack was for: the OTLP exporter's `group` attribute.
+    sampled.attribution = snapshot.attribution.clone();
     sampled
 }
 
@@ -374,5 +376,6 @@ fn end_event() -> Bytes {
     stream::event("end", b"{}")
 }
 
+mod export_window;
 #[cfg(test)]
 mod tests;

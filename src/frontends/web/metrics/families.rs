@@ -9,6 +9,8 @@
 mod declaration;
 mod labels;
 
+use super::super::otlp::Dropped;
+
 use crate::model::GroupBy;
 pub use declaration::{Concern, Family, Kind, Label};
 use labels::*;
@@ -426,6 +428,30 @@ pub const STREAM_CLIENTS_DROPPED: Family = Family {
     help: "Stream clients disconnected because they fell too far behind.",
 };
 
+const DROP_REASON: Label = Label {
+    name: "reason",
+    meaning: "Why an OTLP window was not delivered: queue_full (the receiver fell behind), \
+              unreachable, timeout, rejected (an error answer, or profiles it refused).",
+    values: Some(|| Dropped::ALL.map(Dropped::name).to_vec()),
+};
+
+pub const OTLP_WINDOWS_SENT: Family = Family {
+    name: "netto_otlp_windows_sent_total",
+    kind: Kind::Counter,
+    concern: Concern::Run,
+    labels: &[],
+    help: "Windows of profiles serve --otlp-endpoint delivered to the receiver.",
+};
+
+pub const OTLP_WINDOWS_DROPPED: Family = Family {
+    name: "netto_otlp_windows_dropped_total",
+    kind: Kind::Counter,
+    concern: Concern::Run,
+    labels: &[DROP_REASON],
+    help: "Windows of profiles serve --otlp-endpoint did not deliver, by reason (queue_full, \
+           unreachable, timeout, rejected); measuring goes on regardless.",
+};
+
 /// Every family, in the order the reference page lists them within each
 /// concern.
 pub const FAMILIES: &[&Family] = &[
@@ -474,6 +500,8 @@ pub const FAMILIES: &[&Family] = &[
     &LAST_SNAPSHOT,
     &STREAM_CLIENTS,
     &STREAM_CLIENTS_DROPPED,
+    &OTLP_WINDOWS_SENT,
+    &OTLP_WINDOWS_DROPPED,
 ];
 
 #[cfg(test)]

@@ -18,6 +18,7 @@ use prometheus::{
 };
 use thiserror::Error;
 
+use super::otlp::Dropped;
 use crate::model::{percent, Attribution, BudgetChange, EventKey, GroupBy, Losses, Snapshot, Tier};
 use crate::source::{Origin, SourceInfo};
 use families::{Family, Kind};
@@ -88,6 +89,8 @@ pub struct Metrics {
     calibration_intervals: Counter,
     stream_clients: IntGauge,
     stream_clients_dropped: Counter,
+    otlp_sent: Counter,
+    otlp_dropped: CounterVec,
     /// Who pays (`--by`), from the first snapshot with an attribution.
     groups: Mutex<Option<GroupSeries>>,
 }
@@ -148,9 +151,29 @@ impl Metrics {
             calibration_intervals: r.counter(&families::CALIBRATION_INTERVALS)?,
             stream_clients: r.int_gauge(&families::STREAM_CLIENTS)?,
             stream_clients_dropped: r.counter(&families::STREAM_CLIENTS_DROPPED)?,
+            otlp_sent: r.counter(&families::OTLP_WINDOWS_SENT)?,
+            otlp_dropped: r.counters(&families::OTLP_WINDOWS_DROPPED)?,
             groups: Mutex::new(None),
             registry,
         })
+    }
+
+    /// One more OTLP window delivered.
+    pub fn otlp_sent(&self) {
+        self.otlp_sent.inc();
+    }
+
+    /// One more OTLP window lost, and why.
+    pub fn otlp_dropped(&self, reason: Dropped) {
+        self.otlp_dropped.with_label_values(&[reason.name()]).inc();
+    }
+
+    /// OTLP windows lost so far, every reason together: the page shows it.
+    pub fn otlp_dropped_total(&self) -> u64 {
+        Dropped::ALL
+            .iter()
+            .map(|r| self.otlp_dropped.with_label_values(&[r.name()]).get() as u64)
+            .sum()
     }
 
     /// Adds one interval to the counters.

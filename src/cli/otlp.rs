@@ -1,0 +1,108 @@
+//! `serve`'s OTLP options: where to push each window's profiles, and how.
+//! Checked here, so that a bad URL is one line and exit 2 before anything
+//! loads.
+
+use std::path::PathBuf;
+
+use clap::Args;
+use hyper::Uri;
+
+use crate::frontends::web::otlp::Protocol;
+
+/// Shortest and longest `--otlp-interval`: a window is drawn from the kept
+/// history, so it can be no longer than the longest `--history`.
+pub const MIN_OTLP_INTERVAL_S: f64 = 1.0;
+pub const MAX_OTLP_INTERVAL_S: f64 = 3600.0;
+
+#[derive(Debug, Clone, Args)]
+pub struct OtlpArgs {
+    /// Push each window's profiles to this OpenTelemetry receiver (an
+    /// OpenTelemetry Collector, Pyroscope...): http://HOST:PORT in
+    /// plaintext, https://HOST:PORT over TLS. With http/protobuf, a path
+    /// is posted to as given, else /v1development/profiles. The host is
+    /// resolved once, at start.
+    #[arg(long, value_name = "URL", value_parser = parse_endpoint)]
+    pub otlp_endpoint: Option<String>,
+    /// The window each push covers: seconds, optionally followed by s
+    /// (no longer than --history).
+    #[arg(long, value_name = "SECONDS", default_value = "60s", requires = "otlp_endpoint", value_parser = parse_otlp_interval)]
+    pub otlp_interval: f64,
+    /// How the profiles travel, as OTEL_EXPORTER_OTLP_PROTOCOL names it.
+    #[arg(
+        long,
+        value_name = "PROTOCOL",
+        default_value = "grpc",
+        requires = "otlp_endpoint"
+    )]
+    pub otlp_protocol: Protocol,
+    /// The CAs an https endpoint's certificate is checked against (PEM)
+    /// instead of the system's.
+    #[arg(long, value_name = "FILE", requires = "otlp_endpoint")]
+    pub otlp_ca_file: Option<PathBuf>,
+}
+
+/// An http:// or https:// URL with a host: what the exporter can reach.
+fn parse_endpoint(text: &str) -> Result<String, String> {
+    let uri: Uri = text
+        .parse()
+        .map_err(|_| format!("'{text}' is not a URL (http://HOST:PORT or https://HOST:PORT)"))?;
+    match uri.scheme_str() {
+        Some("http" | "https") => {}
+        _ => return Err(format!("'{text}' is not an http:// or https:// URL")),
+    }
+    if uri.host().is_none_or(str::is_empty) {
+        return Err(format!("'{text}' names no host"));
+    }
+    let port = uri
+        .authority()
+        .and_then(|a| a.as_str().rsplit_once(':'))
+        .map(|(_, port)| port)
+        .filter(|port| !port.ends_with(']'));
+    if port.is_some_and(|port| port.parse::<u16>().is_err() || port == "0") {
+        return Err(format!("'{text}' has no valid port (1 to 65535)"));
+    }
+    if uri.query().is_some() {
+        return Err(format!("'{text}' has a query; OTLP takes none"));
+    }
+    Ok(text.to_owned())
+}
+
+fn parse_otlp_interval(text: &str) -> Result<f64, String> {
+    let number = text.strip_suffix('s').unwrap_or(text);
+    super::values::parse_seconds(number, MIN_OTLP_INTERVAL_S, MAX_OTLP_INTERVAL_S)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn endpoints_are_http_urls_with_a_host() {
+        for good in [
+            "http://localhost:4317",
+            "https://collector.example:4318/v1development/profiles",
+            "http://[::1]:4317",
+        ] {
+            assert_eq!(parse_endpoint(good).as_deref(), Ok(good));
+        }
+        for bad in [
+            "localhost:4317",
+            "ftp://x:1",
+            "http://",
+            "http://x:99999",
+            "http://x:1/?a=b",
+            "not a url",
+        ] {
+            assert!(parse_endpoint(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn intervals_are_seconds() {
+        assert_eq!(parse_otlp_interval("60s"), Ok(60.0));
+        assert_eq!(parse_otlp_interval("2.5"), Ok(2.5));
+        for bad in ["0s", "-1", "1m", "3601s", "s", ""] {
+            assert!(parse_otlp_interval(bad).is_err(), "{bad}");
+        }
+    }
+}
