@@ -44,6 +44,8 @@ fn main() -> ExitCode {
                 .downcast_ref::<netto::recording::RecordingError>()
                 .is_some_and(|e| e.is_bad_input())
                 || e.downcast_ref::<netto::frontends::flame::ScopeError>()
+                    .is_some()
+                || e.downcast_ref::<netto::cli::otlp::OtlpOptionError>()
                     .is_some();
             ExitCode::from(if bad_input { 2 } else { 1 })
         }

@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 
 use clap::{CommandFactory, Parser};
 use common::serve::Serve;
+use common::venv::run_ok;
 use common::{netto, NETTO};
 
 const UNIT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/dist/netto.service");
@@ -360,44 +361,12 @@ fn manual_pages_name_every_command_and_render() {
     assert!(stderr.contains("nonesuch"));
 }
 
-fn run_ok(command: &mut Command) -> std::process::Output {
-    let out = command
-        .output()
-        .unwrap_or_else(|e| panic!("{command:?}: {e}"));
-    assert!(
-        out.status.success(),
-        "{command:?}: {}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
-}
-
 /// A virtual environment holding the pinned kubernetes-validate (from
-/// PyPI; its schemas are in the package, so it validates offline). Made
-/// once per build directory, and again when the pins change; once per
-/// run of the tests, whichever asks first.
+/// PyPI; its schemas are in the package, so it validates offline); once
+/// per run of the tests, whichever asks first.
 fn kubernetes_validate() -> &'static Path {
     static VENV: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
-    VENV.get_or_init(|| {
-        let venv = Path::new(env!("CARGO_TARGET_TMPDIR")).join("kubernetes-validate");
-        let pins = std::fs::read_to_string(VALIDATE_PINS).unwrap();
-        let stamp = venv.join("netto-pins.txt");
-        if std::fs::read_to_string(&stamp).ok().as_deref() != Some(pins.as_str()) {
-            let _ = std::fs::remove_dir_all(&venv);
-            run_ok(Command::new("python3").args(["-m", "venv"]).arg(&venv));
-            run_ok(Command::new(venv.join("bin/pip")).args([
-                "install",
-                "--quiet",
-                "--disable-pip-version-check",
-                "--no-deps",
-                "--requirement",
-                VALIDATE_PINS,
-            ]));
-            std::fs::write(&stamp, pins).unwrap();
-        }
-        venv
-    })
+    VENV.get_or_init(|| common::venv::pinned("kubernetes-validate", VALIDATE_PINS))
 }
 
 fn validate_strict(venv: &Path, files: &[&Path]) -> std::process::Output {

@@ -2,12 +2,15 @@
 //! Checked here, so that a bad URL is one line and exit 2 before anything
 //! loads.
 
+use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
 
 use clap::Args;
 use hyper::Uri;
+use thiserror::Error;
 
-use crate::frontends::web::otlp::Protocol;
+use crate::frontends::flame::otlp::Measured;
+use crate::frontends::web::otlp::{read_roots, ExportSettings, Protocol, TransportError};
 
 /// Shortest and longest `--otlp-interval`: a window is drawn from the kept
 /// history, so it can be no longer than the longest `--history`.
@@ -39,6 +42,59 @@ pub struct OtlpArgs {
     /// instead of the system's.
     #[arg(long, value_name = "FILE", requires = "otlp_endpoint")]
     pub otlp_ca_file: Option<PathBuf>,
+}
+
+/// OTLP options that clap cannot judge alone: bad input all the same.
+#[derive(Debug, Error)]
+pub enum OtlpOptionError {
+    #[error("--otlp-interval {interval_s} s is longer than --history {history_s} s, which its windows are drawn from")]
+    LongerThanHistory { interval_s: f64, history_s: f64 },
+    #[error("cannot resolve --otlp-endpoint's host {0}: {1}")]
+    Resolve(String, std::io::Error),
+    #[error("--otlp-ca-file: {0}")]
+    CaFile(TransportError),
+}
+
+impl OtlpArgs {
+    /// What the serving process needs to push profiles, checked now: the
+    /// receiver's host resolved (the confined process cannot), the window
+    /// within the kept history, the CA file's certificates readable.
+    pub fn settings(
+        &self,
+        history_s: f64,
+        measured: Measured,
+    ) -> Result<Option<ExportSettings>, OtlpOptionError> {
+        let Some(endpoint) = &self.otlp_endpoint else {
+            return Ok(None);
+        };
+        if self.otlp_interval > history_s {
+            return Err(OtlpOptionError::LongerThanHistory {
+                interval_s: self.otlp_interval,
+                history_s,
+            });
+        }
+        // parse_endpoint took it.
+        let uri: Uri = endpoint.parse().unwrap_or_default();
+        let host = uri.host().unwrap_or_default();
+        let host = host.trim_start_matches('[').trim_end_matches(']');
+        let https = uri.scheme_str() == Some("https");
+        let port = uri.port_u16().unwrap_or(if https { 443 } else { 80 });
+        let addresses: Vec<SocketAddr> = (host, port)
+            .to_socket_addrs()
+            .map_err(|e| OtlpOptionError::Resolve(host.to_owned(), e))?
+            .collect();
+        if let Some(file) = &self.otlp_ca_file {
+            read_roots(file).map_err(OtlpOptionError::CaFile)?;
+        }
+        Ok(Some(ExportSettings {
+            endpoint: endpoint.clone(),
+            protocol: self.otlp_protocol,
+            interval_s: self.otlp_interval,
+            addresses,
+            ca_file: self.otlp_ca_file.clone(),
+            measured,
+        }))
+    }
 }
 
 /// An http:// or https:// URL with a host: what the exporter can reach.

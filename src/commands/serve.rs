@@ -16,16 +16,16 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
-use netto::cli::{OtlpArgs, ServeArgs, ServeHttpArgs};
+use netto::cli::{ServeArgs, ServeHttpArgs};
 use netto::frontends::flame::otlp::Measured;
 use netto::frontends::web;
 use netto::frontends::web::feed::{self, Feed};
 use netto::frontends::web::host_header::HostCheck;
-use netto::frontends::web::otlp::{ExportSettings, Exporter};
+use netto::frontends::web::otlp::Exporter;
 use netto::frontends::web::sandbox::{self, Identity, Outbound};
 use netto::frontends::web::server_process::{self, PidFd, ServerProcess};
 use netto::frontends::web::state::{FlameWindow, ServeSettings, State};
-use netto::source::{Control, Source, SourceInfo};
+use netto::source::{Control, Source};
 use nix::sys::signal::Signal;
 
 use super::signals::{stop_on_signals, when_stopped};
@@ -56,7 +56,11 @@ pub fn run(args: &ServeArgs) -> Result<ExitCode> {
         },
         hosts: HostCheck::new(args.allow_remote, &args.allow_host),
     };
-    let otlp = export_settings(&args.otlp, args.history, &source.info)?;
+    let measured = Measured {
+        host: source.info.host.clone(),
+        kernel: source.info.kernel.clone(),
+    };
+    let otlp = args.otlp.settings(args.history, measured)?;
     let server = server_process::spawn(listener, identity, otlp.as_ref(), &start)?;
     eprintln!("netto: serving on http://{address}/ (Ctrl-C to stop)");
     if let Some(otlp) = &otlp {
@@ -68,54 +72,6 @@ pub fn run(args: &ServeArgs) -> Result<ExitCode> {
         );
     }
     supervise(source, server, signalled, args.duration)
-}
-
-/// What the serving process needs to push profiles, checked now: the
-/// receiver's host resolved (the confined process cannot), the window
-/// within the kept history, the CA file readable.
-fn export_settings(
-    args: &OtlpArgs,
-    history_s: f64,
-    info: &SourceInfo,
-) -> Result<Option<ExportSettings>> {
-    let Some(endpoint) = &args.otlp_endpoint else {
-        return Ok(None);
-    };
-    if args.otlp_interval > history_s {
-        bail!(
-            "--otlp-interval {} s is longer than --history {history_s} s, which its windows are \
-             drawn from",
-            args.otlp_interval
-        );
-    }
-    let uri: hyper::Uri = endpoint.parse().context("--otlp-endpoint")?;
-    let host = uri.host().unwrap_or_default();
-    let host = host.trim_start_matches('[').trim_end_matches(']');
-    let port = uri
-        .port_u16()
-        .unwrap_or(if uri.scheme_str() == Some("https") {
-            443
-        } else {
-            80
-        });
-    let addresses: Vec<SocketAddr> = std::net::ToSocketAddrs::to_socket_addrs(&(host, port))
-        .with_context(|| format!("cannot resolve --otlp-endpoint's host {host}"))?
-        .collect();
-    if let Some(file) = &args.otlp_ca_file {
-        std::fs::File::open(file)
-            .with_context(|| format!("cannot read --otlp-ca-file {}", file.display()))?;
-    }
-    Ok(Some(ExportSettings {
-        endpoint: endpoint.clone(),
-        protocol: args.otlp_protocol,
-        interval_s: args.otlp_interval,
-        addresses,
-        ca_file: args.otlp_ca_file.clone(),
-        measured: Measured {
-            host: info.host.clone(),
-            kernel: info.kernel.clone(),
-        },
-    }))
 }
 
 fn listen(address: SocketAddr, allow_remote: bool) -> Result<TcpListener> {

@@ -6,6 +6,7 @@
 
 pub mod serve;
 pub mod topology;
+pub mod venv;
 
 use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader};

@@ -8,7 +8,8 @@ profile's sample type, sample count and value total, the sample attributes'
 keys, the resource's attributes, the function names, and how many
 locations or mappings carry an address.
 
-With `--stall`, it accepts and reads every export but never answers: a
+With `--ports GRPC HTTP` it listens on those (a receiver started again);
+with `--stall`, it accepts and reads every export but never answers: a
 receiver that has hung.
 """
 
@@ -120,11 +121,15 @@ class Http(BaseHTTPRequestHandler):
 
 
 def main():
+    ports = (0, 0)
+    if "--ports" in sys.argv:
+        at = sys.argv.index("--ports")
+        ports = (int(sys.argv[at + 1]), int(sys.argv[at + 2]))
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
     service_grpc.add_ProfilesServiceServicer_to_server(Profiles(), server)
-    grpc_port = server.add_insecure_port("127.0.0.1:0")
+    grpc_port = server.add_insecure_port(f"127.0.0.1:{ports[0]}")
     server.start()
-    http = ThreadingHTTPServer(("127.0.0.1", 0), Http)
+    http = ThreadingHTTPServer(("127.0.0.1", ports[1]), Http)
     http.daemon_threads = True
     print(f"ports {grpc_port} {http.server_address[1]}", flush=True)
     http.serve_forever()

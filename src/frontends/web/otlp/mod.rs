@@ -32,7 +32,7 @@ use thiserror::Error;
 use super::state::State;
 use crate::frontends::flame::otlp::{self, Measured};
 use crate::frontends::flame::{pprof, Labels, Scope, Weight};
-pub use transport::{Transport, TransportError};
+pub use transport::{read_roots, Transport, TransportError};
 
 /// How profiles travel, as `OTEL_EXPORTER_OTLP_PROTOCOL` names it.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, ValueEnum)]

@@ -7,6 +7,7 @@
 use std::future::Future;
 use std::io::{self, Write};
 use std::net::SocketAddr;
+use std::path::Path;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -153,13 +154,10 @@ fn tls(
     let mut roots = rustls::RootCertStore::empty();
     match &settings.ca_file {
         Some(path) => {
-            let shown = path.display().to_string();
-            let roots_error =
-                |e: &dyn std::fmt::Display| TransportError::Roots(shown.clone(), e.to_string());
-            for cert in CertificateDer::pem_file_iter(path).map_err(|e| roots_error(&e))? {
-                roots
-                    .add(cert.map_err(|e| roots_error(&e))?)
-                    .map_err(|e| roots_error(&e))?;
+            for cert in read_roots(path)? {
+                roots.add(cert).map_err(|e| {
+                    TransportError::Roots(path.display().to_string(), e.to_string())
+                })?;
             }
         }
         None => {
@@ -169,10 +167,7 @@ fn tls(
     }
     if roots.is_empty() {
         return Err(TransportError::Roots(
-            settings
-                .ca_file
-                .as_ref()
-                .map_or_else(|| "of the system".to_owned(), |p| p.display().to_string()),
+            "of the system".to_owned(),
             "no certificate".to_owned(),
         ));
     }
@@ -193,6 +188,19 @@ fn tls(
     )
     .map_err(|e| TransportError::Endpoint(settings.endpoint.clone(), e.to_string()))?;
     Ok((tokio_rustls::TlsConnector::from(Arc::new(config)), name))
+}
+
+/// The certificates of a PEM file of CAs: at least one.
+pub fn read_roots(path: &Path) -> Result<Vec<CertificateDer<'static>>, TransportError> {
+    let bad = |why: String| TransportError::Roots(path.display().to_string(), why);
+    let certs = CertificateDer::pem_file_iter(path)
+        .map_err(|e| bad(e.to_string()))?
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| bad(e.to_string()))?;
+    if certs.is_empty() {
+        return Err(bad("no certificate".to_owned()));
+    }
+    Ok(certs)
 }
 
 /// A connection, plain or TLS.

@@ -1,0 +1,361 @@
+//! `serve --otlp-endpoint` against a reference receiver that is not
+//! netto's code (tests/otlp/receiver.py: the pinned PyPI
+//! opentelemetry-proto's generated modules, grpcio, the standard library's
+//! HTTP server): over both protocols its exports add up to the folded
+//! stacks' exact time and samples, to the nanosecond; they carry the
+//! resource and sample attributes and no address. A receiver that is
+//! gone, hangs or comes back costs the snapshots nothing: the windows it
+//! misses are counted, and sending resumes. A replay needs no root.
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use common::serve::Serve;
+use common::{has_kernel_address, netto, recording, Guarded, RECORDING};
+use serde_json::Value;
+
+const PINS: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/fixtures/otlp-receiver.txt"
+);
+const RECEIVER: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/otlp/receiver.py");
+const PROTOCOLS: [&str; 2] = ["grpc", "http/protobuf"];
+
+fn python() -> PathBuf {
+    static VENV: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    VENV.get_or_init(|| common::venv::pinned("otlp-receiver", PINS))
+        .join("bin/python")
+}
+
+/// The reference receiver, killed on drop.
+struct Receiver {
+    _child: Guarded,
+    grpc: u16,
+    http: u16,
+    exports: mpsc::Receiver<Value>,
+}
+
+impl Receiver {
+    /// Listening on ports it picks, or on `ports` (a receiver started
+    /// again where the last one was).
+    fn start(extra: &[&str], ports: Option<(u16, u16)>) -> Receiver {
+        let mut command = Command::new(python());
+        command.arg(RECEIVER).args(extra);
+        if let Some((grpc, http)) = ports {
+            command.args(["--ports", &grpc.to_string(), &http.to_string()]);
+        }
+        let mut child = command
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("starting the receiver");
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        let child = Guarded(child);
+        let first = lines.next().expect("the receiver said nothing").unwrap();
+        let ports: Vec<u16> = first
+            .strip_prefix("ports ")
+            .unwrap_or_else(|| panic!("not ports: {first}"))
+            .split(' ')
+            .map(|p| p.parse().unwrap())
+            .collect();
+        let (tx, exports) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in lines.map_while(Result::ok) {
+                if tx.send(serde_json::from_str(&line).unwrap()).is_err() {
+                    break;
+                }
+            }
+        });
+        Receiver {
+            _child: child,
+            grpc: ports[0],
+            http: ports[1],
+            exports,
+        }
+    }
+
+    fn endpoint(&self, protocol: &str) -> String {
+        let port = if protocol == "grpc" {
+            self.grpc
+        } else {
+            self.http
+        };
+        format!("http://127.0.0.1:{port}")
+    }
+
+    /// Exports received until `done` says they are enough, within `wait`.
+    fn until(&self, wait: Duration, done: impl Fn(&[Value]) -> bool) -> Vec<Value> {
+        let deadline = Instant::now() + wait;
+        let mut got = Vec::new();
+        while !done(&got) {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.exports.recv_timeout(left) {
+                Ok(export) => got.push(export),
+                Err(_) => panic!("{} exports in {wait:?}, not enough: {got:#?}", got.len()),
+            }
+        }
+        got
+    }
+}
+
+/// The total of the profiles of `kind` (`cpu` or `samples`) in `exports`.
+fn total(exports: &[Value], kind: &str) -> u64 {
+    exports
+        .iter()
+        .flat_map(|e| e["profiles"].as_array().unwrap())
+        .filter(|p| p["type"] == kind)
+        .map(|p| p["total"].as_u64().unwrap())
+        .sum()
+}
+
+/// What the recording's folded stacks add up to in `weight`, the frame
+/// that stands for time no sample saw left out: a profile has samples only.
+fn folded_total(weight: &str) -> u64 {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("stacks.folded");
+    let run = netto(&[
+        "report",
+        RECORDING,
+        "--format",
+        "folded",
+        "--weight",
+        weight,
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert!(run.status.success(), "{run:?}");
+    std::fs::read_to_string(out)
+        .unwrap()
+        .lines()
+        .filter(|line| !line.contains("[not sampled]"))
+        .map(|line| line.rsplit_once(' ').unwrap().1.parse::<u64>().unwrap())
+        .sum()
+}
+
+fn serve_pushing(to: &str, protocol: &str, extra: &[&str]) -> Serve {
+    let mut args = vec![
+        "--replay",
+        RECORDING,
+        "--otlp-endpoint",
+        to,
+        "--otlp-protocol",
+        protocol,
+        "--otlp-interval",
+        "1s",
+    ];
+    args.extend_from_slice(extra);
+    Serve::start(&args)
+}
+
+/// A series of `/metrics`, 0 when absent.
+fn metric(serve: &Serve, series: &str) -> f64 {
+    serve
+        .get("/metrics")
+        .body
+        .lines()
+        .find_map(|line| line.strip_prefix(series)?.trim().parse().ok())
+        .unwrap_or(0.0)
+}
+
+#[test]
+fn both_protocols_deliver_every_exact_nanosecond_by_name() {
+    let (ns, samples) = (folded_total("time"), folded_total("samples"));
+    assert!(ns > 0 && samples > 0);
+    let header = recording().header;
+    for protocol in PROTOCOLS {
+        let receiver = Receiver::start(&[], None);
+        let serve = serve_pushing(&receiver.endpoint(protocol), protocol, &["--speed", "4"]);
+        let exports = receiver.until(Duration::from_secs(60), |got| {
+            total(got, "samples") >= samples
+        });
+        assert_eq!(total(&exports, "samples"), samples, "{protocol}");
+        assert_eq!(total(&exports, "cpu"), ns, "{protocol}: every exact ns");
+        for export in &exports {
+            assert_eq!(export["protocol"], protocol);
+            let kinds: Vec<(&str, &str)> = export["profiles"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|p| (p["type"].as_str().unwrap(), p["unit"].as_str().unwrap()))
+                .collect();
+            assert_eq!(kinds, [("samples", "count"), ("cpu", "nanoseconds")]);
+            let resource = &export["resource"];
+            assert_eq!(resource["host.name"], header.host.as_str());
+            assert_eq!(resource["os.type"], "linux");
+            assert_eq!(resource["os.version"], header.kernel.as_str());
+            assert_eq!(resource["service.name"], "netto");
+            assert_eq!(resource["service.version"], env!("CARGO_PKG_VERSION"));
+            assert_eq!(export["addresses"], 0, "an address: {export}");
+            let functions = export["functions"].as_array().unwrap();
+            for text in functions
+                .iter()
+                .chain(export["attribute_values"].as_array().unwrap())
+            {
+                assert!(!has_kernel_address(text.as_str().unwrap()), "{text}");
+            }
+            if export["profiles"][0]["samples"].as_u64() > Some(0) {
+                assert_eq!(
+                    export["attribute_keys"],
+                    serde_json::json!(["category", "context"])
+                );
+                assert!(functions.iter().any(|f| f == "net_rx_action"));
+            }
+        }
+        assert!(metric(&serve, "netto_otlp_windows_sent_total") >= exports.len() as f64);
+        assert!(!serve
+            .get("/metrics")
+            .body
+            .contains("netto_otlp_windows_dropped_total{"));
+        let (status, _) = serve.interrupt();
+        assert!(status.success());
+    }
+}
+
+/// A port nothing listens on (bound, then let go).
+fn closed_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+#[test]
+fn a_receiver_gone_or_hung_costs_the_snapshots_nothing() {
+    let hung = Receiver::start(&["--stall"], None);
+    for (to, protocol, reason) in [
+        (
+            format!("http://127.0.0.1:{}", closed_port()),
+            "grpc",
+            "unreachable",
+        ),
+        (
+            hung.endpoint("http/protobuf"),
+            "http/protobuf",
+            "queue_full",
+        ),
+        (hung.endpoint("grpc"), "grpc", "queue_full"),
+    ] {
+        let started = Instant::now();
+        // The recording's 6 s at its own pace: every snapshot on time.
+        let serve = serve_pushing(&to, protocol, &[]);
+        serve.wait_ended();
+        let took = started.elapsed();
+        assert!(took < Duration::from_secs(12), "{to} {protocol}: {took:?}");
+        assert_eq!(metric(&serve, "netto_intervals_total"), 6.0);
+        let series = format!("netto_otlp_windows_dropped_total{{reason=\"{reason}\"}}");
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while metric(&serve, &series) < 1.0 {
+            assert!(Instant::now() < deadline, "{to} {protocol}: no {series}");
+            std::thread::sleep(Duration::from_millis(500));
+        }
+        assert_eq!(metric(&serve, "netto_otlp_windows_sent_total"), 0.0);
+        let (status, _) = serve.interrupt();
+        assert!(status.success(), "{to} {protocol}");
+    }
+}
+
+#[test]
+fn sending_resumes_when_the_receiver_comes_back() {
+    for protocol in PROTOCOLS {
+        let receiver = Receiver::start(&[], None);
+        let ports = (receiver.grpc, receiver.http);
+        let serve = serve_pushing(&receiver.endpoint(protocol), protocol, &["--speed", "0.5"]);
+        receiver.until(Duration::from_secs(20), |got| !got.is_empty());
+        drop(receiver);
+        let dropped = "netto_otlp_windows_dropped_total{reason=\"unreachable\"}";
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while metric(&serve, dropped) < 1.0 {
+            assert!(Instant::now() < deadline, "{protocol}: nothing dropped");
+            std::thread::sleep(Duration::from_millis(250));
+        }
+        let sent = metric(&serve, "netto_otlp_windows_sent_total");
+        let again = Receiver::start(&[], Some(ports));
+        again.until(Duration::from_secs(30), |got| !got.is_empty());
+        assert!(
+            metric(&serve, "netto_otlp_windows_sent_total") > sent,
+            "{protocol}"
+        );
+        let (status, _) = serve.interrupt();
+        assert!(status.success());
+    }
+}
+
+#[test]
+fn bad_otlp_options_are_one_line_and_exit_2() {
+    let file = tempfile::NamedTempFile::new().unwrap();
+    let missing = Path::new("/nonexistent/ca.pem");
+    for (args, says) in [
+        (vec!["--otlp-endpoint", "localhost:4317"], "not an http"),
+        (vec!["--otlp-endpoint", "ftp://x:1"], "not an http"),
+        (vec!["--otlp-endpoint", "http://x:99999"], "port"),
+        (
+            vec![
+                "--otlp-endpoint",
+                "http://127.0.0.1:4317",
+                "--otlp-interval",
+                "0",
+            ],
+            "between",
+        ),
+        (
+            vec![
+                "--otlp-endpoint",
+                "http://127.0.0.1:4317",
+                "--otlp-protocol",
+                "udp",
+            ],
+            "udp",
+        ),
+        (vec!["--otlp-interval", "5"], "--otlp-endpoint"),
+        (
+            vec![
+                "--otlp-endpoint",
+                "http://127.0.0.1:4317",
+                "--otlp-interval",
+                "600",
+            ],
+            "longer than --history",
+        ),
+        (
+            vec!["--otlp-endpoint", "http://no-such-host.invalid:4317"],
+            "cannot resolve",
+        ),
+        (
+            vec![
+                "--otlp-endpoint",
+                "https://127.0.0.1:4317",
+                "--otlp-ca-file",
+                missing.to_str().unwrap(),
+            ],
+            "--otlp-ca-file",
+        ),
+        (
+            vec![
+                "--otlp-endpoint",
+                "https://127.0.0.1:4317",
+                "--otlp-ca-file",
+                file.path().to_str().unwrap(),
+            ],
+            "no certificate",
+        ),
+    ] {
+        let mut all = vec!["serve", "--replay", RECORDING, "--listen", "127.0.0.1:0"];
+        all.extend(&args);
+        let out = netto(&all);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let errors: Vec<&str> = stderr.lines().filter(|l| l.contains("error")).collect();
+        assert_eq!(errors.len(), 1, "{args:?}: {stderr}");
+        assert!(
+            errors[0].starts_with("netto: error: "),
+            "{args:?}: {stderr}"
+        );
+        assert!(stderr.contains(says), "{args:?}: {stderr}");
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+    }
+}
