@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 
 use common::serve::Serve;
 use common::{has_kernel_address, netto, recording, Guarded, RECORDING};
+use netto::frontends::web::otlp::Dropped;
 use serde_json::Value;
 
 const PINS: &str = concat!(
@@ -357,5 +358,90 @@ fn bad_otlp_options_are_one_line_and_exit_2() {
         );
         assert!(stderr.contains(says), "{args:?}: {stderr}");
         assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+    }
+}
+
+/// Measuring for real (root, BPF): a receiver that is gone or hangs
+/// never makes measuring step down, leaves it within its 1 % budget for
+/// most intervals, with a snapshot every
+/// interval and no step down on the exporter's account; the exporter's
+/// CPU is serving's, within serving's bound; its windows are counted as
+/// dropped.
+#[test]
+fn live_measuring_pays_nothing_for_a_receiver_gone_or_hung() {
+    let hung = Receiver::start(&["--stall"], None);
+    for (to, protocol) in [
+        (format!("http://127.0.0.1:{}", closed_port()), "grpc"),
+        (hung.endpoint("http/protobuf"), "http/protobuf"),
+    ] {
+        let serve = Serve::start(&[
+            "--interval",
+            "1",
+            "--otlp-endpoint",
+            &to,
+            "--otlp-protocol",
+            protocol,
+            "--otlp-interval",
+            "1",
+        ]);
+        std::thread::sleep(Duration::from_secs(14));
+        let dropped: f64 = Dropped::ALL
+            .iter()
+            .map(|reason| {
+                metric(
+                    &serve,
+                    &format!(
+                        "netto_otlp_windows_dropped_total{{reason=\"{}\"}}",
+                        reason.name()
+                    ),
+                )
+            })
+            .sum();
+        assert!(dropped >= 3.0, "{protocol}: {dropped} dropped");
+        assert_eq!(metric(&serve, "netto_otlp_windows_sent_total"), 0.0);
+        let history = serve.get("/api/v1/history").json();
+        let snapshots = history.as_array().unwrap();
+        // The first intervals pay for loading and verifying the programs.
+        let judged = &snapshots[2..];
+        assert!(judged.len() >= 10, "{} snapshots", snapshots.len());
+        let figure = |s: &Value, field: &str| s["overhead"][field].as_f64().unwrap();
+        // None lost, none late: each interval is the time since the last,
+        // about the 1 s asked for.
+        for pair in judged.windows(2) {
+            let gap = pair[1]["ts"].as_f64().unwrap() - pair[0]["ts"].as_f64().unwrap();
+            let interval = pair[1]["interval_s"].as_f64().unwrap();
+            assert!(
+                (gap - interval).abs() < 0.01,
+                "{interval} s over a {gap} s gap"
+            );
+            assert!(interval < 1.5, "{interval} s");
+        }
+        let mut measuring: Vec<f64> = judged
+            .iter()
+            .map(|s| figure(s, "measuring_percent"))
+            .collect();
+        let serving: Vec<f64> = judged
+            .iter()
+            .map(|s| figure(s, "serving_percent"))
+            .collect();
+        eprintln!("{protocol}: measuring {measuring:.2?} %; serving {serving:.2?} %");
+        for s in judged {
+            // A step down only ever answers measuring over its budget (on
+            // a shared host, others' work runs the exact hooks too); the
+            // exporter's cost, serving's, never takes one.
+            if s["budget"]["change"]["kind"] == "down" {
+                let budget = s["budget"]["percent"].as_f64().unwrap();
+                assert!(figure(s, "measuring_percent") > budget, "{}", s["overhead"]);
+            }
+        }
+        measuring.sort_by(f64::total_cmp);
+        assert!(
+            measuring[measuring.len() / 2] <= 1.0,
+            "measuring {measuring:?}"
+        );
+        let mean = serving.iter().sum::<f64>() / serving.len() as f64;
+        assert!(mean <= 2.5, "serving {serving:?}");
+        let (status, lines) = serve.signal(libc::SIGTERM);
+        assert!(status.success(), "{status}: {lines:?}");
     }
 }
