@@ -14,6 +14,8 @@ packages=(
   qemu-system-x86 busybox-static cpio kmod xz-utils           # the kernel matrix (cargo xtask vm-matrix)
   systemd man-db groff-base                                   # the unit's systemd-analyze verify, man page checks
   python3 python3-venv libcap2-bin                            # tests/agent.rs: kubernetes-validate (pinned, from PyPI) in a venv; setcap
+                                                              # tests/otlp.rs: the OTLP receiver's opentelemetry-proto==1.45.2 and grpcio (pinned in tests/fixtures/otlp-receiver.txt) in a venv
+  openssl                                                     # tests/otlp.rs: a CA and a certificate for the TLS receiver
   gcc-multilib                                                # tests/compat_calls.rs: a 32-bit program's socket calls
   ethtool                                                     # tests/softirq_accounting.rs: GRO and TSO on a veth for threaded NAPI
 )

@@ -46,7 +46,10 @@ impl Receiver {
     /// again where the last one was).
     fn start(extra: &[&str], ports: Option<(u16, u16)>) -> Receiver {
         let mut command = Command::new(python());
-        command.arg(RECEIVER).args(extra);
+        command
+            .arg(RECEIVER)
+            .args(extra)
+            .env("GRPC_VERBOSITY", "ERROR");
         if let Some((grpc, http)) = ports {
             command.args(["--ports", &grpc.to_string(), &http.to_string()]);
         }
@@ -215,6 +218,133 @@ fn both_protocols_deliver_every_exact_nanosecond_by_name() {
         let (status, _) = serve.interrupt();
         assert!(status.success());
     }
+}
+
+/// A CA and a certificate for `localhost` it signed (rustls takes no CA
+/// as a server's own certificate), made with openssl in `dir`: (the CA's
+/// certificate, the server's certificate, its key).
+fn certificates(dir: &Path) -> [PathBuf; 3] {
+    let [ca_key, ca, key, request, cert, extensions] = [
+        "ca.key",
+        "ca.pem",
+        "server.key",
+        "server.csr",
+        "server.pem",
+        "server.ext",
+    ]
+    .map(|name| dir.join(name));
+    let openssl = |args: &[&str]| {
+        common::venv::run_ok(Command::new("openssl").args(args).current_dir(dir));
+    };
+    let path = |p: &PathBuf| p.to_str().unwrap().to_owned();
+    openssl(&[
+        "req",
+        "-x509",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-days",
+        "1",
+        "-subj",
+        "/CN=netto test CA",
+        "-keyout",
+        &path(&ca_key),
+        "-out",
+        &path(&ca),
+    ]);
+    openssl(&[
+        "req",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-subj",
+        "/CN=localhost",
+        "-keyout",
+        &path(&key),
+        "-out",
+        &path(&request),
+    ]);
+    std::fs::write(&extensions, "subjectAltName=DNS:localhost\n").unwrap();
+    openssl(&[
+        "x509",
+        "-req",
+        "-in",
+        &path(&request),
+        "-CA",
+        &path(&ca),
+        "-CAkey",
+        &path(&ca_key),
+        "-CAcreateserial",
+        "-days",
+        "1",
+        "-extfile",
+        &path(&extensions),
+        "-out",
+        &path(&cert),
+    ]);
+    [ca, cert, key]
+}
+
+/// https:// with --otlp-ca-file: the receiver gets the same profiles over
+/// TLS, by either protocol; a receiver whose certificate that CA did not
+/// sign gets nothing (the windows are dropped as rejected or unreachable).
+#[test]
+fn https_checks_the_receiver_against_the_ca_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let [ca, cert, key] = certificates(dir.path());
+    let receiver = Receiver::start(
+        &["--tls", cert.to_str().unwrap(), key.to_str().unwrap()],
+        None,
+    );
+    let samples = folded_total("samples");
+    for protocol in PROTOCOLS {
+        let port = if protocol == "grpc" {
+            receiver.grpc
+        } else {
+            receiver.http
+        };
+        let to = format!("https://localhost:{port}");
+        let serve = serve_pushing(
+            &to,
+            protocol,
+            &["--speed", "4", "--otlp-ca-file", ca.to_str().unwrap()],
+        );
+        let exports = receiver.until(Duration::from_secs(60), |got| {
+            total(got, "samples") >= samples
+        });
+        assert_eq!(total(&exports, "samples"), samples, "{protocol}");
+        assert!(exports.iter().all(|e| e["protocol"] == protocol));
+        let (status, _) = serve.interrupt();
+        assert!(status.success());
+        // Another CA (the server's own certificate is no CA) trusts nothing.
+        let serve = serve_pushing(&to, protocol, &["--otlp-ca-file", cert.to_str().unwrap()]);
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let dropped = |serve: &Serve| {
+            Dropped::ALL
+                .iter()
+                .map(|r| {
+                    metric(
+                        serve,
+                        &format!(
+                            "netto_otlp_windows_dropped_total{{reason=\"{}\"}}",
+                            r.name()
+                        ),
+                    )
+                })
+                .sum::<f64>()
+        };
+        while dropped(&serve) < 1.0 {
+            assert!(Instant::now() < deadline, "{protocol}: nothing dropped");
+            std::thread::sleep(Duration::from_millis(250));
+        }
+        assert_eq!(metric(&serve, "netto_otlp_windows_sent_total"), 0.0);
+        let (status, _) = serve.interrupt();
+        assert!(status.success());
+    }
+    assert!(
+        receiver.exports.try_recv().is_err(),
+        "an export past a bad certificate"
+    );
 }
 
 /// A port nothing listens on (bound, then let go).

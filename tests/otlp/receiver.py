@@ -9,12 +9,14 @@ keys, the resource's attributes, the function names, and how many
 locations or mappings carry an address.
 
 With `--ports GRPC HTTP` it listens on those (a receiver started again);
+with `--tls CERT KEY` both speak TLS only, with that certificate;
 with `--stall`, it accepts and reads every export but never answers: a
 receiver that has hung.
 """
 
 import gzip
 import json
+import ssl
 import sys
 import threading
 import time
@@ -125,11 +127,25 @@ def main():
     if "--ports" in sys.argv:
         at = sys.argv.index("--ports")
         ports = (int(sys.argv[at + 1]), int(sys.argv[at + 2]))
+    tls = None
+    if "--tls" in sys.argv:
+        at = sys.argv.index("--tls")
+        tls = (sys.argv[at + 1], sys.argv[at + 2])
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
     service_grpc.add_ProfilesServiceServicer_to_server(Profiles(), server)
-    grpc_port = server.add_insecure_port(f"127.0.0.1:{ports[0]}")
+    address = f"127.0.0.1:{ports[0]}"
+    if tls:
+        with open(tls[0], "rb") as cert, open(tls[1], "rb") as key:
+            credentials = grpc.ssl_server_credentials([(key.read(), cert.read())])
+        grpc_port = server.add_secure_port(address, credentials)
+    else:
+        grpc_port = server.add_insecure_port(address)
     server.start()
     http = ThreadingHTTPServer(("127.0.0.1", ports[1]), Http)
+    if tls:
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(tls[0], tls[1])
+        http.socket = context.wrap_socket(http.socket, server_side=True)
     http.daemon_threads = True
     print(f"ports {grpc_port} {http.server_address[1]}", flush=True)
     http.serve_forever()

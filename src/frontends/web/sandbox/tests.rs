@@ -119,11 +119,56 @@ fn confined_checks() {
 /// itself would end the other tests) and runs the checks there.
 #[test]
 fn a_confined_process_holds_nothing_and_may_call_little() {
+    in_a_confined_copy(
+        "a_confined_process_holds_nothing_and_may_call_little",
+        confined_checks,
+    );
+}
+
+/// The serving process with an OTLP exporter: the thread started before
+/// [`close_outbound`] connects out; the confining thread, and any thread
+/// it starts after, may not even make a socket.
+#[test]
+fn only_the_exporters_thread_may_connect_out() {
+    in_a_confined_copy("only_the_exporters_thread_may_connect_out", || {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let to = listener.local_addr().unwrap();
+        confine(identity(None).unwrap(), Outbound::Tcp).unwrap();
+        let (go, wait) = std::sync::mpsc::channel::<()>();
+        let exporter = std::thread::spawn(move || {
+            wait.recv().unwrap();
+            std::net::TcpStream::connect(to).map(drop)
+        });
+        close_outbound().unwrap();
+        go.send(()).unwrap();
+        exporter
+            .join()
+            .unwrap()
+            .expect("the exporter's thread connects");
+        let refused = |what: &str, e: io::Error| {
+            assert_eq!(e.raw_os_error(), Some(libc::EPERM), "{what}: {e}");
+        };
+        refused("here", std::net::TcpStream::connect(to).unwrap_err());
+        let later = std::thread::spawn(move || std::net::TcpStream::connect(to).map(drop));
+        refused("a later thread", later.join().unwrap().unwrap_err());
+        assert_eq!(
+            errno_of(
+                libc::SYS_socket,
+                [libc::AF_UNIX.into(), libc::SOCK_STREAM.into(), 0]
+            ),
+            libc::EPERM
+        );
+    });
+}
+
+/// Runs `checks` in a copy of this test binary that runs only the test
+/// `test` (whose body this call is) with [`CONFINED`] set.
+fn in_a_confined_copy(test: &str, checks: fn()) {
     if std::env::var_os(CONFINED).is_some() {
-        return confined_checks();
+        return checks();
     }
     let module = module_path!().split_once("::").unwrap().1;
-    let name = format!("{module}::a_confined_process_holds_nothing_and_may_call_little");
+    let name = format!("{module}::{test}");
     let out = std::process::Command::new(std::env::current_exe().unwrap())
         .args(["--exact", &name, "--nocapture", "--test-threads=1"])
         .env(CONFINED, "1")
@@ -135,56 +180,5 @@ fn a_confined_process_holds_nothing_and_may_call_little() {
         "{}\n{stdout}\n{}",
         out.status,
         String::from_utf8_lossy(&out.stderr)
-    );
-}
-
-#[test]
-fn users_are_found_and_root_is_refused() {
-    if !unistd::geteuid().is_root() {
-        assert_eq!(identity(Some("nobody")).unwrap(), None);
-        assert_eq!(identity(None).unwrap(), None);
-        return;
-    }
-    let nobody = identity(Some("nobody")).unwrap().unwrap();
-    assert_ne!(nobody.uid, 0);
-    assert!(matches!(identity(Some("root")), Err(SandboxError::Root(_))));
-    assert!(matches!(
-        identity(Some("no-such-user-here")),
-        Err(SandboxError::NoUser(_))
-    ));
-}
-
-#[test]
-fn an_unused_id_is_nobodys() {
-    let taken = ids_of_processes();
-    // This process at least.
-    assert!(taken.contains(&unistd::getuid().as_raw()));
-    let picked = unused().unwrap();
-    assert_eq!(picked.uid, picked.gid);
-    assert!(UNUSED_IDS.contains(&picked.uid));
-    assert!(!taken.contains(&picked.uid));
-    assert!(User::from_uid(Uid::from_raw(picked.uid)).unwrap().is_none());
-    assert!(Group::from_gid(Gid::from_raw(picked.gid))
-        .unwrap()
-        .is_none());
-    // Picked afresh each time.
-    let picks: HashSet<u32> = (0..8).map(|_| unused().unwrap().uid).collect();
-    assert!(picks.len() > 1);
-}
-
-/// The capability sets are read and cleared through `caps`, which
-/// names the capabilities it knows: every one this kernel has must be
-/// among them, or a new one could stay in the bounding set unseen.
-#[test]
-fn caps_knows_every_capability_of_this_kernel() {
-    let last: u8 = std::fs::read_to_string("/proc/sys/kernel/cap_last_cap")
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
-    let known = caps::all();
-    assert!(
-        (0..=last).all(|n| known.iter().any(|c| c.index() == n)),
-        "the kernel knows capabilities up to {last}"
     );
 }
