@@ -113,6 +113,7 @@ fn play_through_front_ends(recording: &Recording) {
             history_s: 300.0,
             flame_s: 30.0,
             serve_budget_percent: 2.0,
+            otlp: false,
         },
     )
     .unwrap();
@@ -499,6 +500,7 @@ fn any_query_string_gets_200_400_or_404() {
             history_s: 300.0,
             flame_s: 30.0,
             serve_budget_percent: 2.0,
+            otlp: false,
         };
         let state = actix_web::web::Data::new(State::new(info(), settings).unwrap());
         for snapshot in &small_recording().snapshots {

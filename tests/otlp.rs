@@ -166,6 +166,22 @@ fn metric(serve: &Serve, series: &str) -> f64 {
         .unwrap_or(0.0)
 }
 
+/// Windows dropped, for any reason.
+fn dropped(serve: &Serve) -> f64 {
+    Dropped::ALL
+        .iter()
+        .map(|r| {
+            metric(
+                serve,
+                &format!(
+                    "netto_otlp_windows_dropped_total{{reason=\"{}\"}}",
+                    r.name()
+                ),
+            )
+        })
+        .sum()
+}
+
 #[test]
 fn both_protocols_deliver_every_exact_nanosecond_by_name() {
     let (ns, samples) = (folded_total("time"), folded_total("samples"));
@@ -210,11 +226,14 @@ fn both_protocols_deliver_every_exact_nanosecond_by_name() {
                 assert!(functions.iter().any(|f| f == "net_rx_action"));
             }
         }
-        assert!(metric(&serve, "netto_otlp_windows_sent_total") >= exports.len() as f64);
-        assert!(!serve
-            .get("/metrics")
-            .body
-            .contains("netto_otlp_windows_dropped_total{"));
+        // Counted once the answer is back, a moment after the receiver
+        // printed the export.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while metric(&serve, "netto_otlp_windows_sent_total") < exports.len() as f64 {
+            assert!(Instant::now() < deadline, "{protocol}: sends not counted");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        assert_eq!(dropped(&serve), 0.0, "{protocol}");
         let (status, _) = serve.interrupt();
         assert!(status.success());
     }
@@ -319,20 +338,6 @@ fn https_checks_the_receiver_against_the_ca_file() {
         // Another CA (the server's own certificate is no CA) trusts nothing.
         let serve = serve_pushing(&to, protocol, &["--otlp-ca-file", cert.to_str().unwrap()]);
         let deadline = Instant::now() + Duration::from_secs(30);
-        let dropped = |serve: &Serve| {
-            Dropped::ALL
-                .iter()
-                .map(|r| {
-                    metric(
-                        serve,
-                        &format!(
-                            "netto_otlp_windows_dropped_total{{reason=\"{}\"}}",
-                            r.name()
-                        ),
-                    )
-                })
-                .sum::<f64>()
-        };
         while dropped(&serve) < 1.0 {
             assert!(Instant::now() < deadline, "{protocol}: nothing dropped");
             std::thread::sleep(Duration::from_millis(250));
@@ -399,9 +404,9 @@ fn sending_resumes_when_the_receiver_comes_back() {
         let serve = serve_pushing(&receiver.endpoint(protocol), protocol, &["--speed", "0.5"]);
         receiver.until(Duration::from_secs(20), |got| !got.is_empty());
         drop(receiver);
-        let dropped = "netto_otlp_windows_dropped_total{reason=\"unreachable\"}";
+        let unreachable = "netto_otlp_windows_dropped_total{reason=\"unreachable\"}";
         let deadline = Instant::now() + Duration::from_secs(20);
-        while metric(&serve, dropped) < 1.0 {
+        while metric(&serve, unreachable) < 1.0 {
             assert!(Instant::now() < deadline, "{protocol}: nothing dropped");
             std::thread::sleep(Duration::from_millis(250));
         }
@@ -515,22 +520,15 @@ fn live_measuring_pays_nothing_for_a_receiver_gone_or_hung() {
             "1",
         ]);
         std::thread::sleep(Duration::from_secs(14));
-        let dropped: f64 = Dropped::ALL
-            .iter()
-            .map(|reason| {
-                metric(
-                    &serve,
-                    &format!(
-                        "netto_otlp_windows_dropped_total{{reason=\"{}\"}}",
-                        reason.name()
-                    ),
-                )
-            })
-            .sum();
-        assert!(dropped >= 3.0, "{protocol}: {dropped} dropped");
+        let lost = dropped(&serve);
+        assert!(lost >= 3.0, "{protocol}: {lost} dropped");
         assert_eq!(metric(&serve, "netto_otlp_windows_sent_total"), 0.0);
         let history = serve.get("/api/v1/history").json();
         let snapshots = history.as_array().unwrap();
+        // The page's cost table reads them from each snapshot.
+        let pushed = &snapshots.last().unwrap()["overhead"]["otlp"];
+        assert_eq!(pushed["sent_windows"], 0, "{pushed}");
+        assert!(pushed["dropped_windows"].as_u64() >= Some(1), "{pushed}");
         // The first intervals pay for loading and verifying the programs.
         let judged = &snapshots[2..];
         assert!(judged.len() >= 10, "{} snapshots", snapshots.len());

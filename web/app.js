@@ -410,6 +410,11 @@ function renderOverhead(s) {
   if (o.serving_percent != null) {
     rows.push(["serving (the HTTP process)", fmtPct(o.serving_percent) + " %"]);
   }
+  // serve --otlp-endpoint: its sender is part of serving.
+  if (o.otlp) {
+    rows.push(["OTLP windows pushed (part of serving)",
+      `${o.otlp.sent_windows} sent, ${o.otlp.dropped_windows} dropped`]);
+  }
   // Absent without --budget (and in recordings made before it existed).
   const b = s.budget;
   if (b) {

@@ -264,6 +264,8 @@ fn overhead(
         )),
         measuring_percent: Some(percent(measuring_total_ns, interval_s)),
         serving_percent: Some(percent(serving_cpu_ns, interval_s)),
+        // The serving process, which pushes, says.
+        otlp: None,
         estimated: bpf.estimated,
         error_percent: percent(error_ns.round() as u64, interval_s),
         programs: bpf.programs,

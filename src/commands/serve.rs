@@ -53,6 +53,7 @@ pub fn run(args: &ServeArgs) -> Result<ExitCode> {
             history_s: args.history,
             flame_s: FlameWindow::DEFAULT.seconds(),
             serve_budget_percent: args.serve_budget,
+            otlp: args.otlp.otlp_endpoint.is_some(),
         },
         hosts: HostCheck::new(args.allow_remote, &args.allow_host),
     };

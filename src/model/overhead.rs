@@ -19,6 +19,14 @@ pub struct ProgramCost {
     pub run_time_ns: u64,
 }
 
+/// Windows of profiles `serve --otlp-endpoint` delivered, and those it
+/// dropped (for any reason: `/metrics` says which).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct OtlpPushed {
+    pub sent_windows: u64,
+    pub dropped_windows: u64,
+}
+
 /// What netto itself cost over the interval: its processes' CPU time and
 /// its BPF programs' run time, and the sum of both as a share of one CPU.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -60,6 +68,11 @@ pub struct Overhead {
     /// interval (0 without `serve`); `serve --serve-budget` bounds it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub serving_percent: Option<f64>,
+    /// What `serve --otlp-endpoint` has pushed since it started, written in
+    /// by the serving process (which pushes; its CPU time is serving's);
+    /// absent without an endpoint.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub otlp: Option<OtlpPushed>,
     /// Whether the BPF part is an estimate: runs counted exactly, each
     /// priced at the cost per run measured while statistics were on.
     #[serde(default)]

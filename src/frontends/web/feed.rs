@@ -105,6 +105,7 @@ mod tests {
             history_s: 60.0,
             flame_s: 30.0,
             serve_budget_percent: 2.0,
+            otlp: false,
         }
     }
 

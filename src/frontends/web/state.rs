@@ -42,6 +42,10 @@ pub struct ServeSettings {
     pub flame_s: f64,
     /// `--serve-budget`: the most CPU serving may take, percent of one CPU.
     pub serve_budget_percent: f64,
+    /// Whether profiles are pushed (`--otlp-endpoint`): each snapshot
+    /// then says how many windows went and how many were dropped.
+    #[serde(default)]
+    pub otlp: bool,
 }
 
 /// Most bytes of snapshot summaries kept (besides `--history`): 3600 s at
@@ -169,6 +173,9 @@ impl State {
     /// client, in that order, so a scrape or page never sees a snapshot
     /// in one place and not yet counted in another.
     pub fn publish(&self, mut snapshot: Snapshot) {
+        if self.settings.otlp {
+            snapshot.overhead.otlp = Some(self.metrics.otlp_pushed());
+        }
         self.metrics.add(&snapshot);
         let stacks = std::mem::take(&mut snapshot.stacks);
         let modules = std::mem::take(&mut snapshot.modules);

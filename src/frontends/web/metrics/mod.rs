@@ -19,7 +19,9 @@ use prometheus::{
 use thiserror::Error;
 
 use super::otlp::Dropped;
-use crate::model::{percent, Attribution, BudgetChange, EventKey, GroupBy, Losses, Snapshot, Tier};
+use crate::model::{
+    percent, Attribution, BudgetChange, EventKey, GroupBy, Losses, OtlpPushed, Snapshot, Tier,
+};
 use crate::source::{Origin, SourceInfo};
 use families::{Family, Kind};
 
@@ -168,12 +170,16 @@ impl Metrics {
         self.otlp_dropped.with_label_values(&[reason.name()]).inc();
     }
 
-    /// OTLP windows lost so far, every reason together: the page shows it.
-    pub fn otlp_dropped_total(&self) -> u64 {
-        Dropped::ALL
-            .iter()
-            .map(|r| self.otlp_dropped.with_label_values(&[r.name()]).get() as u64)
-            .sum()
+    /// OTLP windows sent and lost so far, every reason together: what
+    /// each snapshot tells the page.
+    pub fn otlp_pushed(&self) -> OtlpPushed {
+        OtlpPushed {
+            sent_windows: self.otlp_sent.get() as u64,
+            dropped_windows: Dropped::ALL
+                .iter()
+                .map(|r| self.otlp_dropped.with_label_values(&[r.name()]).get() as u64)
+                .sum(),
+        }
     }
 
     /// Adds one interval to the counters.

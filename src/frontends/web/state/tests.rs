@@ -17,6 +17,7 @@ fn state_with(history_s: f64) -> State {
         history_s,
         flame_s: 30.0,
         serve_budget_percent: 2.0,
+        otlp: false,
     };
     State::new(info, settings).unwrap()
 }
