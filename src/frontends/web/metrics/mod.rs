@@ -111,6 +111,12 @@ impl Metrics {
             ])
             .set(1);
 
+        let otlp_dropped = r.counters(&families::OTLP_WINDOWS_DROPPED)?;
+        // Every reason from the start, at 0: a rate() over a window that
+        // saw the first drop then counts it.
+        for reason in Dropped::ALL {
+            otlp_dropped.with_label_values(&[reason.name()]);
+        }
         Ok(Metrics {
             event_seconds: r.counters(&families::EVENT_SECONDS)?,
             event_runs: r.counters(&families::EVENT_RUNS)?,
@@ -154,7 +160,7 @@ impl Metrics {
             stream_clients: r.int_gauge(&families::STREAM_CLIENTS)?,
             stream_clients_dropped: r.counter(&families::STREAM_CLIENTS_DROPPED)?,
             otlp_sent: r.counter(&families::OTLP_WINDOWS_SENT)?,
-            otlp_dropped: r.counters(&families::OTLP_WINDOWS_DROPPED)?,
+            otlp_dropped,
             groups: Mutex::new(None),
             registry,
         })
