@@ -136,7 +136,7 @@ fn ids_of_processes() -> HashSet<u32> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Outbound {
     Refused,
-    /// TCP connections over IPv4 or IPv6 ([`OUTBOUND`]).
+    /// TCP connections over IPv4 or IPv6.
     Tcp,
 }
 

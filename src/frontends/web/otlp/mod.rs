@@ -83,7 +83,7 @@ pub const QUEUE_WINDOWS: usize = 4;
 /// Longest one try at sending a window may take, connecting included.
 pub const SEND_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// Tries per window, the waits between them doubling from [`FIRST_BACKOFF`].
+/// Tries per window, the waits between them doubling from a second.
 pub const TRIES: u32 = 3;
 const FIRST_BACKOFF: Duration = Duration::from_secs(1);
 
