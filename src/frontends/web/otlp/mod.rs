@@ -249,3 +249,6 @@ async fn send(
     }
     Err(last)
 }
+
+#[cfg(test)]
+mod tests;
