@@ -193,7 +193,8 @@ impl State {
                 + modules
                     .iter()
                     .map(|(f, m)| f.len() + m.len())
-                    .sum::<usize>(),
+                    .sum::<usize>()
+                + snapshot.attribution.as_ref().map_or(0, attribution_bytes),
             sampled: Arc::new(sampled(&snapshot, stacks, modules)),
         };
         let delivery = {
@@ -371,6 +372,17 @@ fn sampled(
     // Who each stack was for: the OTLP exporter's `group` attribute.
     sampled.attribution = snapshot.attribution.clone();
     sampled
+}
+
+/// About what a kept attribution holds: its groups' names and times.
+fn attribution_bytes(attribution: &crate::model::Attribution) -> usize {
+    let events = |n: usize| n * 2 * std::mem::size_of::<u64>();
+    attribution
+        .groups
+        .iter()
+        .map(|g| std::mem::size_of_val(g) + g.name.len() + g.label.len() + events(g.events.len()))
+        .sum::<usize>()
+        + events(attribution.unattributed.len())
 }
 
 /// A panic while holding a drawing's lock leaves at worst a stale drawing,

@@ -41,6 +41,8 @@ pub enum TransportError {
     Roots(String, String),
     #[error("cannot connect: {0}")]
     Connect(io::Error),
+    #[error("no answer in time: {0}")]
+    Timeout(String),
     #[error("the receiver answered {0}")]
     Answered(String),
     #[error("the receiver rejected {0} profiles: {1}")]
@@ -52,6 +54,7 @@ impl TransportError {
     pub fn reason(&self) -> Dropped {
         match self {
             TransportError::Connect(_) => Dropped::Unreachable,
+            TransportError::Timeout(_) => Dropped::Timeout,
             _ => Dropped::Rejected,
         }
     }
@@ -61,10 +64,8 @@ impl TransportError {
 fn status_error(status: tonic::Status) -> TransportError {
     use tonic::Code;
     match status.code() {
-        Code::Unavailable | Code::Unknown if status.message().contains("connect") => {
-            TransportError::Connect(io::Error::other(status.message().to_owned()))
-        }
         Code::Unavailable => TransportError::Connect(io::Error::other(status.to_string())),
+        Code::DeadlineExceeded | Code::Cancelled => TransportError::Timeout(status.to_string()),
         _ => TransportError::Answered(status.to_string()),
     }
 }
