@@ -352,6 +352,31 @@ fn https_checks_the_receiver_against_the_ca_file() {
     );
 }
 
+/// `report --format otlp` writes what a push holds, for the whole
+/// recording: the receiver's decoding of the file adds up to the folded
+/// stacks exactly.
+#[test]
+fn report_format_otlp_is_the_folded_stacks_in_otlp() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("demo.otlp");
+    let run = netto(&["report", RECORDING, "-o", file.to_str().unwrap()]);
+    assert!(run.status.success(), "{run:?}");
+    let out = common::venv::run_ok(
+        Command::new(python())
+            .arg(RECEIVER)
+            .args(["--decode", file.to_str().unwrap()]),
+    );
+    let export: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let exports = [export];
+    assert_eq!(total(&exports, "cpu"), folded_total("time"));
+    assert_eq!(total(&exports, "samples"), folded_total("samples"));
+    assert_eq!(exports[0]["addresses"], 0);
+    assert_eq!(
+        exports[0]["resource"]["host.name"],
+        recording().header.host.as_str()
+    );
+}
+
 /// A port nothing listens on (bound, then let go).
 fn closed_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")

@@ -251,7 +251,7 @@ fn the_format_comes_from_a_known_extension_or_is_refused() {
             &report_to(dir.path(), name, &[]),
             &format!(
                 "netto: error: cannot tell the format of {name} from its name: use .svg, \
-                 .folded or .txt, .json, .pprof or .pb.gz, or pass --format"
+                 .folded or .txt, .json, .pprof or .pb.gz, .otlp, or pass --format"
             ),
         );
     }
@@ -310,7 +310,7 @@ fn record_checks_its_output_before_measuring() {
             "run.html",
             &[][..],
             "cannot tell the format of run.html from its name: use .svg, .folded or .txt, \
-             .json, .pprof or .pb.gz, or pass --format"
+             .json, .pprof or .pb.gz, .otlp, or pass --format"
                 .to_owned(),
         ),
         (

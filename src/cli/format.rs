@@ -17,6 +17,9 @@ pub enum Format {
     Json,
     /// gzip-compressed pprof profile (Parca, Pyroscope, go tool pprof)
     Pprof,
+    /// OTLP profiles (an ExportProfilesServiceRequest, protobuf), as serve
+    /// --otlp-endpoint pushes them, for uploading later
+    Otlp,
 }
 
 impl Format {
@@ -27,6 +30,7 @@ impl Format {
             Format::Folded => "folded",
             Format::Json => "json",
             Format::Pprof => "pprof",
+            Format::Otlp => "otlp",
         }
     }
 
@@ -63,6 +67,7 @@ pub const EXTENSIONS: &[(Format, &[&str])] = &[
     (Format::Folded, &[".folded", ".txt"]),
     (Format::Json, &[".json"]),
     (Format::Pprof, &[".pprof", ".pb.gz"]),
+    (Format::Otlp, &[".otlp"]),
 ];
 
 /// An `-o` file name whose end names no format, without --format.

@@ -148,6 +148,7 @@ fn file_names_pick_formats() {
     for (path, format) in [
         ("run.pb.gz", Format::Pprof),
         ("run.pprof", Format::Pprof),
+        ("run.otlp", Format::Otlp),
         ("dir.d/run.json", Format::Json),
         ("run.folded", Format::Folded),
         ("run.txt", Format::Folded),
@@ -166,7 +167,7 @@ fn file_names_pick_formats() {
             err.to_string(),
             format!(
                 "cannot tell the format of {path} from its name: use .svg, .folded or \
-                     .txt, .json, .pprof or .pb.gz, or pass --format"
+                     .txt, .json, .pprof or .pb.gz, .otlp, or pass --format"
             )
         );
     }
@@ -178,7 +179,13 @@ fn file_names_pick_formats() {
         Format::for_output(&Destination::Stdout, None).unwrap(),
         Format::Svg
     );
-    for format in [Format::Svg, Format::Folded, Format::Json, Format::Pprof] {
+    for format in [
+        Format::Svg,
+        Format::Folded,
+        Format::Json,
+        Format::Pprof,
+        Format::Otlp,
+    ] {
         let value = format.to_possible_value().unwrap();
         assert_eq!(value.get_name(), format.name());
         assert!(EXTENSIONS.iter().any(|&(f, _)| f == format));

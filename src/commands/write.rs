@@ -7,12 +7,14 @@ use std::path::Path;
 
 use anyhow::{bail, Result};
 use netto::cli::Format;
+use netto::frontends::flame::otlp::{self, Measured};
 use netto::frontends::flame::svg;
 use netto::frontends::flame::{
     any_estimated, diff, flame_stacks, folded, pprof, FlameStack, Labels, Scope, Weight,
 };
 use netto::model::Recording;
 use netto::output_file::{write_atomically, Destination};
+use prost::Message;
 
 /// Where `record` or `report` writes, and as what; made by [`Output::check`].
 pub struct Output {
@@ -27,14 +29,18 @@ impl Output {
     /// format for a terminal, and what [`Destination::check`] refuses.
     pub fn check(destination: &Destination, format: Option<Format>, force: bool) -> Result<Output> {
         let format = Format::for_output(destination, format)?;
-        if format == Format::Pprof
-            && *destination == Destination::Stdout
-            && std::io::stdout().is_terminal()
-        {
-            bail!(
-                "a pprof profile is binary: redirect standard output to a file or a pipe, \
-                 or use -o FILE"
-            );
+        let binary = match format {
+            Format::Pprof => Some("a pprof profile"),
+            Format::Otlp => Some("an OTLP export"),
+            Format::Svg | Format::Folded | Format::Json => None,
+        };
+        if let Some(what) = binary {
+            if *destination == Destination::Stdout && std::io::stdout().is_terminal() {
+                bail!(
+                    "{what} is binary: redirect standard output to a file or a pipe, \
+                     or use -o FILE"
+                );
+            }
         }
         destination.check(force)?;
         Ok(Output {
@@ -80,6 +86,14 @@ pub fn write_recording(
                 scope,
                 out,
             )?),
+            Format::Otlp => {
+                let profile = pprof::profile(&recording.snapshots, &labels, weight, scope);
+                let measured = Measured {
+                    host: recording.header.host.clone(),
+                    kernel: recording.header.kernel.clone(),
+                };
+                out.write_all(&otlp::request(&profile, &measured).encode_to_vec())
+            }
         })?)
 }
 
@@ -112,7 +126,7 @@ pub fn write_diff(
         subtitle: "red: more after, blue: less (normalised to the after run)".to_owned(),
         estimated: any_estimated(before.snapshots.iter().chain(&after.snapshots)),
     };
-    if matches!(output.format, Format::Json | Format::Pprof) {
+    if matches!(output.format, Format::Json | Format::Pprof | Format::Otlp) {
         bail!(
             "a differential report is written as svg or folded, not {}",
             output.format.name()

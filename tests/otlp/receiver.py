@@ -8,7 +8,8 @@ profile's sample type, sample count and value total, the sample attributes'
 keys, the resource's attributes, the function names, and how many
 locations or mappings carry an address.
 
-With `--ports GRPC HTTP` it listens on those (a receiver started again);
+With `--decode FILE` it prints the one line of an export written to a file
+(`netto report --format otlp`) and exits. With `--ports GRPC HTTP` it listens on those (a receiver started again);
 with `--tls CERT KEY` both speak TLS only, with that certificate;
 with `--stall`, it accepts and reads every export but never answers: a
 receiver that has hung.
@@ -123,6 +124,12 @@ class Http(BaseHTTPRequestHandler):
 
 
 def main():
+    if "--decode" in sys.argv:
+        request = service.ExportProfilesServiceRequest()
+        with open(sys.argv[sys.argv.index("--decode") + 1], "rb") as file:
+            request.ParseFromString(file.read())
+        print(json.dumps(summary(request, "file")))
+        return
     ports = (0, 0)
     if "--ports" in sys.argv:
         at = sys.argv.index("--ports")
