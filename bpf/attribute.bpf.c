@@ -14,6 +14,10 @@
  * - a device's network namespace: a packet transmitted for no socket
  *   (forwarded, bridged).
  *
+ * Under `--by flow|port` (`attr_flows`) a socket's key also carries its
+ * connection (protocol, addresses, ports), the socket calls name the socket
+ * their window's time goes to, and their payload bytes are counted per key.
+ *
  * A separate object sharing the accounting's per-CPU record and group map,
  * so attribution loads, attaches and detaches at run time without touching
  * the accounting's programs. It only reads the accounting's state and
@@ -29,6 +33,10 @@
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
+/* Whether keys carry the socket's connection (`--by flow|port`): set by
+ * user space before load. Off, the keys are as few as the owners. */
+const volatile __u32 attr_flows = 0;
+
 struct {
 	__uint(type, BPF_MAP_TYPE_SK_STORAGE);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
@@ -40,6 +48,36 @@ struct {
  * they end where struct sock_common ends. */
 #define NETTO_TCP_TIME_WAIT 6
 #define NETTO_TCP_NEW_SYN_RECV 12
+#define NETTO_AF_INET 2
+#define NETTO_AF_INET6 10
+#define NETTO_IPPROTO_TCP 6
+#define NETTO_MSG_PEEK 2
+
+/* The socket's connection into `key`. A mini socket is TCP's, and has no
+ * fields past struct sock_common. */
+static __always_inline void flow_key(const struct sock *sk, __u8 state,
+				     struct netto_group_key *key)
+{
+	const struct sock_common *skc = &sk->__sk_common;
+	__u16 family = skc->skc_family;
+
+	if (family == NETTO_AF_INET) {
+		key->laddr[0] = skc->skc_rcv_saddr;
+		key->raddr[0] = skc->skc_daddr;
+	} else if (family == NETTO_AF_INET6) {
+		__builtin_memcpy(key->laddr, &skc->skc_v6_rcv_saddr, 16);
+		__builtin_memcpy(key->raddr, &skc->skc_v6_daddr, 16);
+	} else {
+		return;
+	}
+	key->family = family;
+	key->lport = skc->skc_num;
+	key->rport = __builtin_bswap16(skc->skc_dport);
+	if (state == NETTO_TCP_TIME_WAIT || state == NETTO_TCP_NEW_SYN_RECV)
+		key->proto = NETTO_IPPROTO_TCP;
+	else
+		key->proto = BPF_CORE_READ_BITFIELD(sk, sk_protocol);
+}
 
 /* The event whose time a delivery point on this CPU settles: the network
  * softirq running, a network timer callback, or a threaded NAPI poller;
@@ -90,8 +128,8 @@ static __always_inline void sock_key(const struct sock *sk, struct netto_group_k
 	__u8 state = sk->__sk_common.skc_state;
 
 	key->netns = sk->__sk_common.skc_net.net->ns.inum;
-	key->tgid = 0;
-	key->cgroup = 0;
+	if (attr_flows)
+		flow_key(sk, state, key);
 	if (state == NETTO_TCP_TIME_WAIT || state == NETTO_TCP_NEW_SYN_RECV)
 		return;
 	owner = bpf_sk_storage_get(&owners, (struct sock *)sk, 0, 0);
@@ -109,7 +147,7 @@ static __always_inline void sock_key(const struct sock *sk, struct netto_group_k
 static __always_inline void at_socket(const struct sock *sk)
 {
 	struct netto_cpu *c = this_cpu();
-	struct netto_group_key key;
+	struct netto_group_key key = {};
 	int ev;
 
 	if (!c || !sk)
@@ -174,9 +212,15 @@ int BPF_PROG(netto_attr_consume, struct sk_buff *skb)
 
 /* ---- socket owners: the task of the last socket call on each socket ---- */
 
-static __always_inline void note_owner(struct sock *sk)
+/* A socket call on `sk` moved `len` payload bytes (`dir`): the socket's
+ * owner is now the calling task; under `--by flow|port` the call's window
+ * is for this socket and its bytes are counted. */
+static __always_inline void note_call(struct sock *sk, int len, int dir)
 {
+	struct netto_group_key key = {};
 	struct netto_sock_owner *owner;
+	struct netto_group_time *t;
+	struct netto_cpu *c;
 
 	if (!sk)
 		return;
@@ -185,18 +229,31 @@ static __always_inline void note_owner(struct sock *sk)
 		return;
 	owner->tgid = bpf_get_current_pid_tgid() >> 32;
 	owner->cgroup = bpf_get_current_cgroup_id();
+	if (!attr_flows)
+		return;
+	c = this_cpu();
+	if (!c || c->softirq || c->in_hardirq)
+		return;
+	sock_key(sk, &key);
+	if (c->task_window == NETTO_WIN_SEND || c->task_window == NETTO_WIN_RECV)
+		c->attr.call = key;
+	if (len <= 0)
+		return;
+	t = attr_entry(c, &key);
+	if (t)
+		t->bytes[dir] += len;
 }
 
 SEC("tp_btf/sock_send_length")
-int BPF_PROG(netto_attr_send_owner, struct sock *sk)
+int BPF_PROG(netto_attr_send_owner, struct sock *sk, int ret, int flags)
 {
-	note_owner(sk);
+	note_call(sk, ret, NETTO_BYTES_OUT);
 	return 0;
 }
 
 SEC("tp_btf/sock_recv_length")
-int BPF_PROG(netto_attr_recv_owner, struct sock *sk)
+int BPF_PROG(netto_attr_recv_owner, struct sock *sk, int ret, int flags)
 {
-	note_owner(sk);
+	note_call(sk, flags & NETTO_MSG_PEEK ? 0 : ret, NETTO_BYTES_IN);
 	return 0;
 }

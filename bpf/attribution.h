@@ -26,6 +26,24 @@ struct {
 	__type(value, struct netto_group_time);
 } groups SEC(".maps");
 
+/* `key`'s entry in the group map on this CPU, created if new; none when
+ * the map has no room (counted). */
+static __always_inline struct netto_group_time *attr_entry(struct netto_cpu *c,
+							   const struct netto_group_key *key)
+{
+	struct netto_group_time *t = bpf_map_lookup_elem(&groups, key);
+
+	if (!t) {
+		struct netto_group_time zero = {};
+
+		bpf_map_update_elem(&groups, key, &zero, BPF_NOEXIST);
+		t = bpf_map_lookup_elem(&groups, key);
+		if (!t)
+			c->attr.misses++;
+	}
+	return t;
+}
+
 /* Adds `ns` of event `ev` to `key`'s time on this CPU. */
 static __always_inline void attr_give(struct netto_cpu *c, const struct netto_group_key *key,
 				      __u32 ev, __u64 ns)
@@ -34,18 +52,9 @@ static __always_inline void attr_give(struct netto_cpu *c, const struct netto_gr
 
 	if (!ns || ev >= NETTO_NR_EVENTS)
 		return;
-	t = bpf_map_lookup_elem(&groups, key);
-	if (!t) {
-		struct netto_group_time zero = {};
-
-		bpf_map_update_elem(&groups, key, &zero, BPF_NOEXIST);
-		t = bpf_map_lookup_elem(&groups, key);
-		if (!t) {
-			c->attr.misses++;
-			return;
-		}
-	}
-	t->ns[ev] += ns;
+	t = attr_entry(c, key);
+	if (t)
+		t->ns[ev] += ns;
 }
 
 /* The part of event `ev` no one has claimed yet starts now, empty: what
@@ -97,7 +106,12 @@ static __always_inline __u32 softirq_event(unsigned int vec)
 static __always_inline bool same_key(const struct netto_group_key *a,
 				     const struct netto_group_key *b)
 {
-	return a->cgroup == b->cgroup && a->tgid == b->tgid && a->netns == b->netns;
+	const __u64 *x = (const __u64 *)a, *y = (const __u64 *)b;
+
+	for (int i = 0; i < sizeof(*a) / sizeof(__u64); i++)
+		if (x[i] != y[i])
+			return false;
+	return true;
 }
 
 /* A softirq run begins: NET_RX or NET_TX, or one that may run network
@@ -156,6 +170,7 @@ static __always_inline void attr_window_start(struct netto_cpu *c)
 {
 	int ev = window_event(c->task_window);
 
+	c->attr.call.netns = 0;
 	if (ev >= 0)
 		attr_restart(c, ev);
 	else if (c->task_window == NETTO_WIN_NAPI)
@@ -163,11 +178,14 @@ static __always_inline void attr_window_start(struct netto_cpu *c)
 }
 
 /* The running task's socket window closes, or the task is switched out in
- * it: all its time on this CPU since it started goes to the task. A
- * threaded NAPI poller switched out ends its run. */
+ * it: all its time on this CPU since it started goes to the task, or under
+ * `--by flow|port` to the socket its call named (before the call names it,
+ * as when a call sleeps before reaching its protocol's length tracepoint,
+ * the task's key carries no connection: unattributed there). A threaded
+ * NAPI poller switched out ends its run. */
 static __always_inline void attr_window_end(struct netto_cpu *c)
 {
-	struct netto_group_key key;
+	struct netto_group_key key = {};
 	int ev = window_event(c->task_window);
 	__u64 ns;
 
@@ -179,8 +197,12 @@ static __always_inline void attr_window_end(struct netto_cpu *c)
 	c->attr.mark_ns[ev] = c->event_ns[ev];
 	if (!attribution_on || !ns)
 		return;
-	current_key(&key);
-	attr_give(c, &key, ev, ns);
+	if (c->attr.call.netns)
+		attr_give(c, &c->attr.call, ev, ns);
+	else {
+		current_key(&key);
+		attr_give(c, &key, ev, ns);
+	}
 }
 
 #endif /* NETTO_ATTRIBUTION_H */

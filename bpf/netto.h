@@ -92,11 +92,28 @@ struct netto_group_key {
 	netto_u64 cgroup; /* cgroup v2 id: the inode of the group's directory */
 	netto_u32 tgid;   /* process (thread group) id, as the host sees it */
 	netto_u32 netns;  /* inode of the network namespace */
+	/* The socket's connection (`--by flow|port` only, else zero): IPv4 in
+	 * the first word, network byte order; ports in host order; `family`
+	 * AF_INET or AF_INET6, 0 where no socket was known. */
+	netto_u32 laddr[4];
+	netto_u32 raddr[4];
+	netto_u16 lport;
+	netto_u16 rport;
+	netto_u8 proto;
+	netto_u8 family;
+	netto_u16 pad;
 };
+
+_Static_assert(sizeof(struct netto_group_key) % 8 == 0, "netto_group_key: compared by words");
+
+/* Payload bytes of socket calls, per direction (`--by flow|port`). */
+#define NETTO_BYTES_IN 0
+#define NETTO_BYTES_OUT 1
 
 /* One group's time per event (a per-CPU hash value; user space sums). */
 struct netto_group_time {
 	netto_u64 ns[NETTO_NR_EVENTS];
+	netto_u64 bytes[2]; /* NETTO_BYTES_IN, NETTO_BYTES_OUT */
 };
 
 /* Distinct keys the group map holds; user space removes idle ones. */
@@ -129,6 +146,10 @@ struct netto_attr_cpu {
 	 * owners ran. The run's share of the softirq's own time
 	 * (callback_overhead_ns) goes to a sole owner. */
 	struct netto_group_key timer_run;
+	/* The socket the running task's socket call named (`--by flow|port`:
+	 * sock_send_length / sock_recv_length); netns 0: none yet. The
+	 * window's time goes to it. */
+	struct netto_group_key call;
 	netto_u32 timer_mixed;
 	netto_u32 pad;
 	/* Segments the group map had no room for (full, or busy on this CPU):

@@ -14,7 +14,7 @@ use std::process::{Command, Stdio};
 use std::thread;
 use std::time::Duration;
 
-use common::topology::{run, Topology};
+use common::topology::Topology;
 use common::*;
 use netto::frontends::flame::readback::{parse_folded, FoldedStack};
 use netto::kernel::cgroup::v2_hierarchy;
@@ -147,19 +147,10 @@ fn all_events(events: Option<&BTreeMap<EventKey, u64>>) -> u64 {
 const SOCKET_CALLS: [EventKey; 2] = [EventKey::SockSend, EventKey::SockRecv];
 
 /// A TCP stream from namespace `a{i}` to a discard server in `b{i}`, the
-/// sender's egress shaped to `rate` (tbf, with room for everything TCP's
-/// small queues let it queue, so it paces rather than drops).
+/// sender's egress shaped to `rate`.
 fn shaped_pair(topology: &mut Topology, i: u8, rate: &str) -> (String, String, String) {
-    let a = topology.namespace(&format!("a{i}"));
-    let b = topology.namespace(&format!("b{i}"));
-    let (ia, ib) = topology.link(&a, &b);
-    topology.addr(&a, &ia, &format!("198.18.22{i}.1/24"));
-    topology.addr(&b, &ib, &format!("198.18.22{i}.2/24"));
-    run(
-        "tc",
-        &format!("-n {a} qdisc add dev {ia} root tbf rate {rate} burst 256kb limit 32mb"),
-    );
-    (a, b, format!("198.18.22{i}.2:57{i}0"))
+    let (a, b, ip) = topology.shaped_pair(i, 220 + i, rate);
+    (a, b, format!("{ip}:57{i}0"))
 }
 
 /// What each group's processes did in [`three_to_one`], by group path.

@@ -13,8 +13,8 @@ use std::process::{Command, Output};
 
 use common::{recording_json, NETTO, RECORDING};
 use netto::model::{
-    Attribution, EventKey, Flow, FlowEstimate, Group, GroupBy, PacketUnit, Recording, SketchCost,
-    SketchSnapshot, XdpMode,
+    Attribution, EventKey, FiveTuple, FlowEstimate, Group, GroupBy, PacketUnit, Recording,
+    SketchCost, SketchSnapshot, XdpMode,
 };
 use serde_json::{json, Value};
 
@@ -437,6 +437,7 @@ fn attributed(recording: &mut Recording, by: GroupBy, names: &[(&str, &str)]) {
                 } else {
                     Attribution::zero_events()
                 },
+                traffic: None,
             })
             .collect();
         s.attribution = Some(Attribution {
@@ -528,7 +529,7 @@ fn a_sketch_flow_estimated_above_the_total_replays() {
                 bytes: 180,
                 gaps_reused: 0,
                 top: vec![FlowEstimate {
-                    flow: Flow {
+                    flow: FiveTuple {
                         src: "10.0.0.1".into(),
                         dst: "10.0.0.2".into(),
                         sport: 40000,

@@ -17,7 +17,7 @@ use netto::docs::{pages, REFERENCE_DIR};
 use netto::frontends::web::metrics::families::{Family, FAMILIES};
 use netto::model::{
     AttachPoint, Attribution, BudgetChange, BudgetStatus, EventKey, Group, GroupBy, NetworkProgram,
-    NetworkPrograms, PriceBasis, Recording, Tier, SCHEMA_VERSION,
+    NetworkPrograms, PriceBasis, Recording, Tier, Traffic, SCHEMA_VERSION,
 };
 use serde_json::Value;
 
@@ -218,6 +218,8 @@ fn with_everything(by: GroupBy) -> Recording {
         GroupBy::Process => ("4242", "nginx"),
         GroupBy::Cgroup => ("/system.slice/web.service", "web.service"),
         GroupBy::Netns => ("4026532281", "blue"),
+        GroupBy::Flow => ("10.0.0.2:5201 -> 10.0.0.1:40000 tcp", "blue"),
+        GroupBy::Port => ("5201/tcp in", ""),
     };
     for (i, snapshot) in recording.snapshots.iter_mut().enumerate() {
         let half: BTreeMap<EventKey, u64> = EventKey::ALL
@@ -234,6 +236,9 @@ fn with_everything(by: GroupBy) -> Recording {
             groups: vec![Group {
                 name: name.into(),
                 label: label.into(),
+                traffic: by
+                    .keys_conns()
+                    .then(|| Traffic::new(half.values().sum(), 1 << 20, 1 << 10)),
                 events: half,
             }],
             unattributed,

@@ -246,11 +246,13 @@ fn tiered_and_attributed() -> Recording {
                     name: "/system.slice/web.service".into(),
                     label: "web.service".into(),
                     events: web,
+                    traffic: None,
                 },
                 Group {
                     name: "/system.slice/batch.service".into(),
                     label: "batch.service".into(),
                     events: batch,
+                    traffic: None,
                 },
             ],
             unattributed,

@@ -337,6 +337,7 @@ mod tests {
             cgroup,
             tgid,
             netns: 4026531840,
+            conn: None,
         };
         let mut folder = Folder::new();
         // Two processes of cgroup 7, one of cgroup 9, and a sample for

@@ -80,7 +80,9 @@ pub struct MeasureArgs {
     pub xdp_sketch_probability: f64,
     /// Attribute every event's time to the process, cgroup or network
     /// namespace it was for (socket calls: the caller; softirq work: the
-    /// socket's owner, or the device's namespace for forwarded traffic).
+    /// socket's owner, or the device's namespace for forwarded traffic),
+    /// or to the connection (flow) or service port it was for, with bytes
+    /// and ns per KiB.
     #[arg(long, value_enum, value_name = "WHAT")]
     pub by: Option<GroupByArg>,
     /// Groups shown with --by; the lighter ones are folded into `other`.
@@ -203,6 +205,8 @@ pub enum GroupByArg {
     Process,
     Cgroup,
     Netns,
+    Flow,
+    Port,
 }
 
 impl From<GroupByArg> for GroupBy {
@@ -211,6 +215,8 @@ impl From<GroupByArg> for GroupBy {
             GroupByArg::Process => GroupBy::Process,
             GroupByArg::Cgroup => GroupBy::Cgroup,
             GroupByArg::Netns => GroupBy::Netns,
+            GroupByArg::Flow => GroupBy::Flow,
+            GroupByArg::Port => GroupBy::Port,
         }
     }
 }

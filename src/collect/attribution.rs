@@ -20,10 +20,15 @@ use std::collections::{BTreeMap, HashMap};
 
 use super::snapshot::EVENT_IDS;
 use crate::abi::{netto_group_key, netto_group_time, NETTO_MAX_GROUPS};
-use crate::kernel::attribution::Key;
-use crate::model::{Attribution, CpuTime, EventKey, Group, GroupBy, OTHER_GROUP};
+use crate::kernel::attribution::{Conn, Key};
+use crate::model::{Attribution, CpuTime, EventKey, Group, GroupBy, Traffic, OTHER_GROUP};
 
 const EVENTS: usize = EVENT_IDS.len();
+/// A key's numbers: its time per event, then its payload bytes in and out
+/// (`--by flow|port`).
+const SLOTS: usize = EVENTS + 2;
+const BYTES_IN: usize = EVENTS;
+const BYTES_OUT: usize = EVENTS + 1;
 
 /// A group under one `--by`, as the kernel identifies it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -33,6 +38,47 @@ pub enum GroupId {
     Process(u32),
     /// A network namespace's inode number.
     Netns(u32),
+    Flow {
+        netns: u32,
+        conn: Conn,
+    },
+    Port(Service),
+}
+
+/// A connection's service: its well-known port and protocol, and whether
+/// this host is the one serving it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Service {
+    pub port: u16,
+    pub proto: u8,
+    pub inbound: bool,
+}
+
+/// Linux's default `net.ipv4.ip_local_port_range`: the ports a connect()
+/// without bind() gets, so the other end's is the service's.
+const EPHEMERAL: std::ops::RangeInclusive<u16> = 32768..=60999;
+
+impl Service {
+    /// The service of `conn`: the local port of an unconnected socket, of a
+    /// listening one and of one accepted from it (inbound), the remote port
+    /// of an outgoing one. Which end is the service's is told by the
+    /// ephemeral range: the end outside it; where both or neither are, the
+    /// lower port.
+    pub fn of(conn: &Conn) -> Service {
+        let local = conn.local.port();
+        let remote = conn.remote.port();
+        let inbound = remote == 0
+            || match (EPHEMERAL.contains(&local), EPHEMERAL.contains(&remote)) {
+                (false, true) => true,
+                (true, false) => false,
+                _ => local <= remote,
+            };
+        Service {
+            port: if inbound { local } else { remote },
+            proto: conn.proto,
+            inbound,
+        }
+    }
 }
 
 impl GroupId {
@@ -44,10 +90,16 @@ impl GroupId {
             GroupBy::Cgroup => GroupId::Cgroup(key.cgroup),
             GroupBy::Process => GroupId::Process(key.tgid),
             GroupBy::Netns => GroupId::Netns(key.netns),
+            GroupBy::Flow => GroupId::Flow {
+                netns: key.netns,
+                conn: key.conn?,
+            },
+            GroupBy::Port => GroupId::Port(Service::of(&key.conn?)),
         };
         let known = match id {
             GroupId::Cgroup(id) => id != 0,
             GroupId::Process(id) | GroupId::Netns(id) => id != 0,
+            GroupId::Flow { .. } | GroupId::Port(_) => true,
         };
         known.then_some(id)
     }
@@ -92,7 +144,7 @@ const IDLE_S: f64 = 60.0;
 /// What one key had at the previous reading.
 #[derive(Debug, Clone, Copy)]
 struct Seen {
-    ns: [u64; EVENTS],
+    ns: [u64; SLOTS],
     /// Measured time (the ledger's clock) when it last grew.
     grew_at: f64,
 }
@@ -103,7 +155,7 @@ pub struct Ledger {
     config: Config,
     previous: HashMap<Key, Seen>,
     /// Time groups earned but were not shown yet (see the module doc).
-    carry: HashMap<GroupId, [u64; EVENTS]>,
+    carry: HashMap<GroupId, [u64; SLOTS]>,
     weights: HashMap<GroupId, f64>,
     /// Measured seconds since the start.
     clock_s: f64,
@@ -159,14 +211,14 @@ impl Ledger {
                 by: self.config.by,
                 on,
                 groups: Vec::new(),
-                unattributed: by_event(totals),
+                unattributed: events_only(totals),
             };
         }
 
         let mut earned = std::mem::take(&mut self.carry);
         for (key, ns) in deltas {
             if let Some(id) = GroupId::of(&key, self.config.by) {
-                let into = earned.entry(id).or_insert([0; EVENTS]);
+                let into = earned.entry(id).or_insert([0; SLOTS]);
                 for (total, ns) in into.iter_mut().zip(ns) {
                     *total += ns;
                 }
@@ -179,7 +231,7 @@ impl Ledger {
             by: self.config.by,
             on,
             groups,
-            unattributed: by_event(unattributed),
+            unattributed: events_only(unattributed),
         }
     }
 
@@ -215,34 +267,28 @@ impl Ledger {
     fn deltas(
         &mut self,
         reading: &[(netto_group_key, netto_group_time)],
-    ) -> Vec<(Key, [u64; EVENTS])> {
+    ) -> Vec<(Key, [u64; SLOTS])> {
         let mut next = HashMap::with_capacity(reading.len());
         let mut deltas = Vec::with_capacity(reading.len());
         for (key, time) in reading {
             let key = Key::from(key);
             let before = self.previous.get(&key);
-            let mut delta = [0; EVENTS];
+            let mut now = [0; SLOTS];
+            now[..EVENTS].copy_from_slice(&time.ns);
+            now[BYTES_IN] = time.bytes[crate::abi::NETTO_BYTES_IN as usize];
+            now[BYTES_OUT] = time.bytes[crate::abi::NETTO_BYTES_OUT as usize];
+            let mut delta = [0; SLOTS];
             for (i, d) in delta.iter_mut().enumerate() {
                 let was = before.map_or(0, |seen| seen.ns[i]);
                 // Smaller than before: removed and created again since.
-                *d = if time.ns[i] >= was {
-                    time.ns[i] - was
-                } else {
-                    time.ns[i]
-                };
+                *d = if now[i] >= was { now[i] - was } else { now[i] };
             }
             let grew = delta.iter().any(|&d| d > 0);
             let grew_at = match before {
                 Some(seen) if !grew => seen.grew_at,
                 _ => self.clock_s,
             };
-            next.insert(
-                key,
-                Seen {
-                    ns: time.ns,
-                    grew_at,
-                },
-            );
+            next.insert(key, Seen { ns: now, grew_at });
             if grew {
                 deltas.push((key, delta));
             }
@@ -255,10 +301,10 @@ impl Ledger {
     /// remainder; what did not fit is carried.
     fn within(
         &mut self,
-        earned: HashMap<GroupId, [u64; EVENTS]>,
+        earned: HashMap<GroupId, [u64; SLOTS]>,
         totals: [u64; EVENTS],
-    ) -> (BTreeMap<GroupId, [u64; EVENTS]>, [u64; EVENTS]) {
-        let mut shown: BTreeMap<GroupId, [u64; EVENTS]> = earned.into_iter().collect();
+    ) -> (BTreeMap<GroupId, [u64; SLOTS]>, [u64; EVENTS]) {
+        let mut shown: BTreeMap<GroupId, [u64; SLOTS]> = earned.into_iter().collect();
         let mut unattributed = [0; EVENTS];
         for event in 0..EVENTS {
             let claimed: u64 = shown.values().map(|ns| ns[event]).sum();
@@ -270,7 +316,7 @@ impl Ledger {
             for ((id, ns), part) in shown.iter_mut().zip(share_out(&parts, totals[event])) {
                 let over = ns[event] - part;
                 if over > 0 {
-                    self.carry.entry(*id).or_insert([0; EVENTS])[event] = over;
+                    self.carry.entry(*id).or_insert([0; SLOTS])[event] = over;
                 }
                 ns[event] = part;
             }
@@ -279,13 +325,13 @@ impl Ledger {
         (shown, unattributed)
     }
 
-    fn weigh(&mut self, shown: &BTreeMap<GroupId, [u64; EVENTS]>, interval_s: f64) {
+    fn weigh(&mut self, shown: &BTreeMap<GroupId, [u64; SLOTS]>, interval_s: f64) {
         let decay = 0.5f64.powf(interval_s.max(0.0) / WEIGHT_HALF_LIFE_S);
         for weight in self.weights.values_mut() {
             *weight *= decay;
         }
         for (id, ns) in shown {
-            *self.weights.entry(*id).or_default() += ns.iter().sum::<u64>() as f64;
+            *self.weights.entry(*id).or_default() += ns[..EVENTS].iter().sum::<u64>() as f64;
         }
         self.weights.retain(|_, w| *w >= MIN_WEIGHT);
     }
@@ -294,7 +340,7 @@ impl Ledger {
     /// the groups shown stay put), then `other` for the time of the rest.
     fn fold(
         &mut self,
-        shown: &BTreeMap<GroupId, [u64; EVENTS]>,
+        shown: &BTreeMap<GroupId, [u64; SLOTS]>,
         namer: &mut impl Namer,
     ) -> Vec<Group> {
         let mut ranked: Vec<(GroupId, f64)> =
@@ -311,13 +357,11 @@ impl Ledger {
         let mut groups: Vec<Group> = kept
             .iter()
             .zip(names)
-            .map(|(id, (name, label))| Group {
-                name,
-                label,
-                events: by_event(shown.get(id).copied().unwrap_or([0; EVENTS])),
+            .map(|(id, (name, label))| {
+                self.group(name, label, shown.get(id).copied().unwrap_or([0; SLOTS]))
             })
             .collect();
-        let mut other = [0; EVENTS];
+        let mut other = [0; SLOTS];
         let mut folded = 0;
         for (_, ns) in shown.iter().filter(|(id, _)| !kept.contains(id)) {
             folded += 1;
@@ -327,13 +371,23 @@ impl Ledger {
         }
         self.other = folded > 0;
         if folded > 0 {
-            groups.push(Group {
-                name: OTHER_GROUP.to_owned(),
-                label: format!("{folded} more"),
-                events: by_event(other),
-            });
+            groups.push(self.group(OTHER_GROUP.to_owned(), format!("{folded} more"), other));
         }
         groups
+    }
+
+    fn group(&self, name: String, label: String, ns: [u64; SLOTS]) -> Group {
+        let events = by_event(ns);
+        let traffic = self.config.by.keys_conns().then(|| {
+            let total = events.values().sum();
+            Traffic::new(total, ns[BYTES_IN], ns[BYTES_OUT])
+        });
+        Group {
+            name,
+            label,
+            events,
+            traffic,
+        }
     }
 }
 
@@ -365,7 +419,13 @@ fn share_out(parts: &[u64], total: u64) -> Vec<u64> {
     shares
 }
 
-fn by_event(ns: [u64; EVENTS]) -> BTreeMap<EventKey, u64> {
+fn events_only(ns: [u64; EVENTS]) -> BTreeMap<EventKey, u64> {
+    let mut all = [0; SLOTS];
+    all[..EVENTS].copy_from_slice(&ns);
+    by_event(all)
+}
+
+fn by_event(ns: [u64; SLOTS]) -> BTreeMap<EventKey, u64> {
     EVENT_IDS
         .iter()
         .map(|&(key, id)| (key, ns[id as usize]))

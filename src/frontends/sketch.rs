@@ -118,7 +118,7 @@ fn endpoint(addr: &str, port: u16) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{Flow, FlowEstimate, ProtocolEstimate, SketchCost, XdpMode};
+    use crate::model::{FiveTuple, FlowEstimate, ProtocolEstimate, SketchCost, XdpMode};
     use std::collections::BTreeMap;
 
     fn snapshot() -> SketchSnapshot {
@@ -135,7 +135,7 @@ mod tests {
             bytes: 1_500_000,
             gaps_reused: 7,
             top: vec![FlowEstimate {
-                flow: Flow {
+                flow: FiveTuple {
                     src: "fd00::1".into(),
                     dst: "fd00::2".into(),
                     sport: 40000,

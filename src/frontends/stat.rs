@@ -14,7 +14,7 @@ use super::local_time::time_of_day;
 use super::rounding::with_error;
 use crate::collect::snapshot::TIMER_SOFTIRQ_OVERHEAD;
 use crate::model::{
-    percent, Attribution, CpuTime, EventKey, Losses, Snapshot, SoftirqVector, Tier,
+    percent, Attribution, CpuTime, EventKey, Losses, Snapshot, SoftirqVector, Tier, Traffic,
 };
 
 /// Per-CPU columns are shown up to this many CPUs; beyond, the table would
@@ -329,7 +329,8 @@ fn losses(text: &mut String, losses: &Losses, legend: &mut Legend) {
 const LABEL_WIDTH: usize = 24;
 
 /// The attribution table: each group's time per event, then what no group
-/// claimed.
+/// claimed; under `--by flow|port` each group's payload KiB in and out and
+/// its cost per KiB too.
 fn who_pays(text: &mut String, a: &Attribution, interval_s: f64) {
     if !a.on {
         let _ = writeln!(
@@ -339,6 +340,7 @@ fn who_pays(text: &mut String, a: &Attribution, interval_s: f64) {
         );
         return;
     }
+    let traffic = a.by.keys_conns();
     let _ = write!(
         text,
         "{:<LABEL_WIDTH$} {:>11} {ONE_CPU:>8}",
@@ -348,25 +350,45 @@ fn who_pays(text: &mut String, a: &Attribution, interval_s: f64) {
     for key in EventKey::ALL {
         let _ = write!(text, " {:>10}", short_event(key));
     }
-    let _ = writeln!(text, "  {}", a.by.id_name().to_uppercase());
-    let mut row = |label: &str, events: &BTreeMap<EventKey, u64>, name: &str| {
-        let total: u64 = events.values().sum();
-        let label: String = printable(label).chars().take(LABEL_WIDTH).collect();
-        let _ = write!(
-            text,
-            "{label:<LABEL_WIDTH$} {:>11} {:>8.2}",
-            ms(total),
-            percent(total, interval_s)
-        );
-        for key in EventKey::ALL {
-            let _ = write!(text, " {:>10}", ms(events.get(&key).copied().unwrap_or(0)));
-        }
-        let _ = writeln!(text, "  {}", printable(name));
-    };
-    for group in &a.groups {
-        row(&group.label, &group.events, &group.name);
+    if traffic {
+        let _ = write!(text, " {:>10} {:>10} {:>8}", "KiB in", "KiB out", "ns/KiB");
     }
-    row("unattributed", &a.unattributed, "");
+    let _ = writeln!(text, "  {}", a.by.id_name().to_uppercase());
+    let mut row =
+        |label: &str, events: &BTreeMap<EventKey, u64>, t: Option<&Traffic>, name: &str| {
+            let total: u64 = events.values().sum();
+            let label: String = printable(label).chars().take(LABEL_WIDTH).collect();
+            let _ = write!(
+                text,
+                "{label:<LABEL_WIDTH$} {:>11} {:>8.2}",
+                ms(total),
+                percent(total, interval_s)
+            );
+            for key in EventKey::ALL {
+                let _ = write!(text, " {:>10}", ms(events.get(&key).copied().unwrap_or(0)));
+            }
+            if traffic {
+                let (kib_in, kib_out, per_kib) = match t {
+                    Some(t) => (
+                        (t.bytes_in / 1024).to_string(),
+                        (t.bytes_out / 1024).to_string(),
+                        t.ns_per_kib.map_or("-".to_owned(), |n| n.to_string()),
+                    ),
+                    None => ("-".to_owned(), "-".to_owned(), "-".to_owned()),
+                };
+                let _ = write!(text, " {kib_in:>10} {kib_out:>10} {per_kib:>8}");
+            }
+            let _ = writeln!(text, "  {}", printable(name));
+        };
+    for group in &a.groups {
+        row(
+            &group.label,
+            &group.events,
+            group.traffic.as_ref(),
+            &group.name,
+        );
+    }
+    row("unattributed", &a.unattributed, None, "");
 }
 
 /// An event's column title in ms, short enough for five columns.

@@ -7,6 +7,7 @@
 //! [`POINTS`](super::tracepoints::POINTS) says what that is.
 
 use std::mem::MaybeUninit;
+use std::net::{IpAddr, SocketAddr};
 
 use libbpf_rs::skel::{OpenSkel, Skel};
 use libbpf_rs::{Btf, Link, OpenObject};
@@ -25,25 +26,90 @@ pub struct Key {
     pub cgroup: u64,
     pub tgid: u32,
     pub netns: u32,
+    /// The socket's connection, under `--by flow|port` where a socket was
+    /// known.
+    pub conn: Option<Conn>,
+}
+
+/// A socket's connection as the kernel keeps it: protocol and both ends
+/// (the remote one unspecified, `0.0.0.0:0`, for an unconnected socket).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Conn {
+    /// IANA protocol number (6 TCP, 17 UDP).
+    pub proto: u8,
+    pub local: SocketAddr,
+    pub remote: SocketAddr,
+}
+
+const AF_INET: u8 = 2;
+const AF_INET6: u8 = 10;
+
+fn address(family: u8, words: &[u32; 4], port: u16) -> SocketAddr {
+    let mut bytes = [0u8; 16];
+    for (chunk, word) in bytes.chunks_exact_mut(4).zip(words) {
+        chunk.copy_from_slice(&word.to_ne_bytes());
+    }
+    let ip = if family == AF_INET {
+        IpAddr::from([bytes[0], bytes[1], bytes[2], bytes[3]])
+    } else {
+        IpAddr::from(bytes)
+    };
+    SocketAddr::new(ip, port)
+}
+
+fn words(ip: IpAddr) -> [u32; 4] {
+    let bytes = match ip {
+        IpAddr::V4(ip) => {
+            let mut b = [0; 16];
+            b[..4].copy_from_slice(&ip.octets());
+            b
+        }
+        IpAddr::V6(ip) => ip.octets(),
+    };
+    let mut words = [0; 4];
+    for (word, chunk) in words.iter_mut().zip(bytes.chunks_exact(4)) {
+        *word = u32::from_ne_bytes(chunk.try_into().expect("four bytes"));
+    }
+    words
 }
 
 impl From<&netto_group_key> for Key {
     fn from(k: &netto_group_key) -> Key {
+        let conn = matches!(k.family, AF_INET | AF_INET6).then(|| Conn {
+            proto: k.proto,
+            local: address(k.family, &k.laddr, k.lport),
+            remote: address(k.family, &k.raddr, k.rport),
+        });
         Key {
             cgroup: k.cgroup,
             tgid: k.tgid,
             netns: k.netns,
+            conn,
         }
     }
 }
 
 impl From<Key> for netto_group_key {
     fn from(k: Key) -> netto_group_key {
-        netto_group_key {
+        let mut key = netto_group_key {
             cgroup: k.cgroup,
             tgid: k.tgid,
             netns: k.netns,
+            ..netto_group_key::default()
+        };
+        if let Some(conn) = k.conn {
+            key.proto = conn.proto;
+            key.family = if conn.local.is_ipv4() {
+                AF_INET
+            } else {
+                AF_INET6
+            };
+            key.laddr = words(conn.local.ip());
+            key.raddr = words(conn.remote.ip());
+            key.lport = conn.local.port();
+            key.rport = conn.remote.port();
         }
+        key
     }
 }
 
@@ -64,11 +130,13 @@ pub struct Points<'obj> {
 }
 
 impl<'obj> Points<'obj> {
-    /// Loads the points this kernel has, sharing `accounting`'s maps;
-    /// attaches nothing.
+    /// Loads the points this kernel has, sharing `accounting`'s maps, their
+    /// keys carrying each socket's connection when `conns` (`--by
+    /// flow|port`); attaches nothing.
     pub fn load(
         storage: &'obj mut MaybeUninit<OpenObject>,
         accounting: &Accounting<'_>,
+        conns: bool,
     ) -> Result<Self, KernelError> {
         let load_err = |source| KernelError::Load {
             what: "the attribution programs",
@@ -85,6 +153,9 @@ impl<'obj> Points<'obj> {
                 .groups
                 .reuse_fd(accounting.groups_map())
                 .map_err(load_err)?;
+            if let Some(rodata) = open.maps.rodata_data.as_deref_mut() {
+                rodata.attr_flows = u32::from(conns);
+            }
             for mut prog in open.open_object_mut().progs_mut() {
                 let name = prog.name().to_string_lossy().into_owned();
                 let absent = missing.iter().any(|point| point.program == name);

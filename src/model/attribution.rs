@@ -22,17 +22,38 @@ pub enum GroupBy {
     /// The network namespace: of the calling task, of the socket, or of
     /// the device forwarded traffic leaves by.
     Netns,
+    /// The connection: protocol, both ends and network namespace of the
+    /// socket a call or a delivery point was for.
+    Flow,
+    /// The service: a connection's well-known port (the local one of an
+    /// accepted socket, the remote one of an outgoing one), with the
+    /// direction.
+    Port,
 }
 
 impl GroupBy {
-    pub const ALL: [GroupBy; 3] = [GroupBy::Process, GroupBy::Cgroup, GroupBy::Netns];
+    pub const ALL: [GroupBy; 5] = [
+        GroupBy::Process,
+        GroupBy::Cgroup,
+        GroupBy::Netns,
+        GroupBy::Flow,
+        GroupBy::Port,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
             GroupBy::Process => "process",
             GroupBy::Cgroup => "cgroup",
             GroupBy::Netns => "netns",
+            GroupBy::Flow => "flow",
+            GroupBy::Port => "port",
         }
+    }
+
+    /// Whether the kernel's keys must carry each socket's connection, and
+    /// groups count bytes (a cost per byte).
+    pub fn keys_conns(self) -> bool {
+        matches!(self, GroupBy::Flow | GroupBy::Port)
     }
 
     /// What a group's [`Group::name`] is, as a column heading names it.
@@ -41,6 +62,8 @@ impl GroupBy {
             GroupBy::Process => "pid",
             GroupBy::Cgroup => "cgroup path",
             GroupBy::Netns => "netns inode",
+            GroupBy::Flow => "flow",
+            GroupBy::Port => "port",
         }
     }
 }
@@ -77,6 +100,31 @@ pub struct Group {
     pub label: String,
     /// Time per event (every event present).
     pub events: BTreeMap<EventKey, u64>,
+    /// Payload bytes and the cost per byte (`--by flow|port` only).
+    #[serde(flatten, default, skip_serializing_if = "Option::is_none")]
+    pub traffic: Option<Traffic>,
+}
+
+/// A group's payload bytes over the interval (of its socket calls), and
+/// what its network time cost per KiB of them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Traffic {
+    pub bytes_in: u64,
+    pub bytes_out: u64,
+    /// The group's total ns × 1024 / (bytes in + out); none without bytes.
+    pub ns_per_kib: Option<u64>,
+}
+
+impl Traffic {
+    pub fn new(total_ns: u64, bytes_in: u64, bytes_out: u64) -> Traffic {
+        let bytes = u128::from(bytes_in) + u128::from(bytes_out);
+        let ns_per_kib = (bytes > 0).then(|| (u128::from(total_ns) * 1024 / bytes) as u64);
+        Traffic {
+            bytes_in,
+            bytes_out,
+            ns_per_kib,
+        }
+    }
 }
 
 impl Group {

@@ -85,11 +85,12 @@ pub struct SketchSnapshot {
     pub cost: SketchCost,
 }
 
-/// A TCP or UDP flow by 5-tuple.
+/// A TCP or UDP 5-tuple the sketch counts packets of (not a `--by flow`
+/// flow: that one is a socket's, with its network namespace).
 #[derive(
     Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
 )]
-pub struct Flow {
+pub struct FiveTuple {
     pub src: String,
     pub dst: String,
     pub sport: u16,
@@ -101,7 +102,7 @@ pub struct Flow {
 /// A flow's estimated traffic over the interval, scaled by 1/p.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct FlowEstimate {
-    pub flow: Flow,
+    pub flow: FiveTuple,
     pub packets: u64,
     pub bytes: u64,
     /// Estimated bytes / all bytes the sketch saw in the interval.

@@ -245,10 +245,10 @@ fn sums_that_overflow_are_refused_where_they_are() {
 /// netto wrote them before it kept shares within the total) loads.
 #[test]
 fn a_flow_share_above_one_is_an_estimate_that_loads() {
-    use crate::model::{Flow, FlowEstimate, SketchCost, SketchSnapshot, XdpMode};
+    use crate::model::{FiveTuple, FlowEstimate, SketchCost, SketchSnapshot, XdpMode};
     let mut r = recording(1, 1.0);
     let flow = |share| FlowEstimate {
-        flow: Flow {
+        flow: FiveTuple {
             src: "10.0.0.1".into(),
             dst: "10.0.0.2".into(),
             sport: 1,
@@ -309,6 +309,7 @@ fn attribution_adds_up_to_every_event() {
                 name: "/a".into(),
                 label: "a".into(),
                 events,
+                traffic: None,
             }],
             unattributed,
         };
@@ -373,6 +374,7 @@ fn a_stacks_group_is_a_group_of_its_snapshot() {
                 name: "/a".into(),
                 label: "a".into(),
                 events: Attribution::zero_events(),
+                traffic: None,
             }],
             unattributed: Attribution::zero_events(),
         });

@@ -5,7 +5,7 @@
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use crate::abi::sketch::{self as abi, sketch_flow, sketch_protocol};
-use crate::model::Flow;
+use crate::model::FiveTuple;
 
 pub const KEY_BYTES: usize = size_of::<sketch_flow>();
 
@@ -80,8 +80,8 @@ impl FlowKey {
         u16::from_be_bytes([self.0[at], self.0[at + 1]])
     }
 
-    pub fn to_flow(&self) -> Flow {
-        Flow {
+    pub fn to_flow(&self) -> FiveTuple {
+        FiveTuple {
             src: self.addr(SRC).to_string(),
             dst: self.addr(DST).to_string(),
             sport: self.port(SPORT),

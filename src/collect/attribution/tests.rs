@@ -21,6 +21,7 @@ fn key(cgroup: u64, tgid: u32, netns: u32) -> netto_group_key {
         cgroup,
         tgid,
         netns,
+        ..netto_group_key::default()
     }
 }
 
@@ -96,6 +97,93 @@ fn groups_by_one_field_and_the_rest_is_unattributed() {
     let a = ledger.interval(&reading, &totals, 1.0, true, &mut ById);
     assert_adds_up(&a, &totals);
     assert_eq!(a.unattributed[&EventKey::NetRxSoftirq], 1000 - 750);
+}
+
+/// A key of `--by flow|port`: the socket `local -> remote` (TCP).
+fn conn_key(tgid: u32, local: &str, remote: &str) -> netto_group_key {
+    Key {
+        cgroup: 10,
+        tgid,
+        netns: 7,
+        conn: Some(Conn {
+            proto: 6,
+            local: local.parse().unwrap(),
+            remote: remote.parse().unwrap(),
+        }),
+    }
+    .into()
+}
+
+fn with_bytes(mut t: netto_group_time, bytes_in: u64, bytes_out: u64) -> netto_group_time {
+    t.bytes = [bytes_in, bytes_out];
+    t
+}
+
+#[test]
+fn keys_keep_their_connection_through_the_kernel_layout() {
+    for (local, remote) in [
+        ("10.0.0.1:40000", "10.0.0.2:5201"),
+        ("[fd00::1]:443", "[fd00::2]:50000"),
+        ("0.0.0.0:53", "0.0.0.0:0"),
+    ] {
+        let raw = conn_key(1, local, remote);
+        let back = Key::from(&raw);
+        let conn = back.conn.unwrap();
+        assert_eq!(conn.local, local.parse().unwrap());
+        assert_eq!(conn.remote, remote.parse().unwrap());
+        assert_eq!(Key::from(&netto_group_key::from(back)), back);
+    }
+    assert_eq!(Key::from(&key(1, 2, 3)).conn, None);
+}
+
+#[test]
+fn flows_carry_their_bytes_and_cost_per_kib() {
+    let mut ledger = ledger(GroupBy::Flow, 20);
+    let reading = [
+        // One connection used by two processes: one flow.
+        (
+            conn_key(100, "10.0.0.1:40000", "10.0.0.2:5201"),
+            with_bytes(time(&[(RX, 300), (SEND, 100)]), 0, 3072),
+        ),
+        (
+            conn_key(101, "10.0.0.1:40000", "10.0.0.2:5201"),
+            with_bytes(time(&[(SEND, 112)]), 0, 1024),
+        ),
+        (
+            conn_key(100, "[fd00::1]:443", "[fd00::2]:50000"),
+            with_bytes(time(&[(RX, 100)]), 1024, 0),
+        ),
+        // A task's time before its call named a socket: no connection.
+        (key(10, 100, 7), time(&[(SEND, 38)])),
+    ];
+    let totals = events(&[(EventKey::NetRxSoftirq, 500), (EventKey::SockSend, 250)]);
+    let a = ledger.interval(&reading, &totals, 1.0, true, &mut ById);
+    assert_adds_up(&a, &totals);
+    assert_eq!(a.groups.len(), 2);
+    let bulk = a.groups[0].traffic.unwrap();
+    assert_eq!((bulk.bytes_in, bulk.bytes_out), (0, 4096));
+    assert_eq!(bulk.ns_per_kib, Some(512 * 1024 / 4096));
+    assert_eq!(a.groups[1].traffic.unwrap().ns_per_kib, Some(100));
+    assert_eq!(a.unattributed[&EventKey::SockSend], 38);
+    assert_eq!(a.unattributed[&EventKey::NetRxSoftirq], 100);
+
+    // The same map by service: both ends' ports fold into their service.
+    let mut ledger = self::ledger(GroupBy::Port, 20);
+    let a = ledger.interval(&reading, &totals, 1.0, true, &mut ById);
+    assert_adds_up(&a, &totals);
+    let ports: Vec<&str> = a.groups.iter().map(|g| g.name.as_str()).collect();
+    assert_eq!(
+        ports,
+        [
+            "Port(Service { port: 5201, proto: 6, inbound: false })",
+            "Port(Service { port: 443, proto: 6, inbound: true })"
+        ]
+    );
+
+    // Under the other keys, groups carry no traffic.
+    let mut ledger = self::ledger(GroupBy::Process, 20);
+    let a = ledger.interval(&reading, &totals, 1.0, true, &mut ById);
+    assert!(a.groups.iter().all(|g| g.traffic.is_none()));
 }
 
 #[test]

@@ -13,6 +13,7 @@ use std::path::Path;
 
 mod cgroup_tree;
 
+use super::conns::{self, Services};
 use super::kubelet::Kubelet;
 use crate::collect::attribution::{GroupId, Namer};
 use cgroup_tree::CgroupTree;
@@ -30,6 +31,7 @@ pub struct Resolver {
     kubelet: Kubelet,
     commands: HashMap<u32, String>,
     namespaces: HashMap<u32, String>,
+    services: Services,
 }
 
 impl Resolver {
@@ -41,6 +43,7 @@ impl Resolver {
             kubelet: Kubelet::new(kubelet_logs),
             commands: HashMap::new(),
             namespaces: HashMap::new(),
+            services: Services::of_host(),
         }
     }
 
@@ -168,6 +171,13 @@ impl Namer for Resolver {
                 GroupId::Cgroup(_) => cgroups.next().unwrap_or_default(),
                 GroupId::Process(pid) => (pid.to_string(), self.command(pid)),
                 GroupId::Netns(inode) => (inode.to_string(), self.namespace(inode, &mut rescanned)),
+                GroupId::Flow { netns, conn } => (
+                    conns::flow_name(&conn),
+                    self.namespace(netns, &mut rescanned),
+                ),
+                GroupId::Port(service) => {
+                    (conns::port_name(&service), self.services.name(&service))
+                }
             })
             .collect()
     }

@@ -290,7 +290,7 @@ pub enum FlameError {
 #[derive(Debug, Error, PartialEq, Eq)]
 pub enum ScopeError {
     #[error(
-        "recorded without --by: it has no groups to draw (record with --by process|cgroup|netns)"
+        "recorded without --by: it has no groups to draw (record with --by process|cgroup|netns|flow|port)"
     )]
     NoAttribution,
     #[error("no group {name:?} (by {by}); groups: {known}")]

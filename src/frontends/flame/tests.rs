@@ -133,6 +133,7 @@ fn attributed() -> Snapshot {
         name: name.into(),
         label: name.into(),
         events: events(rx, timers),
+        traffic: None,
     };
     s.attribution = Some(Attribution {
         by: GroupBy::Cgroup,
@@ -291,6 +292,7 @@ fn an_unknown_groups_error_lists_the_heaviest_few() {
             name: format!("/g{i}"),
             label: String::new(),
             events,
+            traffic: None,
         });
     }
     let err = check_scope(&[s], Scope::Group("/nope")).unwrap_err();

@@ -206,6 +206,7 @@ fn who_pays_lists_groups_then_unattributed() {
             name: "/system.slice/docker-3f2a1b4c5d6e.scope".into(),
             label: "docker 3f2a1b4c5d6e".into(),
             events: events(ms(2), ms(1)),
+            traffic: None,
         }],
         unattributed: events(ms(1), ms(2)),
     });

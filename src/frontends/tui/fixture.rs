@@ -7,7 +7,7 @@ use crate::breakdown::hot::tcp_receive;
 use crate::collect::snapshot::TIMER_SOFTIRQ_OVERHEAD;
 use crate::frontends::flame::Weight;
 use crate::model::{
-    Attribution, BudgetStatus, CostBasis, EventKey, Flow, FlowEstimate, Group, GroupBy, KnobCost,
+    Attribution, BudgetStatus, CostBasis, EventKey, FiveTuple, FlowEstimate, Group, GroupBy, KnobCost,
     KnobName, ProgramCost, SampleContext, SamplingStats, SketchCost, SketchSnapshot, Snapshot,
     SoftirqVector, StackCount, XdpMode,
 };
@@ -118,6 +118,7 @@ pub fn attributed() -> Snapshot {
                     (EventKey::NetRxSoftirq, 150_000_000),
                     (EventKey::SockSend, 100_000_000),
                 ]),
+                traffic: None,
             },
             Group {
                 name: "/user.slice/user-1000.slice/session-3.scope".into(),
@@ -126,6 +127,7 @@ pub fn attributed() -> Snapshot {
                     (EventKey::NetRxSoftirq, 50_000_000),
                     (EventKey::SockRecv, 46_000_000),
                 ]),
+                traffic: None,
             },
         ],
         unattributed: events(&[
@@ -183,7 +185,7 @@ pub fn sketch() -> SketchSnapshot {
         bytes: 125_000_000,
         top: vec![
             FlowEstimate {
-                flow: Flow {
+                flow: FiveTuple {
                     src: "198.18.0.1".into(),
                     dst: "198.18.0.2".into(),
                     sport: 40000,
@@ -195,7 +197,7 @@ pub fn sketch() -> SketchSnapshot {
                 share: 0.8,
             },
             FlowEstimate {
-                flow: Flow {
+                flow: FiveTuple {
                     src: "198.18.0.3".into(),
                     dst: "198.18.0.2".into(),
                     sport: 53000,

@@ -247,41 +247,70 @@ const GROUP_COLUMNS: [(&str, Option<EventKey>); 6] = [
     ("net_tx", Some(EventKey::NetTxSoftirq)),
 ];
 
-/// One row per group of an attribution, as % of one CPU; `unattributed`
-/// is not a group and stays out (the panel shows it below the sorted rows).
-/// The label column is headed with what the groups are (`process`,
-/// `cgroup`, `netns`).
+/// The column after `total` under `--by flow|port`: what the group's
+/// network time cost per KiB of its payload.
+const PER_KIB: Column = Column {
+    title: "ns/KiB",
+    unit: Unit::Nanoseconds,
+    sortable: true,
+};
+
+/// One row per group of an attribution, as % of one CPU (and under `--by
+/// flow|port` its cost per KiB, second); `unattributed` is not a group and
+/// stays out (the panel shows it below the sorted rows). The label column
+/// is headed with what the groups are (`process`, `cgroup`, `flow`, ...).
 pub fn groups(attribution: &Attribution, interval_s: f64) -> Grid {
+    let traffic = attribution.by.keys_conns();
     let rows = attribution
         .groups
         .iter()
         .map(|group| {
+            let label = match (traffic, group.label.is_empty()) {
+                (false, _) => group.label.clone(),
+                (true, true) => group.name.clone(),
+                (true, false) => format!("{} ({})", group.name, group.label),
+            };
+            let per_kib = traffic.then(|| group.traffic.and_then(|t| t.ns_per_kib));
             group_row(
                 group_label(attribution.by, group),
                 &group.events,
+                per_kib,
                 interval_s,
             )
         })
         .collect();
+    let mut columns: Vec<Column> = GROUP_COLUMNS
+        .iter()
+        .map(|&(title, _)| Column {
+            title,
+            unit: Unit::Percent,
+            sortable: true,
+        })
+        .collect();
+    if traffic {
+        columns.insert(1, PER_KIB);
+    }
     Grid {
         label_title: attribution.by.name(),
-        columns: GROUP_COLUMNS
-            .iter()
-            .map(|&(title, _)| Column {
-                title,
-                unit: Unit::Percent,
-                sortable: true,
-            })
-            .collect(),
+        columns,
         rows,
     }
 }
 
 /// A group's label as the panel shows it: a process's command with its
 /// pid, since two processes may run the same command; a cgroup's or a
-/// namespace's short name alone (their ids are long paths and inodes).
+/// namespace's short name alone (their ids are long paths and inodes); a
+/// flow or a port by its name, with its label (namespace, service) after.
 fn group_label(by: GroupBy, group: &Group) -> String {
     let label = printable(&group.label);
+    if by.keys_conns() {
+        let name = printable(&group.name);
+        return if label.is_empty() || group.label == group.name {
+            name.into_owned()
+        } else {
+            format!("{name} ({label})")
+        };
+    }
     if by == GroupBy::Process && group.name != OTHER_GROUP && group.name != group.label {
         format!("{label} {}", printable(&group.name))
     } else {
@@ -289,9 +318,16 @@ fn group_label(by: GroupBy, group: &Group) -> String {
     }
 }
 
-/// A row of the who-pays panel: `events` as its columns.
-pub fn group_row(label: String, events: &BTreeMap<EventKey, u64>, interval_s: f64) -> Row {
-    let values = GROUP_COLUMNS
+/// A row of the who-pays panel: `events` as its columns, and after the
+/// total the cost per KiB where the panel has that column (`per_kib` some:
+/// unknown inside it for a row without bytes).
+pub fn group_row(
+    label: String,
+    events: &BTreeMap<EventKey, u64>,
+    per_kib: Option<Option<u64>>,
+    interval_s: f64,
+) -> Row {
+    let mut values: Vec<Value> = GROUP_COLUMNS
         .iter()
         .map(|(_, event)| {
             let ns = match event {
@@ -301,6 +337,10 @@ pub fn group_row(label: String, events: &BTreeMap<EventKey, u64>, interval_s: f6
             Value::Exact(percent(ns, interval_s))
         })
         .collect();
+    if let Some(per_kib) = per_kib {
+        let value = per_kib.map_or(Value::Unknown, |ns| Value::Exact(ns as f64));
+        values.insert(1, value);
+    }
     Row { label, values }
 }
 
@@ -418,6 +458,7 @@ mod tests {
             name: label.to_owned(),
             label: label.to_owned(),
             events: events(rx, send),
+            traffic: None,
         };
         let a = Attribution {
             by: crate::model::GroupBy::Process,
@@ -446,6 +487,7 @@ mod tests {
             name: name.to_owned(),
             label: label.to_owned(),
             events: Attribution::zero_events(),
+            traffic: None,
         };
         let mut a = Attribution {
             by: GroupBy::Process,
@@ -461,6 +503,36 @@ mod tests {
         a.groups = vec![group("/system.slice/web.service", "web.service")];
         assert_eq!(labels(&a), ["web.service"]);
         assert_eq!(groups(&a, 1.0).label_title, "cgroup");
+    }
+
+    #[test]
+    fn flows_sort_by_their_cost_per_kib() {
+        let flow = |name: &str, ns: u64, bytes: u64| {
+            let mut events = Attribution::zero_events();
+            events.insert(EventKey::NetRxSoftirq, ns);
+            crate::model::Group {
+                name: name.to_owned(),
+                label: String::new(),
+                events,
+                traffic: Some(crate::model::Traffic::new(ns, bytes, 0)),
+            }
+        };
+        let a = Attribution {
+            by: crate::model::GroupBy::Flow,
+            on: true,
+            groups: vec![
+                flow("bulk", 300_000_000, 3 << 30),
+                flow("chatty", 100_000_000, 1 << 20),
+            ],
+            unattributed: Attribution::zero_events(),
+        };
+        let mut grid = groups(&a, 1.0);
+        assert_eq!(grid.columns[1].title, "ns/KiB");
+        assert_eq!(grid.rows[1].values[1], Value::Exact(97_656.0));
+        sort(&mut grid, 1);
+        assert_eq!(grid.rows[0].label, "bulk", "by total");
+        sort(&mut grid, 2);
+        assert_eq!(grid.rows[0].label, "chatty", "by ns/KiB");
     }
 
     #[test]

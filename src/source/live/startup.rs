@@ -173,7 +173,7 @@ impl<'obj> Extras<'obj> {
         let points = config
             .attribution
             .as_ref()
-            .map(|_| Points::load(points_storage, accounting))
+            .map(|a| Points::load(points_storage, accounting, a.by.keys_conns()))
             .transpose()?;
         let missing = points.iter().flat_map(|points| points.missing());
         notes.extend(missing.map(|&point| Note::from(point)));

@@ -126,6 +126,7 @@ fn attributed() -> Vec<Snapshot> {
             name: "7".into(),
             label: "iperf3".into(),
             events: sends(60),
+            traffic: None,
         }],
         unattributed,
     });

@@ -68,6 +68,7 @@ pub fn draw(
     let unattributed = table::group_row(
         "unattributed".to_owned(),
         &attribution.unattributed,
+        attribution.by.keys_conns().then_some(None),
         interval_s,
     );
     let rows = grid

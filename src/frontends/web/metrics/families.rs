@@ -113,12 +113,24 @@ pub const NETNS_SECONDS: Family = group_seconds!(
     "netns"
 );
 
+pub const FLOW_SECONDS: Family =
+    group_seconds!("netto_flow_cpu_seconds_total", FLOW, "connection", "flow");
+
+pub const PORT_SECONDS: Family = group_seconds!(
+    "netto_port_cpu_seconds_total",
+    PORT,
+    "service port and direction",
+    "port"
+);
+
 /// The family of `by`'s groups.
 pub fn group_seconds(by: GroupBy) -> &'static Family {
     match by {
         GroupBy::Process => &PID_SECONDS,
         GroupBy::Cgroup => &CGROUP_SECONDS,
         GroupBy::Netns => &NETNS_SECONDS,
+        GroupBy::Flow => &FLOW_SECONDS,
+        GroupBy::Port => &PORT_SECONDS,
     }
 }
 
@@ -464,6 +476,8 @@ pub const FAMILIES: &[&Family] = &[
     &PID_SECONDS,
     &CGROUP_SECONDS,
     &NETNS_SECONDS,
+    &FLOW_SECONDS,
+    &PORT_SECONDS,
     &ATTRIBUTION_ON,
     &SAMPLES,
     &CATEGORY_SECONDS,

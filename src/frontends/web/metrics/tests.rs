@@ -238,6 +238,7 @@ fn groups_have_series_while_shown_and_add_up_to_the_events() {
             name: name.into(),
             label: label.into(),
             events,
+            traffic: None,
         }
     };
     let attributed = |groups: Vec<Group>| {

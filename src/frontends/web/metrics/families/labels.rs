@@ -116,6 +116,20 @@ pub(super) const NETNS: Label = Label {
     values: None,
 };
 
+pub(super) const FLOW: Label = Label {
+    name: "flow",
+    meaning: "The connection, `LOCAL:PORT -> REMOTE:PORT PROTO`; `other` or `unattributed` as \
+              for `cgroup`. Bounded by `--max-groups` like every group label.",
+    values: None,
+};
+
+pub(super) const PORT: Label = Label {
+    name: "port",
+    meaning: "The service, `PORT/PROTO in` (served here) or `out` (used from here); `other` or \
+              `unattributed` as for `cgroup`.",
+    values: None,
+};
+
 pub(super) const HOST: Label = Label {
     name: "host",
     meaning: "The host name (of the recording, in a replay).",

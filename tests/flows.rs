@@ -1,0 +1,289 @@
+//! Which connections pay, end to end: `netto stat --by flow|port` while
+//! TCP and UDP loads run between namespaces the tests make (and remove on
+//! every exit path). Each connection's time follows its bytes, its cost
+//! per KiB is the same at 3:1 bitrates and higher for small datagrams, its
+//! bytes are the ones its calls moved, IPv6 ends are named in brackets, and
+//! every snapshot's groups and unattributed part add up to each event's
+//! total exactly. Needs root and BPF.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::process::Command;
+use std::thread;
+use std::time::Duration;
+
+use common::topology::Topology;
+use common::*;
+use netto::model::{EventKey, Group, Snapshot};
+
+/// Every snapshot's groups and unattributed time add up to each event's
+/// total, exactly, and attribution ran throughout.
+fn assert_parts_add_up(snaps: &[Snapshot]) {
+    assert!(snaps.len() >= 3, "only {} snapshots", snaps.len());
+    for s in snaps {
+        let a = s.attribution.as_ref().expect("every snapshot has groups");
+        assert!(a.on, "attribution was off at {}", s.ts);
+        for key in EventKey::ALL {
+            let parts: u64 =
+                a.groups.iter().map(|g| g.events[&key]).sum::<u64>() + a.unattributed[&key];
+            assert_eq!(parts, s.event(key).total_ns, "{key:?} at {}", s.ts);
+        }
+    }
+}
+
+/// A group's time and bytes summed over a run.
+#[derive(Debug, Default, Clone, Copy)]
+struct Paid {
+    ns: u64,
+    bytes_in: u64,
+    bytes_out: u64,
+}
+
+impl Paid {
+    fn add(&mut self, g: &Group) {
+        self.ns += g.total_ns();
+        let t = g
+            .traffic
+            .expect("--by flow|port groups carry their traffic");
+        self.bytes_in += t.bytes_in;
+        self.bytes_out += t.bytes_out;
+    }
+
+    fn ns_per_kib(&self) -> f64 {
+        self.ns as f64 * 1024.0 / (self.bytes_in + self.bytes_out) as f64
+    }
+}
+
+/// Every group's time and bytes over the run, by name.
+fn paid(snaps: &[Snapshot]) -> BTreeMap<String, Paid> {
+    let mut paid: BTreeMap<String, Paid> = BTreeMap::new();
+    for s in snaps {
+        for g in &s.attribution.as_ref().unwrap().groups {
+            paid.entry(g.name.clone()).or_default().add(g);
+        }
+    }
+    paid
+}
+
+/// Both ends of the connection to `server` (`IP:PORT`): the sender's flow
+/// (`... -> server tcp`) and the sink's (`server -> ...`), summed.
+fn connection(paid: &BTreeMap<String, Paid>, server: &str, proto: &str) -> (Paid, Paid) {
+    let find = |outgoing: bool| {
+        let mut found = paid.iter().filter(|(name, _)| {
+            let (local, rest) = name.split_once(" -> ").unwrap_or_default();
+            let remote = rest.strip_suffix(&format!(" {proto}")).unwrap_or_default();
+            if outgoing {
+                remote == server
+            } else {
+                local == server && remote != "*"
+            }
+        });
+        let (name, p) = found
+            .next()
+            .unwrap_or_else(|| panic!("no flow of {server} ({outgoing}) in {paid:?}"));
+        assert!(found.next().is_none(), "two flows like {name}");
+        *p
+    };
+    (find(true), find(false))
+}
+
+/// A pair of namespaces `a{i}` -> `b{i}` on 198.18.23{i}.0/24, the sender's
+/// egress shaped to `rate`; returns (a, b, the sink's IP:PORT).
+fn shaped_pair(topology: &mut Topology, i: u8, rate: &str, port: u16) -> (String, String, String) {
+    let (a, b, ip) = topology.shaped_pair(i, 230 + i, rate);
+    (a, b, format!("{ip}:{port}"))
+}
+
+/// `netto-loadgen ARGS` in namespace `ns`, pinned to `cpu`.
+fn loadgen(topology: &Topology, ns: &str, cpu: usize, args: &str) -> Command {
+    let mut command = topology.exec(ns, "taskset");
+    command.args(["-c", &cpu.to_string(), LOADGEN]);
+    command.args(args.split_whitespace());
+    command
+}
+
+/// What the senders and the sinks of [`loads`] reported, in order.
+struct Reports {
+    sent: Vec<LoadReport>,
+    received: Vec<LoadReport>,
+}
+
+/// Runs, for `secs`, one sender per `(namespace pair, proto, size)` to its
+/// sink, all on CPU 0 (netto on CPU 1), until the sinks are done too.
+fn loads(
+    topology: &Topology,
+    pairs: &[(String, String, String)],
+    protos: &[(&str, usize)],
+    secs: u64,
+) -> Reports {
+    let sinks: Vec<Server> = pairs
+        .iter()
+        .zip(protos)
+        .map(|((_, b, dest), (proto, _))| {
+            let args = format!(
+                "discard --proto {proto} --listen {dest} --duration {}",
+                secs + 2
+            );
+            Server::start(loadgen(topology, b, 0, &args))
+        })
+        .collect();
+    let senders: Vec<thread::JoinHandle<LoadReport>> = pairs
+        .iter()
+        .zip(protos)
+        .map(|((a, _, dest), (proto, size))| {
+            let command = loadgen(
+                topology,
+                a,
+                0,
+                &format!(
+                    "send --proto {proto} --syscall write --size {size} --dest {dest} \
+                     --duration {secs}"
+                ),
+            );
+            thread::spawn(move || run_client(command))
+        })
+        .collect();
+    let sent = senders.into_iter().map(|s| s.join().unwrap()).collect();
+    let received = sinks.into_iter().map(|s| s.finish(0.0)).collect();
+    Reports { sent, received }
+}
+
+/// Two TCP connections at 3:1 bitrates (tbf-shaped, sender and sink of
+/// both on one CPU): each connection's network time (both its ends) is in
+/// the ratio of its bytes, its ns/KiB within 15 % of the other's, its
+/// sender's `bytes_out` exactly the bytes its writes moved, and every
+/// snapshot adds up. Then the same load `--by port`: one `in` and one
+/// `out` service per connection.
+#[test]
+fn flows_pay_in_proportion_to_their_bytes() {
+    let mut topology = Topology::new("w");
+    let pairs = [
+        shaped_pair(&mut topology, 1, "300mbit", 5711),
+        shaped_pair(&mut topology, 2, "100mbit", 5712),
+    ];
+    let tcp = [("tcp", 65536), ("tcp", 65536)];
+    let secs = scaled_secs(6);
+
+    let stat = NettoStat::start(1, &["--by", "flow", "--interval", "0.5"]);
+    let Reports { sent, received } = loads(&topology, &pairs, &tcp, secs);
+    thread::sleep(Duration::from_millis(700));
+    let snaps = stat.stop();
+    assert_parts_add_up(&snaps);
+    let paid = paid(&snaps);
+    let (fast_out, fast_in) = connection(&paid, &pairs[0].2, "tcp");
+    let (slow_out, slow_in) = connection(&paid, &pairs[1].2, "tcp");
+    assert_eq!(fast_out.bytes_out, sent[0].bytes, "the fast sender's bytes");
+    assert_eq!(slow_out.bytes_out, sent[1].bytes, "the slow sender's bytes");
+    assert_eq!(fast_in.bytes_in, received[0].bytes, "the fast sink's bytes");
+    assert_eq!(slow_in.bytes_in, received[1].bytes, "the slow sink's bytes");
+
+    let (fast_ns, slow_ns) = (fast_out.ns + fast_in.ns, slow_out.ns + slow_in.ns);
+    let bytes = sent[0].bytes as f64 / sent[1].bytes as f64;
+    let time = fast_ns as f64 / slow_ns as f64;
+    let per_kib = |ns: u64, bytes: u64| ns as f64 * 1024.0 / bytes as f64;
+    let (fast_kib, slow_kib) = (
+        per_kib(fast_ns, sent[0].bytes),
+        per_kib(slow_ns, sent[1].bytes),
+    );
+    eprintln!(
+        "time {fast_ns} / {slow_ns} ns = {time:.3}, bytes {bytes:.3}; ns/KiB {fast_kib:.0} / \
+         {slow_kib:.0} = {:.3}; sender ns/KiB {:.0} / {:.0}, sink {:.0} / {:.0}",
+        fast_kib / slow_kib,
+        fast_out.ns_per_kib(),
+        slow_out.ns_per_kib(),
+        fast_in.ns_per_kib(),
+        slow_in.ns_per_kib(),
+    );
+    assert!(
+        (0.85..=1.15).contains(&(time / bytes)),
+        "time {time:.3} against bytes {bytes:.3}"
+    );
+    assert!(
+        (0.85..=1.15).contains(&(fast_kib / slow_kib)),
+        "ns/KiB {fast_kib:.0} against {slow_kib:.0}"
+    );
+
+    let stat = NettoStat::start(1, &["--by", "port", "--interval", "0.5"]);
+    loads(&topology, &pairs, &tcp, scaled_secs(2));
+    thread::sleep(Duration::from_millis(700));
+    let snaps = stat.stop();
+    assert_parts_add_up(&snaps);
+    let ports = self::paid(&snaps);
+    for port in ["5711/tcp in", "5711/tcp out", "5712/tcp in", "5712/tcp out"] {
+        let p = ports
+            .get(port)
+            .unwrap_or_else(|| panic!("no {port} in {ports:?}"));
+        assert!(p.ns > 0 && p.bytes_in + p.bytes_out > 0, "{port}: {p:?}");
+    }
+}
+
+/// A small-datagram UDP flow (64-byte payloads) against bulk TCP, both
+/// shaped to the same bitrate: the UDP flow costs more per KiB, and by how
+/// much is printed.
+#[test]
+fn small_datagrams_cost_more_per_byte_than_bulk() {
+    let mut topology = Topology::new("u");
+    let pairs = [
+        shaped_pair(&mut topology, 3, "20mbit", 5713),
+        shaped_pair(&mut topology, 4, "20mbit", 5714),
+    ];
+    let stat = NettoStat::start(1, &["--by", "flow", "--interval", "0.5"]);
+    let Reports { sent, .. } = loads(
+        &topology,
+        &pairs,
+        &[("tcp", 65536), ("udp", 64)],
+        scaled_secs(4),
+    );
+    thread::sleep(Duration::from_millis(700));
+    let snaps = stat.stop();
+    assert_parts_add_up(&snaps);
+    let paid = paid(&snaps);
+    let (tcp, _) = connection(&paid, &pairs[0].2, "tcp");
+    let (udp, _) = connection(&paid, &pairs[1].2, "udp");
+    assert_eq!(udp.bytes_out, sent[1].bytes, "the UDP sender's bytes");
+    let (tcp_kib, udp_kib) = (tcp.ns_per_kib(), udp.ns_per_kib());
+    eprintln!(
+        "sender ns/KiB: bulk TCP {tcp_kib:.0}, 64-byte UDP {udp_kib:.0}: {:.1}x",
+        udp_kib / tcp_kib
+    );
+    assert!(
+        udp_kib > 2.0 * tcp_kib,
+        "64-byte datagrams cost {udp_kib:.0} ns/KiB, bulk TCP {tcp_kib:.0}"
+    );
+}
+
+/// A TCP connection over IPv6 (loopback in a namespace the test makes):
+/// both ends are named in brackets and carry its time and bytes.
+#[test]
+fn an_ipv6_flow_is_named_in_brackets() {
+    let mut topology = Topology::new("6");
+    let ns = topology.namespace("v6");
+    let dest = "[::1]:5715";
+    let stat = NettoStat::start(1, &["--by", "flow", "--interval", "0.5"]);
+    let secs = scaled_secs(2);
+    let sink = Server::start(loadgen(
+        &topology,
+        &ns,
+        0,
+        &format!(
+            "discard --proto tcp --listen {dest} --duration {}",
+            secs + 2
+        ),
+    ));
+    let sent = run_client(loadgen(
+        &topology,
+        &ns,
+        0,
+        &format!("send --proto tcp --syscall write --dest {dest} --duration {secs}"),
+    ));
+    let received = sink.finish(0.0);
+    thread::sleep(Duration::from_millis(700));
+    let snaps = stat.stop();
+    assert_parts_add_up(&snaps);
+    let paid = paid(&snaps);
+    let (out, inward) = connection(&paid, dest, "tcp");
+    assert_eq!(out.bytes_out, sent.bytes);
+    assert_eq!(inward.bytes_in, received.bytes);
+    assert!(out.ns > 0 && inward.ns > 0, "{out:?} {inward:?}");
+}
