@@ -30,8 +30,8 @@
 //! to one system call, hook dispatch included (which run-time statistics
 //! cannot see).
 //!
-//! Attribution: cost runs with and without `--by cgroup`, interleaved, and
-//! netto's BPF time per event in each.
+//! Attribution: cost runs without `--by`, with `--by cgroup` and with `--by
+//! flow`, interleaved, and netto's BPF time per event in each.
 //!
 //! Tiers: each estimating tier's estimates against the exact accounting on
 //! the same load, from one run (the exact programs stay attached while the
@@ -790,9 +790,18 @@ fn report_costs(cost: &CostRun) -> Result<()> {
     table.publish()
 }
 
-/// Who pays (`--by cgroup`) against the accounting alone: netto's BPF time
-/// per event (all its programs' run time over the events they timed), in
-/// interleaved cost runs of one benchmark run. Target: at most 1.5x.
+/// The attribution section's variants: the accounting alone, then each
+/// `--by` measured against it.
+const ATTRIBUTION_VARIANTS: [(&str, &[&str]); 3] = [
+    ("off", &[]),
+    ("`--by cgroup`", &["--by", "cgroup"]),
+    ("`--by flow`", &["--by", "flow"]),
+];
+
+/// Who pays (`--by cgroup`, `--by flow`) against the accounting alone:
+/// netto's BPF time per event (all its programs' run time over the events
+/// they timed), in cost runs of one benchmark run, the variants' order
+/// turning every round. Target: at most 1.5x.
 fn attribution_cost(pair: &VethPair, rounds: u32, seconds: u32) -> Result<()> {
     let per_event = |cost: &CostRun| {
         let bpf: u64 = cost
@@ -808,25 +817,17 @@ fn attribution_cost(pair: &VethPair, rounds: u32, seconds: u32) -> Result<()> {
             .sum();
         bpf as f64 / events.max(1) as f64
     };
-    let (mut off, mut on, mut off_gbit, mut on_gbit) = (vec![], vec![], vec![], vec![]);
-    for round in 0..rounds {
-        for attributing in [round % 2 != 0, round % 2 == 0] {
-            let extra: &[&str] = if attributing {
-                &["--by", "cgroup"]
-            } else {
-                &[]
-            };
-            let cost = cost_run(pair, seconds, extra)?;
-            let (ns, gbit) = if attributing {
-                (&mut on, &mut on_gbit)
-            } else {
-                (&mut off, &mut off_gbit)
-            };
-            ns.push(per_event(&cost));
-            gbit.push(cost.gbit);
+    let n = ATTRIBUTION_VARIANTS.len();
+    let mut ns: Vec<Vec<f64>> = vec![Vec::new(); n];
+    let mut gbit: Vec<Vec<f64>> = vec![Vec::new(); n];
+    for round in 0..rounds as usize {
+        for turn in 0..n {
+            let v = (round + turn) % n;
+            let cost = cost_run(pair, seconds, ATTRIBUTION_VARIANTS[v].1)?;
+            ns[v].push(per_event(&cost));
+            gbit[v].push(cost.gbit);
         }
     }
-    let (off, on) = (median(&mut off), median(&mut on));
     let mut table = Table::new(
         "overhead-attribution",
         &[
@@ -837,20 +838,17 @@ fn attribution_cost(pair: &VethPair, rounds: u32, seconds: u32) -> Result<()> {
             "target",
         ],
     )?;
-    table.row(&[
-        "off".into(),
-        format!("{:.2}", median(&mut off_gbit)),
-        format!("{off:.0}"),
-        "1.00".into(),
-        "-".into(),
-    ]);
-    table.row(&[
-        "`--by cgroup`".into(),
-        format!("{:.2}", median(&mut on_gbit)),
-        format!("{on:.0}"),
-        format!("{:.2}", on / off),
-        "1.5x".into(),
-    ]);
+    let off = median(&mut ns[0]);
+    for (v, (name, _)) in ATTRIBUTION_VARIANTS.iter().enumerate() {
+        let variant = median(&mut ns[v]);
+        table.row(&[
+            (*name).into(),
+            format!("{:.2}", median(&mut gbit[v])),
+            format!("{variant:.0}"),
+            format!("{:.2}", variant / off),
+            if v == 0 { "-".into() } else { "1.5x".into() },
+        ]);
+    }
     table.publish()
 }
 

@@ -9,13 +9,15 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::process::Command;
+use std::fs;
+use std::process::{Command, Stdio};
 use std::thread;
 use std::time::Duration;
 
 use common::topology::Topology;
 use common::*;
-use netto::model::{EventKey, Group, Snapshot};
+use netto::frontends::flame::readback::parse_folded;
+use netto::model::{EventKey, Group, Recording, Snapshot};
 
 /// Every snapshot's groups and unattributed time add up to each event's
 /// total, exactly, and attribution ran throughout.
@@ -253,22 +255,49 @@ fn small_datagrams_cost_more_per_byte_than_bulk() {
     );
 }
 
-/// A TCP connection over IPv6 (loopback in a namespace the test makes):
-/// both ends are named in brackets and carry its time and bytes.
+/// A TCP connection over IPv6 (loopback in a namespace the test makes),
+/// recorded: both ends are named in brackets and carry its time and bytes,
+/// and `report --group` draws a flow's flame graph from the recording in
+/// that flow's exact time.
 #[test]
-fn an_ipv6_flow_is_named_in_brackets() {
+fn an_ipv6_flow_is_named_in_brackets_and_replays() {
     let mut topology = Topology::new("6");
     let ns = topology.namespace("v6");
     let dest = "[::1]:5715";
-    let stat = NettoStat::start(1, &["--by", "flow", "--interval", "0.5"]);
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("run.json");
     let secs = scaled_secs(2);
+    let mut record = {
+        let mut child = Command::new("taskset")
+            .args([
+                "-c",
+                "1",
+                NETTO,
+                "record",
+                "--by",
+                "flow",
+                "--interval",
+                "0.5",
+            ])
+            .args(backend_args())
+            .args(["--duration", &(secs + 4).to_string(), "-o"])
+            .arg(&json)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawning netto record");
+        let stderr = child.stderr.take().unwrap();
+        let child = Guarded(child);
+        wait_for_line(stderr, "netto: recording", scaled(Duration::from_secs(30)));
+        child
+    };
     let sink = Server::start(loadgen(
         &topology,
         &ns,
         0,
         &format!(
             "discard --proto tcp --listen {dest} --duration {}",
-            secs + 2
+            secs + 1
         ),
     ));
     let sent = run_client(loadgen(
@@ -278,12 +307,36 @@ fn an_ipv6_flow_is_named_in_brackets() {
         &format!("send --proto tcp --syscall write --dest {dest} --duration {secs}"),
     ));
     let received = sink.finish(0.0);
-    thread::sleep(Duration::from_millis(700));
-    let snaps = stat.stop();
-    assert_parts_add_up(&snaps);
-    let paid = paid(&snaps);
+    let status = record.0.wait().expect("waiting for netto record");
+    assert!(status.success(), "netto record exited with {status}");
+    let recording: Recording = serde_json::from_str(&fs::read_to_string(&json).unwrap()).unwrap();
+    assert_parts_add_up(&recording.snapshots);
+    let paid = paid(&recording.snapshots);
     let (out, inward) = connection(&paid, dest, "tcp");
     assert_eq!(out.bytes_out, sent.bytes);
     assert_eq!(inward.bytes_in, received.bytes);
     assert!(out.ns > 0 && inward.ns > 0, "{out:?} {inward:?}");
+
+    let sender = paid
+        .iter()
+        .find(|(name, _)| name.ends_with(&format!("-> {dest} tcp")))
+        .map(|(name, _)| name.clone())
+        .unwrap();
+    let folded = dir.path().join("flow.folded");
+    let done = netto(&[
+        "report",
+        json.to_str().unwrap(),
+        "--group",
+        &sender,
+        "-o",
+        folded.to_str().unwrap(),
+    ]);
+    assert!(
+        done.status.success(),
+        "{}",
+        String::from_utf8_lossy(&done.stderr)
+    );
+    let stacks = parse_folded(fs::read(&folded).unwrap().as_slice()).unwrap();
+    let width: u64 = stacks.iter().map(|f| f.count).sum();
+    assert_eq!(width, out.ns, "{sender}'s graph against its time");
 }

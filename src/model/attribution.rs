@@ -143,3 +143,29 @@ impl Attribution {
         self.unattributed.values().sum()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn traffic_is_flat_in_json_and_absent_without_it() {
+        let mut group = Group {
+            name: "10.0.0.1:40000 -> 10.0.0.2:5201 tcp".into(),
+            label: String::new(),
+            events: Attribution::zero_events(),
+            traffic: Some(Traffic::new(3000, 1024, 2048)),
+        };
+        let json = serde_json::to_value(&group).unwrap();
+        assert_eq!(json["bytes_in"], 1024);
+        assert_eq!(json["bytes_out"], 2048);
+        assert_eq!(json["ns_per_kib"], 1000);
+        assert_eq!(serde_json::from_value::<Group>(json).unwrap(), group);
+
+        group.traffic = None;
+        let json = serde_json::to_value(&group).unwrap();
+        assert!(json.get("bytes_in").is_none());
+        assert_eq!(serde_json::from_value::<Group>(json).unwrap(), group);
+        assert_eq!(Traffic::new(5, 0, 0).ns_per_kib, None, "no bytes, no cost per byte");
+    }
+}
