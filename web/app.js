@@ -41,7 +41,7 @@ const WORDS = {
 };
 // What a group's id is, by --by: as GroupBy::id_name in
 // src/model/attribution.rs says it (a test holds the two together).
-const GROUP_IDS = { process: "pid", cgroup: "cgroup path", netns: "netns inode" };
+const GROUP_IDS = { process: "pid", cgroup: "cgroup path", netns: "netns inode", flow: "netns", port: "service" };
 // The per-CPU table's short column titles.
 const SHORT = {
   net_rx_softirq: "net_rx",
@@ -351,7 +351,8 @@ function renderBreakdown(s) {
 }
 
 // Who pays (--by): each group's time per event, sorted by the column
-// clicked last, what no group claimed below the groups.
+// clicked last, what no group claimed below the groups; under --by
+// flow|port each group's cost per KiB of its payload too.
 function renderGroups(s) {
   const a = s.attribution;
   $("groups-panel").hidden = !a;
@@ -361,10 +362,25 @@ function renderGroups(s) {
   $("groups-by").textContent = a.on
     ? `by ${a.by}, % of one CPU, last interval; click a column to sort`
     : `by ${a.by}: attribution is off in this interval, all time unattributed`;
-  const value = (events, key) =>
-    key === "total" ? Object.values(events).reduce((x, y) => x + y, 0) : events[key] || 0;
-  const head = el("tr", {}, el("th", {}, a.by, el("small", {}, ` (${GROUP_IDS[a.by] || "id"})`)), ...GROUP_COLUMNS.map(([key, title]) => {
-    const th = el("th", { class: key === view.groupSort ? "sortable sorted" : "sortable" }, title);
+  const traffic = a.by === "flow" || a.by === "port";
+  const columns = traffic ? [...GROUP_COLUMNS, ["ns_per_kib", "ns/KiB"]] : GROUP_COLUMNS;
+  const sortKey = columns.some(([key]) => key === view.groupSort) ? view.groupSort : "total";
+  // A row's number in column `key`: its ns/KiB (-1, last, where it has
+  // none), or its time in ns.
+  const value = (r, key) => {
+    if (key === "ns_per_kib") {
+      return r.ns_per_kib ?? -1;
+    }
+    return key === "total" ? Object.values(r.events).reduce((x, y) => x + y, 0) : r.events[key] || 0;
+  };
+  const cell = (r, key) => {
+    if (key !== "ns_per_kib") {
+      return fmtPct(pct(value(r, key), s.interval_s));
+    }
+    return r.ns_per_kib == null ? "-" : fmtInt(r.ns_per_kib);
+  };
+  const head = el("tr", {}, el("th", {}, a.by, el("small", {}, ` (${GROUP_IDS[a.by] || "id"})`)), ...columns.map(([key, title]) => {
+    const th = el("th", { class: key === sortKey ? "sortable sorted" : "sortable" }, title);
     th.addEventListener("click", () => {
       view.groupSort = key;
       renderGroups(s);
@@ -372,16 +388,18 @@ function renderGroups(s) {
     return th;
   }), el("th"));
   const host = s.interval_s * s.cpus;
-  const row = (label, name, events, kind) => el(
+  const row = (label, name, r, kind) => el(
     "tr",
     { class: kind },
     el("td", {}, label, el("small", {}, name ? " " + name : "")),
-    ...GROUP_COLUMNS.map(([key]) => el("td", {}, fmtPct(pct(value(events, key), s.interval_s)))),
-    bar(host > 0 ? value(events, "total") / (host * 1e9) : 0),
+    ...columns.map(([key]) => el("td", {}, cell(r, key))),
+    bar(host > 0 ? value(r, "total") / (host * 1e9) : 0),
   );
-  const groups = [...a.groups].sort((x, y) => value(y.events, view.groupSort) - value(x.events, view.groupSort));
-  const rows = groups.map((g) => row(g.label, g.name, g.events, "group"));
-  rows.push(row("unattributed", "", a.unattributed, "unattributed"));
+  const groups = [...a.groups].sort((x, y) => value(y, sortKey) - value(x, sortKey));
+  // A flow or a port reads by its name; its label (namespace, service)
+  // is the smaller print.
+  const rows = groups.map((g) => traffic ? row(g.name, g.label, g, "group") : row(g.label, g.name, g, "group"));
+  rows.push(row("unattributed", "", { events: a.unattributed }, "unattributed"));
   $("groups").replaceChildren(el("thead", {}, head), el("tbody", {}, ...rows));
 }
 
