@@ -31,6 +31,8 @@ fn assert_parts_add_up(snaps: &[Snapshot]) {
                 a.groups.iter().map(|g| g.events[&key]).sum::<u64>() + a.unattributed[&key];
             assert_eq!(parts, s.event(key).total_ns, "{key:?} at {}", s.ts);
         }
+        let why: u64 = a.unattributed_why.values().sum();
+        assert_eq!(why, a.unattributed_total_ns(), "reasons at {}", s.ts);
     }
 }
 

@@ -445,6 +445,7 @@ fn attributed(recording: &mut Recording, by: GroupBy, names: &[(&str, &str)]) {
             on: true,
             groups,
             unattributed: Attribution::zero_events(),
+            unattributed_why: std::collections::BTreeMap::new(),
         });
     }
 }

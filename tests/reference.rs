@@ -242,6 +242,7 @@ fn with_everything(by: GroupBy) -> Recording {
                 events: half,
             }],
             unattributed,
+            unattributed_why: BTreeMap::new(),
         });
         snapshot.network_programs = Some(NetworkPrograms {
             basis: Some(PriceBasis::Slice),

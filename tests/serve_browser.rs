@@ -256,6 +256,7 @@ fn tiered_and_attributed() -> Recording {
                 },
             ],
             unattributed,
+            unattributed_why: BTreeMap::new(),
         });
     }
     let last = recording.snapshots.last_mut().unwrap();

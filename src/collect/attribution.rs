@@ -21,7 +21,9 @@ use std::collections::{BTreeMap, HashMap};
 use super::snapshot::EVENT_IDS;
 use crate::abi::{netto_group_key, netto_group_time, NETTO_MAX_GROUPS};
 use crate::kernel::attribution::{Conn, Key};
-use crate::model::{Attribution, CpuTime, EventKey, Group, GroupBy, Traffic, OTHER_GROUP};
+use crate::model::{
+    Attribution, CpuTime, EventKey, Group, GroupBy, Traffic, Unattributed, OTHER_GROUP,
+};
 
 const EVENTS: usize = EVENT_IDS.len();
 /// A key's numbers: its time per event, then its payload bytes in and out
@@ -212,26 +214,38 @@ impl Ledger {
                 on,
                 groups: Vec::new(),
                 unattributed: events_only(totals),
+                unattributed_why: BTreeMap::new(),
             };
         }
 
         let mut earned = std::mem::take(&mut self.carry);
+        let mut unclaimed = [0; EVENTS];
         for (key, ns) in deltas {
-            if let Some(id) = GroupId::of(&key, self.config.by) {
-                let into = earned.entry(id).or_insert([0; SLOTS]);
-                for (total, ns) in into.iter_mut().zip(ns) {
+            let Some(id) = GroupId::of(&key, self.config.by) else {
+                for (total, ns) in unclaimed.iter_mut().zip(ns) {
                     *total += ns;
                 }
+                continue;
+            };
+            let into = earned.entry(id).or_insert([0; SLOTS]);
+            for (total, ns) in into.iter_mut().zip(ns) {
+                *total += ns;
             }
         }
         let (shown, unattributed) = self.within(earned, totals);
         self.weigh(&shown, interval_s);
         let groups = self.fold(&shown, namer);
+        let unattributed_why = if self.config.by.keys_conns() {
+            why_unattributed(unclaimed, unattributed)
+        } else {
+            BTreeMap::new()
+        };
         Attribution {
             by: self.config.by,
             on,
             groups,
             unattributed: events_only(unattributed),
+            unattributed_why,
         }
     }
 
@@ -389,6 +403,36 @@ impl Ledger {
             traffic,
         }
     }
+}
+
+/// Under `--by flow|port`, why each event's `unattributed` time has no
+/// connection: keys without one (a task's key in a socket call, a device's
+/// in a softirq) say which, within the event's unattributed time; the rest
+/// no point claimed. The reasons add up to the unattributed time.
+fn why_unattributed(
+    unclaimed: [u64; EVENTS],
+    unattributed: [u64; EVENTS],
+) -> BTreeMap<Unattributed, u64> {
+    let mut why = BTreeMap::from([
+        (Unattributed::SocketNotNamed, 0),
+        (Unattributed::NoSocket, 0),
+        (Unattributed::NoPoint, 0),
+    ]);
+    for (key, id) in EVENT_IDS {
+        let (i, socket_call) = (
+            id as usize,
+            matches!(key, EventKey::SockSend | EventKey::SockRecv),
+        );
+        let known = unclaimed[i].min(unattributed[i]);
+        let reason = if socket_call {
+            Unattributed::SocketNotNamed
+        } else {
+            Unattributed::NoSocket
+        };
+        *why.entry(reason).or_default() += known;
+        *why.entry(Unattributed::NoPoint).or_default() += unattributed[i] - known;
+    }
+    why
 }
 
 /// Splits `total` among `parts` in proportion to them, the largest

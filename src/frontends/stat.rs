@@ -389,6 +389,14 @@ fn who_pays(text: &mut String, a: &Attribution, interval_s: f64) {
         );
     }
     row("unattributed", &a.unattributed, None, "");
+    if !a.unattributed_why.is_empty() {
+        let why: Vec<String> = a
+            .unattributed_why
+            .iter()
+            .map(|(why, &ns)| format!("{} {} ms", why.words(), ms(ns)))
+            .collect();
+        let _ = writeln!(text, "  unattributed: {}", why.join(", "));
+    }
 }
 
 /// An event's column title in ms, short enough for five columns.

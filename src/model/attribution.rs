@@ -86,6 +86,27 @@ pub struct Attribution {
     pub groups: Vec<Group>,
     /// Each event's time no group claimed (every event present).
     pub unattributed: BTreeMap<EventKey, u64>,
+    /// Under `--by flow|port`, the unattributed time (all events) by why
+    /// no connection claimed it; the reasons add up to it.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub unattributed_why: BTreeMap<Unattributed, u64>,
+}
+
+/// Why time has no connection (`--by flow|port`).
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum Unattributed {
+    /// A socket call's time before the call named its socket (a call that
+    /// slept before its protocol's length tracepoint).
+    SocketNotNamed,
+    /// Softirq work at a delivery point without a socket: a packet
+    /// forwarded or bridged, or a socket of no IP family.
+    NoSocket,
+    /// No delivery point claimed it, a key the group map had no room for,
+    /// or a socket window open across the interval's end.
+    NoPoint,
 }
 
 /// One group's network time over the interval.
@@ -123,6 +144,17 @@ impl Traffic {
             bytes_in,
             bytes_out,
             ns_per_kib,
+        }
+    }
+}
+
+impl Unattributed {
+    /// As a table says it.
+    pub fn words(self) -> &'static str {
+        match self {
+            Unattributed::SocketNotNamed => "socket not named yet",
+            Unattributed::NoSocket => "no socket",
+            Unattributed::NoPoint => "no delivery point",
         }
     }
 }
@@ -166,6 +198,10 @@ mod tests {
         let json = serde_json::to_value(&group).unwrap();
         assert!(json.get("bytes_in").is_none());
         assert_eq!(serde_json::from_value::<Group>(json).unwrap(), group);
-        assert_eq!(Traffic::new(5, 0, 0).ns_per_kib, None, "no bytes, no cost per byte");
+        assert_eq!(
+            Traffic::new(5, 0, 0).ns_per_kib,
+            None,
+            "no bytes, no cost per byte"
+        );
     }
 }

@@ -312,6 +312,7 @@ fn attribution_adds_up_to_every_event() {
                 traffic: None,
             }],
             unattributed,
+            unattributed_why: BTreeMap::new(),
         };
         edit(&mut a);
         r.snapshots[0].attribution = Some(a);
@@ -377,6 +378,7 @@ fn a_stacks_group_is_a_group_of_its_snapshot() {
                 traffic: None,
             }],
             unattributed: Attribution::zero_events(),
+            unattributed_why: BTreeMap::new(),
         });
         validate(&r)
     };

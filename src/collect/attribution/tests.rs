@@ -166,6 +166,18 @@ fn flows_carry_their_bytes_and_cost_per_kib() {
     assert_eq!(a.groups[1].traffic.unwrap().ns_per_kib, Some(100));
     assert_eq!(a.unattributed[&EventKey::SockSend], 38);
     assert_eq!(a.unattributed[&EventKey::NetRxSoftirq], 100);
+    // Why: the call before it named its socket, the rest of NET_RX no
+    // point claimed.
+    let why: Vec<u64> = a.unattributed_why.values().copied().collect();
+    assert_eq!(
+        a.unattributed_why.keys().copied().collect::<Vec<_>>(),
+        [
+            Unattributed::SocketNotNamed,
+            Unattributed::NoSocket,
+            Unattributed::NoPoint
+        ]
+    );
+    assert_eq!(why, [38, 0, 100]);
 
     // The same map by service: both ends' ports fold into their service.
     let mut ledger = self::ledger(GroupBy::Port, 20);
@@ -180,10 +192,19 @@ fn flows_carry_their_bytes_and_cost_per_kib() {
         ]
     );
 
-    // Under the other keys, groups carry no traffic.
+    // Under the other keys, groups carry no traffic, and no reasons.
     let mut ledger = self::ledger(GroupBy::Process, 20);
     let a = ledger.interval(&reading, &totals, 1.0, true, &mut ById);
     assert!(a.groups.iter().all(|g| g.traffic.is_none()));
+    assert!(a.unattributed_why.is_empty());
+
+    // A device's key (forwarded traffic) has no socket.
+    let mut ledger = self::ledger(GroupBy::Flow, 20);
+    let forwarded = [(key(0, 0, 9), time(&[(RX, 70)]))];
+    let a = ledger.interval(&forwarded, &totals, 1.0, true, &mut ById);
+    assert_eq!(a.unattributed_why[&Unattributed::NoSocket], 70);
+    let why: u64 = a.unattributed_why.values().sum();
+    assert_eq!(why, a.unattributed_total_ns());
 }
 
 #[test]

@@ -140,6 +140,7 @@ fn attributed() -> Snapshot {
         on: true,
         groups: vec![group("/a", 600, 60), group("/b", 300, 0)],
         unattributed: events(100, 40),
+        unattributed_why: BTreeMap::new(),
     });
     s
 }

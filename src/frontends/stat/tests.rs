@@ -209,6 +209,7 @@ fn who_pays_lists_groups_then_unattributed() {
             traffic: None,
         }],
         unattributed: events(ms(1), ms(2)),
+        unattributed_why: BTreeMap::new(),
     });
     let text = render_table(&s);
     let lines: Vec<&str> = text.lines().collect();

@@ -135,6 +135,7 @@ pub fn attributed() -> Snapshot {
             (EventKey::NetTxSoftirq, 30_000_000),
             (EventKey::NetTimers, 5_000_000),
         ]),
+        unattributed_why: std::collections::BTreeMap::new(),
     });
     s
 }

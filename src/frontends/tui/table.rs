@@ -468,6 +468,7 @@ mod tests {
                 group("b", 20_000_000, 300_000_000),
             ],
             unattributed: events(1, 1),
+            unattributed_why: BTreeMap::new(),
         };
         let mut grid = groups(&a, 2.0);
         assert_eq!(grid.label_title, "process", "headed with what a group is");
@@ -525,6 +526,7 @@ mod tests {
                 flow("chatty", 100_000_000, 1 << 20),
             ],
             unattributed: Attribution::zero_events(),
+            unattributed_why: BTreeMap::new(),
         };
         let mut grid = groups(&a, 1.0);
         assert_eq!(grid.columns[1].title, "ns/KiB");

@@ -129,6 +129,7 @@ fn attributed() -> Vec<Snapshot> {
             traffic: None,
         }],
         unattributed,
+        unattributed_why: BTreeMap::new(),
     });
     snapshots
 }

@@ -254,6 +254,7 @@ fn groups_have_series_while_shown_and_add_up_to_the_events() {
             on: true,
             groups,
             unattributed,
+            unattributed_why: std::collections::BTreeMap::new(),
         });
         s
     };
