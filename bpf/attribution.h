@@ -108,6 +108,7 @@ static __always_inline bool same_key(const struct netto_group_key *a,
 {
 	const __u64 *x = (const __u64 *)a, *y = (const __u64 *)b;
 
+#pragma unroll
 	for (int i = 0; i < sizeof(*a) / sizeof(__u64); i++)
 		if (x[i] != y[i])
 			return false;
