@@ -59,7 +59,7 @@ const ABIS: &[Abi] = &[
         header: "bpf/netto.h",
         items: "netto_.*|NETTO_.*",
         enums:
-            "netto_event|netto_task_window|netto_syscall_kind|netto_sample_context|netto_transport|netto_hook|netto_tier",
+            "netto_event|netto_task_window|netto_syscall_kind|netto_sample_context|netto_transport|netto_hook|netto_tier|netto_no_conn",
         output: "netto_abi.rs",
     },
     Abi {

@@ -345,7 +345,7 @@ static __always_inline void open_window(struct netto_cpu *c, __u64 now, __u32 wi
 static __always_inline void close_window(struct netto_cpu *c)
 {
 	charge(c, bpf_ktime_get_ns());
-	attr_window_end(c);
+	attr_window_end(c, true);
 	c->in_hardirq = 0;
 	c->task_window = NETTO_WIN_NONE;
 	c->window_depth = 0;
@@ -368,12 +368,13 @@ int BPF_PROG(netto_sched_switch, bool preempt, struct task_struct *prev, struct 
 {
 	struct netto_cpu *c = this_cpu();
 	struct netto_task_state *saved;
+	__u64 pending = 0;
 
 	if (!c)
 		return 0;
 	c->hook_runs[NETTO_HOOK_SCHED_SWITCH]++;
 	charge(c, bpf_ktime_get_ns());
-	attr_window_end(c);
+	attr_window_end(c, false);
 	c->in_hardirq = 0;
 	/* A NAPI thread's window is known from the thread itself: not saved. */
 	if (c->task_window != NETTO_WIN_NONE && c->task_window != NETTO_WIN_NAPI) {
@@ -383,6 +384,7 @@ int BPF_PROG(netto_sched_switch, bool preempt, struct task_struct *prev, struct 
 			saved->window = c->task_window;
 			saved->depth = c->window_depth;
 			saved->epoch = c->window_epoch;
+			saved->pending_ns = c->attr.pending_ns;
 		} else {
 			c->task_storage_failures++;
 		}
@@ -395,8 +397,10 @@ int BPF_PROG(netto_sched_switch, bool preempt, struct task_struct *prev, struct 
 		c->task_window = saved->window;
 		c->window_depth = saved->depth;
 		c->window_epoch = saved->epoch;
+		pending = saved->pending_ns;
 		saved->window = NETTO_WIN_NONE;
 		saved->depth = 0;
+		saved->pending_ns = 0;
 	} else if (is_napi_thread(next)) {
 		c->task_window = NETTO_WIN_NAPI;
 		c->window_depth = 0;
@@ -405,6 +409,7 @@ int BPF_PROG(netto_sched_switch, bool preempt, struct task_struct *prev, struct 
 		c->window_depth = 0;
 	}
 	attr_window_start(c);
+	c->attr.pending_ns = pending;
 	return 0;
 }
 

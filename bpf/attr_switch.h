@@ -10,9 +10,10 @@
 #define NETTO_ATTR_SWITCH_H
 
 /* Whether settled time is given to groups (user space turns it on with the
- * add-on's links). Marks move either way, so turning it on mid-run gives
- * nobody time from before. A section of its own: user space writes it
- * with a map update, without owning the skeleton's mapped data. */
+ * add-on's links), and how (NETTO_ATTR_* bits). Marks move either way, so
+ * turning it on mid-run gives nobody time from before. A section of its
+ * own: user space writes it with a map update, without owning the
+ * skeleton's mapped data. */
 __u32 attribution_on SEC(".data.attr");
 
 /* The running task as a group key (at sched_switch the running task is

@@ -51,7 +51,97 @@ struct {
 #define NETTO_AF_INET 2
 #define NETTO_AF_INET6 10
 #define NETTO_IPPROTO_TCP 6
+#define NETTO_IPPROTO_UDP 17
+#define NETTO_IPPROTO_UDPLITE 136
+#define NETTO_IPPROTO_FRAGMENT 44
+#define NETTO_ETH_P_IP 0x0800
+#define NETTO_ETH_P_IPV6 0x86DD
+/* IPv4's more-fragments flag and fragment offset (host order) */
+#define NETTO_IP_FRAGMENT 0x3fff
 #define NETTO_MSG_PEEK 2
+
+/* The start of a TCP or UDP header: the ports, and TCP's data offset. */
+struct netto_l4_start {
+	__be16 source;
+	__be16 dest;
+	__u32 word1;
+	__u32 word2;
+	__u8 tcp_doff; /* TCP: header length in words, in the high nibble */
+};
+
+/* Fills `key`'s connection from the IPv4 or IPv6 header and the TCP or UDP
+ * ports of `skb`, a packet being transmitted (its source is the local
+ * end); other IP protocols get their addresses and no ports. Where the
+ * packet has no connection, `key->why` says why (enum netto_no_conn).
+ * Returns the payload bytes past the transport header (0 without one). */
+static __always_inline __u32 packet_conn(const struct sk_buff *skb, struct netto_group_key *key)
+{
+	unsigned char *head = skb->head;
+	__u16 nh = skb->network_header, proto = __builtin_bswap16(skb->protocol);
+	struct netto_l4_start l4 = {};
+	__u32 l4_off, hdr_len, data_off;
+
+	if (nh == (__u16)~0U) {
+		key->why = NETTO_NO_CONN_NOT_IP;
+		return 0;
+	}
+	if (proto == NETTO_ETH_P_IP) {
+		struct iphdr ip;
+
+		if (bpf_probe_read_kernel(&ip, sizeof(ip), head + nh))
+			return 0;
+		if (__builtin_bswap16(ip.frag_off) & NETTO_IP_FRAGMENT) {
+			key->why = NETTO_NO_CONN_FRAGMENT;
+			return 0;
+		}
+		key->family = NETTO_AF_INET;
+		key->proto = ip.protocol;
+		key->laddr[0] = ip.saddr;
+		key->raddr[0] = ip.daddr;
+		l4_off = nh + ip.ihl * 4;
+	} else if (proto == NETTO_ETH_P_IPV6) {
+		struct ipv6hdr ip6;
+
+		if (bpf_probe_read_kernel(&ip6, sizeof(ip6), head + nh))
+			return 0;
+		if (ip6.nexthdr == NETTO_IPPROTO_FRAGMENT) {
+			key->why = NETTO_NO_CONN_FRAGMENT;
+			return 0;
+		}
+		key->family = NETTO_AF_INET6;
+		key->proto = ip6.nexthdr;
+		__builtin_memcpy(key->laddr, &ip6.saddr, 16);
+		__builtin_memcpy(key->raddr, &ip6.daddr, 16);
+		l4_off = nh + sizeof(ip6);
+	} else {
+		key->why = NETTO_NO_CONN_NOT_IP;
+		return 0;
+	}
+	if (key->proto == NETTO_IPPROTO_TCP)
+		hdr_len = 0;
+	else if (key->proto == NETTO_IPPROTO_UDP || key->proto == NETTO_IPPROTO_UDPLITE)
+		hdr_len = 8;
+	else
+		return 0;
+	if (bpf_probe_read_kernel(&l4, sizeof(l4), head + l4_off))
+		return 0;
+	key->lport = __builtin_bswap16(l4.source);
+	key->rport = __builtin_bswap16(l4.dest);
+	if (!hdr_len)
+		hdr_len = (l4.tcp_doff >> 4) * 4;
+	/* skb->len counts from skb->data, here the link layer's header. */
+	data_off = skb->data - head;
+	hdr_len += l4_off - data_off;
+	return skb->len > hdr_len ? skb->len - hdr_len : 0;
+}
+
+/* A socket's key lacks its connection's ports: an unconnected UDP
+ * socket's peer, or a closed socket's local port (UDP forgets it at
+ * close while its last packets are still queued). */
+static __always_inline bool lacks_ports(const struct netto_group_key *key)
+{
+	return key->family && (!key->lport || !key->rport);
+}
 
 /* The socket's connection into `key`. A mini socket is TCP's, and has no
  * fields past struct sock_common. */
@@ -159,10 +249,54 @@ static __always_inline void at_socket(const struct sock *sk)
 	settle(c, ev, &key);
 }
 
-static __always_inline void at_device(const struct net_device *dev)
+/* A packet for a socket that does not know both its ports is transmitted:
+ * the packet's headers name the connection (the socket's owner kept). In
+ * a socket call's window (a datagram sent inline by sendto(2)), the call
+ * is named by it. */
+static __always_inline void at_socket_packet(const struct sock *sk, const struct sk_buff *skb)
+{
+	struct netto_cpu *c = this_cpu();
+	struct netto_group_key key = {}, packet = {};
+	bool in_call;
+	int ev;
+
+	if (!c)
+		return;
+	ev = point_event(c);
+	in_call = c->task_window == NETTO_WIN_SEND && !c->softirq && !c->in_hardirq;
+	if (ev < 0 && !in_call)
+		return;
+	sock_key(sk, &key);
+	if (lacks_ports(&key)) {
+		packet.cgroup = key.cgroup;
+		packet.tgid = key.tgid;
+		packet.netns = key.netns;
+		packet_conn(skb, &packet);
+		if (packet.family)
+			key = packet;
+		else if (ev < 0)
+			return;
+	} else if (ev < 0) {
+		return;
+	}
+	if (ev < 0)
+		attr_call_named(c, &key);
+	else
+		settle(c, ev, &key);
+}
+
+/* A packet transmitted for no socket: forwarded or bridged, or a local
+ * one a driver orphaned before the tracepoint (loopback, veth). Under `--by
+ * flow|port` its headers name its connection, and a forwarded one (it came
+ * in by an interface: skb_iif) counts its payload bytes out, which a local
+ * one's socket call counted already; else the device's network namespace
+ * pays. */
+static __always_inline void at_device(const struct sk_buff *skb, const struct net_device *dev)
 {
 	struct netto_cpu *c = this_cpu();
 	struct netto_group_key key = {};
+	struct netto_group_time *t;
+	__u32 bytes = 0;
 	int ev;
 
 	if (!c || !dev)
@@ -171,7 +305,17 @@ static __always_inline void at_device(const struct net_device *dev)
 	if (ev < 0)
 		return;
 	key.netns = dev->nd_net.net->ns.inum;
+	if (attr_flows) {
+		bytes = packet_conn(skb, &key);
+		if (!skb->skb_iif)
+			bytes = 0;
+	}
 	settle(c, ev, &key);
+	if (!bytes)
+		return;
+	t = attr_entry(c, &key);
+	if (t)
+		t->bytes[NETTO_BYTES_OUT] += bytes;
 }
 
 SEC("tp_btf/sk_data_ready")
@@ -193,10 +337,12 @@ int BPF_PROG(netto_attr_dev_xmit, struct sk_buff *skb, int rc, struct net_device
 {
 	struct sock *sk = skb->sk;
 
-	if (sk)
-		at_socket(sk);
+	if (!sk)
+		at_device(skb, dev);
+	else if (attr_flows)
+		at_socket_packet(sk, skb);
 	else
-		at_device(dev);
+		at_socket(sk);
 	return 0;
 }
 
@@ -235,8 +381,13 @@ static __always_inline void note_call(struct sock *sk, int len, int dir)
 	if (!c || c->softirq || c->in_hardirq)
 		return;
 	sock_key(sk, &key);
-	if (c->task_window == NETTO_WIN_SEND || c->task_window == NETTO_WIN_RECV)
-		c->attr.call = key;
+	/* A datagram's packet named the call already (at_socket_packet):
+	 * it knows the peer this unconnected socket does not. */
+	if (c->attr.call.netns && lacks_ports(&key) && c->attr.call.lport == key.lport &&
+	    c->attr.call.proto == key.proto)
+		key = c->attr.call;
+	else if (c->task_window == NETTO_WIN_SEND || c->task_window == NETTO_WIN_RECV)
+		attr_call_named(c, &key);
 	if (len <= 0)
 		return;
 	t = attr_entry(c, &key);

@@ -166,25 +166,42 @@ static __always_inline void attr_callback_exit(struct netto_cpu *c)
 	attr_run_end(c, NETTO_EV_NET_TIMERS);
 }
 
-/* The running task's socket window opened, or resumed on this CPU. */
+/* The running task's socket window opened, or resumed on this CPU
+ * (sched_switch then restores the time its call still waits to give). */
 static __always_inline void attr_window_start(struct netto_cpu *c)
 {
 	int ev = window_event(c->task_window);
 
 	c->attr.call.netns = 0;
+	c->attr.pending_ns = 0;
 	if (ev >= 0)
 		attr_restart(c, ev);
 	else if (c->task_window == NETTO_WIN_NAPI)
 		attr_restart(c, NETTO_EV_NET_RX_SOFTIRQ);
 }
 
-/* The running task's socket window closes, or the task is switched out in
- * it: all its time on this CPU since it started goes to the task, or under
- * `--by flow|port` to the socket its call named (before the call names it,
- * as when a call sleeps before reaching its protocol's length tracepoint,
- * the task's key carries no connection: unattributed there). A threaded
- * NAPI poller switched out ends its run. */
-static __always_inline void attr_window_end(struct netto_cpu *c)
+/* The running task's socket call named its socket (`key`): the time it
+ * waited to give goes to it. Called by the add-on, which runs only while
+ * attribution is on (its copy of the switch is not the accounting's). */
+static __always_inline void attr_call_named(struct netto_cpu *c, const struct netto_group_key *key)
+{
+	int ev = window_event(c->task_window);
+
+	c->attr.call = *key;
+	if (ev >= 0 && c->attr.pending_ns)
+		attr_give(c, key, ev, c->attr.pending_ns);
+	c->attr.pending_ns = 0;
+}
+
+/* The running task's socket window closes (`closing`), or the task is
+ * switched out in it: its time on this CPU since it started goes to the
+ * task, or under `--by flow|port` to the socket its call named. Before the
+ * call names it (a call that sleeps before its protocol's length
+ * tracepoint) the time waits for the name, following the task through
+ * sched_switch; a call that closes without naming one gives it to the task,
+ * whose key carries no connection (unattributed there). A threaded NAPI
+ * poller switched out ends its run. */
+static __always_inline void attr_window_end(struct netto_cpu *c, bool closing)
 {
 	struct netto_group_key key = {};
 	int ev = window_event(c->task_window);
@@ -196,14 +213,24 @@ static __always_inline void attr_window_end(struct netto_cpu *c)
 		return;
 	ns = c->event_ns[ev] > c->attr.mark_ns[ev] ? c->event_ns[ev] - c->attr.mark_ns[ev] : 0;
 	c->attr.mark_ns[ev] = c->event_ns[ev];
-	if (!attribution_on || !ns)
+	if (!(attribution_on & NETTO_ATTR_ON))
 		return;
-	if (c->attr.call.netns)
-		attr_give(c, &c->attr.call, ev, ns);
-	else {
-		current_key(&key);
-		attr_give(c, &key, ev, ns);
+	if (c->attr.call.netns) {
+		if (ns)
+			attr_give(c, &c->attr.call, ev, ns);
+		return;
 	}
+	if (attribution_on & NETTO_ATTR_CALLS_WAIT) {
+		c->attr.pending_ns += ns;
+		if (!closing)
+			return;
+		ns = c->attr.pending_ns;
+		c->attr.pending_ns = 0;
+	}
+	if (!ns)
+		return;
+	current_key(&key);
+	attr_give(c, &key, ev, ns);
 }
 
 #endif /* NETTO_ATTRIBUTION_H */

@@ -42,10 +42,11 @@ enum netto_task_window {
 
 /* A task's window while it is switched out (task storage value). */
 struct netto_task_state {
-	netto_u32 window; /* enum netto_task_window */
-	netto_u32 depth;  /* netto_cpu.window_depth */
-	netto_u32 epoch;  /* netto_cpu.window_epoch */
+	netto_u32 window;     /* enum netto_task_window */
+	netto_u32 depth;      /* netto_cpu.window_depth */
+	netto_u32 epoch;      /* netto_cpu.window_epoch */
 	netto_u32 pad;
+	netto_u64 pending_ns; /* netto_attr_cpu.pending_ns */
 };
 
 /* Per-syscall-number classification, filled by user space from a table so
@@ -92,16 +93,34 @@ struct netto_group_key {
 	netto_u64 cgroup; /* cgroup v2 id: the inode of the group's directory */
 	netto_u32 tgid;   /* process (thread group) id, as the host sees it */
 	netto_u32 netns;  /* inode of the network namespace */
-	/* The socket's connection (`--by flow|port` only, else zero): IPv4 in
+	/* The connection (`--by flow|port` only, else zero): a socket's, or
+	 * a forwarded packet's from its headers (source as local). IPv4 in
 	 * the first word, network byte order; ports in host order; `family`
-	 * AF_INET or AF_INET6, 0 where no socket was known. */
+	 * AF_INET or AF_INET6, 0 where none was known, and then `why` says
+	 * why where a packet told (enum netto_no_conn). */
 	netto_u32 laddr[4];
 	netto_u32 raddr[4];
 	netto_u16 lport;
 	netto_u16 rport;
 	netto_u8 proto;
 	netto_u8 family;
-	netto_u16 pad;
+	netto_u16 why;
+};
+
+/* The attribution switch's bits (attribution_on in bpf/attr_switch.h),
+ * written by user space. */
+#define NETTO_ATTR_ON 1
+/* `--by flow|port`: a socket window's time waits for the socket its call
+ * names (netto_attr_cpu.pending_ns) rather than going to the task. */
+#define NETTO_ATTR_CALLS_WAIT 2
+
+/* Why a packet transmitted for no socket has no connection. */
+enum netto_no_conn {
+	NETTO_NO_CONN_UNKNOWN = 0,
+	/* neither IPv4 nor IPv6 (ARP, LLDP, ...) */
+	NETTO_NO_CONN_NOT_IP = 1,
+	/* an IP fragment: only the first carries the ports */
+	NETTO_NO_CONN_FRAGMENT = 2,
 };
 
 _Static_assert(sizeof(struct netto_group_key) % 8 == 0, "netto_group_key: compared by words");
@@ -150,6 +169,10 @@ struct netto_attr_cpu {
 	 * sock_send_length / sock_recv_length); netns 0: none yet. The
 	 * window's time goes to it. */
 	struct netto_group_key call;
+	/* The running socket call's time before it named its socket (`--by
+	 * flow|port`): it waits for the name, and follows the task while it
+	 * sleeps (struct netto_task_state). */
+	netto_u64 pending_ns;
 	netto_u32 timer_mixed;
 	netto_u32 pad;
 	/* Segments the group map had no room for (full, or busy on this CPU):

@@ -36,17 +36,37 @@ fn assert_parts_add_up(snaps: &[Snapshot]) {
     }
 }
 
+/// The unattributed time over a run by reason, as `stat` says them, and
+/// by event.
+fn why(snaps: &[Snapshot]) -> BTreeMap<String, u64> {
+    let mut why = BTreeMap::new();
+    for s in snaps {
+        let a = s.attribution.as_ref().unwrap();
+        for (reason, ns) in &a.unattributed_why {
+            *why.entry(reason.words().to_owned()).or_default() += ns;
+        }
+        for (event, ns) in &a.unattributed {
+            *why.entry(event.name().to_owned()).or_default() += ns;
+        }
+    }
+    why
+}
+
 /// A group's time and bytes summed over a run.
-#[derive(Debug, Default, Clone, Copy)]
+#[derive(Debug, Default, Clone)]
 struct Paid {
     ns: u64,
     bytes_in: u64,
     bytes_out: u64,
+    events: BTreeMap<EventKey, u64>,
 }
 
 impl Paid {
     fn add(&mut self, g: &Group) {
         self.ns += g.total_ns();
+        for (key, ns) in &g.events {
+            *self.events.entry(*key).or_default() += ns;
+        }
         let t = g
             .traffic
             .expect("--by flow|port groups carry their traffic");
@@ -77,17 +97,23 @@ fn connection(paid: &BTreeMap<String, Paid>, server: &str, proto: &str) -> (Paid
         let mut found = paid.iter().filter(|(name, _)| {
             let (local, rest) = name.split_once(" -> ").unwrap_or_default();
             let remote = rest.strip_suffix(&format!(" {proto}")).unwrap_or_default();
+            // An unconnected UDP sink's peer is `*`; a TCP listener's
+            // flow is not the connection's.
             if outgoing {
                 remote == server
             } else {
-                local == server && remote != "*"
+                local == server && (remote != "*" || proto == "udp")
             }
         });
         let (name, p) = found
             .next()
             .unwrap_or_else(|| panic!("no flow of {server} ({outgoing}) in {paid:?}"));
-        assert!(found.next().is_none(), "two flows like {name}");
-        *p
+        assert!(
+            found.next().is_none(),
+            "two flows like {name} in {:?}",
+            paid.keys()
+        );
+        p.clone()
     };
     (find(true), find(false))
 }
@@ -154,11 +180,15 @@ fn loads(
 }
 
 /// Two TCP connections at 3:1 bitrates (tbf-shaped, sender and sink of
-/// both on one CPU): each connection's network time (both its ends) is in
-/// the ratio of its bytes, its ns/KiB within 15 % of the other's, its
-/// sender's `bytes_out` exactly the bytes its writes moved, and every
-/// snapshot adds up. Then the same load `--by port`: one `in` and one
-/// `out` service per connection.
+/// both on one CPU): each sender's socket-call time is in the ratio of its
+/// bytes and costs the same per KiB (same writes, shaped after them); each
+/// connection's whole network time (both ends) lies between the ratio of
+/// its bytes and that of its sink's receive calls: at a third of the rate a
+/// receive call finds less data, so a KiB received costs more (the sinks'
+/// own system time says so too; the test prints both). Each end's bytes
+/// are exactly the bytes its calls moved, and every snapshot adds up. Then
+/// the same load `--by port`: one `in` and one `out` service per
+/// connection.
 #[test]
 fn flows_pay_in_proportion_to_their_bytes() {
     let mut topology = Topology::new("w");
@@ -174,6 +204,7 @@ fn flows_pay_in_proportion_to_their_bytes() {
     thread::sleep(Duration::from_millis(700));
     let snaps = stat.stop();
     assert_parts_add_up(&snaps);
+    eprintln!("unattributed: {:?}", why(&snaps));
     let paid = paid(&snaps);
     let (fast_out, fast_in) = connection(&paid, &pairs[0].2, "tcp");
     let (slow_out, slow_in) = connection(&paid, &pairs[1].2, "tcp");
@@ -182,30 +213,50 @@ fn flows_pay_in_proportion_to_their_bytes() {
     assert_eq!(fast_in.bytes_in, received[0].bytes, "the fast sink's bytes");
     assert_eq!(slow_in.bytes_in, received[1].bytes, "the slow sink's bytes");
 
+    eprintln!("fast {fast_out:?} {fast_in:?}\nslow {slow_out:?} {slow_in:?}");
+    for (what, r) in [("sent", &sent), ("received", &received)] {
+        eprintln!(
+            "{what}: calls {} / {} = {:.2}, stime {} / {} = {:.2}",
+            r[0].calls,
+            r[1].calls,
+            r[0].calls as f64 / r[1].calls as f64,
+            r[0].stime_ns,
+            r[1].stime_ns,
+            r[0].stime_ns as f64 / r[1].stime_ns as f64
+        );
+    }
     let (fast_ns, slow_ns) = (fast_out.ns + fast_in.ns, slow_out.ns + slow_in.ns);
     let bytes = sent[0].bytes as f64 / sent[1].bytes as f64;
+    let calls = received[0].calls as f64 / received[1].calls as f64;
     let time = fast_ns as f64 / slow_ns as f64;
+    let sending = |p: &Paid| p.events[&EventKey::SockSend];
+    let send_time = sending(&fast_out) as f64 / sending(&slow_out) as f64;
     let per_kib = |ns: u64, bytes: u64| ns as f64 * 1024.0 / bytes as f64;
     let (fast_kib, slow_kib) = (
-        per_kib(fast_ns, sent[0].bytes),
-        per_kib(slow_ns, sent[1].bytes),
+        per_kib(sending(&fast_out), sent[0].bytes),
+        per_kib(sending(&slow_out), sent[1].bytes),
     );
     eprintln!(
-        "time {fast_ns} / {slow_ns} ns = {time:.3}, bytes {bytes:.3}; ns/KiB {fast_kib:.0} / \
-         {slow_kib:.0} = {:.3}; sender ns/KiB {:.0} / {:.0}, sink {:.0} / {:.0}",
-        fast_kib / slow_kib,
+        "time {fast_ns} / {slow_ns} ns = {time:.3}, bytes {bytes:.3}, sink calls {calls:.3}; \
+         send calls' time {send_time:.3}, their ns/KiB {fast_kib:.0} / {slow_kib:.0}; \
+         sender ns/KiB {:.0} / {:.0}, sink {:.0} / {:.0}",
         fast_out.ns_per_kib(),
         slow_out.ns_per_kib(),
         fast_in.ns_per_kib(),
         slow_in.ns_per_kib(),
     );
     assert!(
-        (0.85..=1.15).contains(&(time / bytes)),
-        "time {time:.3} against bytes {bytes:.3}"
+        (0.85..=1.15).contains(&(send_time / bytes)),
+        "send calls' time {send_time:.3} against bytes {bytes:.3}"
     );
     assert!(
         (0.85..=1.15).contains(&(fast_kib / slow_kib)),
-        "ns/KiB {fast_kib:.0} against {slow_kib:.0}"
+        "send calls' ns/KiB {fast_kib:.0} against {slow_kib:.0}"
+    );
+    let (low, high) = (calls.min(bytes), calls.max(bytes));
+    assert!(
+        (low * 0.85..=high * 1.15).contains(&time),
+        "time {time:.3} outside sink calls {calls:.3} .. bytes {bytes:.3}"
     );
 
     let stat = NettoStat::start(1, &["--by", "port", "--interval", "0.5"]);
@@ -340,5 +391,12 @@ fn an_ipv6_flow_is_named_in_brackets_and_replays() {
     );
     let stacks = parse_folded(fs::read(&folded).unwrap().as_slice()).unwrap();
     let width: u64 = stacks.iter().map(|f| f.count).sum();
-    assert_eq!(width, out.ns, "{sender}'s graph against its time");
+    let mut by_context: BTreeMap<&str, u64> = BTreeMap::new();
+    for f in &stacks {
+        *by_context.entry(f.frames[0].as_str()).or_default() += f.count;
+    }
+    assert_eq!(
+        width, out.ns,
+        "{sender}'s graph {by_context:?} against its time {out:?}"
+    );
 }

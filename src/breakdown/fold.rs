@@ -338,6 +338,7 @@ mod tests {
             tgid,
             netns: 4026531840,
             conn: None,
+            no_conn: None,
         };
         let mut folder = Folder::new();
         // Two processes of cgroup 7, one of cgroup 9, and a sample for

@@ -20,7 +20,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use super::snapshot::EVENT_IDS;
 use crate::abi::{netto_group_key, netto_group_time, NETTO_MAX_GROUPS};
-use crate::kernel::attribution::{Conn, Key};
+use crate::kernel::attribution::{Conn, Key, NoConn};
 use crate::model::{
     Attribution, CpuTime, EventKey, Group, GroupBy, Traffic, Unattributed, OTHER_GROUP,
 };
@@ -219,10 +219,11 @@ impl Ledger {
         }
 
         let mut earned = std::mem::take(&mut self.carry);
-        let mut unclaimed = [0; EVENTS];
+        let mut unclaimed: BTreeMap<Option<NoConn>, [u64; EVENTS]> = BTreeMap::new();
         for (key, ns) in deltas {
             let Some(id) = GroupId::of(&key, self.config.by) else {
-                for (total, ns) in unclaimed.iter_mut().zip(ns) {
+                let into = unclaimed.entry(key.no_conn).or_insert([0; EVENTS]);
+                for (total, ns) in into.iter_mut().zip(ns) {
                     *total += ns;
                 }
                 continue;
@@ -236,7 +237,7 @@ impl Ledger {
         self.weigh(&shown, interval_s);
         let groups = self.fold(&shown, namer);
         let unattributed_why = if self.config.by.keys_conns() {
-            why_unattributed(unclaimed, unattributed)
+            why_unattributed(&unclaimed, unattributed)
         } else {
             BTreeMap::new()
         };
@@ -406,31 +407,40 @@ impl Ledger {
 }
 
 /// Under `--by flow|port`, why each event's `unattributed` time has no
-/// connection: keys without one (a task's key in a socket call, a device's
-/// in a softirq) say which, within the event's unattributed time; the rest
-/// no point claimed. The reasons add up to the unattributed time.
+/// connection: keys without one say which (a forwarded packet's headers
+/// why, a task's key in a socket call that named no socket, else no
+/// socket), within the event's unattributed time; the rest no point
+/// claimed. The reasons add up to the unattributed time.
 fn why_unattributed(
-    unclaimed: [u64; EVENTS],
+    unclaimed: &BTreeMap<Option<NoConn>, [u64; EVENTS]>,
     unattributed: [u64; EVENTS],
 ) -> BTreeMap<Unattributed, u64> {
-    let mut why = BTreeMap::from([
-        (Unattributed::SocketNotNamed, 0),
-        (Unattributed::NoSocket, 0),
-        (Unattributed::NoPoint, 0),
-    ]);
+    let mut why: BTreeMap<Unattributed, u64> = [
+        Unattributed::SocketNotNamed,
+        Unattributed::NoSocket,
+        Unattributed::NotIp,
+        Unattributed::Fragment,
+        Unattributed::NoPoint,
+    ]
+    .into_iter()
+    .map(|reason| (reason, 0))
+    .collect();
     for (key, id) in EVENT_IDS {
-        let (i, socket_call) = (
-            id as usize,
-            matches!(key, EventKey::SockSend | EventKey::SockRecv),
-        );
-        let known = unclaimed[i].min(unattributed[i]);
-        let reason = if socket_call {
-            Unattributed::SocketNotNamed
-        } else {
-            Unattributed::NoSocket
-        };
-        *why.entry(reason).or_default() += known;
-        *why.entry(Unattributed::NoPoint).or_default() += unattributed[i] - known;
+        let i = id as usize;
+        let socket_call = matches!(key, EventKey::SockSend | EventKey::SockRecv);
+        let mut left = unattributed[i];
+        for (no_conn, ns) in unclaimed {
+            let reason = match no_conn {
+                Some(NoConn::NotIp) => Unattributed::NotIp,
+                Some(NoConn::Fragment) => Unattributed::Fragment,
+                None if socket_call => Unattributed::SocketNotNamed,
+                None => Unattributed::NoSocket,
+            };
+            let known = ns[i].min(left);
+            *why.entry(reason).or_default() += known;
+            left -= known;
+        }
+        *why.entry(Unattributed::NoPoint).or_default() += left;
     }
     why
 }

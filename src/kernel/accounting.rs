@@ -22,7 +22,7 @@ use super::tracepoints::{self, OptionalGroup};
 use super::{privileges, KernelError};
 use crate::abi::{
     bytes_of, netto_callback_table, netto_cpu, netto_group_key, netto_group_time, netto_syscall,
-    netto_task_window, netto_tier_epochs, read_from,
+    netto_task_window, netto_tier_epochs, read_from, NETTO_ATTR_CALLS_WAIT, NETTO_ATTR_ON,
 };
 use crate::model::Tier;
 use crate::symbols::kallsyms::Kallsyms;
@@ -431,17 +431,20 @@ fn resolve_callbacks() -> Result<(Vec<&'static str>, bool, netto_callback_table)
 /// Attribution's side of the accounting object: the switch its hooks obey
 /// and the group map they and the delivery points fill (bpf/attribution.h).
 impl Accounting<'_> {
-    /// Whether settled time goes to groups. The delivery points
-    /// ([`super::attribution::Points`]) are attached apart.
-    pub fn set_attribution(&self, on: bool) -> Result<(), KernelError> {
+    /// Whether settled time goes to groups, and whether a socket call's
+    /// time waits for the socket it names (`calls_wait`, `--by
+    /// flow|port`). The delivery points ([`super::attribution::Points`])
+    /// are attached apart.
+    pub fn set_attribution(&self, on: bool, calls_wait: bool) -> Result<(), KernelError> {
+        let switch = match (on, calls_wait) {
+            (false, _) => 0,
+            (true, false) => NETTO_ATTR_ON,
+            (true, true) => NETTO_ATTR_ON | NETTO_ATTR_CALLS_WAIT,
+        };
         self.skel
             .maps
             .data_attr
-            .update(
-                &0u32.to_ne_bytes(),
-                &u32::from(on).to_ne_bytes(),
-                MapFlags::ANY,
-            )
+            .update(&0u32.to_ne_bytes(), &switch.to_ne_bytes(), MapFlags::ANY)
             .map_err(|source| KernelError::Map {
                 map: "attribution switch",
                 source,
@@ -459,7 +462,7 @@ impl Accounting<'_> {
         self.skel.maps.groups.as_fd()
     }
 
-    /// Every group's cumulative time per event, summed over CPUs.
+    /// Every group's cumulative time per event and bytes, summed over CPUs.
     pub fn read_groups(&self) -> Result<Vec<(netto_group_key, netto_group_time)>, KernelError> {
         let map = &self.skel.maps.groups;
         let mut groups = Vec::new();
@@ -482,8 +485,9 @@ impl Accounting<'_> {
                 .iter()
                 .filter_map(|b| read_from::<netto_group_time>(b))
             {
-                for (total, ns) in sum.ns.iter_mut().zip(time.ns) {
-                    *total = total.wrapping_add(ns);
+                let counts = time.ns.iter().chain(&time.bytes);
+                for (total, n) in sum.ns.iter_mut().chain(&mut sum.bytes).zip(counts) {
+                    *total = total.wrapping_add(*n);
                 }
             }
             groups.push((key, sum));

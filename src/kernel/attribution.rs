@@ -17,7 +17,7 @@ use super::skel;
 use super::skel::attribute::{AttributeSkel, AttributeSkelBuilder};
 use super::tracepoints::{missing_points, Point};
 use super::KernelError;
-use crate::abi::netto_group_key;
+use crate::abi::{netto_group_key, netto_no_conn};
 
 /// A group map key as Rust compares it (the group map's, and a stack
 /// sample's: whom the sampled work was for).
@@ -26,9 +26,43 @@ pub struct Key {
     pub cgroup: u64,
     pub tgid: u32,
     pub netns: u32,
-    /// The socket's connection, under `--by flow|port` where a socket was
-    /// known.
+    /// The connection, under `--by flow|port` where a socket or a
+    /// forwarded packet's headers named one.
     pub conn: Option<Conn>,
+    /// Why a forwarded packet named none (`--by flow|port`).
+    pub no_conn: Option<NoConn>,
+}
+
+/// Why a packet transmitted for no socket has no connection (`enum
+/// netto_no_conn`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum NoConn {
+    /// Neither IPv4 nor IPv6.
+    NotIp,
+    /// An IP fragment: only the first carries the ports.
+    Fragment,
+}
+
+impl NoConn {
+    /// Each reason beside its code.
+    const CODES: [(NoConn, netto_no_conn); 2] = [
+        (NoConn::NotIp, netto_no_conn::NETTO_NO_CONN_NOT_IP),
+        (NoConn::Fragment, netto_no_conn::NETTO_NO_CONN_FRAGMENT),
+    ];
+
+    fn of(why: u16) -> Option<NoConn> {
+        Self::CODES
+            .iter()
+            .find(|(_, code)| *code as u16 == why)
+            .map(|(reason, _)| *reason)
+    }
+
+    fn code(this: Option<NoConn>) -> u16 {
+        Self::CODES
+            .iter()
+            .find(|(reason, _)| Some(*reason) == this)
+            .map_or(netto_no_conn::NETTO_NO_CONN_UNKNOWN, |(_, code)| *code) as u16
+    }
 }
 
 /// A socket's connection as the kernel keeps it: protocol and both ends
@@ -85,6 +119,7 @@ impl From<&netto_group_key> for Key {
             tgid: k.tgid,
             netns: k.netns,
             conn,
+            no_conn: NoConn::of(k.why),
         }
     }
 }
@@ -95,6 +130,7 @@ impl From<Key> for netto_group_key {
             cgroup: k.cgroup,
             tgid: k.tgid,
             netns: k.netns,
+            why: NoConn::code(k.no_conn),
             ..netto_group_key::default()
         };
         if let Some(conn) = k.conn {
@@ -127,6 +163,8 @@ pub struct Points<'obj> {
     skel: AttributeSkel<'obj>,
     links: Vec<Link>,
     missing: Vec<&'static Point>,
+    /// Keys carry connections (`--by flow|port`).
+    conns: bool,
 }
 
 impl<'obj> Points<'obj> {
@@ -167,6 +205,7 @@ impl<'obj> Points<'obj> {
             skel,
             links: Vec::new(),
             missing,
+            conns,
         })
     }
 
@@ -175,7 +214,7 @@ impl<'obj> Points<'obj> {
     /// accounting's hooks keep.
     pub fn switch(&mut self, accounting: &Accounting<'_>, on: bool) -> Result<(), KernelError> {
         if !on {
-            accounting.set_attribution(false)?;
+            accounting.set_attribution(false, self.conns)?;
             self.links.clear();
             return Ok(());
         }
@@ -189,7 +228,7 @@ impl<'obj> Points<'obj> {
                 .map_err(|source| KernelError::Attach { prog: name, source })?;
             self.links.push(link);
         }
-        accounting.set_attribution(true)
+        accounting.set_attribution(true, self.conns)
     }
 
     pub fn is_on(&self) -> bool {

@@ -101,9 +101,14 @@ pub enum Unattributed {
     /// A socket call's time before the call named its socket (a call that
     /// slept before its protocol's length tracepoint).
     SocketNotNamed,
-    /// Softirq work at a delivery point without a socket: a packet
-    /// forwarded or bridged, or a socket of no IP family.
+    /// Softirq work at a delivery point without a connection: a socket of
+    /// no IP family (packet, netlink), or a packet forwarded or bridged
+    /// whose headers could not be read.
     NoSocket,
+    /// A packet forwarded or bridged that is neither IPv4 nor IPv6.
+    NotIp,
+    /// An IP fragment forwarded: only the first carries the ports.
+    Fragment,
     /// No delivery point claimed it, a key the group map had no room for,
     /// or a socket window open across the interval's end.
     NoPoint,
@@ -154,6 +159,8 @@ impl Unattributed {
         match self {
             Unattributed::SocketNotNamed => "socket not named yet",
             Unattributed::NoSocket => "no socket",
+            Unattributed::NotIp => "not IP",
+            Unattributed::Fragment => "IP fragment",
             Unattributed::NoPoint => "no delivery point",
         }
     }

@@ -110,6 +110,7 @@ fn conn_key(tgid: u32, local: &str, remote: &str) -> netto_group_key {
             local: local.parse().unwrap(),
             remote: remote.parse().unwrap(),
         }),
+        no_conn: None,
     }
     .into()
 }
@@ -174,10 +175,12 @@ fn flows_carry_their_bytes_and_cost_per_kib() {
         [
             Unattributed::SocketNotNamed,
             Unattributed::NoSocket,
+            Unattributed::NotIp,
+            Unattributed::Fragment,
             Unattributed::NoPoint
         ]
     );
-    assert_eq!(why, [38, 0, 100]);
+    assert_eq!(why, [38, 0, 0, 0, 100]);
 
     // The same map by service: both ends' ports fold into their service.
     let mut ledger = self::ledger(GroupBy::Port, 20);
@@ -198,13 +201,44 @@ fn flows_carry_their_bytes_and_cost_per_kib() {
     assert!(a.groups.iter().all(|g| g.traffic.is_none()));
     assert!(a.unattributed_why.is_empty());
 
-    // A device's key (forwarded traffic) has no socket.
+    // Forwarded packets: a device's key carries the packet's connection,
+    // or why it has none.
     let mut ledger = self::ledger(GroupBy::Flow, 20);
-    let forwarded = [(key(0, 0, 9), time(&[(RX, 70)]))];
+    let unreadable = |no_conn| Key {
+        no_conn,
+        ..Key::from(&key(0, 0, 9))
+    };
+    let forwarded = [
+        (
+            conn_key(0, "10.1.0.1:40000", "10.2.0.1:80"),
+            time(&[(RX, 200)]),
+        ),
+        (unreadable(Some(NoConn::NotIp)).into(), time(&[(RX, 70)])),
+        (unreadable(Some(NoConn::Fragment)).into(), time(&[(RX, 30)])),
+        (unreadable(None).into(), time(&[(RX, 5)])),
+    ];
     let a = ledger.interval(&forwarded, &totals, 1.0, true, &mut ById);
-    assert_eq!(a.unattributed_why[&Unattributed::NoSocket], 70);
+    assert_adds_up(&a, &totals);
+    assert_eq!(a.groups.len(), 1);
+    assert_eq!(a.groups[0].events[&EventKey::NetRxSoftirq], 200);
+    assert_eq!(a.unattributed_why[&Unattributed::NotIp], 70);
+    assert_eq!(a.unattributed_why[&Unattributed::Fragment], 30);
+    assert_eq!(a.unattributed_why[&Unattributed::NoSocket], 5);
+    // The rest of NET_RX, and every send (no key had any).
+    assert_eq!(a.unattributed_why[&Unattributed::NoPoint], 195 + 250);
     let why: u64 = a.unattributed_why.values().sum();
     assert_eq!(why, a.unattributed_total_ns());
+}
+
+#[test]
+fn why_keys_without_a_connection_survive_the_kernel_layout() {
+    for no_conn in [None, Some(NoConn::NotIp), Some(NoConn::Fragment)] {
+        let k = Key {
+            no_conn,
+            ..Key::from(&key(0, 0, 9))
+        };
+        assert_eq!(Key::from(&netto_group_key::from(k)), k);
+    }
 }
 
 #[test]

@@ -7,9 +7,9 @@ use crate::breakdown::hot::tcp_receive;
 use crate::collect::snapshot::TIMER_SOFTIRQ_OVERHEAD;
 use crate::frontends::flame::Weight;
 use crate::model::{
-    Attribution, BudgetStatus, CostBasis, EventKey, FiveTuple, FlowEstimate, Group, GroupBy, KnobCost,
-    KnobName, ProgramCost, SampleContext, SamplingStats, SketchCost, SketchSnapshot, Snapshot,
-    SoftirqVector, StackCount, XdpMode,
+    Attribution, BudgetStatus, CostBasis, EventKey, FiveTuple, FlowEstimate, Group, GroupBy,
+    KnobCost, KnobName, ProgramCost, SampleContext, SamplingStats, SketchCost, SketchSnapshot,
+    Snapshot, SoftirqVector, StackCount, XdpMode,
 };
 use crate::source::notes::Note;
 use crate::source::{Origin, SourceInfo};

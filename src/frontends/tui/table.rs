@@ -265,11 +265,6 @@ pub fn groups(attribution: &Attribution, interval_s: f64) -> Grid {
         .groups
         .iter()
         .map(|group| {
-            let label = match (traffic, group.label.is_empty()) {
-                (false, _) => group.label.clone(),
-                (true, true) => group.name.clone(),
-                (true, false) => format!("{} ({})", group.name, group.label),
-            };
             let per_kib = traffic.then(|| group.traffic.and_then(|t| t.ns_per_kib));
             group_row(
                 group_label(attribution.by, group),
@@ -495,6 +490,7 @@ mod tests {
             on: true,
             groups: vec![group("4242", "iperf3"), group(OTHER_GROUP, OTHER_GROUP)],
             unattributed: Attribution::zero_events(),
+            unattributed_why: BTreeMap::new(),
         };
         let labels = |a: &Attribution| -> Vec<String> {
             groups(a, 1.0).rows.into_iter().map(|r| r.label).collect()
