@@ -287,16 +287,12 @@ static __always_inline void at_socket_packet(const struct sock *sk, const struct
 
 /* A packet transmitted for no socket: forwarded or bridged, or a local
  * one a driver orphaned before the tracepoint (loopback, veth). Under `--by
- * flow|port` its headers name its connection, and a forwarded one (it came
- * in by an interface: skb_iif) counts its payload bytes out, which a local
- * one's socket call counted already; else the device's network namespace
- * pays. */
+ * flow|port` its headers name its connection (netto_attr_forwarded counted
+ * a forwarded one's bytes); else the device's network namespace pays. */
 static __always_inline void at_device(const struct sk_buff *skb, const struct net_device *dev)
 {
 	struct netto_cpu *c = this_cpu();
 	struct netto_group_key key = {};
-	struct netto_group_time *t;
-	__u32 bytes = 0;
 	int ev;
 
 	if (!c || !dev)
@@ -305,17 +301,9 @@ static __always_inline void at_device(const struct sk_buff *skb, const struct ne
 	if (ev < 0)
 		return;
 	key.netns = dev->nd_net.net->ns.inum;
-	if (attr_flows) {
-		bytes = packet_conn(skb, &key);
-		if (!skb->skb_iif)
-			bytes = 0;
-	}
+	if (attr_flows)
+		packet_conn(skb, &key);
 	settle(c, ev, &key);
-	if (!bytes)
-		return;
-	t = attr_entry(c, &key);
-	if (t)
-		t->bytes[NETTO_BYTES_OUT] += bytes;
 }
 
 SEC("tp_btf/sk_data_ready")
@@ -343,6 +331,34 @@ int BPF_PROG(netto_attr_dev_xmit, struct sk_buff *skb, int rc, struct net_device
 		at_socket_packet(sk, skb);
 	else
 		at_socket(sk);
+	return 0;
+}
+
+/* `--by flow|port` only: a forwarded or bridged packet (no socket, and it
+ * came in by an interface) about to be handed to its driver, which may
+ * scrub both marks before net_dev_xmit: its payload bytes are counted out
+ * for its connection in the device's namespace, the key net_dev_xmit then
+ * gives its time to. */
+SEC("tp_btf/net_dev_start_xmit")
+int BPF_PROG(netto_attr_forwarded, struct sk_buff *skb, struct net_device *dev)
+{
+	struct netto_group_key key = {};
+	struct netto_group_time *t;
+	struct netto_cpu *c;
+	__u32 bytes;
+
+	if (skb->sk || !skb->skb_iif)
+		return 0;
+	c = this_cpu();
+	if (!c)
+		return 0;
+	key.netns = dev->nd_net.net->ns.inum;
+	bytes = packet_conn(skb, &key);
+	if (!bytes)
+		return 0;
+	t = attr_entry(c, &key);
+	if (t)
+		t->bytes[NETTO_BYTES_OUT] += bytes;
 	return 0;
 }
 

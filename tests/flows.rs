@@ -400,3 +400,69 @@ fn an_ipv6_flow_is_named_in_brackets_and_replays() {
         "{sender}'s graph {by_context:?} against its time {out:?}"
     );
 }
+
+/// TCP from `a` to `b` through a router namespace `r` that forwards it:
+/// the router's share (its receive and transmit, with no socket there) goes
+/// to the connection's tuple in the router's namespace, which carries the
+/// payload bytes it forwarded: at least what the sender wrote, and no more
+/// than a few retransmissions beyond.
+#[test]
+fn forwarded_packets_go_to_their_tuples() {
+    let mut topology = Topology::new("f");
+    let (a, b, r) = topology.routed(240);
+    let dest = "198.18.241.1:5717";
+    let secs = scaled_secs(3);
+    let stat = NettoStat::start(1, &["--by", "flow", "--interval", "0.5"]);
+    let sink = Server::start(loadgen(
+        &topology,
+        &b,
+        0,
+        &format!(
+            "discard --proto tcp --listen {dest} --duration {}",
+            secs + 2
+        ),
+    ));
+    let sent = run_client(loadgen(
+        &topology,
+        &a,
+        0,
+        &format!("send --proto tcp --syscall write --dest {dest} --duration {secs}"),
+    ));
+    sink.finish(0.0);
+    thread::sleep(Duration::from_millis(700));
+    let snaps = stat.stop();
+    assert_parts_add_up(&snaps);
+    eprintln!("unattributed: {:?}", why(&snaps));
+
+    // The router's groups, by name: labelled with its namespace.
+    let mut routed: BTreeMap<String, Paid> = BTreeMap::new();
+    for s in &snaps {
+        for g in s.attribution.as_ref().unwrap().groups.iter() {
+            if g.label == r {
+                routed.entry(g.name.clone()).or_default().add(g);
+            }
+        }
+    }
+    let data = routed
+        .iter()
+        .find(|(name, _)| name.ends_with(&format!("-> {dest} tcp")))
+        .map(|(_, p)| p.clone())
+        .unwrap_or_else(|| panic!("no forwarded flow to {dest} in {routed:?}"));
+    let acks = routed
+        .iter()
+        .find(|(name, _)| name.starts_with(&format!("{dest} -> ")))
+        .map(|(_, p)| p.clone())
+        .unwrap_or_else(|| panic!("no forwarded flow from {dest} in {routed:?}"));
+    eprintln!(
+        "forwarded: data {data:?}, acks {acks:?}; sent {} bytes",
+        sent.bytes
+    );
+    assert!(data.ns > 0 && acks.ns > 0, "{data:?} {acks:?}");
+    assert!(
+        (sent.bytes..=sent.bytes + sent.bytes / 20).contains(&data.bytes_out),
+        "forwarded {} bytes of {} sent",
+        data.bytes_out,
+        sent.bytes
+    );
+    assert_eq!(acks.bytes_out, 0, "ACKs carry no payload");
+}

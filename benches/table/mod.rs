@@ -188,7 +188,17 @@ fn command() -> String {
         .map(|(k, v)| format!("{k}={v}"))
         .collect();
     words.sort();
-    words.push(format!("cargo bench --bench {}", env!("CARGO_CRATE_NAME")));
+    // A benchmark built in the test profile says so: its user space is
+    // unoptimized (the BPF programs are built the same either way).
+    let profile = if cfg!(debug_assertions) {
+        " --profile dev"
+    } else {
+        ""
+    };
+    words.push(format!(
+        "cargo bench{profile} --bench {}",
+        env!("CARGO_CRATE_NAME")
+    ));
     // cargo passes `--bench` to every benchmark; the rest came after `--`.
     let args: Vec<String> = std::env::args()
         .skip(1)

@@ -158,6 +158,9 @@ impl Key {
     }
 }
 
+/// Programs only `--by flow|port` needs: loaded with connections alone.
+const FLOWS_ONLY: [&str; 1] = ["netto_attr_forwarded"];
+
 /// The loaded delivery points, attached while attribution is on.
 pub struct Points<'obj> {
     skel: AttributeSkel<'obj>,
@@ -197,7 +200,7 @@ impl<'obj> Points<'obj> {
             for mut prog in open.open_object_mut().progs_mut() {
                 let name = prog.name().to_string_lossy().into_owned();
                 let absent = missing.iter().any(|point| point.program == name);
-                prog.set_autoload(!absent);
+                prog.set_autoload(!absent && (conns || !FLOWS_ONLY.contains(&name.as_str())));
             }
             Ok(())
         })?;

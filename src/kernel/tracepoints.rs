@@ -150,6 +150,11 @@ pub const POINTS: &[Point] = &[
         without: "softirq and timer time up to a transmit, and forwarded or bridged traffic, stay unattributed",
     },
     Point {
+        program: "netto_attr_forwarded",
+        tracepoint: "net_dev_start_xmit",
+        without: "forwarded and bridged flows carry no bytes (`--by flow|port`)",
+    },
+    Point {
         program: "netto_attr_consume",
         tracepoint: "consume_skb",
         without: "transmit completions stay unattributed",
