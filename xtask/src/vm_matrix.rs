@@ -104,6 +104,18 @@ const MATRIX: &[Row] = &[
         needs: &["perf_events"],
         timeout: Duration::from_secs(4 * MINUTES),
     },
+    // Attribution with connections (`--by flow`): the add-on's flow paths
+    // are verified only when loaded with them, and parse packet headers;
+    // forwarding through a router namespace covers the socket, the packet
+    // and the forwarded byte paths.
+    Row {
+        feature: "flows, forwarded packets",
+        test: "flows",
+        filter: &["forwarded_packets_go_to_their_tuples"],
+        env: &[],
+        needs: &["tracepoints", "task_storage"],
+        timeout: Duration::from_secs(6 * MINUTES),
+    },
     // Not the tests no kernel takes part in, which the host's suite runs:
     // the Zipf accuracy tests run the Rust reference alone (under
     // emulation they were over half of this row's time), and the bad-input

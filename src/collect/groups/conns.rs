@@ -9,30 +9,49 @@ use std::net::SocketAddr;
 use crate::collect::attribution::Service;
 use crate::kernel::attribution::Conn;
 
+/// IANA protocol numbers with their names (as /etc/services and
+/// /etc/protocols spell them), and whether their connections have ports.
+const PROTOCOLS: [(u8, &str, bool); 5] = [
+    (1, "icmp", false),
+    (6, "tcp", true),
+    (17, "udp", true),
+    (58, "icmpv6", false),
+    (136, "udplite", true),
+];
+
 /// The protocol's name as /etc/services spells it.
 pub fn proto_name(proto: u8) -> String {
-    match proto {
-        6 => "tcp".to_owned(),
-        17 => "udp".to_owned(),
-        136 => "udplite".to_owned(),
-        other => format!("proto{other}"),
+    PROTOCOLS
+        .iter()
+        .find(|(number, _, _)| *number == proto)
+        .map_or_else(
+            || format!("proto{proto}"),
+            |(_, name, _)| (*name).to_owned(),
+        )
+}
+
+/// One end: `*` where unknown; the address alone (IPv6 in brackets) for a
+/// protocol without ports.
+fn end(addr: &SocketAddr, ports: bool) -> String {
+    match (addr.ip().is_unspecified() && addr.port() == 0, ports, addr) {
+        (true, _, _) => "*".to_owned(),
+        (false, true, _) => addr.to_string(),
+        (false, false, SocketAddr::V4(v4)) => v4.ip().to_string(),
+        (false, false, SocketAddr::V6(v6)) => format!("[{}]", v6.ip()),
     }
 }
 
-fn end(addr: &SocketAddr) -> String {
-    if addr.ip().is_unspecified() && addr.port() == 0 {
-        "*".to_owned()
-    } else {
-        addr.to_string()
-    }
-}
-
-/// `LOCAL:PORT -> REMOTE:PORT PROTO`.
+/// `LOCAL:PORT -> REMOTE:PORT PROTO` (`LOCAL -> REMOTE PROTO` for a
+/// protocol without ports).
 pub fn flow_name(conn: &Conn) -> String {
+    let ports = PROTOCOLS
+        .iter()
+        .find(|(number, _, _)| *number == conn.proto)
+        .is_none_or(|(_, _, ports)| *ports);
     format!(
         "{} -> {} {}",
-        end(&conn.local),
-        end(&conn.remote),
+        end(&conn.local, ports),
+        end(&conn.remote, ports),
         proto_name(conn.proto)
     )
 }
@@ -96,6 +115,10 @@ mod tests {
         assert_eq!(flow_name(&c), "10.0.0.1:40000 -> 10.0.0.2:5201 tcp");
         let c = conn("[fd00::1]:53", "[::]:0", 17);
         assert_eq!(flow_name(&c), "[fd00::1]:53 -> * udp");
+        let c = conn("10.0.0.1:0", "10.0.0.2:0", 1);
+        assert_eq!(flow_name(&c), "10.0.0.1 -> 10.0.0.2 icmp");
+        let c = conn("[fe80::1]:0", "[ff02::2]:0", 58);
+        assert_eq!(flow_name(&c), "[fe80::1] -> [ff02::2] icmpv6");
     }
 
     #[test]
