@@ -41,7 +41,9 @@ const WORDS = {
 };
 // What a group's id is, by --by: as GroupBy::id_name in
 // src/model/attribution.rs says it (a test holds the two together).
-const GROUP_IDS = { process: "pid", cgroup: "cgroup path", netns: "netns inode", flow: "netns", port: "service" };
+const GROUP_IDS = { process: "pid", cgroup: "cgroup path", netns: "netns inode", flow: "flow", port: "port" };
+// What a flow's or a port's label is: its rows read by name, the label after.
+const TRAFFIC_LABELS = { flow: "namespace", port: "service name" };
 // The per-CPU table's short column titles.
 const SHORT = {
   net_rx_softirq: "net_rx",
@@ -379,7 +381,7 @@ function renderGroups(s) {
     }
     return r.ns_per_kib == null ? "-" : fmtInt(r.ns_per_kib);
   };
-  const head = el("tr", {}, el("th", {}, a.by, el("small", {}, ` (${GROUP_IDS[a.by] || "id"})`)), ...columns.map(([key, title]) => {
+  const head = el("tr", {}, el("th", {}, a.by, el("small", {}, ` (${(traffic ? TRAFFIC_LABELS : GROUP_IDS)[a.by] || "id"})`)), ...columns.map(([key, title]) => {
     const th = el("th", { class: key === sortKey ? "sortable sorted" : "sortable" }, title);
     th.addEventListener("click", () => {
       view.groupSort = key;

@@ -300,7 +300,7 @@ fn group_label(by: GroupBy, group: &Group) -> String {
     let label = printable(&group.label);
     if by.keys_conns() {
         let name = printable(&group.name);
-        return if label.is_empty() || group.label == group.name {
+        return if group.label.is_empty() || group.label == group.name {
             name.into_owned()
         } else {
             format!("{name} ({label})")
