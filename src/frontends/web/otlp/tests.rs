@@ -44,8 +44,10 @@ fn attributed(ts: f64) -> Snapshot {
             name: "7".into(),
             label: "iperf3".into(),
             events: sends(60),
+            traffic: None,
         }],
         unattributed: sends(30),
+        unattributed_why: Default::default(),
     });
     s
 }
