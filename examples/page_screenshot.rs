@@ -1,5 +1,7 @@
-//! `page_screenshot URL OUT.png`: the page `netto serve` serves at URL,
-//! once it is live and shows a flame graph, as a PNG of the whole page.
+//! `page_screenshot URL OUT.png [WIDTH]`: the page `netto serve` serves at
+//! URL, once it is live and shows a flame graph, as a PNG of the whole page
+//! in a window WIDTH pixels wide (the manual's picture: 1400; the narrow
+//! layout the first-hour trial looks at: 1000).
 //! scripts/pictures.sh takes the manual's picture of the page with it.
 //!
 //! Chromium's own `--screenshot` cannot: it shoots at the load event,
@@ -22,8 +24,8 @@ use headless_chrome::{Browser, LaunchOptions, Tab};
 const READY: &str = "document.getElementById('status')?.textContent === 'live' \
                      && document.getElementById('flame') !== null";
 
-/// The picture's width, and the most it may be tall: the window is that
-/// tall, and the picture is cut where the page's content ends.
+/// The picture's width unless told, and the most it may be tall: the
+/// window is that tall, and the picture is cut where the page's content ends.
 const WIDTH: u32 = 1400;
 const MAX_HEIGHT: u32 = 3000;
 
@@ -55,7 +57,7 @@ fn wait_until_ready(tab: &Tab) -> Result<()> {
     }
 }
 
-fn shoot(url: &str, out: &str) -> Result<()> {
+fn shoot(url: &str, out: &str, width: u32) -> Result<()> {
     let profile = tempfile::tempdir().context("a profile directory for chromium")?;
     let browser = Browser::new(LaunchOptions {
         headless: true,
@@ -63,7 +65,7 @@ fn shoot(url: &str, out: &str) -> Result<()> {
         enable_gpu: false,
         path: Some("/usr/bin/chromium".into()),
         user_data_dir: Some(profile.path().to_owned()),
-        window_size: Some((WIDTH, MAX_HEIGHT)),
+        window_size: Some((width, MAX_HEIGHT)),
         args: [
             "--headless",
             "--no-sandbox",
@@ -111,7 +113,7 @@ fn shoot(url: &str, out: &str) -> Result<()> {
     let clip = Viewport {
         x: 0.0,
         y: 0.0,
-        width: f64::from(WIDTH),
+        width: f64::from(width),
         height: height.min(f64::from(MAX_HEIGHT)),
         scale: 1.0,
     };
@@ -122,11 +124,21 @@ fn shoot(url: &str, out: &str) -> Result<()> {
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let [url, out] = args.as_slice() else {
-        eprintln!("usage: page_screenshot URL OUT.png");
-        return ExitCode::from(2);
+    let (url, out, width) = match args.as_slice() {
+        [url, out] => (url, out, WIDTH),
+        [url, out, width] => match width.parse() {
+            Ok(width) => (url, out, width),
+            Err(_) => {
+                eprintln!("page_screenshot: error: WIDTH {width:?} is not a number of pixels");
+                return ExitCode::from(2);
+            }
+        },
+        _ => {
+            eprintln!("usage: page_screenshot URL OUT.png [WIDTH]");
+            return ExitCode::from(2);
+        }
     };
-    match shoot(url, out) {
+    match shoot(url, out, width) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("page_screenshot: {e:#}");

@@ -81,9 +81,11 @@ if [ "${#missing[@]}" -gt 0 ]; then
 fi
 
 cargo build --release --bin netto
-cargo build --example page_screenshot
+# One profile for both: the shooter builds on the release build's dependencies
+# instead of a second, debug target.
+cargo build --release --example page_screenshot
 netto=$PWD/target/release/netto
-shooter=$PWD/target/debug/examples/page_screenshot
+shooter=$PWD/target/release/examples/page_screenshot
 out=$PWD/docs/images
 mkdir -p "$out"
 

@@ -1,9 +1,10 @@
-//! The two header lines: where the numbers come from (host, kernel,
+//! The header's lines: where the numbers come from (host, kernel,
 //! backend, tier, live or replayed), how they are taken (sampling frequency,
 //! refresh period) and what taking them costs (netto's own CPU time,
-//! dropped samples, other losses), and under a budget a third: the cost
-//! split into measuring and serving, and what each knob costs, costliest
-//! first.
+//! dropped samples, other losses; wrapped onto another line where the
+//! terminal is too narrow), and under a budget or serving one more: the
+//! cost split into measuring and serving, and what each knob costs,
+//! costliest first.
 
 use ratatui::layout::Rect;
 use ratatui::style::{Color, Modifier, Style};
@@ -16,6 +17,17 @@ use crate::frontends::tui::format;
 use crate::model::{percent, CostBasis, KnobCost, Overhead, Snapshot, Tier};
 
 pub fn draw(app: &App, frame: &mut Frame<'_>, area: Rect) {
+    frame.render_widget(Paragraph::new(lines(app, area.width)), area);
+}
+
+/// Rows the header takes at this width: the second line's fields wrap onto
+/// another rather than lose netto's cost off the edge (80 columns with a
+/// loss), and a third comes for [`costs`] when there is one.
+pub fn height(app: &App, width: u16) -> u16 {
+    u16::try_from(lines(app, width).len()).unwrap_or(u16::MAX)
+}
+
+fn lines(app: &App, width: u16) -> Vec<Line<'static>> {
     let info = &app.info;
     let origin = info.origin.to_string();
     let first = Line::from(
@@ -29,62 +41,90 @@ pub fn draw(app: &App, frame: &mut Frame<'_>, area: Rect) {
         ]
         .concat(),
     );
+    // Each a field of its own, so that a narrow terminal wraps between
+    // fields, never inside one.
     let mut second = Vec::new();
-    // First, where 80 columns cannot cut it off.
     if app.paused {
-        second.push(Span::styled(
-            format!("PAUSED (+{} new)", app.held()),
-            Style::new().fg(Color::Black).bg(Color::Yellow),
-        ));
-        second.push(Span::raw("  "));
+        second.push(vec![
+            Span::styled(
+                format!("PAUSED (+{} new)", app.held()),
+                Style::new().fg(Color::Black).bg(Color::Yellow),
+            ),
+            Span::raw("  "),
+        ]);
     }
-    second.extend(field("sampling", sampling(app)));
+    second.push(field("sampling", sampling(app)));
     if let Some(snapshot) = app.latest() {
         // Losses next to the sampling and before the costs: rare, and
-        // then what 80 columns must not cut off.
+        // then what the eye must not miss.
         let alarm = Style::new().fg(Color::Red).add_modifier(Modifier::BOLD);
         if let Some(sampling) = snapshot.sampling.as_ref().filter(|s| s.dropped > 0) {
-            second.push(Span::styled(format!("dropped {}", sampling.dropped), alarm));
-            second.push(Span::raw("  "));
+            second.push(vec![
+                Span::styled(format!("dropped {}", sampling.dropped), alarm),
+                Span::raw("  "),
+            ]);
         }
         if snapshot.losses.any() {
             let lost = snapshot.losses.describe(|kind| kind.short).join(", ");
-            second.push(Span::styled(format!("lost {lost}"), alarm));
-            second.push(Span::raw("  "));
+            second.push(vec![
+                Span::styled(format!("lost {lost}"), alarm),
+                Span::raw("  "),
+            ]);
         }
         let interval = snapshot.interval_s;
-        second.extend(field(
+        second.push(field(
             "refresh",
             format!("{:.2} s", interval / app.settings.speed),
         ));
-        second.extend(field("netto cost", cost(&snapshot.overhead, interval)));
+        second.push(field("netto cost", cost(&snapshot.overhead, interval)));
         if let Some(b) = &snapshot.budget {
             let over = snapshot.budget_exceeded();
             let text = format!("{} %{}", b.percent, if over { " EXCEEDED" } else { "" });
-            second.extend(field("budget", text));
+            second.push(field("budget", text));
         }
     }
-    let mut lines = vec![first, Line::from(second)];
+    let mut lines = vec![first];
+    lines.extend(wrap(second, usize::from(width)));
     lines.extend(app.latest().and_then(costs));
-    frame.render_widget(Paragraph::new(lines), area);
+    lines
 }
 
-/// Rows the header takes: a third for [`costs`] when there is one.
-pub fn height(snapshot: Option<&Snapshot>) -> u16 {
-    2 + u16::from(snapshot.and_then(costs).is_some())
+/// Fields packed into as few lines of `width` columns as hold them; a
+/// field's trailing gap may run past the edge.
+fn wrap(fields: Vec<Vec<Span<'static>>>, width: usize) -> Vec<Line<'static>> {
+    let mut lines: Vec<Vec<Span<'static>>> = vec![Vec::new()];
+    let mut used = 0;
+    for field in fields {
+        let text: usize = field.iter().map(Span::width).sum();
+        let gap = field
+            .last()
+            .map_or(0, |s| s.content.len() - s.content.trim_end().len());
+        let line = lines.last_mut().expect("one line at least");
+        if used > 0 && used + text - gap > width {
+            lines.push(field);
+            used = text;
+        } else {
+            line.extend(field);
+            used += text;
+        }
+    }
+    lines.into_iter().map(Line::from).collect()
 }
 
 /// What measuring and serving cost apart (`serve`), and each knob's cost
 /// (`budget.knobs`), costliest first, a predicted one marked `~` (it is
 /// off: its last measured cost, scaled by the load since). `None` when the
-/// snapshot carries neither.
+/// snapshot carries neither. The split only when serving costs something:
+/// `top` serves nothing, and there measuring is the whole cost already in
+/// the line above.
 fn costs(snapshot: &Snapshot) -> Option<Line<'static>> {
     let overhead = &snapshot.overhead;
     let mut spans = Vec::new();
-    if let Some(measuring) = overhead.measuring_percent {
+    if let (Some(measuring), Some(serving)) = (
+        overhead.measuring_percent,
+        overhead.serving_percent.filter(|&s| s > 0.0),
+    ) {
         spans.extend(field("measuring", format::percent(measuring)));
-    }
-    if let Some(serving) = overhead.serving_percent {
         spans.extend(field("serving", format::percent(serving)));
     }
     let mut knobs: Vec<&KnobCost> = snapshot.budget.iter().flat_map(|b| &b.knobs).collect();

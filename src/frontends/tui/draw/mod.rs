@@ -145,7 +145,7 @@ pub fn draw(app: &App, frame: &mut Frame<'_>) {
     let timers = app.latest().map(timers::height);
     let areas = Areas::of(
         area,
-        header::height(app.latest()),
+        header::height(app, area.width),
         sketch.is_some(),
         attribution.is_some(),
         timers,

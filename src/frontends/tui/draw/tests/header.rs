@@ -243,3 +243,32 @@ fn before_the_first_snapshot_and_for_a_replay() {
         3
     );
 }
+
+/// At 80 columns a loss pushed netto's cost off the edge (`netto cost
+/// 0.98% +-0.0`, seen in the first-hour trial): the line wraps between
+/// fields instead, and `top`, which serves nothing, gives no
+/// measuring/serving split.
+#[test]
+fn a_loss_at_80_columns_wraps_the_cost_onto_a_line_of_its_own() {
+    let mut lossy = fixture::snapshot();
+    lossy.losses.missed_samples = 481;
+    lossy.overhead.measuring_percent = Some(0.6);
+    lossy.overhead.serving_percent = Some(0.0);
+    let screen = screen(&fixture::app_showing(lossy.clone()), 80, 24);
+    assert_eq!(
+        words(&screen[1]),
+        [
+            "sampling", "499", "Hz", "dropped", "3", "lost", "481", "samples", "missed", "refresh",
+            "1.00", "s"
+        ]
+    );
+    assert_eq!(words(&screen[2]), ["netto", "cost", "0.60%", "+-0.03%"]);
+    assert!(screen[3].contains("events:"), "{}", screen[3]);
+    // Where it fits, one line as before.
+    let wide = screen_of(lossy, 120, 40);
+    assert_eq!(
+        words(&wide[1])[9..],
+        ["refresh", "1.00", "s", "netto", "cost", "0.60%", "+-0.03%"]
+    );
+    assert!(wide[2].contains("events:"), "{}", wide[2]);
+}
