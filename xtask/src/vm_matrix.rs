@@ -70,6 +70,7 @@ const MATRIX: &[Row] = &[
         test: "socket_calls",
         filter: &[],
         env: &[("NETTO_TEST_BACKEND", "fentry")],
+        bpf_stats_held: false,
         needs: &["fentry_fexit", "task_storage"],
         timeout: Duration::from_secs(10 * MINUTES),
     },
@@ -81,6 +82,7 @@ const MATRIX: &[Row] = &[
         test: "own_cost",
         filter: &["each_program_and_each_socket_call"],
         env: &[("NETTO_TEST_BACKEND", "fentry")],
+        bpf_stats_held: false,
         needs: &["fentry_fexit", "task_storage", "bpf_stats"],
         timeout: Duration::from_secs(4 * MINUTES),
     },
@@ -89,6 +91,7 @@ const MATRIX: &[Row] = &[
         test: "own_cost",
         filter: &["each_program_and_each_socket_call"],
         env: &[("NETTO_TEST_BACKEND", "tracepoint")],
+        bpf_stats_held: false,
         needs: &["tracepoints", "task_storage", "bpf_stats"],
         timeout: Duration::from_secs(4 * MINUTES),
     },
@@ -101,6 +104,7 @@ const MATRIX: &[Row] = &[
         test: "sampling",
         filter: &["tiny_buffer"],
         env: &[],
+        bpf_stats_held: false,
         needs: &["perf_events"],
         timeout: Duration::from_secs(4 * MINUTES),
     },
@@ -113,6 +117,7 @@ const MATRIX: &[Row] = &[
         test: "flows",
         filter: &["forwarded_packets_go_to_their_tuples"],
         env: &[],
+        bpf_stats_held: true,
         needs: &["tracepoints", "task_storage"],
         timeout: Duration::from_secs(6 * MINUTES),
     },
@@ -126,6 +131,7 @@ const MATRIX: &[Row] = &[
         test: "sketch",
         filter: &["--skip", "zipf_", "--skip", "bad_input_is_one_line"],
         env: &[],
+        bpf_stats_held: false,
         needs: &["xdp"],
         timeout: Duration::from_secs(8 * MINUTES),
     },
@@ -139,6 +145,7 @@ fn check_job(netto: &Path) -> Job {
         program: netto.into(),
         args: vec!["check".to_owned(), "--json".to_owned()],
         env: Vec::new(),
+        bpf_stats_held: false,
         timeout: Duration::from_secs(2 * MINUTES),
     }
 }
@@ -160,6 +167,7 @@ fn row_jobs(rows: &[&Row], executables: &BTreeMap<String, PathBuf>) -> Vec<Job> 
                 .map(|(k, v)| (k.to_string(), v.to_string()))
                 .chain([("NETTO_TEST_TIME_SCALE".into(), TIME_SCALE.into())])
                 .collect(),
+            bpf_stats_held: row.bpf_stats_held,
             timeout: row.timeout,
         })
         .collect()
@@ -219,7 +227,7 @@ fn boot_with_retries(
     jobs: &[Job],
     stops: &mut Vec<String>,
 ) -> Result<Boot> {
-    let mut boot = guest::boot(kernel, &layout.target_dir, dir, jobs)?;
+    let mut boot = guest::boot(kernel, layout, dir, jobs)?;
     // Under TCG a guest kernel has been seen to panic on its own (an
     // int3 oops while it patched its text to switch a tracepoint, in a
     // workqueue netto has no part in) and to hang (see docs/src/reliability.md, "The kernel
@@ -245,7 +253,7 @@ fn boot_with_retries(
         ));
         let again: Vec<_> = unfinished.iter().map(|&i| jobs[i].clone()).collect();
         let retry_dir = dir.join(format!("retry{attempt}"));
-        let retry = guest::boot(kernel, &layout.target_dir, &retry_dir, &again)?;
+        let retry = guest::boot(kernel, layout, &retry_dir, &again)?;
         for (&i, result) in unfinished.iter().zip(retry.results) {
             boot.results[i] = result;
         }

@@ -17,6 +17,7 @@ use anyhow::{Context, Result};
 use super::host::{self, shell_quote};
 use super::initramfs::{self, GuestConfig};
 use super::kernel::Kernel;
+use super::Layout;
 
 /// Boot to the first job, with room to spare (about 8 s measured).
 const BOOT_ALLOWANCE: Duration = Duration::from_secs(90);
@@ -32,6 +33,16 @@ pub struct Job {
     pub program: PathBuf,
     pub args: Vec<String>,
     pub env: Vec<(String, String)>,
+    /// Runs the job with `kernel.bpf_stats_enabled` set, so that netto's
+    /// duty cycle (`source::duty`) takes and drops a reference to the
+    /// kernel's statistics key instead of flipping it. Each flip rewrites
+    /// every BPF dispatch site with int3 text patching, and under
+    /// multi-threaded TCG a vCPU running a patched site while the other
+    /// patches it can trap on a breakpoint already gone: the 6.12 guest
+    /// panicked that way on every boot of the forwarded-flows row (see
+    /// docs/src/journal/2026-11-29-matrix-flows-int3-panics.md). Every
+    /// job sets the sysctl, so none inherits another's.
+    pub bpf_stats_held: bool,
     pub timeout: Duration,
 }
 
@@ -59,14 +70,19 @@ pub struct Boot {
 
 /// Boots `kernel`, runs `jobs` in it and collects their results. `dir`
 /// (on the share) receives the jobs and the serial log.
-pub fn boot(kernel: &Kernel, share: &Path, dir: &Path, jobs: &[Job]) -> Result<Boot> {
+pub fn boot(kernel: &Kernel, layout: &Layout, dir: &Path, jobs: &[Job]) -> Result<Boot> {
+    let share = &layout.target_dir;
     let _ = fs::remove_dir_all(dir);
     let jobs_dir = dir.join("jobs");
     for job in jobs {
         write_job(&jobs_dir.join(&job.name), job)
             .with_context(|| format!("writing job {} in {}", job.name, jobs_dir.display()))?;
     }
-    let executables: Vec<PathBuf> = jobs.iter().map(|j| j.program.clone()).collect();
+    let executables: Vec<PathBuf> = jobs
+        .iter()
+        .map(|j| j.program.clone())
+        .chain([layout.netto.clone()])
+        .collect();
     let archive = dir.join("initramfs.cpio");
     initramfs::build(
         kernel,
@@ -84,7 +100,10 @@ pub fn boot(kernel: &Kernel, share: &Path, dir: &Path, jobs: &[Job]) -> Result<B
     let deadline = BOOT_ALLOWANCE + jobs.iter().map(|j| j.timeout).sum::<Duration>();
     let started = Instant::now();
     let mut qemu = Command::new(host::find_tool("qemu-system-x86_64", "qemu-system-x86")?);
-    qemu.args(["-accel", "tcg", "-cpu", "max", "-smp", "2", "-m", MEMORY])
+    // NETTO_VM_ACCEL: another accelerator for comparisons, such as
+    // single-threaded TCG (see the journal entry on `bpf_stats_held`).
+    let accel = std::env::var("NETTO_VM_ACCEL").unwrap_or_else(|_| "tcg".to_owned());
+    qemu.args(["-accel", &accel, "-cpu", "max", "-smp", "2", "-m", MEMORY])
         .args(["-nographic", "-no-reboot"])
         .arg("-monitor")
         .arg(format!("unix:{},server,nowait", monitor.display()))
@@ -339,7 +358,10 @@ pub fn unfinished(results: &[JobResult]) -> Vec<usize> {
 /// `run` (a shell script the init runs) and `timeout` (seconds) in `dir`.
 fn write_job(dir: &Path, job: &Job) -> Result<()> {
     fs::create_dir_all(dir)?;
-    let mut script = String::from("cd /tmp\n");
+    let mut script = format!(
+        "cd /tmp\necho {} > /proc/sys/kernel/bpf_stats_enabled\n",
+        u8::from(job.bpf_stats_held)
+    );
     for (key, value) in &job.env {
         script.push_str(&format!("export {key}={}\n", shell_quote(value)));
     }
@@ -387,6 +409,26 @@ mod tests {
     }
 
     #[test]
+    fn every_job_sets_the_statistics_sysctl_before_its_program() {
+        let dir = tempfile::tempdir().unwrap();
+        for held in [true, false] {
+            let job = Job {
+                name: "01-flows".to_owned(),
+                program: PathBuf::from("/t/flows"),
+                args: vec!["a b".to_owned()],
+                env: Vec::new(),
+                bpf_stats_held: held,
+                timeout: Duration::from_secs(1),
+            };
+            write_job(dir.path(), &job).unwrap();
+            let script = fs::read_to_string(dir.path().join("run")).unwrap();
+            let sysctl = format!("echo {} > /proc/sys/kernel/bpf_stats_enabled\n", u8::from(held));
+            let at = script.find(&sysctl).expect(&script);
+            assert!(at < script.find("exec").unwrap(), "{script}");
+        }
+    }
+
+    #[test]
     fn a_job_begun_long_past_its_timeout_without_a_status_is_stuck() {
         let dir = tempfile::tempdir().unwrap();
         let job = |name: &str, timeout_s| Job {
@@ -394,6 +436,7 @@ mod tests {
             program: PathBuf::new(),
             args: Vec::new(),
             env: Vec::new(),
+            bpf_stats_held: false,
             timeout: Duration::from_secs(timeout_s),
         };
         let jobs = [

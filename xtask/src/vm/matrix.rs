@@ -18,6 +18,9 @@ pub struct Row {
     /// libtest arguments after `--test-threads=1 --nocapture`: a filter.
     pub filter: &'static [&'static str],
     pub env: &'static [(&'static str, &'static str)],
+    /// Statistics held on for the whole job ([`super::guest::Job`]'s
+    /// `bpf_stats_held`): for rows that do not price netto's programs.
+    pub bpf_stats_held: bool,
     /// `netto check --json` findings that must be "ok" for the feature to
     /// exist on a kernel.
     pub needs: &'static [&'static str],
@@ -131,6 +134,7 @@ mod tests {
         test: "t",
         filter: &[],
         env: &[],
+        bpf_stats_held: false,
         needs: &["fentry_fexit"],
         timeout: Duration::from_secs(1),
     };

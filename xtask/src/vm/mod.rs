@@ -25,6 +25,9 @@ use std::path::{Path, PathBuf};
 /// Where the harness keeps things: everything under the cargo target
 /// directory unless `NETTO_VM_CACHE` moves the kernel cache elsewhere.
 pub struct Layout {
+    /// netto's binary, which every job may start: its libraries go into
+    /// every boot's initramfs, whichever jobs that boot runs.
+    pub netto: PathBuf,
     /// Shared with the guest at the same path.
     pub target_dir: PathBuf,
     /// Downloaded kernel packages and what is extracted from them, kept
@@ -47,6 +50,7 @@ impl Layout {
             .unwrap_or_else(|| target_dir.join("vm-cache"));
         let results_dir = target_dir.join("vm-matrix");
         Layout {
+            netto: netto.to_path_buf(),
             target_dir,
             cache_dir,
             results_dir,
