@@ -422,7 +422,10 @@ mod tests {
             };
             write_job(dir.path(), &job).unwrap();
             let script = fs::read_to_string(dir.path().join("run")).unwrap();
-            let sysctl = format!("echo {} > /proc/sys/kernel/bpf_stats_enabled\n", u8::from(held));
+            let sysctl = format!(
+                "echo {} > /proc/sys/kernel/bpf_stats_enabled\n",
+                u8::from(held)
+            );
             let at = script.find(&sysctl).expect(&script);
             assert!(at < script.find("exec").unwrap(), "{script}");
         }
