@@ -292,6 +292,13 @@ struct netto_cpu {
 	netto_u32 state_epoch;
 	/* Runs of netto's programs, by enum netto_hook, cumulative. */
 	netto_u64 hook_runs[NETTO_NR_HOOKS];
+	/* Runs of the sampler that interrupted the idle loop itself (the
+	 * idle task on its own stack; an interrupt or softirq the idle CPU
+	 * serves runs on the CPU's interrupt stack). User space leaves them
+	 * out of the runs, and the kernel's idle time out of the samples due,
+	 * when it counts the samples that never ran: some hypervisors hold an
+	 * idle virtual CPU's timer back, and no sample is taken there. */
+	netto_u64 sample_idle_runs;
 	/* ---- counters, cumulative since load ---- */
 	netto_u64 event_ns[NETTO_NR_EVENTS];
 	/* Hardirq handler time, charged to no event; reported so the user

@@ -91,6 +91,23 @@ static __always_inline bool in_kernel(struct bpf_perf_event_data *ctx)
 	return (long)PT_REGS_IP(&ctx->regs) < 0;
 }
 
+/* THREAD_SIZE on x86-64 and arm64 (without KASAN, whose stacks are
+ * twice as large): an interrupt stack allocated next to the idle task's
+ * begins at least a guard page beyond it. */
+#define IDLE_STACK_BOUND (16 << 10)
+
+/* Whether the sample interrupted the idle loop itself (netto.h,
+ * sample_idle_runs): the idle task (pid 0), on its own stack. */
+static __always_inline bool in_idle_loop(struct bpf_perf_event_data *ctx)
+{
+	unsigned long stack;
+
+	if (bpf_get_current_pid_tgid() != 0)
+		return false;
+	stack = (unsigned long)bpf_get_current_task_btf()->stack;
+	return PT_REGS_SP(&ctx->regs) - stack < IDLE_STACK_BOUND;
+}
+
 /*
  * Where the sample was taken, from what the accounting programs recorded
  * in the CPU's record, as far as the tier in force keeps them attached;
@@ -274,6 +291,8 @@ int netto_sample(struct bpf_perf_event_data *ctx)
 	if (!c)
 		return 0;
 	c->hook_runs[NETTO_HOOK_SAMPLE]++;
+	if (in_idle_loop(ctx))
+		c->sample_idle_runs++;
 	ctl = bpf_map_lookup_elem(&sample_ctl, &zero);
 	if (!ctl)
 		return 0;

@@ -36,7 +36,7 @@ const WORDS = {
   recursion: "runs of netto's programs the kernel skipped because the program was already running on that CPU: transitions or samples not seen",
   sampleHalves: "halves of the sample buffer given up because a writer was still inside when netto read it; their samples count as dropped",
   attributions: "parts of an event's time that could not go to their group because its map was full or busy: they count as unattributed",
-  missedSamples: "stack samples the CPU clocks were due for that never ran: perf throttled sampling (kernel.perf_event_max_sample_rate), the kernel skipped it, or a virtual CPU was not running; estimates from samples read low by as much",
+  missedSamples: "stack samples the CPU clocks were due for while the CPUs worked (idle time owes none) that never ran: perf throttled sampling (kernel.perf_event_max_sample_rate), the kernel skipped it, or a virtual CPU was not running; estimates from samples read low by as much",
   unsampledCpus: "online CPUs perf would not sample yet (a CPU coming up): netto asks again at every drain",
 };
 // What a group's id is, by --by: as GroupBy::id_name in

@@ -11,6 +11,7 @@ pub mod dispatch;
 pub mod features;
 pub mod functions;
 pub mod hooks;
+pub mod idle;
 pub mod mmap;
 pub mod network_hooks;
 pub mod network_programs;

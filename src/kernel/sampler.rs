@@ -14,6 +14,7 @@ use libbpf_rs::{OpenObject, RingBuffer, RingBufferBuilder};
 
 use super::accounting::{cpu_records, Accounting};
 use super::attribution::Key;
+use super::idle;
 use super::mmap::Mapping;
 use super::perf::CpuEvent;
 use super::skel;
@@ -115,9 +116,10 @@ pub struct SamplerCounters {
     /// on, for netto's own cost.
     pub measured_runs: u64,
     pub measured_ns: u64,
-    /// Samples the CPUs' clocks were due for that the program never ran
-    /// for (perf throttling, or the kernel skipping it), beyond
-    /// [`TIMING_SLACK`] per CPU.
+    /// Samples the CPUs' clocks were due for while they worked (idle time
+    /// left out, `kernel::idle`) that the program never ran for (perf
+    /// throttling, or the kernel skipping it), beyond [`TIMING_SLACK`] per
+    /// CPU.
     pub missed: u64,
 }
 
@@ -317,8 +319,11 @@ impl<'obj> Sampler<'obj> {
         if hz > self.capacity_hz {
             return Ok(false);
         }
-        for event in self.events.iter_mut().flatten() {
-            event.set_frequency(hz)?;
+        let idle = idle::idle_ns().unwrap_or_default();
+        for (cpu, event) in self.events.iter_mut().enumerate() {
+            if let Some(event) = event {
+                event.set_frequency(hz, idle.get(cpu).copied().flatten())?;
+            }
         }
         self.frequency_hz = hz;
         Ok(true)
@@ -345,6 +350,7 @@ impl<'obj> Sampler<'obj> {
             self.online = online;
         }
         let mut runs = None;
+        let frequency_hz = self.frequency_hz;
         for cpu in 0..self.events.len() {
             let online = self.online_cpus.contains(&cpu);
             if online
@@ -357,19 +363,20 @@ impl<'obj> Sampler<'obj> {
             if self.events[cpu].is_none() && !online {
                 continue;
             }
-            let runs = match &runs {
-                Some(runs) => runs,
-                None => runs.insert(self.sample_runs()?),
+            let (runs, idle) = match &runs {
+                Some(read) => read,
+                None => runs.insert(self.busy_runs_and_idle()?),
             };
             let ran = runs.get(cpu).copied().unwrap_or(0);
+            let idle = idle.get(cpu).copied().flatten();
             if let Some(gone) = self.events[cpu].take() {
-                self.missed_before += beyond_slack(gone.shortfall(ran));
+                self.missed_before += beyond_slack(gone.shortfall(ran, idle), frequency_hz);
             }
             // Also a CPU perf refused before (ENODEV while it came up):
             // asked again at every drain until it has an event.
             if online {
                 self.events[cpu] =
-                    CpuEvent::attach(&self.skel.progs.netto_sample, cpu, self.frequency_hz, ran)?;
+                    CpuEvent::attach(&self.skel.progs.netto_sample, cpu, frequency_hz, ran, idle)?;
             }
         }
         Ok(())
@@ -386,23 +393,32 @@ impl<'obj> Sampler<'obj> {
     /// Stops sampling and hands what the buffer holds to `each`: before a
     /// sampler is replaced, so that no sample taken meanwhile is lost.
     pub fn retire(&mut self, each: impl FnMut(RawSample<'_>)) -> Result<(), KernelError> {
-        let runs = self.sample_runs()?;
+        let (runs, idle) = self.busy_runs_and_idle()?;
         for (cpu, event) in self.events.iter_mut().enumerate() {
             if let Some(gone) = event.take() {
-                self.missed_before +=
-                    beyond_slack(gone.shortfall(runs.get(cpu).copied().unwrap_or(0)));
+                let shortfall = gone.shortfall(
+                    runs.get(cpu).copied().unwrap_or(0),
+                    idle.get(cpu).copied().flatten(),
+                );
+                self.missed_before += beyond_slack(shortfall, self.frequency_hz);
             }
         }
         self.drain(each)
     }
 
-    /// The program's runs on each CPU so far (the accounting's per-CPU
-    /// records, index = CPU).
-    fn sample_runs(&self) -> Result<Vec<u64>, KernelError> {
-        Ok(cpu_records(&self.skel.maps.cpus)?
+    /// The program's runs outside the idle loop on each CPU so far (the
+    /// accounting's per-CPU records), and each CPU's idle time
+    /// (`kernel::idle`; none known if /proc/stat cannot be read), index =
+    /// CPU: the two sides of the samples due while the CPU worked.
+    fn busy_runs_and_idle(&self) -> Result<(Vec<u64>, Vec<Option<u64>>), KernelError> {
+        let runs = cpu_records(&self.skel.maps.cpus)?
             .iter()
-            .map(|c| c.hook_runs[netto_hook::NETTO_HOOK_SAMPLE as usize])
-            .collect())
+            .map(|c| {
+                c.hook_runs[netto_hook::NETTO_HOOK_SAMPLE as usize]
+                    .saturating_sub(c.sample_idle_runs)
+            })
+            .collect();
+        Ok((runs, idle::idle_ns().unwrap_or_default()))
     }
 
     /// Hands every sample taken since the last drain to `each`.
@@ -457,13 +473,16 @@ impl Sampler<'_> {
     /// Samples missed so far, never fewer than last reported (the live
     /// events' shortfall moves with the timing of its two readings).
     fn missed(&self) -> u64 {
-        let runs = self.sample_runs().unwrap_or_default();
+        let (runs, idle) = self.busy_runs_and_idle().unwrap_or_default();
         let live: u64 = self
             .events
             .iter()
             .enumerate()
-            .filter_map(|(cpu, event)| Some(event.as_ref()?.shortfall(*runs.get(cpu)?)))
-            .map(beyond_slack)
+            .filter_map(|(cpu, event)| {
+                let idle = idle.get(cpu).copied().flatten();
+                Some(event.as_ref()?.shortfall(*runs.get(cpu)?, idle))
+            })
+            .map(|shortfall| beyond_slack(shortfall, self.frequency_hz))
             .sum();
         let missed = self.missed_reported.get().max(self.missed_before + live);
         self.missed_reported.set(missed);
@@ -471,9 +490,11 @@ impl Sampler<'_> {
     }
 }
 
-/// A CPU's shortfall of samples beyond [`TIMING_SLACK`].
-fn beyond_slack(shortfall: f64) -> u64 {
-    (shortfall - TIMING_SLACK).max(0.0).floor() as u64
+/// A CPU's shortfall of samples beyond [`TIMING_SLACK`] and the samples
+/// due at `frequency_hz` in one tick of the idle time's count.
+fn beyond_slack(shortfall: f64, frequency_hz: u64) -> u64 {
+    let idle_tick = idle::tick_ns() as f64 * frequency_hz as f64 / 1e9;
+    (shortfall - TIMING_SLACK - idle_tick).max(0.0).floor() as u64
 }
 
 /// A libbpf error around the ring buffer transport.

@@ -23,8 +23,9 @@ pub struct Losses {
     /// `attribution.unattributed`. Absent from recordings before it existed.
     #[serde(default)]
     pub attribution_misses: u64,
-    /// Stack samples the CPUs' clocks were due for that the sampler never
-    /// ran for: perf throttled its events (`kernel.perf_event_max_sample_rate`
+    /// Stack samples the CPUs' clocks were due for while they worked (not
+    /// in idle time, `kernel::idle`) that the sampler never ran for: perf
+    /// throttled its events (`kernel.perf_event_max_sample_rate`
     /// under the asked frequency, or perf interrupts that took too long),
     /// the kernel skipped the program while another BPF program ran on
     /// that CPU, or a virtual CPU was not running when its timer was due.
@@ -99,9 +100,10 @@ impl Losses {
         LossKind {
             name: "missed_samples",
             short: "samples missed",
-            meaning: "stack samples the CPU clocks were due for that never ran: perf throttled \
-                      sampling (kernel.perf_event_max_sample_rate), the kernel skipped it, or a \
-                      virtual CPU was not running; estimates from samples read low by as much",
+            meaning: "stack samples the CPU clocks were due for while the CPUs worked (idle \
+                      time owes none) that never ran: perf throttled sampling \
+                      (kernel.perf_event_max_sample_rate), the kernel skipped it, or a virtual CPU \
+                      was not running; estimates from samples read low by as much",
             count: |l| l.missed_samples,
         },
         LossKind {
