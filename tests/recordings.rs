@@ -319,7 +319,7 @@ fn report_refuses_each_malformed_recording_in_one_line() {
     for (text, says) in [
         (
             "",
-            "is not a netto recording: the file: EOF while parsing a value",
+            "is not a netto recording: not JSON: EOF while parsing a value",
         ),
         (
             "{\"header\": {\"netto_version\": \"0",

@@ -364,6 +364,31 @@ fn the_page_names_a_calibration_interval() {
     );
 }
 
+/// A tier the budget stepped down to says so, and how to measure exactly:
+/// without it, `serve --demo`'s first page showed estimates near zero for
+/// traffic `stat --demo` measures, with nothing to say why.
+#[test]
+fn the_page_says_the_budget_took_the_run_to_its_tier() {
+    let mut recording = recording();
+    let last = recording.snapshots.last_mut().unwrap();
+    last.tier = Tier::Sampled;
+    for time in last.events.values_mut() {
+        (time.estimated, time.error_ns) = (true, Some(10_000_000));
+    }
+    last.budget = Some(BudgetStatus::over_at_floor(1.0));
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("stepped-down.json");
+    std::fs::write(&path, serde_json::to_vec(&recording).unwrap()).unwrap();
+    netto::recording::load(&path).expect("a valid recording");
+    let page = open_page(&path);
+    let tier = wait_for(&page.tab, "document.getElementById('tier')?.textContent");
+    assert_eq!(
+        tier.as_str().unwrap(),
+        "tier sampled (~ estimated from stack samples; the 1 % budget stepped down to it, \
+         --budget off measures exactly)"
+    );
+}
+
 /// `serve`'s split of its cost and the budget's knobs, in the cost table:
 /// measuring and serving apart, each knob costliest first, with whether
 /// its cost was measured or predicted.

@@ -225,7 +225,11 @@ function render() {
 function renderCards(s) {
   // Recordings made before tiers are exact throughout.
   const tier = s.tier || "exact";
-  $("tier").textContent = `tier ${tier}` + (tier === "exact" ? "" : " (~ estimated from stack samples)")
+  // Where the budget took the run, say so and how to measure exactly:
+  // on a small host the demo's traffic alone is past serve's 1 %.
+  const why = tier !== "exact" && s.budget
+    ? `; the ${s.budget.percent} % budget stepped down to it, --budget off measures exactly` : "";
+  $("tier").textContent = `tier ${tier}` + (tier === "exact" ? "" : ` (~ estimated from stack samples${why})`)
     + (s.calibrating ? ` (calibration interval: the run is in ${s.calibrating})` : "");
   const cards = EVENTS.map((event) => {
     const time = s.events[event];

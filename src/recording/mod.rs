@@ -215,10 +215,17 @@ pub fn parse(bytes: &[u8]) -> Result<Recording, Invalid> {
     let mut json = serde_json::Deserializer::from_slice(bytes);
     let recording: Recording = serde_path_to_error::deserialize(&mut json).map_err(|e| {
         let at = e.path().to_string();
-        invalid(
-            if at == "." { "the file" } else { &at },
-            e.inner().to_string(),
-        )
+        // A file that is not JSON at all has no place to point to.
+        let not_json = matches!(
+            e.inner().classify(),
+            serde_json::error::Category::Syntax | serde_json::error::Category::Eof
+        );
+        let at = match at.as_str() {
+            "." if not_json => "not JSON",
+            "." => "the file",
+            path => path,
+        };
+        invalid(at, e.inner().to_string())
     })?;
     json.end()
         .map_err(|e| invalid("the file", format!("{e} (after the recording)")))?;

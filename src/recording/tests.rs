@@ -54,6 +54,15 @@ fn stat_output_is_named_as_such() {
         .unwrap_err()
         .to_string()
         .contains("is not a netto recording: the file: missing field `header`"));
+    // Nor is a file that is not JSON at all, which says only that.
+    std::fs::write(&path, "root:x:0:0:root:/root:/bin/bash\n").unwrap();
+    assert_eq!(
+        load(&path).unwrap_err().to_string(),
+        format!(
+            "{} is not a netto recording: not JSON: expected value at line 1 column 1",
+            path.display()
+        )
+    );
 }
 
 #[test]

@@ -325,11 +325,16 @@ fn escape(text: &str) -> String {
 }
 
 /// The legend's rows: a box and a label per colour, as many to a row as
-/// fit inferno's picture width.
+/// fit [`LEGEND_WIDTH`].
 const LEGEND_ROW: usize = 18;
 const LEGEND_BOX: usize = 12;
 /// inferno's default width, and its monospace font: 12 px at 0.59 em.
 const PICTURE_WIDTH: f64 = 1200.0;
+/// The narrowest the picture is shown at (the web page's flame panel in a
+/// 1000 px window). inferno's script fits the frames to whatever width
+/// the picture is given, but the legend is laid out in pixels, so rows
+/// as wide as the full picture were cut off there.
+const LEGEND_WIDTH: f64 = 800.0;
 const CHAR_WIDTH: f64 = 12.0 * 0.59;
 const MARGIN: f64 = 10.0;
 
@@ -342,7 +347,7 @@ fn with_legend(svg: &str, swatches: &[Swatch]) -> String {
     let (mut x, mut row) = (MARGIN, 0usize);
     for swatch in swatches {
         let width = LEGEND_BOX as f64 + 4.0 + swatch.legend.len() as f64 * CHAR_WIDTH + 16.0;
-        if x + width > PICTURE_WIDTH - MARGIN && x > MARGIN {
+        if x + width > LEGEND_WIDTH - MARGIN && x > MARGIN {
             x = MARGIN;
             row += 1;
         }

@@ -186,6 +186,12 @@ fn a_legend_names_each_colour_drawn_and_fits_the_picture() {
         .map(|y| y.parse::<f64>().unwrap())
         .fold(0.0, f64::max);
     assert!(lowest + 12.0 <= height, "legend at {lowest} below {height}");
+    // Each label ends inside the narrowest width the picture is shown at.
+    for text in legend.children().filter(|n| n.has_tag_name("text")) {
+        let x: f64 = text.attribute("x").unwrap().parse().unwrap();
+        let end = x + text.text().unwrap().len() as f64 * CHAR_WIDTH;
+        assert!(end <= LEGEND_WIDTH, "{:?} ends at {end}", text.text());
+    }
     assert!(root
         .attribute("viewBox")
         .unwrap()
