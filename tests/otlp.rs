@@ -9,7 +9,7 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::mpsc;
@@ -239,6 +239,50 @@ fn both_protocols_deliver_every_exact_nanosecond_by_name() {
     }
 }
 
+/// `--otlp-headers-file`'s headers arrive with every push, in lower case,
+/// over both protocols; the secret is on no process's command line (the
+/// serving process's included) and in nothing netto prints.
+#[test]
+fn headers_from_the_file_reach_the_receiver_and_no_command_line() {
+    const TOKEN: &str = "netto-test-token-5b1f";
+    let mut file = tempfile::NamedTempFile::new().unwrap();
+    writeln!(
+        file,
+        "# the collector's\nAuthorization: Bearer {TOKEN}\nX-Scope-OrgID: tenant-7"
+    )
+    .unwrap();
+    let path = file.path().to_str().unwrap();
+    for protocol in PROTOCOLS {
+        let receiver = Receiver::start(&[], None);
+        let serve = serve_pushing(
+            &receiver.endpoint(protocol),
+            protocol,
+            &["--otlp-headers-file", path],
+        );
+        let exports = receiver.until(Duration::from_secs(30), |got| !got.is_empty());
+        assert_eq!(
+            exports[0]["headers"],
+            serde_json::json!({
+                "authorization": format!("Bearer {TOKEN}"),
+                "x-scope-orgid": "tenant-7",
+            }),
+            "{protocol}"
+        );
+        for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+            if let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) {
+                assert!(
+                    !String::from_utf8_lossy(&cmdline).contains(TOKEN),
+                    "{protocol}: the token on {:?}'s command line",
+                    entry.path()
+                );
+            }
+        }
+        let (status, stderr) = serve.interrupt();
+        assert!(status.success());
+        assert!(!stderr.iter().any(|l| l.contains(TOKEN)), "{stderr:?}");
+    }
+}
+
 /// A CA and a certificate for `localhost` it signed (rustls takes no CA
 /// as a server's own certificate), made with openssl in `dir`: (the CA's
 /// certificate, the server's certificate, its key).
@@ -453,6 +497,8 @@ fn sending_resumes_when_the_receiver_comes_back() {
 #[test]
 fn bad_otlp_options_are_one_line_and_exit_2() {
     let file = tempfile::NamedTempFile::new().unwrap();
+    let mut bad_headers = tempfile::NamedTempFile::new().unwrap();
+    writeln!(bad_headers, "x-tenant: 7\nauthorization Bearer secret").unwrap();
     let missing = Path::new("/nonexistent/ca.pem");
     for (args, says) in [
         (vec!["--otlp-endpoint", "localhost:4317"], "not an http"),
@@ -507,6 +553,28 @@ fn bad_otlp_options_are_one_line_and_exit_2() {
                 file.path().to_str().unwrap(),
             ],
             "no certificate",
+        ),
+        (
+            vec![
+                "--otlp-endpoint",
+                "http://127.0.0.1:4317",
+                "--otlp-headers-file",
+                "/nonexistent/headers",
+            ],
+            "--otlp-headers-file /nonexistent/headers: No such file",
+        ),
+        (
+            vec![
+                "--otlp-endpoint",
+                "http://127.0.0.1:4317",
+                "--otlp-headers-file",
+                bad_headers.path().to_str().unwrap(),
+            ],
+            "line 2 is not `name: value`",
+        ),
+        (
+            vec!["--otlp-headers-file", "/nonexistent/headers"],
+            "--otlp-endpoint",
         ),
     ] {
         let mut all = vec!["serve", "--replay", RECORDING, "--listen", "127.0.0.1:0"];

@@ -10,7 +10,7 @@ use hyper::Uri;
 use thiserror::Error;
 
 use crate::frontends::flame::otlp::Measured;
-use crate::frontends::web::otlp::{read_roots, ExportSettings, Protocol, TransportError};
+use crate::frontends::web::otlp::{read_roots, ExportSettings, Headers, Protocol, TransportError};
 
 /// Shortest and longest `--otlp-interval`: a window is drawn from the kept
 /// history, so it can be no longer than the longest `--history`.
@@ -42,6 +42,12 @@ pub struct OtlpArgs {
     /// instead of the system's.
     #[arg(long, value_name = "FILE", requires = "otlp_endpoint")]
     pub otlp_ca_file: Option<PathBuf>,
+    /// Headers sent with every push, for the receiver's authentication: a
+    /// file of `name: value` lines (such as `authorization: Bearer
+    /// TOKEN`; blank lines and # comments skipped), read once at start,
+    /// so that no secret is on a command line. Names go in lower case.
+    #[arg(long, value_name = "FILE", requires = "otlp_endpoint")]
+    pub otlp_headers_file: Option<PathBuf>,
 }
 
 /// OTLP options that clap cannot judge alone: bad input all the same.
@@ -53,12 +59,15 @@ pub enum OtlpOptionError {
     Resolve(String, std::io::Error),
     #[error("--otlp-ca-file: {0}")]
     CaFile(TransportError),
+    #[error("--otlp-headers-file {0}: {1}")]
+    HeadersFile(String, String),
 }
 
 impl OtlpArgs {
     /// What the serving process needs to push profiles, checked now: the
     /// receiver's host resolved (the confined process cannot), the window
-    /// within the kept history, the CA file's certificates readable.
+    /// within the kept history, the CA file's certificates readable, the
+    /// headers file's headers read.
     pub fn settings(
         &self,
         history_s: f64,
@@ -86,6 +95,15 @@ impl OtlpArgs {
         if let Some(file) = &self.otlp_ca_file {
             read_roots(file).map_err(OtlpOptionError::CaFile)?;
         }
+        let headers = match &self.otlp_headers_file {
+            Some(file) => {
+                let fail =
+                    |why: String| OtlpOptionError::HeadersFile(file.display().to_string(), why);
+                Headers::parse(&std::fs::read_to_string(file).map_err(|e| fail(e.to_string()))?)
+                    .map_err(fail)?
+            }
+            None => Headers::default(),
+        };
         Ok(Some(ExportSettings {
             endpoint: endpoint.clone(),
             protocol: self.otlp_protocol,
@@ -93,6 +111,7 @@ impl OtlpArgs {
             addresses,
             ca_file: self.otlp_ca_file.clone(),
             measured,
+            headers,
         }))
     }
 }

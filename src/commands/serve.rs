@@ -19,7 +19,7 @@ use anyhow::{bail, Context, Result};
 use netto::cli::{ServeArgs, ServeHttpArgs};
 use netto::frontends::flame::otlp::Measured;
 use netto::frontends::web;
-use netto::frontends::web::feed::{self, Feed};
+use netto::frontends::web::feed::{self, Feed, ServeStart};
 use netto::frontends::web::host_header::HostCheck;
 use netto::frontends::web::otlp::Exporter;
 use netto::frontends::web::sandbox::{self, Identity, Outbound};
@@ -47,21 +47,22 @@ pub fn run(args: &ServeArgs) -> Result<ExitCode> {
     let signalled = stop_on_signals()?;
     let source = startup::view_source(&args.source)?;
     startup::print_notes(&source);
-    let start = Feed::Start {
-        info: source.info.clone(),
-        settings: ServeSettings {
-            history_s: args.history,
-            flame_s: FlameWindow::DEFAULT.seconds(),
-            serve_budget_percent: args.serve_budget,
-            otlp: args.otlp.otlp_endpoint.is_some(),
-        },
-        hosts: HostCheck::new(args.allow_remote, &args.allow_host),
-    };
     let measured = Measured {
         host: source.info.host.clone(),
         kernel: source.info.kernel.clone(),
     };
     let otlp = args.otlp.settings(args.history, measured)?;
+    let start = Feed::Start(Box::new(ServeStart {
+        info: source.info.clone(),
+        settings: ServeSettings {
+            history_s: args.history,
+            flame_s: FlameWindow::DEFAULT.seconds(),
+            serve_budget_percent: args.serve_budget,
+            otlp: otlp.is_some(),
+        },
+        hosts: HostCheck::new(args.allow_remote, &args.allow_host),
+        otlp_headers: otlp.as_ref().map(|o| o.headers.clone()).unwrap_or_default(),
+    }));
     let server = server_process::spawn(listener, identity, otlp.as_ref(), &start)?;
     eprintln!("netto: serving on http://{address}/ (Ctrl-C to stop)");
     if let Some(otlp) = &otlp {
@@ -245,9 +246,10 @@ pub fn run_http(args: &ServeHttpArgs) -> Result<ExitCode> {
     };
     sandbox::confine(identity, outbound).context("confining the HTTP server process")?;
     let mut input = BufReader::new(io::stdin());
-    let (info, settings, hosts) = feed::start(&mut input)?;
-    let state = actix_web::web::Data::new(State::new(info, settings)?);
-    if let Some(exporter) = exporter {
+    let start = feed::start(&mut input)?;
+    let hosts = start.hosts;
+    let state = actix_web::web::Data::new(State::new(start.info, start.settings)?);
+    if let Some(exporter) = exporter.map(|e| e.with_headers(start.otlp_headers)) {
         let exported = state.clone().into_inner();
         thread::Builder::new()
             .name("netto-otlp".into())

@@ -39,7 +39,7 @@ def any_value(value):
     return getattr(value, kind) if kind else None
 
 
-def summary(request, protocol):
+def summary(request, protocol, headers=()):
     d = request.dictionary
     strings = list(d.string_table)
     profiles = []
@@ -67,6 +67,12 @@ def summary(request, protocol):
     }
     return {
         "protocol": protocol,
+        # What a receiver would authenticate by: --otlp-headers-file's.
+        "headers": {
+            k.lower(): v
+            for k, v in headers
+            if k.lower() == "authorization" or k.lower().startswith("x-")
+        },
         "profiles": profiles,
         "attribute_keys": sorted(keys),
         "attribute_values": sorted(
@@ -79,8 +85,8 @@ def summary(request, protocol):
     }
 
 
-def report(request, protocol):
-    line = json.dumps(summary(request, protocol))
+def report(request, protocol, headers):
+    line = json.dumps(summary(request, protocol, headers))
     with LOCK:
         print(line, flush=True)
 
@@ -94,7 +100,7 @@ class Profiles(service_grpc.ProfilesServiceServicer):
     def Export(self, request, context):
         if STALL:
             stall()
-        report(request, "grpc")
+        report(request, "grpc", context.invocation_metadata())
         return service.ExportProfilesServiceResponse()
 
 
@@ -111,7 +117,7 @@ class Http(BaseHTTPRequestHandler):
             self.send_response(404)
             self.end_headers()
             return
-        report(request, "http/protobuf")
+        report(request, "http/protobuf", self.headers.items())
         answer = service.ExportProfilesServiceResponse().SerializeToString()
         self.send_response(200)
         self.send_header("Content-Type", "application/x-protobuf")

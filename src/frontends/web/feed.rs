@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 use super::host_header::HostCheck;
+use super::otlp::Headers;
 use super::state::{ServeSettings, State};
 use crate::model::Snapshot;
 use crate::source::SourceInfo;
@@ -16,11 +17,7 @@ use crate::source::SourceInfo;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Feed {
-    Start {
-        info: SourceInfo,
-        settings: ServeSettings,
-        hosts: HostCheck,
-    },
+    Start(Box<ServeStart>),
     Snapshot(Box<Snapshot>),
     End,
 }
@@ -56,17 +53,23 @@ pub fn receive(input: &mut impl BufRead, line: &mut String) -> Result<Option<Fee
 }
 
 /// What to serve: the first message.
-pub fn start(
-    input: &mut impl BufRead,
-) -> Result<(SourceInfo, ServeSettings, HostCheck), FeedError> {
+pub fn start(input: &mut impl BufRead) -> Result<ServeStart, FeedError> {
     match receive(input, &mut String::new())? {
-        Some(Feed::Start {
-            info,
-            settings,
-            hosts,
-        }) => Ok((info, settings, hosts)),
+        Some(Feed::Start(start)) => Ok(*start),
         _ => Err(FeedError::NoStart),
     }
+}
+
+/// What the first message says to serve.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ServeStart {
+    pub info: SourceInfo,
+    pub settings: ServeSettings,
+    pub hosts: HostCheck,
+    /// `--otlp-headers-file`'s headers: here, not on the serving
+    /// process's command line, which any user can read.
+    #[serde(default, skip_serializing_if = "Headers::is_empty")]
+    pub otlp_headers: Headers,
 }
 
 /// Every snapshot into `state` until the pipe closes; an end of the
@@ -77,7 +80,7 @@ pub fn pump(input: &mut impl BufRead, state: &State) -> Result<(), FeedError> {
         match message {
             Feed::Snapshot(snapshot) => state.publish(*snapshot),
             Feed::End => state.end(),
-            Feed::Start { .. } => return Err(FeedError::NoStart),
+            Feed::Start(_) => return Err(FeedError::NoStart),
         }
     }
     Ok(())
@@ -114,11 +117,12 @@ mod tests {
         let mut snapshot = Snapshot::empty("tracepoint", 2);
         snapshot.ts = 12.5;
         let sent = [
-            Feed::Start {
+            Feed::Start(Box::new(ServeStart {
                 info: info(),
                 settings: settings(),
                 hosts: HostCheck::new(false, &["node1".into()]),
-            },
+                otlp_headers: Headers::parse("authorization: Bearer t").unwrap(),
+            })),
             Feed::Snapshot(Box::new(snapshot)),
             Feed::End,
         ];

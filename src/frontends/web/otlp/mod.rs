@@ -18,6 +18,7 @@
 //! serve` at start, and its TLS roots read before the process confines
 //! itself ([`Exporter::prepare`]), for a confined process opens no file.
 
+mod headers;
 mod transport;
 
 use std::net::SocketAddr;
@@ -32,6 +33,7 @@ use thiserror::Error;
 use super::state::State;
 use crate::frontends::flame::otlp::{self, Measured};
 use crate::frontends::flame::{pprof, Labels, Scope, Weight};
+pub use headers::Headers;
 pub use transport::{read_roots, Transport, TransportError};
 
 /// How profiles travel, as `OTEL_EXPORTER_OTLP_PROTOCOL` names it.
@@ -58,8 +60,9 @@ impl Protocol {
 /// The path OTLP/HTTP posts profiles to when the endpoint names none.
 pub const HTTP_PROFILES_PATH: &str = "/v1development/profiles";
 
-/// What the serving process is told about the receiver (on its command
-/// line: it holds no secret).
+/// What the serving process is told about the receiver: on its command
+/// line, all but the headers, which hold secrets and travel over the feed
+/// (`Feed::Start`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ExportSettings {
     /// `--otlp-endpoint` as given.
@@ -73,6 +76,8 @@ pub struct ExportSettings {
     /// the system's CAs.
     pub ca_file: Option<PathBuf>,
     pub measured: Measured,
+    #[serde(skip)]
+    pub headers: Headers,
 }
 
 /// Windows waiting to be sent, at most: past it, a new window is dropped
@@ -156,6 +161,13 @@ impl Exporter {
         })
     }
 
+    /// Sends `headers` with every push (the serving process has them from
+    /// the feed, after it made the exporter).
+    pub fn with_headers(mut self, headers: Headers) -> Exporter {
+        self.settings.headers = headers;
+        self
+    }
+
     /// Sends a window every interval until the process ends.
     pub fn run(self, state: Arc<State>) {
         let Exporter {
@@ -167,9 +179,10 @@ impl Exporter {
         runtime.block_on(async move {
             let (queue, mut windows) = tokio::sync::mpsc::channel(QUEUE_WINDOWS);
             let metrics = state.clone();
+            let headers = settings.headers.clone();
             tokio::spawn(async move {
                 while let Some(window) = windows.recv().await {
-                    match send(&transport, window).await {
+                    match send(&transport, &headers, window).await {
                         Ok(()) => metrics.metrics.otlp_sent(),
                         Err(reason) => metrics.metrics.otlp_dropped(reason),
                     }
@@ -230,12 +243,13 @@ fn draw(
 /// One window delivered, or why not after every try.
 async fn send(
     transport: &Transport,
+    headers: &Headers,
     window: opentelemetry_proto::tonic::collector::profiles::v1development::ExportProfilesServiceRequest,
 ) -> Result<(), Dropped> {
     let mut wait = FIRST_BACKOFF;
     let mut last = Dropped::Unreachable;
     for attempt in 1..=TRIES {
-        match tokio::time::timeout(SEND_TIMEOUT, transport.export(window.clone())).await {
+        match tokio::time::timeout(SEND_TIMEOUT, transport.export(window.clone(), headers)).await {
             Ok(Ok(())) => return Ok(()),
             // A receiver that refused the window would refuse it again.
             Ok(Err(e)) if e.reason() == Dropped::Rejected => return Err(Dropped::Rejected),

@@ -29,9 +29,10 @@ use thiserror::Error;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
 use tonic::codec::CompressionEncoding;
+use tonic::metadata::{AsciiMetadataKey, AsciiMetadataValue};
 use tonic::transport::{Channel, Endpoint};
 
-use super::{Dropped, ExportSettings, Protocol, HTTP_PROFILES_PATH, SEND_TIMEOUT};
+use super::{Dropped, ExportSettings, Headers, Protocol, HTTP_PROFILES_PATH, SEND_TIMEOUT};
 
 #[derive(Debug, Error)]
 pub enum TransportError {
@@ -122,19 +123,33 @@ impl Transport {
         })
     }
 
-    /// Sends one export; succeeds when the receiver took every profile.
+    /// Sends one export with `headers`; succeeds when the receiver took
+    /// every profile.
     pub async fn export(
         &self,
         request: ExportProfilesServiceRequest,
+        headers: &Headers,
     ) -> Result<(), TransportError> {
         let answer = match self {
-            Transport::Grpc(client) => client
-                .clone()
-                .export(request)
-                .await
-                .map_err(status_error)?
-                .into_inner(),
-            Transport::Http { uri, connector } => post(uri, connector, &request).await?,
+            Transport::Grpc(client) => {
+                let mut request = tonic::Request::new(request);
+                for (name, value) in headers.iter() {
+                    // Headers::parse took only what these take.
+                    if let (Ok(name), Ok(value)) = (
+                        AsciiMetadataKey::from_bytes(name.as_bytes()),
+                        AsciiMetadataValue::try_from(value),
+                    ) {
+                        request.metadata_mut().append(name, value);
+                    }
+                }
+                client
+                    .clone()
+                    .export(request)
+                    .await
+                    .map_err(status_error)?
+                    .into_inner()
+            }
+            Transport::Http { uri, connector } => post(uri, connector, &request, headers).await?,
         };
         match answer.partial_success {
             Some(partial) if partial.rejected_profiles > 0 => Err(TransportError::Rejected(
@@ -256,6 +271,7 @@ async fn post(
     uri: &Uri,
     connector: &Connector,
     request: &ExportProfilesServiceRequest,
+    headers: &Headers,
 ) -> Result<ExportProfilesServiceResponse, TransportError> {
     let mut gzip = GzEncoder::new(Vec::new(), Compression::default());
     gzip.write_all(&request.encode_to_vec())
@@ -271,7 +287,11 @@ async fn post(
         .map_err(|e| TransportError::Connect(io::Error::other(e)))?;
     tokio::spawn(connection);
     let authority = uri.authority().map_or("", |a| a.as_str()).to_owned();
-    let post = hyper::Request::post(uri.path())
+    let post = headers
+        .iter()
+        .fold(hyper::Request::post(uri.path()), |post, (name, value)| {
+            post.header(name, value)
+        })
         .header(hyper::header::HOST, authority)
         .header(hyper::header::CONTENT_TYPE, "application/x-protobuf")
         .header(hyper::header::CONTENT_ENCODING, "gzip")
