@@ -141,6 +141,10 @@ fn folded_total(weight: &str) -> u64 {
         .sum()
 }
 
+/// `serve --replay` pushing 1 s windows to `to`; every window whatever it
+/// costs (`--otlp-budget 100`) unless `extra` says otherwise: these tests
+/// are about what arrives, and in the test build drawing a window of the
+/// replay at speed can take more than the default 1 % of a 1 s window.
 fn serve_pushing(to: &str, protocol: &str, extra: &[&str]) -> Serve {
     let mut args = vec![
         "--replay",
@@ -152,6 +156,9 @@ fn serve_pushing(to: &str, protocol: &str, extra: &[&str]) -> Serve {
         "--otlp-interval",
         "1s",
     ];
+    if !extra.contains(&"--otlp-budget") {
+        args.extend(["--otlp-budget", "100"]);
+    }
     args.extend_from_slice(extra);
     Serve::start(&args)
 }
@@ -281,6 +288,33 @@ fn headers_from_the_file_reach_the_receiver_and_no_command_line() {
         assert!(status.success());
         assert!(!stderr.iter().any(|l| l.contains(TOKEN)), "{stderr:?}");
     }
+}
+
+/// `--otlp-budget`: a window after one that cost the exporter more CPU
+/// than the budget allows is dropped (`over_budget`) instead of drawn, and
+/// the one after that is sent again. At the lowest budget, 0.1 % of a 1 s
+/// window (1 ms), drawing and sending a window here costs more than that.
+#[test]
+fn a_window_past_the_exporters_budget_is_dropped_not_drawn() {
+    let receiver = Receiver::start(&[], None);
+    let serve = serve_pushing(
+        &receiver.endpoint("grpc"),
+        "grpc",
+        &["--otlp-budget", "0.1", "--speed", "4"],
+    );
+    let over = "netto_otlp_windows_dropped_total{reason=\"over_budget\"}";
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while metric(&serve, over) < 2.0 || metric(&serve, "netto_otlp_windows_sent_total") < 2.0 {
+        assert!(
+            Instant::now() < deadline,
+            "{} over budget, {} sent",
+            metric(&serve, over),
+            metric(&serve, "netto_otlp_windows_sent_total")
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let (status, _) = serve.interrupt();
+    assert!(status.success());
 }
 
 /// A CA and a certificate for `localhost` it signed (rustls takes no CA
@@ -596,8 +630,8 @@ fn bad_otlp_options_are_one_line_and_exit_2() {
 /// never makes measuring step down, leaves it within its 1 % budget for
 /// most intervals, with a snapshot every
 /// interval and no step down on the exporter's account; the exporter's
-/// CPU is serving's, within serving's bound; its windows are counted as
-/// dropped.
+/// CPU is exporting's (`export_percent`), apart from serving's and within
+/// its 1 %; its windows are counted as dropped.
 #[test]
 fn live_measuring_pays_nothing_for_a_receiver_gone_or_hung() {
     let hung = Receiver::start(&["--stall"], None);
@@ -648,7 +682,17 @@ fn live_measuring_pays_nothing_for_a_receiver_gone_or_hung() {
             .iter()
             .map(|s| figure(s, "serving_percent"))
             .collect();
-        eprintln!("{protocol}: measuring {measuring:.2?} %; serving {serving:.2?} %");
+        let export: Vec<f64> = judged.iter().map(|s| figure(s, "export_percent")).collect();
+        eprintln!(
+            "{protocol}: measuring {measuring:.2?} %; serving {serving:.2?} %; \
+             exporting {export:.3?} %"
+        );
+        // The exporter's thread is told apart from serving: drawing and
+        // sending every window costs it something, within its 1 %.
+        assert!(export.iter().sum::<f64>() > 0.0, "{export:?}");
+        let mean = export.iter().sum::<f64>() / export.len() as f64;
+        assert!(mean <= 1.0, "exporting {export:?}");
+        assert!(metric(&serve, "netto_export_cpu_seconds_total") > 0.0);
         for s in judged {
             // A step down only ever answers measuring over its budget (on
             // a shared host, others' work runs the exact hooks too); the

@@ -434,9 +434,13 @@ function renderOverhead(s) {
   if (o.serving_percent != null) {
     rows.push(["serving (the HTTP process)", fmtPct(o.serving_percent) + " %"]);
   }
-  // serve --otlp-endpoint: its sender is part of serving.
+  // serve --otlp-endpoint: its exporter has a bound of its own
+  // (--otlp-budget), apart from serving's.
   if (o.otlp) {
-    rows.push(["OTLP windows pushed (part of serving)",
+    if (o.export_percent != null) {
+      rows.push(["exporting (OTLP pushes)", fmtPct(o.export_percent) + " %"]);
+    }
+    rows.push(["OTLP windows pushed",
       `${o.otlp.sent_windows} sent, ${o.otlp.dropped_windows} dropped`]);
   }
   // Absent without --budget (and in recordings made before it existed).

@@ -48,7 +48,18 @@ pub struct OtlpArgs {
     /// so that no secret is on a command line. Names go in lower case.
     #[arg(long, value_name = "FILE", requires = "otlp_endpoint")]
     pub otlp_headers_file: Option<PathBuf>,
+    /// Most CPU the exporter may take over a window, in percent of one
+    /// CPU: past it, the next window is dropped (counted, reason
+    /// over_budget) instead of drawn and sent. Apart from --budget
+    /// (measuring) and --serve-budget (serving): it never makes
+    /// measuring step down.
+    #[arg(long, value_name = "PERCENT", default_value_t = DEFAULT_OTLP_BUDGET, requires = "otlp_endpoint", allow_negative_numbers = true, value_parser = super::values::parse_serve_budget)]
+    pub otlp_budget: f64,
 }
+
+/// `--otlp-budget` unless told: a window every minute costs far less
+/// (docs/src/performance.md).
+pub const DEFAULT_OTLP_BUDGET: f64 = 1.0;
 
 /// OTLP options that clap cannot judge alone: bad input all the same.
 #[derive(Debug, Error)]
@@ -111,6 +122,7 @@ impl OtlpArgs {
             addresses,
             ca_file: self.otlp_ca_file.clone(),
             measured,
+            budget_percent: self.otlp_budget,
             headers,
         }))
     }

@@ -2,7 +2,8 @@
 //! (getrusage, in microseconds; /proc/self/stat counts whole clock ticks):
 //! netto's own cost in every snapshot, and what `netto-loadgen` reports of
 //! itself for the tests to hold netto's numbers to; and netto's other
-//! processes (serve's HTTP server), whose CPU time is netto's cost too.
+//! processes (serve's HTTP server), whose CPU time is netto's cost too,
+//! their OTLP exporter's thread told apart by its name.
 
 use std::io;
 use std::time::Duration;
@@ -39,6 +40,10 @@ pub fn cpu_time() -> Duration {
     cpu_times().map_or(Duration::ZERO, |t| t.user + t.system)
 }
 
+/// The name of the serving process's OTLP exporter thread, whose CPU time
+/// is exporting's rather than serving's.
+pub const EXPORTER_THREAD: &str = "netto-otlp";
+
 /// netto's processes besides this one (the HTTP server process of `serve`),
 /// whose CPU time is netto's cost too, but serving's rather than
 /// measuring's; the demo load is not one of them.
@@ -53,6 +58,8 @@ struct Other {
     pid: u32,
     /// Each live thread's run time when last read (ns).
     threads: Vec<(u32, u64)>,
+    /// The run time of its exporter threads, never falling (ns).
+    export_ns: u64,
     /// The run time of its threads that have exited since it was added.
     gone_ns: u64,
     /// The whole process's CPU time when last read, never falling (ns).
@@ -64,13 +71,14 @@ struct Other {
 pub struct OwnCpu {
     /// This process: measuring.
     pub measuring_ns: u64,
-    /// The others: serving.
+    /// The others: serving, and their exporter threads: exporting.
     pub serving_ns: u64,
+    pub export_ns: u64,
 }
 
 impl OwnCpu {
     pub fn total_ns(self) -> u64 {
-        self.measuring_ns + self.serving_ns
+        self.measuring_ns + self.serving_ns + self.export_ns
     }
 }
 
@@ -80,6 +88,7 @@ impl OwnProcesses {
             self.others.push(Other {
                 pid,
                 threads: Vec::new(),
+                export_ns: 0,
                 gone_ns: 0,
                 total_ns: 0,
             });
@@ -90,10 +99,16 @@ impl OwnProcesses {
     /// figures never fall.
     pub fn cpu_ns(&mut self) -> OwnCpu {
         let measuring_ns = u64::try_from(cpu_time().as_nanos()).unwrap_or(u64::MAX);
-        let serving_ns = self.others.iter_mut().map(Other::read).sum();
+        let (mut serving_ns, mut export_ns) = (0, 0);
+        for other in &mut self.others {
+            let total = other.read();
+            serving_ns += total.saturating_sub(other.export_ns);
+            export_ns += other.export_ns.min(total);
+        }
         OwnCpu {
             measuring_ns,
             serving_ns,
+            export_ns,
         }
     }
 }
@@ -107,6 +122,12 @@ impl Other {
     /// time but only in clock ticks.
     fn read(&mut self) -> u64 {
         let live = threads_run_time_ns(self.pid);
+        let exporting: u64 = live
+            .iter()
+            .filter(|&&(tid, _)| thread_name(self.pid, tid).as_deref() == Some(EXPORTER_THREAD))
+            .map(|&(_, ns)| ns)
+            .sum();
+        self.export_ns = self.export_ns.max(exporting);
         if !live.is_empty() {
             for (tid, ns) in &self.threads {
                 if !live.iter().any(|(t, _)| t == tid) {
@@ -135,6 +156,12 @@ fn threads_run_time_ns(pid: u32) -> Vec<(u32, u64)> {
             Some((tid, line.split_whitespace().next()?.parse().ok()?))
         })
         .collect()
+}
+
+/// The name (`comm`) of thread `tid` of `pid`.
+fn thread_name(pid: u32, tid: u32) -> Option<String> {
+    let comm = std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/comm")).ok()?;
+    Some(comm.trim_end().to_owned())
 }
 
 /// utime + stime of the whole process `pid` (exited threads included), in
@@ -196,6 +223,7 @@ mod tests {
         let mut us = Other {
             pid: std::process::id(),
             threads: Vec::new(),
+            export_ns: 0,
             gone_ns: 0,
             total_ns: 0,
         };
@@ -219,6 +247,43 @@ mod tests {
             "{} ms counted of a thread's 60",
             (after - before) / 1_000_000
         );
+    }
+
+    #[test]
+    fn the_exporter_threads_time_is_exporting_not_serving() {
+        let mut own = OwnProcesses::default();
+        own.add(std::process::id());
+        let before = own.cpu_ns();
+        std::thread::Builder::new()
+            .name(EXPORTER_THREAD.into())
+            .spawn(|| {
+                let start = thread_cpu();
+                let mut x = 0u64;
+                while thread_cpu() - start < Duration::from_millis(60) {
+                    for _ in 0..10_000 {
+                        x = std::hint::black_box(x.wrapping_add(1));
+                    }
+                }
+                // Read while this thread still lives: an exporter does not
+                // exit while it is measured.
+                std::thread::sleep(Duration::from_millis(300));
+            })
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(100));
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        let mut after = own.cpu_ns();
+        while after.export_ns < before.export_ns + 50_000_000
+            && std::time::Instant::now() < deadline
+        {
+            std::thread::sleep(Duration::from_millis(20));
+            after = own.cpu_ns();
+        }
+        assert!(
+            after.export_ns >= before.export_ns + 50_000_000,
+            "{} ms of the exporter's 60",
+            (after.export_ns - before.export_ns) / 1_000_000
+        );
+        assert!(after.total_ns() >= after.export_ns + after.serving_ns);
     }
 
     fn thread_cpu() -> Duration {

@@ -240,7 +240,11 @@ fn overhead(
         .process_cpu
         .serving_ns
         .saturating_sub(prev.process_cpu.serving_ns);
-    let process_cpu_ns = measuring_ns + serving_cpu_ns;
+    let export_cpu_ns = cur
+        .process_cpu
+        .export_ns
+        .saturating_sub(prev.process_cpu.export_ns);
+    let process_cpu_ns = measuring_ns + serving_cpu_ns + export_cpu_ns;
     let interval_s = cur.at.duration_since(prev.at).as_secs_f64();
     let bpf_stats = bpf.is_some();
     let bpf = bpf.unwrap_or_default();
@@ -254,6 +258,7 @@ fn overhead(
     Overhead {
         process_cpu_ns,
         serving_cpu_ns,
+        export_cpu_ns,
         bpf_stats,
         bpf_stats_held_s: stats_held_s,
         bpf_run_time_ns: bpf.run_time_ns,
@@ -264,6 +269,7 @@ fn overhead(
         )),
         measuring_percent: Some(percent(measuring_total_ns, interval_s)),
         serving_percent: Some(percent(serving_cpu_ns, interval_s)),
+        export_percent: Some(percent(export_cpu_ns, interval_s)),
         // The serving process, which pushes, says.
         otlp: None,
         estimated: bpf.estimated,
@@ -326,6 +332,7 @@ mod tests {
             process_cpu: OwnCpu {
                 measuring_ns: 4_000,
                 serving_ns: 1_000,
+                export_ns: 100,
             },
         };
         let cur = Reading {
@@ -348,6 +355,7 @@ mod tests {
             process_cpu: OwnCpu {
                 measuring_ns: 6_000,
                 serving_ns: 2_000,
+                export_ns: 600,
             },
         };
         let ctx = Context {
@@ -378,14 +386,18 @@ mod tests {
             snap.net_timer_callbacks,
             BTreeMap::from([("tcp_write_timer".to_owned(), 70)])
         );
-        assert_eq!(snap.overhead.process_cpu_ns, 3_000);
+        assert_eq!(snap.overhead.process_cpu_ns, 3_500);
         assert_eq!(snap.overhead.bpf_run_time_ns, 4000);
         assert!(!snap.overhead.estimated);
         let cost = snap.overhead.cost_percent.unwrap();
-        assert!((cost - 7000.0 / 5e8 * 100.0).abs() < 1e-9, "{cost}");
-        // Serving (the HTTP process's 1000 ns) is netto's cost, but not
-        // measuring's: the budget sees 2000 + 4000 ns.
+        assert!((cost - 7500.0 / 5e8 * 100.0).abs() < 1e-9, "{cost}");
+        // Serving (the HTTP process's 1000 ns) and exporting (its
+        // exporter thread's 500) are netto's cost, but not measuring's:
+        // the budget sees 2000 + 4000 ns.
         assert_eq!(snap.overhead.serving_cpu_ns, 1_000);
+        assert_eq!(snap.overhead.export_cpu_ns, 500);
+        let export = snap.overhead.export_percent.unwrap();
+        assert!((export - 500.0 / 5e8 * 100.0).abs() < 1e-9, "{export}");
         let measuring = snap.overhead.measuring_percent.unwrap();
         assert!(
             (measuring - 6000.0 / 5e8 * 100.0).abs() < 1e-9,

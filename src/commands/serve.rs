@@ -252,7 +252,7 @@ pub fn run_http(args: &ServeHttpArgs) -> Result<ExitCode> {
     if let Some(exporter) = exporter.map(|e| e.with_headers(start.otlp_headers)) {
         let exported = state.clone().into_inner();
         thread::Builder::new()
-            .name("netto-otlp".into())
+            .name(netto::collect::cpu_time::EXPORTER_THREAD.into())
             .spawn(move || exporter.run(exported))
             .context("starting the OTLP exporter")?;
         // The exporter's thread alone may connect out.

@@ -36,9 +36,14 @@ pub struct Overhead {
     /// the demo load. Exact.
     pub process_cpu_ns: u64,
     /// The part of `process_cpu_ns` that `serve`'s HTTP server process
-    /// took, exited threads included: serving, not measuring.
+    /// took, exited threads included, but for its OTLP exporter's thread:
+    /// serving, not measuring.
     #[serde(default)]
     pub serving_cpu_ns: u64,
+    /// The part of `process_cpu_ns` that `serve --otlp-endpoint`'s
+    /// exporter thread took: exporting, neither measuring nor serving.
+    #[serde(default)]
+    pub export_cpu_ns: u64,
     /// Whether netto measured its BPF programs' cost (BPF run-time
     /// statistics, held for a slice of each interval); false with
     /// `--no-bpf-stats`, and then the program figures below are absent.
@@ -68,9 +73,14 @@ pub struct Overhead {
     /// interval (0 without `serve`); `serve --serve-budget` bounds it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub serving_percent: Option<f64>,
+    /// What pushing profiles costs: `export_cpu_ns` in percent of one CPU
+    /// over the interval (0 without `--otlp-endpoint`), inside
+    /// `cost_percent`; `serve --otlp-budget` bounds it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub export_percent: Option<f64>,
     /// What `serve --otlp-endpoint` has pushed since it started, written in
-    /// by the serving process (which pushes; its CPU time is serving's);
-    /// absent without an endpoint.
+    /// by the serving process (which pushes; its CPU time is
+    /// `export_cpu_ns`); absent without an endpoint.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub otlp: Option<OtlpPushed>,
     /// Whether the BPF part is an estimate: runs counted exactly, each

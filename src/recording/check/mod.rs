@@ -171,7 +171,7 @@ fn check_snapshot(at: &str, s: &Snapshot) -> Result<(), Invalid> {
     )?;
     check_at_most(
         &format!("{at}.overhead.serving_cpu_ns"),
-        s.overhead.serving_cpu_ns as f64,
+        (s.overhead.serving_cpu_ns + s.overhead.export_cpu_ns) as f64,
         s.overhead.process_cpu_ns as f64,
     )?;
     check_at_most(
@@ -199,6 +199,7 @@ fn check_snapshot(at: &str, s: &Snapshot) -> Result<(), Invalid> {
         ("cost_percent", s.overhead.cost_percent),
         ("measuring_percent", s.overhead.measuring_percent),
         ("serving_percent", s.overhead.serving_percent),
+        ("export_percent", s.overhead.export_percent),
     ] {
         if let Some(value) = value {
             check_percent(&format!("{at}.overhead.{field}"), value, host_percent)?;

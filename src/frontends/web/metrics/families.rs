@@ -189,8 +189,17 @@ pub const SERVING_SECONDS: Family = Family {
     concern: Concern::OwnCost,
     labels: &[],
     help: "The part of netto_process_cpu_seconds_total that serve's HTTP server process took \
-           (exited threads included): serving, which --serve-budget bounds, not measuring, \
-           which --budget bounds.",
+           (exited threads included) but for its OTLP exporter: serving, which --serve-budget \
+           bounds, not measuring, which --budget bounds.",
+};
+
+pub const EXPORT_SECONDS: Family = Family {
+    name: "netto_export_cpu_seconds_total",
+    kind: Kind::Counter,
+    concern: Concern::OwnCost,
+    labels: &[],
+    help: "The part of netto_process_cpu_seconds_total that serve's OTLP exporter took \
+           (--otlp-endpoint): exporting, which --otlp-budget bounds.",
 };
 
 pub const OWN_SECONDS: Family = Family {
@@ -487,6 +496,7 @@ pub const FAMILIES: &[&Family] = &[
     &EBPF_PROGRAM_RUNS,
     &NETTO_PROCESS_SECONDS,
     &SERVING_SECONDS,
+    &EXPORT_SECONDS,
     &OWN_SECONDS,
     &OWN_ERROR_SECONDS,
     &STATS_HELD_SECONDS,

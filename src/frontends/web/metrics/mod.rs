@@ -71,6 +71,7 @@ pub struct Metrics {
     estimated_seconds: CounterVec,
     estimated: IntGaugeVec,
     serving_seconds: Counter,
+    export_seconds: Counter,
     estimated_variance: CounterVec,
     /// Only for events estimated in the last interval whose samples' agreement
     /// the run measured.
@@ -145,6 +146,7 @@ impl Metrics {
             estimated_seconds: r.counters(&families::ESTIMATED_SECONDS)?,
             estimated: r.int_gauges(&families::ESTIMATED)?,
             serving_seconds: r.counter(&families::SERVING_SECONDS)?,
+            export_seconds: r.counter(&families::EXPORT_SECONDS)?,
             estimated_variance: r.counters(&families::ESTIMATED_VARIANCE)?,
             estimate_agreement: r.gauges(&families::ESTIMATE_AGREEMENT)?,
             estimate_agreement_error: r.gauges(&families::ESTIMATE_AGREEMENT_ERROR)?,
@@ -302,6 +304,7 @@ impl Metrics {
             .inc_by(seconds(overhead.process_cpu_ns));
         self.serving_seconds
             .inc_by(seconds(overhead.serving_cpu_ns));
+        self.export_seconds.inc_by(seconds(overhead.export_cpu_ns));
         for program in &overhead.programs {
             let labels = [program.name.as_str()];
             self.bpf_run_seconds

@@ -76,6 +76,9 @@ pub struct ExportSettings {
     /// the system's CAs.
     pub ca_file: Option<PathBuf>,
     pub measured: Measured,
+    /// `--otlp-budget`: the most CPU the exporter may take over a
+    /// window, in percent of one CPU.
+    pub budget_percent: f64,
     #[serde(skip)]
     pub headers: Headers,
 }
@@ -104,14 +107,19 @@ pub enum Dropped {
     Timeout,
     /// The receiver answered with an error, or rejected profiles.
     Rejected,
+    /// The exporter took more CPU over the last window than
+    /// `--otlp-budget` allows: the window is not drawn, which is most of
+    /// what a window costs.
+    OverBudget,
 }
 
 impl Dropped {
-    pub const ALL: [Dropped; 4] = [
+    pub const ALL: [Dropped; 5] = [
         Dropped::QueueFull,
         Dropped::Unreachable,
         Dropped::Timeout,
         Dropped::Rejected,
+        Dropped::OverBudget,
     ];
 
     pub fn name(self) -> &'static str {
@@ -120,6 +128,7 @@ impl Dropped {
             Dropped::Unreachable => "unreachable",
             Dropped::Timeout => "timeout",
             Dropped::Rejected => "rejected",
+            Dropped::OverBudget => "over_budget",
         }
     }
 }
@@ -191,8 +200,25 @@ impl Exporter {
             let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
             tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             let mut after_ts = f64::NEG_INFINITY;
+            // The runtime runs on this thread alone: its CPU time is
+            // everything the exporter spends, sending included.
+            let allowed =
+                Duration::from_secs_f64(settings.interval_s * settings.budget_percent / 100.0);
+            let mut spent_before = thread_cpu();
             loop {
                 tick.tick().await;
+                let spent = thread_cpu();
+                let over = spent.saturating_sub(spent_before) > allowed;
+                spent_before = spent;
+                if over {
+                    // Skipped, not put off: the next window starts here.
+                    after_ts = state
+                        .stacks_after(after_ts)
+                        .last()
+                        .map_or(after_ts, |s| s.ts);
+                    state.metrics.otlp_dropped(Dropped::OverBudget);
+                    continue;
+                }
                 let (window, newest) =
                     draw(&state, after_ts, settings.interval_s, &settings.measured);
                 after_ts = newest.unwrap_or(after_ts);
@@ -202,6 +228,13 @@ impl Exporter {
             }
         });
     }
+}
+
+/// This thread's CPU time so far (zero where the clock cannot be read,
+/// which leaves the exporter unbounded rather than stopped).
+fn thread_cpu() -> Duration {
+    nix::time::clock_gettime(nix::time::ClockId::CLOCK_THREAD_CPUTIME_ID)
+        .map_or(Duration::ZERO, Duration::from)
 }
 
 /// The export of the kept snapshots newer than `after_ts`, and the newest
