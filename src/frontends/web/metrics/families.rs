@@ -9,7 +9,7 @@
 mod declaration;
 mod labels;
 
-use super::super::otlp::Dropped;
+use super::super::otlp::dropped::Dropped;
 
 use crate::model::GroupBy;
 pub use declaration::{Concern, Family, Kind, Label};

@@ -18,7 +18,7 @@ use prometheus::{
 };
 use thiserror::Error;
 
-use super::otlp::Dropped;
+use super::otlp::dropped::Dropped;
 use crate::model::{
     percent, Attribution, BudgetChange, EventKey, GroupBy, Losses, OtlpPushed, Snapshot, Tier,
 };

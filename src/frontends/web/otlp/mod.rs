@@ -18,6 +18,7 @@
 //! serve` at start, and its TLS roots read before the process confines
 //! itself ([`Exporter::prepare`]), for a confined process opens no file.
 
+pub mod dropped;
 mod headers;
 mod transport;
 
@@ -33,6 +34,7 @@ use thiserror::Error;
 use super::state::State;
 use crate::frontends::flame::otlp::{self, Measured};
 use crate::frontends::flame::{pprof, Labels, Scope, Weight};
+pub use dropped::Dropped;
 pub use headers::Headers;
 pub use transport::{read_roots, Transport, TransportError};
 
@@ -94,44 +96,6 @@ pub const SEND_TIMEOUT: Duration = Duration::from_secs(10);
 /// Tries per window, the waits between them doubling from a second.
 pub const TRIES: u32 = 3;
 const FIRST_BACKOFF: Duration = Duration::from_secs(1);
-
-/// Why a window was not delivered: the `reason` of
-/// `netto_otlp_windows_dropped_total`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Dropped {
-    /// The queue was full: the receiver is slower than the windows come.
-    QueueFull,
-    /// No connection could be made.
-    Unreachable,
-    /// A try took longer than [`SEND_TIMEOUT`].
-    Timeout,
-    /// The receiver answered with an error, or rejected profiles.
-    Rejected,
-    /// The exporter took more CPU over the last window than
-    /// `--otlp-budget` allows: the window is not drawn, which is most of
-    /// what a window costs.
-    OverBudget,
-}
-
-impl Dropped {
-    pub const ALL: [Dropped; 5] = [
-        Dropped::QueueFull,
-        Dropped::Unreachable,
-        Dropped::Timeout,
-        Dropped::Rejected,
-        Dropped::OverBudget,
-    ];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Dropped::QueueFull => "queue_full",
-            Dropped::Unreachable => "unreachable",
-            Dropped::Timeout => "timeout",
-            Dropped::Rejected => "rejected",
-            Dropped::OverBudget => "over_budget",
-        }
-    }
-}
 
 #[derive(Debug, Error)]
 pub enum ExportError {
