@@ -47,6 +47,21 @@ struct Page {
     _browser: Browser,
     _profile: tempfile::TempDir,
     _serve: Serve,
+    /// Where [`open_recording`] wrote the recording served.
+    _recording: Option<tempfile::TempDir>,
+}
+
+/// The page of `serve --replay` of `recording`, written to a file first and
+/// checked to be one netto loads.
+fn open_recording(recording: &Recording) -> Page {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("recording.json");
+    std::fs::write(&path, serde_json::to_vec(recording).unwrap()).unwrap();
+    netto::recording::load(&path).expect("a valid recording");
+    Page {
+        _recording: Some(dir),
+        ..open_page(&path)
+    }
 }
 
 fn open_page(recording: &Path) -> Page {
@@ -98,6 +113,7 @@ fn open_page_at(recording: &Path, width: u32, blocked: &[&str]) -> Page {
         _browser: browser,
         _profile: profile,
         _serve: serve,
+        _recording: None,
     }
 }
 
@@ -271,11 +287,7 @@ fn tiered_and_attributed() -> Recording {
 #[test]
 fn the_page_shows_who_pays_and_marks_estimates() {
     let recording = tiered_and_attributed();
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("tiered.json");
-    std::fs::write(&path, serde_json::to_vec(&recording).unwrap()).unwrap();
-    netto::recording::load(&path).expect("a valid recording");
-    let page = open_page(&path);
+    let page = open_recording(&recording);
     let tab = Arc::clone(&page.tab);
 
     let rows = wait_for(
@@ -342,11 +354,7 @@ fn the_page_names_a_calibration_interval() {
     let last = recording.snapshots.last_mut().unwrap();
     last.calibrating = Some(Tier::Sampled);
     last.budget = Some(BudgetStatus::over_at_floor(1.0));
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("calibrating.json");
-    std::fs::write(&path, serde_json::to_vec(&recording).unwrap()).unwrap();
-    netto::recording::load(&path).expect("a valid recording");
-    let page = open_page(&path);
+    let page = open_recording(&recording);
     let tier = wait_for(&page.tab, "document.getElementById('tier')?.textContent");
     assert_eq!(
         tier.as_str().unwrap(),
@@ -376,11 +384,7 @@ fn the_page_says_the_budget_took_the_run_to_its_tier() {
         (time.estimated, time.error_ns) = (true, Some(10_000_000));
     }
     last.budget = Some(BudgetStatus::over_at_floor(1.0));
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("stepped-down.json");
-    std::fs::write(&path, serde_json::to_vec(&recording).unwrap()).unwrap();
-    netto::recording::load(&path).expect("a valid recording");
-    let page = open_page(&path);
+    let page = open_recording(&recording);
     let tier = wait_for(&page.tab, "document.getElementById('tier')?.textContent");
     assert_eq!(
         tier.as_str().unwrap(),
@@ -408,11 +412,7 @@ fn the_page_shows_measuring_serving_and_each_knob() {
         .expect("budget knobs"),
         ..BudgetStatus::over_at_floor(1.0)
     });
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("knobs.json");
-    std::fs::write(&path, serde_json::to_vec(&recording).unwrap()).unwrap();
-    netto::recording::load(&path).expect("a valid recording");
-    let page = open_page(&path);
+    let page = open_recording(&recording);
     let rows = wait_for(
         &page.tab,
         "(() => { const rows = [...document.querySelectorAll('#overhead tr')]\
@@ -465,11 +465,7 @@ fn the_page_shows_the_sketch_probability_in_force_and_the_one_asked() {
         steps_up: 0,
         knobs: Vec::new(),
     });
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("budget.json");
-    std::fs::write(&path, serde_json::to_vec(&recording).unwrap()).unwrap();
-    netto::recording::load(&path).expect("a valid recording");
-    let page = open_page(&path);
+    let page = open_recording(&recording);
     let tab = Arc::clone(&page.tab);
 
     let summary = wait_for(&tab, "document.querySelector('#sketch p')?.textContent");
