@@ -31,7 +31,8 @@
 //! cannot see).
 //!
 //! Attribution: cost runs without `--by`, with `--by cgroup` and with `--by
-//! flow`, interleaved, and netto's BPF time per event in each.
+//! flow`, interleaved, and netto's BPF time per event in each; once under
+//! iperf3, once under 10,000 short connections a second.
 //!
 //! Tiers: each estimating tier's estimates against the exact accounting on
 //! the same load, from one run (the exact programs stay attached while the
@@ -50,6 +51,7 @@
 //! Each section prints a Markdown table; NETTO_BENCH_TABLE=1 writes it over
 //! the section's table in docs/src/performance.md (`overhead-throughput`,
 //! `overhead-calls`, `overhead-cost`, `overhead-attribution`,
+//! `overhead-attribution-churn`,
 //! `overhead-estimates`, `overhead-serve`, `overhead-serve-change`).
 
 use std::collections::BTreeMap;
@@ -74,6 +76,7 @@ mod table;
 use table::{load_average, Table};
 
 const NETTO: &str = env!("CARGO_BIN_EXE_netto");
+const LOADGEN: &str = env!("CARGO_BIN_EXE_netto-loadgen");
 const PORT: &str = "5399";
 
 /// netto program -> its hook, as bpf/baseline.bpf.c names the programs it
@@ -638,12 +641,91 @@ fn per_call(rounds: u32) -> Result<()> {
 struct CostRun {
     snapshots: Vec<Snapshot>,
     baseline: BTreeMap<String, RunStats>,
-    gbit: f64,
+    /// What the load achieved, in its unit ([`Load::unit`]).
+    throughput: f64,
+}
+
+/// What a cost run drives through the pair.
+#[derive(Clone, Copy)]
+enum Load {
+    /// iperf3: one bulk TCP connection.
+    Bulk,
+    /// `netto-loadgen connect` at 10,000 short connections a second, each
+    /// a new flow at both ends: the load that fills attribution's map.
+    ShortConnections,
+}
+
+impl Load {
+    fn unit(self) -> &'static str {
+        match self {
+            Load::Bulk => "Gbit/s",
+            Load::ShortConnections => "connections/s",
+        }
+    }
+
+    fn show(self, throughput: f64) -> String {
+        match self {
+            Load::Bulk => format!("{throughput:.2}"),
+            Load::ShortConnections => format!("{throughput:.0}"),
+        }
+    }
+
+    /// Drives the load for `seconds`; returns its throughput.
+    fn drive(self, pair: &VethPair, seconds: u32) -> Result<f64> {
+        match self {
+            Load::Bulk => iperf3(pair, seconds),
+            Load::ShortConnections => short_connections(pair, seconds),
+        }
+    }
+}
+
+/// The short-connection load's port, beside iperf3's.
+const CHURN_PORT: u16 = 5398;
+
+/// `netto-loadgen accept` in the namespace, `connect` from the host, both
+/// on CPU 1 as iperf3 is: connections per second made.
+fn short_connections(pair: &VethPair, seconds: u32) -> Result<f64> {
+    go_on()?;
+    let dest = format!("{}:{CHURN_PORT}", pair.peer_addr());
+    let mut server = pair.command("taskset");
+    server
+        .args([
+            "-c",
+            "1",
+            LOADGEN,
+            "accept",
+            "--listen",
+            &dest,
+            "--duration",
+        ])
+        .arg((seconds + 2).to_string())
+        .stdout(Stdio::null());
+    let server = Killed(server.spawn().context("starting netto-loadgen accept")?);
+    let out = Command::new("taskset")
+        .args([
+            "-c", "1", LOADGEN, "connect", "--dest", &dest, "--rate", "10000",
+        ])
+        .args(["--duration", &seconds.to_string()])
+        .output()
+        .context("running netto-loadgen connect")?;
+    drop(server);
+    go_on()?;
+    if !out.status.success() {
+        bail!(
+            "netto-loadgen connect failed: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout)?;
+    let calls = report["calls"]
+        .as_f64()
+        .context("netto-loadgen reported no connections")?;
+    Ok(calls / f64::from(seconds))
 }
 
 /// netto stat (with `extra` arguments) with BPF statistics on and the baseline
 /// programs attached.
-fn cost_run(pair: &VethPair, seconds: u32, extra: &[&str]) -> Result<CostRun> {
+fn cost_run(pair: &VethPair, seconds: u32, extra: &[&str], load: Load) -> Result<CostRun> {
     go_on()?;
     let _stats = StatsGuard::enable().context("enabling BPF run-time statistics")?;
     let mut child = Command::new("taskset")
@@ -680,7 +762,7 @@ fn cost_run(pair: &VethPair, seconds: u32, extra: &[&str]) -> Result<CostRun> {
         links.push(prog.attach()?);
     }
     let before = baseline_stats(&baseline);
-    let gbit = iperf3(pair, seconds)?;
+    let throughput = load.drive(pair, seconds)?;
     let after = baseline_stats(&baseline);
     drop(links);
 
@@ -703,7 +785,7 @@ fn cost_run(pair: &VethPair, seconds: u32, extra: &[&str]) -> Result<CostRun> {
     Ok(CostRun {
         snapshots,
         baseline,
-        gbit,
+        throughput,
     })
 }
 
@@ -802,7 +884,7 @@ const ATTRIBUTION_VARIANTS: [(&str, &[&str]); 3] = [
 /// netto's BPF time per event (all its programs' run time over the events
 /// they timed), in cost runs of one benchmark run, the variants' order
 /// turning every round. Target: at most 1.5x.
-fn attribution_cost(pair: &VethPair, rounds: u32, seconds: u32) -> Result<()> {
+fn attribution_cost(pair: &VethPair, rounds: u32, seconds: u32, load: Load) -> Result<()> {
     let per_event = |cost: &CostRun| {
         let bpf: u64 = cost
             .snapshots
@@ -819,31 +901,32 @@ fn attribution_cost(pair: &VethPair, rounds: u32, seconds: u32) -> Result<()> {
     };
     let n = ATTRIBUTION_VARIANTS.len();
     let mut ns: Vec<Vec<f64>> = vec![Vec::new(); n];
-    let mut gbit: Vec<Vec<f64>> = vec![Vec::new(); n];
+    let mut throughput: Vec<Vec<f64>> = vec![Vec::new(); n];
     for round in 0..rounds as usize {
         for turn in 0..n {
             let v = (round + turn) % n;
-            let cost = cost_run(pair, seconds, ATTRIBUTION_VARIANTS[v].1)?;
+            let cost = cost_run(pair, seconds, ATTRIBUTION_VARIANTS[v].1, load)?;
             ns[v].push(per_event(&cost));
-            gbit[v].push(cost.gbit);
+            throughput[v].push(cost.throughput);
         }
     }
+    let (name, first) = match load {
+        Load::Bulk => ("overhead-attribution", "attribution (cost runs)"),
+        Load::ShortConnections => (
+            "overhead-attribution-churn",
+            "attribution (cost runs, short connections)",
+        ),
+    };
     let mut table = Table::new(
-        "overhead-attribution",
-        &[
-            "attribution (cost runs)",
-            "Gbit/s",
-            "BPF ns/event",
-            "ratio",
-            "target",
-        ],
+        name,
+        &[first, load.unit(), "BPF ns/event", "ratio", "target"],
     )?;
     let off = median(&mut ns[0]);
     for (v, (name, _)) in ATTRIBUTION_VARIANTS.iter().enumerate() {
         let variant = median(&mut ns[v]);
         table.row(&[
             (*name).into(),
-            format!("{:.2}", median(&mut gbit[v])),
+            load.show(median(&mut throughput[v])),
             format!("{variant:.0}"),
             format!("{:.2}", variant / off),
             if v == 0 { "-".into() } else { "1.5x".into() },
@@ -1050,10 +1133,11 @@ fn main() -> Result<()> {
         per_call(rounds)?;
     }
     if sections.contains("cost") {
-        report_costs(&cost_run(&pair, seconds, &[])?)?;
+        report_costs(&cost_run(&pair, seconds, &[], Load::Bulk)?)?;
     }
     if sections.contains("attribution") {
-        attribution_cost(&pair, rounds, seconds)?;
+        attribution_cost(&pair, rounds, seconds, Load::Bulk)?;
+        attribution_cost(&pair, rounds, seconds, Load::ShortConnections)?;
     }
     if sections.contains("estimates") {
         accuracy(&pair, env_or("NETTO_BENCH_WINDOWS", 18), 10)?;

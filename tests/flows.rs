@@ -16,6 +16,7 @@ use std::time::Duration;
 
 use common::topology::Topology;
 use common::*;
+use netto::abi::NETTO_MAX_GROUPS;
 use netto::frontends::flame::readback::parse_folded;
 use netto::model::{EventKey, Group, Recording, Snapshot};
 
@@ -112,9 +113,13 @@ fn connection_names(paid: &BTreeMap<String, Paid>, server: &str, proto: &str) ->
                 local == server && (remote != "*" || proto == "udp")
             }
         });
-        let (name, _) = found
-            .next()
-            .unwrap_or_else(|| panic!("no flow of {server} ({outgoing}) in {paid:?}"));
+        let (name, _) = found.next().unwrap_or_else(|| {
+            let names: Vec<&String> = paid.keys().take(20).collect();
+            panic!(
+                "no flow of {server} ({outgoing}) among {} flows: {names:?}",
+                paid.len()
+            )
+        });
         assert!(
             found.next().is_none(),
             "two flows like {name} in {:?}",
@@ -231,43 +236,125 @@ fn flows_pay_in_proportion_to_their_bytes() {
     let Reports { sent, received } = loads(&topology, &pairs, &tcp, secs);
     thread::sleep(Duration::from_millis(700));
     let snaps = stat.stop();
-    assert_parts_add_up(&snaps);
-    eprintln!("unattributed: {:?}", why(&snaps));
-    let paid = paid(&snaps);
-    let (fast_out, fast_in) = connection(&paid, &pairs[0].2, "tcp");
-    let (slow_out, slow_in) = connection(&paid, &pairs[1].2, "tcp");
-    let sending_ratios = send_cost_ratios(
-        &snaps,
-        &connection_names(&paid, &pairs[0].2, "tcp").0,
-        &connection_names(&paid, &pairs[1].2, "tcp").0,
+    let dests = [pairs[0].2.as_str(), pairs[1].2.as_str()];
+    eprintln!(
+        "sent: calls {} / {}, stime {} / {} = {:.2}",
+        sent[0].calls,
+        sent[1].calls,
+        sent[0].stime_ns,
+        sent[1].stime_ns,
+        sent[0].stime_ns as f64 / sent[1].stime_ns as f64
     );
-    assert_eq!(fast_out.bytes_out, sent[0].bytes, "the fast sender's bytes");
-    assert_eq!(slow_out.bytes_out, sent[1].bytes, "the slow sender's bytes");
+    assert_flows_pay_by_bytes(&snaps, dests, [sent[0].bytes, sent[1].bytes], &received);
+
+    let stat = NettoStat::start(1, &["--by", "port", "--interval", "0.5"]);
+    loads(&topology, &pairs, &tcp, scaled_secs(2));
+    thread::sleep(Duration::from_millis(700));
+    let snaps = stat.stop();
+    assert_parts_add_up(&snaps);
+    let ports = self::paid(&snaps);
+    for port in ["5711/tcp in", "5711/tcp out", "5712/tcp in", "5712/tcp out"] {
+        let p = ports
+            .get(port)
+            .unwrap_or_else(|| panic!("no {port} in {ports:?}"));
+        assert!(p.ns > 0 && p.bytes_in + p.bytes_out > 0, "{port}: {p:?}");
+    }
+}
+
+/// The same two connections at 3:1, from one process with two sockets
+/// (one sending thread each): each socket's calls and packets go to its own
+/// flow, as they do from two processes.
+#[test]
+fn one_process_two_sockets_pay_in_proportion_to_their_bytes() {
+    let mut topology = Topology::new("o");
+    let a = topology.namespace("a");
+    let sinks = [("b1", 235, "300mbit", 5718), ("b2", 236, "100mbit", 5719)].map(
+        |(name, net, rate, port)| {
+            let b = topology.namespace(name);
+            let ip = topology.shaped_link(&a, &b, net, rate);
+            (b, format!("{ip}:{port}"))
+        },
+    );
+    let secs = scaled_secs(6);
+
+    let stat = NettoStat::start(1, &["--by", "flow", "--interval", "0.5"]);
+    let servers: Vec<Server> = sinks
+        .iter()
+        .map(|(b, dest)| {
+            Server::start(loadgen(
+                &topology,
+                b,
+                0,
+                &format!(
+                    "discard --proto tcp --listen {dest} --duration {}",
+                    secs + 2
+                ),
+            ))
+        })
+        .collect();
+    let sent = run_client(loadgen(
+        &topology,
+        &a,
+        0,
+        &format!(
+            "send --proto tcp --syscall write --dest {} --dest {} --duration {secs}",
+            sinks[0].1, sinks[1].1
+        ),
+    ));
+    let received: Vec<LoadReport> = servers.into_iter().map(|s| s.finish(0.0)).collect();
+    thread::sleep(Duration::from_millis(700));
+    let snaps = stat.stop();
+    let dests = [sinks[0].1.as_str(), sinks[1].1.as_str()];
+    let by_dest = dests.map(|d| sent.bytes_by_dest[d]);
+    assert_eq!(by_dest.iter().sum::<u64>(), sent.bytes);
+    assert_flows_pay_by_bytes(&snaps, dests, by_dest, &received);
+}
+
+/// What [`flows_pay_in_proportion_to_their_bytes`] asserts of two TCP
+/// connections to `dests` at 3:1, whose senders sent `sent` bytes and
+/// whose sinks reported `received`.
+fn assert_flows_pay_by_bytes(
+    snaps: &[Snapshot],
+    dests: [&str; 2],
+    sent: [u64; 2],
+    received: &[LoadReport],
+) {
+    assert_parts_add_up(snaps);
+    eprintln!("unattributed: {:?}", why(snaps));
+    let paid = paid(snaps);
+    let (fast_out, fast_in) = connection(&paid, dests[0], "tcp");
+    let (slow_out, slow_in) = connection(&paid, dests[1], "tcp");
+    let sending_ratios = send_cost_ratios(
+        snaps,
+        &connection_names(&paid, dests[0], "tcp").0,
+        &connection_names(&paid, dests[1], "tcp").0,
+    );
+    assert_eq!(fast_out.bytes_out, sent[0], "the fast sender's bytes");
+    assert_eq!(slow_out.bytes_out, sent[1], "the slow sender's bytes");
     assert_eq!(fast_in.bytes_in, received[0].bytes, "the fast sink's bytes");
     assert_eq!(slow_in.bytes_in, received[1].bytes, "the slow sink's bytes");
 
     eprintln!("fast {fast_out:?} {fast_in:?}\nslow {slow_out:?} {slow_in:?}");
-    for (what, r) in [("sent", &sent), ("received", &received)] {
-        eprintln!(
-            "{what}: calls {} / {} = {:.2}, stime {} / {} = {:.2}",
-            r[0].calls,
-            r[1].calls,
-            r[0].calls as f64 / r[1].calls as f64,
-            r[0].stime_ns,
-            r[1].stime_ns,
-            r[0].stime_ns as f64 / r[1].stime_ns as f64
-        );
-    }
+    let r = received;
+    eprintln!(
+        "received: calls {} / {} = {:.2}, stime {} / {} = {:.2}",
+        r[0].calls,
+        r[1].calls,
+        r[0].calls as f64 / r[1].calls as f64,
+        r[0].stime_ns,
+        r[1].stime_ns,
+        r[0].stime_ns as f64 / r[1].stime_ns as f64
+    );
     let (fast_ns, slow_ns) = (fast_out.ns + fast_in.ns, slow_out.ns + slow_in.ns);
-    let bytes = sent[0].bytes as f64 / sent[1].bytes as f64;
+    let bytes = sent[0] as f64 / sent[1] as f64;
     let calls = received[0].calls as f64 / received[1].calls as f64;
     let time = fast_ns as f64 / slow_ns as f64;
     let sending = |p: &Paid| p.events[&EventKey::SockSend];
     let send_time = sending(&fast_out) as f64 / sending(&slow_out) as f64;
     let per_kib = |ns: u64, bytes: u64| ns as f64 * 1024.0 / bytes as f64;
     let (fast_kib, slow_kib) = (
-        per_kib(sending(&fast_out), sent[0].bytes),
-        per_kib(sending(&slow_out), sent[1].bytes),
+        per_kib(sending(&fast_out), sent[0]),
+        per_kib(sending(&slow_out), sent[1]),
     );
     eprintln!(
         "time {fast_ns} / {slow_ns} ns = {time:.3}, bytes {bytes:.3}, sink calls {calls:.3}; \
@@ -289,19 +376,6 @@ fn flows_pay_in_proportion_to_their_bytes() {
         (low * 0.85..=high * 1.15).contains(&time),
         "time {time:.3} outside sink calls {calls:.3} .. bytes {bytes:.3}"
     );
-
-    let stat = NettoStat::start(1, &["--by", "port", "--interval", "0.5"]);
-    loads(&topology, &pairs, &tcp, scaled_secs(2));
-    thread::sleep(Duration::from_millis(700));
-    let snaps = stat.stop();
-    assert_parts_add_up(&snaps);
-    let ports = self::paid(&snaps);
-    for port in ["5711/tcp in", "5711/tcp out", "5712/tcp in", "5712/tcp out"] {
-        let p = ports
-            .get(port)
-            .unwrap_or_else(|| panic!("no {port} in {ports:?}"));
-        assert!(p.ns > 0 && p.bytes_in + p.bytes_out > 0, "{port}: {p:?}");
-    }
 }
 
 /// A small-datagram UDP flow (64-byte payloads) against bulk TCP, both
@@ -496,4 +570,75 @@ fn forwarded_packets_go_to_their_tuples() {
         sent.bytes
     );
     assert_eq!(acks.bytes_out, 0, "ACKs carry no payload");
+}
+
+/// Ten thousand short connections a second (each a new flow at both ends)
+/// fill the kernel's group map within an interval or two: the time it had
+/// no room for is counted in `attribution_misses` and stays unattributed,
+/// and every snapshot still adds up. Once the churn stops, its idle keys
+/// make room within an interval, and a bulk connection that follows is
+/// attributed in full: every byte its calls moved.
+#[test]
+fn short_connections_fill_the_group_map_and_it_makes_room() {
+    let mut topology = Topology::new("c");
+    let ns = topology.namespace("churn");
+    let (churn_dest, bulk_dest) = ("127.0.0.1:5716", "127.0.0.1:5717");
+    let secs = scaled_secs(3);
+
+    let stat = NettoStat::start(1, &["--by", "flow", "--interval", "0.5"]);
+    let closer = Server::start(loadgen(
+        &topology,
+        &ns,
+        1,
+        &format!("accept --listen {churn_dest} --duration {}", secs + 1),
+    ));
+    let churn = run_client(loadgen(
+        &topology,
+        &ns,
+        0,
+        &format!("connect --dest {churn_dest} --rate 10000 --duration {secs}"),
+    ));
+    let accepted = closer.finish(0.0);
+    // Two intervals with no new connection: the churn's keys go idle.
+    thread::sleep(Duration::from_millis(1200));
+    let sink = Server::start(loadgen(
+        &topology,
+        &ns,
+        1,
+        &format!("discard --proto tcp --listen {bulk_dest} --duration 2"),
+    ));
+    let sent = run_client(loadgen(
+        &topology,
+        &ns,
+        0,
+        &format!("send --proto tcp --syscall write --dest {bulk_dest} --duration 1"),
+    ));
+    let received = sink.finish(0.0);
+    thread::sleep(Duration::from_millis(700));
+    let snaps = stat.stop();
+
+    let rate = churn.calls as f64 / secs as f64;
+    let misses: Vec<u64> = snaps.iter().map(|s| s.losses.attribution_misses).collect();
+    eprintln!(
+        "{} connections ({rate:.0}/s), {} accepted; attribution misses by interval: {misses:?}; \
+         unattributed: {:?}",
+        churn.calls,
+        accepted.calls,
+        why(&snaps)
+    );
+    assert!(
+        churn.calls > u64::from(NETTO_MAX_GROUPS),
+        "the churn made too few connections to fill the map: {}",
+        churn.calls
+    );
+    assert!(
+        misses.iter().sum::<u64>() > 0,
+        "{} connections and no miss: {misses:?}",
+        churn.calls
+    );
+    assert_parts_add_up(&snaps);
+    let paid = paid(&snaps);
+    let (out, inward) = connection(&paid, bulk_dest, "tcp");
+    assert_eq!(out.bytes_out, sent.bytes, "the bulk sender's bytes");
+    assert_eq!(inward.bytes_in, received.bytes, "the bulk sink's bytes");
 }

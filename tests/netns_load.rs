@@ -422,6 +422,55 @@ fn tcp_sendfile_reaches_a_sink_in_the_namespace() {
 }
 
 #[test]
+fn one_sender_to_two_sinks_reports_each() {
+    let pair = common::veth_pair("test").expect("create pair");
+    let addrs = [7310, 7311].map(|port| SocketAddr::from((pair.peer_addr(), port)));
+    let sinks =
+        addrs.map(|addr| Listener::start(&pair, &format!("discard --proto tcp --listen {addr}")));
+    let sent = send(&format!(
+        "--proto tcp --syscall write --dest {} --dest {} --duration 0.5",
+        addrs[0], addrs[1]
+    ));
+    let received = sinks.map(Listener::stop);
+    let by_dest = sent["by_dest"].as_array().expect("by_dest for two --dest");
+    assert_eq!(by_dest.len(), 2, "{sent}");
+    let mut calls = 0;
+    for ((addr, each), got) in addrs.iter().zip(by_dest).zip(&received) {
+        assert_eq!(each["dest"], addr.to_string());
+        assert_moved_data(each, "one of two sockets");
+        assert_eq!(
+            each["bytes"], got["bytes"],
+            "{addr}: TCP lost or invented bytes"
+        );
+        calls += each["calls"].as_u64().unwrap();
+    }
+    assert_eq!(sent["calls"], calls, "the total is the sum: {sent}");
+}
+
+#[test]
+fn short_connections_reach_a_closer_in_the_namespace() {
+    let pair = common::veth_pair("test").expect("create pair");
+    let addr = SocketAddr::from((pair.peer_addr(), 7320));
+    let closer = Listener::start(&pair, &format!("accept --listen {addr}"));
+    let output = loadgen(&format!(
+        "connect --dest {addr} --rate 500 --size 100 --duration 1"
+    ));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "connect failed: {stderr}");
+    let made = parse_report(&String::from_utf8_lossy(&output.stdout));
+    let accepted = closer.stop();
+    let n = made["calls"].as_u64().unwrap();
+    // The rate holds: 500 a second for a second, and the first before it.
+    assert!((400..=502).contains(&n), "{made}");
+    assert_eq!(made["bytes"].as_u64(), Some(n * 100), "{made}");
+    assert_eq!(
+        accepted["calls"].as_u64(),
+        Some(n),
+        "every one accepted: {accepted}"
+    );
+}
+
+#[test]
 fn tcp_sender_outliving_its_receiver_ends_cleanly() {
     let pair = common::veth_pair("test").expect("create pair");
     let addr = SocketAddr::from((pair.peer_addr(), 7301));
@@ -529,6 +578,13 @@ fn bad_loadgen_arguments_exit_2_with_one_line() {
             .into(),
         "recv --proto tcp --syscall recvmmsg --listen 127.0.0.1:0 --duration 1".into(),
         "read-file --duration soon".into(),
+        "send --proto tcp --syscall write --dest 127.0.0.1:9 --dest 203.0.113.9:9 --duration 1"
+            .into(),
+        "connect --dest 127.0.0.1:9 --rate 0 --duration 1".into(),
+        "connect --dest 127.0.0.1:9 --size 0 --duration 1".into(),
+        "connect --dest 127.0.0.1:9 --size 70000 --duration 1".into(),
+        "connect --dest 203.0.113.9:9 --duration 1".into(),
+        "accept --listen 127.0.0.1:9".into(),
     ];
     for args in cases {
         let output = loadgen(&args);

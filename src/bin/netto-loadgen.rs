@@ -11,6 +11,7 @@ use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
+use std::thread;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
@@ -19,8 +20,8 @@ use serde::Serialize;
 use netto::cli::parse_or_exit_code;
 use netto::collect::cpu_time;
 use netto::workload::traffic::{
-    self, Discard, Proto, Receiver, RecvSyscall, SendConfig, SendSyscall, Summary, TrafficError,
-    Until,
+    self, ChurnConfig, Closer, Discard, Proto, Receiver, RecvSyscall, SendConfig, SendSyscall,
+    Summary, TrafficError, Until,
 };
 
 #[derive(Parser)]
@@ -42,6 +43,12 @@ enum Command {
     Recv(RecvArgs),
     /// Accept and discard everything arriving on --listen
     Discard(DiscardArgs),
+    /// Open short TCP connections to --dest, one after another, each
+    /// writing --size bytes and then reset
+    Connect(ConnectArgs),
+    /// Accept TCP connections on --listen and close each at once: the
+    /// server for `connect`
+    Accept(AcceptArgs),
     /// Read a temporary regular file, the control that is not socket traffic
     ReadFile(RunArgs),
 }
@@ -52,9 +59,11 @@ struct SendArgs {
     proto: Proto,
     #[arg(long)]
     syscall: SendSyscall,
-    /// Loopback or 198.18.0.0/15 only
-    #[arg(long, value_name = "IP:PORT")]
-    dest: SocketAddr,
+    /// Loopback or 198.18.0.0/15 only. Given more than once, each
+    /// destination gets its own socket and thread in this one process, and
+    /// the report says what each sent (`by_dest`)
+    #[arg(long, value_name = "IP:PORT", required = true)]
+    dest: Vec<SocketAddr>,
     /// Bytes per datagram or per call [default: 1400 for udp, 65536 for tcp]
     #[arg(long, value_name = "BYTES")]
     size: Option<usize>,
@@ -88,6 +97,29 @@ struct DiscardArgs {
 }
 
 #[derive(Args)]
+struct ConnectArgs {
+    /// Loopback or 198.18.0.0/15 only
+    #[arg(long, value_name = "IP:PORT")]
+    dest: SocketAddr,
+    /// Bytes written on each connection
+    #[arg(long, value_name = "BYTES", default_value_t = 64)]
+    size: usize,
+    /// The most connections to open per second [default: as many as go]
+    #[arg(long, value_name = "PER_SECOND")]
+    rate: Option<u32>,
+    #[command(flatten)]
+    run: RunArgs,
+}
+
+#[derive(Args)]
+struct AcceptArgs {
+    #[arg(long, value_name = "IP:PORT")]
+    listen: SocketAddr,
+    #[command(flatten)]
+    run: RunArgs,
+}
+
+#[derive(Args)]
 struct RunArgs {
     /// How long to run, in seconds (fractions allowed)
     #[arg(long, value_name = "SECS", value_parser = parse_seconds)]
@@ -109,6 +141,16 @@ struct Report {
     bytes: u64,
     utime_ns: u64,
     stime_ns: u64,
+    /// What each destination's socket sent, when a sender had several.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    by_dest: Vec<DestReport>,
+}
+
+#[derive(Serialize)]
+struct DestReport {
+    dest: String,
+    calls: u64,
+    bytes: u64,
 }
 
 enum Failure {
@@ -143,17 +185,23 @@ fn run(command: Command) -> Result<(), Failure> {
     let stop = stop_on_signals()?;
     let summary = match command {
         Command::Send(args) => {
-            let config = SendConfig {
-                proto: args.proto,
-                syscall: args.syscall,
-                dest: args.dest,
-                size: args.size.unwrap_or(SendConfig::default_size(args.proto)),
-                congestion: args.congestion,
-                max_rate: None,
-            };
-            config.validate()?;
+            let configs: Vec<SendConfig> = args
+                .dest
+                .iter()
+                .map(|&dest| SendConfig {
+                    proto: args.proto,
+                    syscall: args.syscall,
+                    dest,
+                    size: args.size.unwrap_or(SendConfig::default_size(args.proto)),
+                    congestion: args.congestion.clone(),
+                    max_rate: None,
+                })
+                .collect();
+            for config in &configs {
+                config.validate()?;
+            }
             prepare(&args.run)?;
-            traffic::send(&config, until(&args.run, &stop))?
+            return send_each(&configs, until(&args.run, &stop));
         }
         Command::Recv(args) => {
             prepare(&args.run)?;
@@ -167,12 +215,58 @@ fn run(command: Command) -> Result<(), Failure> {
             announce_ready()?;
             discard.run(until(&args.run, &stop))?
         }
+        Command::Connect(args) => {
+            let config = ChurnConfig {
+                dest: args.dest,
+                size: args.size,
+                rate: args.rate,
+            };
+            config.validate()?;
+            prepare(&args.run)?;
+            traffic::churn(&config, until(&args.run, &stop))?
+        }
+        Command::Accept(args) => {
+            prepare(&args.run)?;
+            let closer = Closer::bind(args.listen)?;
+            announce_ready()?;
+            closer.run(until(&args.run, &stop))?
+        }
         Command::ReadFile(run) => {
             prepare(&run)?;
             traffic::read_file(until(&run, &stop))?
         }
     };
-    report(summary)
+    report(summary, Vec::new())
+}
+
+/// Sends to every destination at once, one thread each (threads inherit
+/// the pinning), and reports the total and, for more than one, each.
+fn send_each(configs: &[SendConfig], until: Until<'_>) -> Result<(), Failure> {
+    let results: Vec<Result<Summary, TrafficError>> = thread::scope(|scope| {
+        let senders: Vec<_> = configs
+            .iter()
+            .map(|config| scope.spawn(move || traffic::send(config, until)))
+            .collect();
+        senders
+            .into_iter()
+            .map(|sender| sender.join().unwrap_or(Err(TrafficError::SenderPanicked)))
+            .collect()
+    });
+    let mut total = Summary::default();
+    let mut by_dest = Vec::new();
+    for (config, result) in configs.iter().zip(results) {
+        let summary = result?;
+        total += summary;
+        by_dest.push(DestReport {
+            dest: config.dest.to_string(),
+            calls: summary.calls,
+            bytes: summary.bytes,
+        });
+    }
+    if by_dest.len() == 1 {
+        by_dest.clear();
+    }
+    report(total, by_dest)
 }
 
 /// SIGINT and SIGTERM end the run early but still print the report, so a caller
@@ -216,7 +310,7 @@ fn announce_ready() -> Result<(), Failure> {
     print_line(r#"{"ready":true}"#)
 }
 
-fn report(summary: Summary) -> Result<(), Failure> {
+fn report(summary: Summary, by_dest: Vec<DestReport>) -> Result<(), Failure> {
     let times = cpu_time::cpu_times()
         .map_err(|e| Failure::Run(format!("cannot read this process's CPU time: {e}")))?;
     let report = Report {
@@ -225,6 +319,7 @@ fn report(summary: Summary) -> Result<(), Failure> {
         bytes: summary.bytes,
         utime_ns: nanos(times.user),
         stime_ns: nanos(times.system),
+        by_dest,
     };
     let line = serde_json::to_string(&report)
         .map_err(|e| Failure::Run(format!("cannot encode the report: {e}")))?;

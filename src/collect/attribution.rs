@@ -139,9 +139,33 @@ const WEIGHT_HALF_LIFE_S: f64 = 10.0;
 /// Below this weight (ns) a group is dropped from the ranking.
 const MIN_WEIGHT: f64 = 1.0;
 
-/// A key whose time has not grown for this long is removed from the
-/// kernel's map when it is over half full.
+/// When the kernel's map is over half full, a key whose time has not
+/// grown for this long is removed from it; so are as many more of the keys
+/// that did not grow in the last interval, least recently grown first, as
+/// bring it back to half. Short connections thus make room for the next
+/// ones within an interval, and a quiet but open connection keeps its key
+/// while the map has room.
 const IDLE_S: f64 = 60.0;
+
+/// A key's reading as the ledger keeps it: time per event, then bytes.
+fn slots(time: &netto_group_time) -> [u64; SLOTS] {
+    let mut now = [0; SLOTS];
+    now[..EVENTS].copy_from_slice(&time.ns);
+    now[BYTES_IN] = time.bytes[crate::abi::NETTO_BYTES_IN as usize];
+    now[BYTES_OUT] = time.bytes[crate::abi::NETTO_BYTES_OUT as usize];
+    now
+}
+
+/// What a key gained from `before` to `now`; all of `now` for a new key.
+fn growth(before: Option<&Seen>, now: [u64; SLOTS]) -> [u64; SLOTS] {
+    let mut delta = [0; SLOTS];
+    for (i, d) in delta.iter_mut().enumerate() {
+        let was = before.map_or(0, |seen| seen.ns[i]);
+        // Smaller than before: removed and created again since.
+        *d = if now[i] >= was { now[i] - was } else { now[i] };
+    }
+    delta
+}
 
 /// What one key had at the previous reading.
 #[derive(Debug, Clone, Copy)]
@@ -165,6 +189,9 @@ pub struct Ledger {
     /// `other`: what the interval's stack samples are named by.
     named: HashMap<GroupId, String>,
     other: bool,
+    /// What keys removed from the kernel's map gained between their last
+    /// reading and their removal: the next interval's.
+    late: Vec<(Key, [u64; SLOTS])>,
 }
 
 impl Ledger {
@@ -179,6 +206,7 @@ impl Ledger {
             clock_s: 0.0,
             named: HashMap::new(),
             other: false,
+            late: Vec::new(),
         };
         ledger.deltas(start);
         ledger
@@ -200,7 +228,8 @@ impl Ledger {
         namer: &mut impl Namer,
     ) -> Attribution {
         self.clock_s += interval_s.max(0.0);
-        let deltas = self.deltas(reading);
+        let mut deltas = self.deltas(reading);
+        deltas.append(&mut self.late);
         let mut totals = [0; EVENTS];
         for (key, id) in EVENT_IDS {
             totals[id as usize] = events.get(&key).map_or(0, |t| t.total_ns);
@@ -263,19 +292,44 @@ impl Ledger {
         }
     }
 
-    /// Keys the kernel's map can do without: when it is over half full,
-    /// those whose time has not grown for `IDLE_S`. The caller removes
-    /// them from the map; a key that comes back starts from zero, which
-    /// `Ledger::deltas` takes as all new.
+    /// Keys the kernel's map can do without (see [`IDLE_S`]). The caller
+    /// removes them from the map and hands what they held then to
+    /// [`Ledger::forgotten`].
     pub fn idle_keys(&self) -> Vec<Key> {
-        if self.previous.len() <= NETTO_MAX_GROUPS as usize / 2 {
+        let half = NETTO_MAX_GROUPS as usize / 2;
+        if self.previous.len() <= half {
             return Vec::new();
         }
-        self.previous
+        let mut idle: Vec<(f64, Key)> = self
+            .previous
             .iter()
-            .filter(|(_, seen)| self.clock_s - seen.grew_at >= IDLE_S)
-            .map(|(key, _)| *key)
-            .collect()
+            .filter(|(_, seen)| seen.grew_at < self.clock_s)
+            .map(|(key, seen)| (seen.grew_at, *key))
+            .collect();
+        idle.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let long_idle = idle
+            .iter()
+            .take_while(|(grew_at, _)| self.clock_s - grew_at >= IDLE_S)
+            .count();
+        idle.truncate(long_idle.max(self.previous.len() - half));
+        idle.into_iter().map(|(_, key)| key).collect()
+    }
+
+    /// `removed` are gone from the kernel's map; `taken` is what those
+    /// still there held as they went. What they gained since their last
+    /// reading counts in the next interval, and a key that comes back
+    /// starts from zero.
+    pub fn forgotten(&mut self, removed: &[Key], taken: &[(netto_group_key, netto_group_time)]) {
+        for (key, time) in taken {
+            let key = Key::from(key);
+            let growth = growth(self.previous.get(&key), slots(time));
+            if growth.iter().any(|&d| d > 0) {
+                self.late.push((key, growth));
+            }
+        }
+        for key in removed {
+            self.previous.remove(key);
+        }
     }
 
     /// Each key's time since the previous reading; remembers this one.
@@ -288,16 +342,8 @@ impl Ledger {
         for (key, time) in reading {
             let key = Key::from(key);
             let before = self.previous.get(&key);
-            let mut now = [0; SLOTS];
-            now[..EVENTS].copy_from_slice(&time.ns);
-            now[BYTES_IN] = time.bytes[crate::abi::NETTO_BYTES_IN as usize];
-            now[BYTES_OUT] = time.bytes[crate::abi::NETTO_BYTES_OUT as usize];
-            let mut delta = [0; SLOTS];
-            for (i, d) in delta.iter_mut().enumerate() {
-                let was = before.map_or(0, |seen| seen.ns[i]);
-                // Smaller than before: removed and created again since.
-                *d = if now[i] >= was { now[i] - was } else { now[i] };
-            }
+            let now = slots(time);
+            let delta = growth(before, now);
             let grew = delta.iter().any(|&d| d > 0);
             let grew_at = match before {
                 Some(seen) if !grew => seen.grew_at,

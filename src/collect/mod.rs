@@ -142,13 +142,10 @@ impl<'a, 'obj> Collector<'a, 'obj> {
                 state.on,
                 &mut state.names,
             ));
-            let idle: Vec<_> = state
-                .ledger
-                .idle_keys()
-                .into_iter()
-                .map(Into::into)
-                .collect();
-            self.accounting.forget_groups(&idle);
+            let idle = state.ledger.idle_keys();
+            let keys: Vec<_> = idle.iter().copied().map(Into::into).collect();
+            let taken = self.accounting.forget_groups(&keys)?;
+            state.ledger.forgotten(&idle, &taken);
         }
         Ok(snapshot)
     }

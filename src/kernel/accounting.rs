@@ -5,10 +5,10 @@
 
 use std::cell::{Cell, RefCell};
 use std::mem::MaybeUninit;
-use std::os::fd::AsFd;
+use std::os::fd::{AsFd, AsRawFd};
 
 use libbpf_rs::skel::{OpenSkel, Skel};
-use libbpf_rs::{Btf, Link, MapCore, MapFlags, OpenObject};
+use libbpf_rs::{libbpf_sys, Btf, Link, MapCore, MapFlags, OpenObject};
 
 use super::backend::Backend;
 use super::callbacks::{lookup_table, NETWORK_CALLBACKS};
@@ -480,28 +480,70 @@ impl Accounting<'_> {
             let Some(key) = read_from::<netto_group_key>(&key) else {
                 continue;
             };
-            let mut sum = netto_group_time::default();
-            for time in per_cpu
-                .iter()
-                .filter_map(|b| read_from::<netto_group_time>(b))
-            {
-                let counts = time.ns.iter().chain(&time.bytes);
-                for (total, n) in sum.ns.iter_mut().chain(&mut sum.bytes).zip(counts) {
-                    *total = total.wrapping_add(*n);
-                }
-            }
-            groups.push((key, sum));
+            groups.push((key, sum_cpus(per_cpu.iter().map(Vec::as_slice))));
         }
         Ok(groups)
     }
 
-    /// Removes groups from the map (idle ones, to make room).
-    pub fn forget_groups(&self, keys: &[netto_group_key]) {
+    /// Removes groups from the map (idle ones, to make room) and returns
+    /// what each held at the moment it went, summed over CPUs: time a
+    /// group gained after the interval's reading is handed on, not lost
+    /// with its key. A key gone already is left out. Kernels before 5.14
+    /// cannot take a per-CPU entry and delete it in one step; there the key
+    /// is deleted and what it gained since the reading is lost.
+    pub fn forget_groups(
+        &self,
+        keys: &[netto_group_key],
+    ) -> Result<Vec<(netto_group_key, netto_group_time)>, KernelError> {
+        let map = &self.skel.maps.groups;
+        let stride = std::mem::size_of::<netto_group_time>().next_multiple_of(8);
+        let cpus = libbpf_rs::num_possible_cpus().map_err(|source| KernelError::Map {
+            map: "groups",
+            source,
+        })?;
+        let mut buffer = vec![0u8; stride * cpus];
+        let mut taken = Vec::with_capacity(keys.len());
         for key in keys {
-            // Gone already is as good as removed.
-            let _ = self.skel.maps.groups.delete(bytes_of(key));
+            let key_bytes = bytes_of(key);
+            // libbpf-rs's lookup_and_delete sizes its buffer for one CPU's
+            // value, which a per-CPU map would overrun; this one holds
+            // every possible CPU's.
+            // SAFETY: the key is the map's key type, and the buffer holds
+            // `cpus` values of the map's value size rounded up to 8 bytes,
+            // which is what the kernel writes for a per-CPU hash.
+            let ret = unsafe {
+                libbpf_sys::bpf_map_lookup_and_delete_elem(
+                    map.as_fd().as_raw_fd(),
+                    key_bytes.as_ptr().cast(),
+                    buffer.as_mut_ptr().cast(),
+                )
+            };
+            if ret == 0 {
+                taken.push((*key, sum_cpus(buffer.chunks(stride))));
+                continue;
+            }
+            match std::io::Error::last_os_error().raw_os_error() {
+                Some(libc::ENOENT) => {}
+                // Gone already is as good as removed.
+                _ => {
+                    let _ = map.delete(key_bytes);
+                }
+            }
+        }
+        Ok(taken)
+    }
+}
+
+/// One group's values from each CPU, added up.
+fn sum_cpus<'a>(per_cpu: impl Iterator<Item = &'a [u8]>) -> netto_group_time {
+    let mut sum = netto_group_time::default();
+    for time in per_cpu.filter_map(read_from::<netto_group_time>) {
+        let counts = time.ns.iter().chain(&time.bytes);
+        for (total, n) in sum.ns.iter_mut().chain(&mut sum.bytes).zip(counts) {
+            *total = total.wrapping_add(*n);
         }
     }
+    sum
 }
 
 #[cfg(test)]

@@ -8,7 +8,7 @@ pub mod serve;
 pub mod topology;
 pub mod venv;
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::sync::{mpsc, Once};
@@ -313,6 +313,8 @@ pub fn event_on_cpu(snaps: &[&Snapshot], key: EventKey, cpu: usize) -> u64 {
 pub struct LoadReport {
     pub calls: u64,
     pub bytes: u64,
+    /// A sender to several destinations: the bytes each was sent.
+    pub bytes_by_dest: BTreeMap<String, u64>,
     pub stime_ns: u64,
     pub started: f64,
     pub ended: f64,
@@ -354,6 +356,17 @@ fn report(line: &str, started: f64, ended: f64) -> LoadReport {
     LoadReport {
         calls: v["calls"].as_u64().unwrap(),
         bytes: v["bytes"].as_u64().unwrap(),
+        bytes_by_dest: v["by_dest"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|d| {
+                (
+                    d["dest"].as_str().unwrap().to_owned(),
+                    d["bytes"].as_u64().unwrap(),
+                )
+            })
+            .collect(),
         stime_ns: v["stime_ns"].as_u64().unwrap(),
         started,
         ended,

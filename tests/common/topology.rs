@@ -126,20 +126,28 @@ impl Topology {
     }
 
     /// Namespaces `a{i}` and `b{i}` on `198.18.{net}.0/24` (.1 and .2),
-    /// the egress of `a{i}` shaped to `rate` (tbf, with room for everything
-    /// TCP's small queues let it queue, so it paces rather than drops);
+    /// the egress of `a{i}` shaped to `rate` (see [`Topology::shaped_link`]);
     /// returns (a, b, b's address).
     pub fn shaped_pair(&mut self, i: u8, net: u8, rate: &str) -> (String, String, String) {
         let a = self.namespace(&format!("a{i}"));
         let b = self.namespace(&format!("b{i}"));
-        let (ia, ib) = self.link(&a, &b);
-        self.addr(&a, &ia, &format!("198.18.{net}.1/24"));
-        self.addr(&b, &ib, &format!("198.18.{net}.2/24"));
+        let ip = self.shaped_link(&a, &b, net, rate);
+        (a, b, ip)
+    }
+
+    /// A veth pair from `a` (`198.18.{net}.1/24`) to `b` (`.2`), the
+    /// egress of `a`'s end shaped to `rate` (tbf, with room for everything
+    /// TCP's small queues let it queue, so it paces rather than drops);
+    /// returns b's address.
+    pub fn shaped_link(&mut self, a: &str, b: &str, net: u8, rate: &str) -> String {
+        let (ia, ib) = self.link(a, b);
+        self.addr(a, &ia, &format!("198.18.{net}.1/24"));
+        self.addr(b, &ib, &format!("198.18.{net}.2/24"));
         run(
             "tc",
             &format!("-n {a} qdisc add dev {ia} root tbf rate {rate} burst 256kb limit 32mb"),
         );
-        (a, b, format!("198.18.{net}.2"))
+        format!("198.18.{net}.2")
     }
 
     /// `ip netns exec NS program`.

@@ -350,16 +350,73 @@ fn off_means_no_groups_and_all_unattributed() {
 
 #[test]
 fn idle_keys_only_when_the_map_fills() {
-    let many: Vec<_> = (0..=NETTO_MAX_GROUPS / 2)
+    let few: Vec<_> = (0..10)
         .map(|i| (key(1, i + 1, 1), time(&[(RX, 1)])))
         .collect();
     let mut ledger = ledger(GroupBy::Process, 20);
-    ledger.interval(&many[..10], &events(&[]), 1.0, true, &mut ById);
-    ledger.interval(&many[..10], &events(&[]), IDLE_S, true, &mut ById);
+    ledger.interval(&few, &events(&[]), 1.0, true, &mut ById);
+    ledger.interval(&few, &events(&[]), IDLE_S, true, &mut ById);
     assert!(ledger.idle_keys().is_empty(), "the map is far from full");
-    ledger.interval(&many, &events(&[]), 1.0, true, &mut ById);
-    ledger.interval(&many, &events(&[]), IDLE_S, true, &mut ById);
-    assert_eq!(ledger.idle_keys().len(), many.len());
+}
+
+/// `n` keys of process ids from `first`, each with `ns` of receive time.
+fn keys(first: u32, n: u32, ns: u64) -> Vec<(netto_group_key, netto_group_time)> {
+    (first..first + n)
+        .map(|tgid| (key(1, tgid, 1), time(&[(RX, ns)])))
+        .collect()
+}
+
+#[test]
+fn a_full_map_sheds_the_least_recently_grown_down_to_half() {
+    let half = NETTO_MAX_GROUPS / 2;
+    let mut ledger = ledger(GroupBy::Process, 20);
+    // Reading 1: every key new. Reading 2: all but the first 100 grow.
+    // Reading 3: all but the first 300 grow.
+    let all = half + 150;
+    ledger.interval(&keys(1, all, 1), &events(&[]), 1.0, true, &mut ById);
+    let mut second = keys(1, 100, 1);
+    second.extend(keys(101, all - 100, 2));
+    ledger.interval(&second, &events(&[]), 1.0, true, &mut ById);
+    let mut third = keys(1, 100, 1);
+    third.extend(keys(101, 200, 2));
+    third.extend(keys(301, all - 300, 3));
+    ledger.interval(&third, &events(&[]), 1.0, true, &mut ById);
+
+    let idle = ledger.idle_keys();
+    assert_eq!(idle.len(), 150, "down to half");
+    let tgids: Vec<u32> = idle.iter().map(|k| k.tgid).collect();
+    assert!(
+        (1..=100).all(|tgid| tgids.contains(&tgid)),
+        "the least recently grown go first"
+    );
+    assert!(tgids.iter().all(|&tgid| tgid <= 300), "{tgids:?}");
+
+    // A minute on, every idle key goes, beyond half.
+    ledger.interval(&third, &events(&[]), IDLE_S, true, &mut ById);
+    assert_eq!(ledger.idle_keys().len(), all as usize);
+}
+
+#[test]
+fn what_a_key_gains_before_its_removal_counts_next_interval() {
+    let mut ledger = ledger(GroupBy::Process, 20);
+    let totals = events(&[(EventKey::NetRxSoftirq, 1000)]);
+    let first = [(key(1, 7, 1), time(&[(RX, 100)]))];
+    let a = ledger.interval(&first, &totals, 1.0, true, &mut ById);
+    assert_eq!(a.groups[0].events[&EventKey::NetRxSoftirq], 100);
+    // Removed holding 150: 50 more than it was read with.
+    let removed = [Key::from(&first[0].0)];
+    ledger.forgotten(&removed, &[(first[0].0, time(&[(RX, 150)]))]);
+    // Back, from zero, with 30.
+    let again = [(key(1, 7, 1), time(&[(RX, 30)]))];
+    let a = ledger.interval(&again, &totals, 1.0, true, &mut ById);
+    assert_eq!(a.groups[0].events[&EventKey::NetRxSoftirq], 80);
+    assert_adds_up(&a, &totals);
+    // Nothing twice.
+    let a = ledger.interval(&again, &totals, 1.0, true, &mut ById);
+    assert!(a
+        .groups
+        .iter()
+        .all(|g| g.events[&EventKey::NetRxSoftirq] == 0));
 }
 
 #[test]

@@ -24,12 +24,7 @@ impl Bound {
                     .map_err(TrafficError::io(action()))?;
                 Bound::Udp(socket)
             }
-            Proto::Tcp => {
-                let listener = TcpListener::bind(addr).map_err(TrafficError::io(action()))?;
-                sockopt::set_receive_timeout(listener.as_fd(), IO_TIMEOUT)
-                    .map_err(TrafficError::io(action()))?;
-                Bound::Tcp(listener)
-            }
+            Proto::Tcp => Bound::Tcp(listen(addr)?),
         };
         Ok(bound)
     }
@@ -40,6 +35,15 @@ impl Bound {
             Bound::Tcp(listener) => listener.local_addr(),
         }
     }
+}
+
+/// A TCP listener on `addr` whose accept times out after [`IO_TIMEOUT`].
+pub(crate) fn listen(addr: SocketAddr) -> Result<TcpListener, TrafficError> {
+    let action = || format!("binding tcp {addr}");
+    let listener = TcpListener::bind(addr).map_err(TrafficError::io(action()))?;
+    sockopt::set_receive_timeout(listener.as_fd(), IO_TIMEOUT)
+        .map_err(TrafficError::io(action()))?;
+    Ok(listener)
 }
 
 /// Waits up to [`IO_TIMEOUT`] for a connection; `None` if none came, or if one was

@@ -26,6 +26,10 @@ pub enum TrafficError {
     CongestionNeedsTcp,
     #[error("a rate only applies to TCP (the kernel paces TCP to it)")]
     RateNeedsTcp,
+    #[error("a sender thread panicked")]
+    SenderPanicked,
+    #[error("a rate of 0 would never send: give at least 1")]
+    ZeroRate,
     #[error("the kernel refused a pacing rate ({0})")]
     Rate(io::Error),
     #[error("the kernel refused TCP congestion control {name:?} ({cause}): pick one from /proc/sys/net/ipv4/tcp_available_congestion_control or load its module (`modprobe tcp_{name}`)")]
@@ -58,6 +62,7 @@ impl TrafficError {
                 | TrafficError::Size { .. }
                 | TrafficError::CongestionNeedsTcp
                 | TrafficError::RateNeedsTcp
+                | TrafficError::ZeroRate
                 | TrafficError::Congestion { .. }
         )
     }

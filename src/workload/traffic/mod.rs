@@ -7,6 +7,7 @@
 
 mod affinity;
 mod bind;
+mod churn;
 mod discard;
 mod drive;
 pub mod each_call;
@@ -27,6 +28,7 @@ mod udp_send;
 mod until;
 
 pub use affinity::pin_current_thread;
+pub use churn::{churn, ChurnConfig, Closer};
 pub use discard::Discard;
 pub use error::TrafficError;
 pub use file_read::read_file;

@@ -129,7 +129,8 @@ fn probe_congestion(dest: SocketAddr, name: &str) -> Result<(), TrafficError> {
     })
 }
 
-fn connect(dest: SocketAddr, until: Until<'_>) -> Result<TcpStream, TrafficError> {
+/// Connects to `dest`, retrying for [`CONNECT_PATIENCE`] while nothing listens there yet.
+pub(super) fn connect(dest: SocketAddr, until: Until<'_>) -> Result<TcpStream, TrafficError> {
     let give_up = Instant::now() + CONNECT_PATIENCE;
     loop {
         match TcpStream::connect_timeout(&dest, IO_TIMEOUT) {
