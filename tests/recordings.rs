@@ -540,6 +540,7 @@ fn a_sketch_flow_estimated_above_the_total_replays() {
                     packets: 100,
                     bytes: 6000,
                     share: 6000.0 / 180.0,
+                    flows: Vec::new(),
                 }],
                 other_protocols: Default::default(),
                 cost: SketchCost::default(),

@@ -435,7 +435,8 @@ fn the_page_shows_measuring_serving_and_each_knob() {
 
 /// A budget that stepped the co-hosted sketch's probability down, in the
 /// browser: the sketch's summary gives the probability in force, the cost
-/// table's budget row the one asked for.
+/// table's budget row the one asked for; under `--by flow` a heavy hitter
+/// shows its connection's network time.
 #[test]
 fn the_page_shows_the_sketch_probability_in_force_and_the_one_asked() {
     let mut recording = recording();
@@ -444,13 +445,41 @@ fn the_page_shows_the_sketch_probability_in_force_and_the_one_asked() {
         serde_json::from_value(serde_json::json!({
             "ts": last.ts, "interval_s": last.interval_s, "iface": "veth-a",
             "mode": "native", "probability": 0.0025, "rows": 4, "columns": 2048,
-            "packets": 50000, "bytes": 125000000, "gaps_reused": 0, "top": [],
+            "packets": 50000, "bytes": 125000000, "gaps_reused": 0,
+            "top": [{"flow": {"src": "198.18.0.2", "dst": "198.18.0.1", "sport": 40000,
+                              "dport": 5201, "proto": "tcp"},
+                     "packets": 40000, "bytes": 120000000, "share": 0.96,
+                     "flows": ["198.18.0.1:5201 -> 198.18.0.2:40000 tcp"]}],
             "other_protocols": {},
             "cost": {"run_count": 50000, "run_time_ns": 2000000,
                      "ns_per_packet": 40.0, "cpu_percent": 0.1}
         }))
         .expect("a sketch snapshot"),
     );
+    // Under --by flow, the heavy hitter joined to its connection, which
+    // took 1.5 ms of net_rx_softirq.
+    let rx = last.events[&EventKey::NetRxSoftirq].total_ns;
+    assert!(rx >= 1_500_000, "the recording's net_rx_softirq: {rx}");
+    let mut events = Attribution::zero_events();
+    events.insert(EventKey::NetRxSoftirq, 1_500_000);
+    let mut unattributed: BTreeMap<EventKey, u64> = last
+        .events
+        .iter()
+        .map(|(key, time)| (*key, time.total_ns))
+        .collect();
+    *unattributed.get_mut(&EventKey::NetRxSoftirq).unwrap() -= 1_500_000;
+    last.attribution = Some(Attribution {
+        by: GroupBy::Flow,
+        on: true,
+        groups: vec![Group {
+            name: "198.18.0.1:5201 -> 198.18.0.2:40000 tcp".into(),
+            label: String::new(),
+            events,
+            traffic: None,
+        }],
+        unattributed,
+        unattributed_why: BTreeMap::new(),
+    });
     last.budget = Some(BudgetStatus {
         percent: 1.0,
         over: true,
@@ -484,6 +513,26 @@ fn the_page_shows_the_sketch_probability_in_force_and_the_one_asked() {
     let budget = budget.as_str().unwrap();
     assert!(budget.contains("1 % of one CPU: over"), "{budget}");
     assert!(budget.ends_with("sketch asked p=0.01)"), "{budget}");
+    let row = wait_for(
+        &tab,
+        "[...document.querySelectorAll('#sketch th, #sketch tbody td')].map(c => c.textContent)",
+    );
+    assert_eq!(
+        row,
+        serde_json::json!([
+            "flow",
+            "packets",
+            "bytes",
+            "share",
+            "net CPU",
+            "tcp 198.18.0.2:40000 → 198.18.0.1:5201",
+            "40,000",
+            "120,000,000",
+            "96.0 %",
+            "1.500 ms"
+        ]),
+        "the sketch's table"
+    );
 }
 
 /// The page's width against the window's, and each panel's content's

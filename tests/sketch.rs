@@ -13,7 +13,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use netto::abi::sketch::sketch_protocol;
-use netto::model::{SketchSnapshot, XdpMode};
+use netto::model::{SketchSnapshot, Snapshot, XdpMode};
 use netto::sketch::config::{
     Geometry, Sampling, DEFAULT_COLUMNS, DEFAULT_ROWS, SKETCH_MAX_COLUMNS, SKETCH_MAX_ROWS,
     SKETCH_MIN_COLUMNS,
@@ -974,18 +974,84 @@ fn bad_input_is_one_line_and_attaches_nothing() {
 
 /// `--xdp-sketch` co-hosts the sketch with the accounting: every snapshot
 /// of `netto stat` carries its flows and cost, and it is gone afterwards.
+/// With `--by flow`, the heavy hitter is joined to its connection's flows
+/// by tuple: the receiving socket here and the sender in the namespace.
 #[test]
 fn stat_cohosts_the_sketch() {
     let pair = common::veth_pair("sketchs").unwrap();
     let iface = pair.host_ifname().to_owned();
-    let stat = common::NettoStat::start(0, &["--interval", "0.5", "--xdp-sketch", &iface]);
+    let stat = common::NettoStat::start(
+        0,
+        &["--interval", "0.5", "--xdp-sketch", &iface, "--by", "flow"],
+    );
     assert!(
         xdp_on(&iface),
         "no XDP program on {iface} while netto stat runs"
     );
+    let sink = common::Server::start(common::loadgen(&format!(
+        "discard --proto tcp --listen {}:9012 --duration 3",
+        pair.host_addr()
+    )));
+    let sent = common::run_client(common::loadgen_in(
+        &pair,
+        &format!(
+            "send --proto tcp --syscall write --dest {}:9012 --duration 1",
+            pair.host_addr()
+        ),
+    ));
     send_flows(&pair, &[(40011, 9011, 500)], 200);
+    sink.finish(0.0);
     thread::sleep(Duration::from_secs(1));
     let snapshots = stat.stop();
+    assert!(sent.bytes > 0);
+    let (peer, host) = (pair.peer_addr(), pair.host_addr());
+    // The TCP connection's data arrives on the interface: joined to the
+    // sink's accepted socket here and to the sender's in the namespace.
+    let joined: Vec<(&Snapshot, u16)> = snapshots
+        .iter()
+        .filter_map(|s| {
+            let e =
+                s.sketch.as_ref()?.top.iter().find(|e| {
+                    e.flow.proto == "tcp" && e.flow.dport == 9012 && !e.flows.is_empty()
+                })?;
+            Some((s, e.flow.sport))
+        })
+        .collect();
+    assert!(
+        !joined.is_empty(),
+        "no heavy hitter joined to the connection: {:?}; groups {:?}",
+        snapshots
+            .iter()
+            .filter_map(|s| s.sketch.as_ref())
+            .map(|k| k
+                .top
+                .iter()
+                .map(|e| (&e.flow, &e.flows))
+                .collect::<Vec<_>>())
+            .collect::<Vec<_>>(),
+        snapshots
+            .iter()
+            .filter_map(|s| s.attribution.as_ref())
+            .map(|a| a.groups.iter().map(|g| &g.name).collect::<Vec<_>>())
+            .collect::<Vec<_>>()
+    );
+    for (s, sport) in joined {
+        let wanted = [
+            format!("{host}:9012 -> {peer}:{sport} tcp"),
+            format!("{peer}:{sport} -> {host}:9012 tcp"),
+        ];
+        let sketch = s.sketch.as_ref().unwrap();
+        let estimate = sketch.top.iter().find(|e| e.flow.dport == 9012).unwrap();
+        assert_eq!(estimate.flows, wanted);
+        let groups = &s.attribution.as_ref().unwrap().groups;
+        let own: u64 = groups
+            .iter()
+            .filter(|g| wanted.contains(&g.name))
+            .map(|g| g.total_ns())
+            .sum();
+        assert!(own > 0, "the joined flows took no time");
+        assert_eq!(estimate.network_ns(s.attribution.as_ref()), Some(own));
+    }
     assert!(!xdp_on(&iface), "XDP program left on {iface} after exit");
     let sketches: Vec<&SketchSnapshot> =
         snapshots.iter().filter_map(|s| s.sketch.as_ref()).collect();

@@ -32,6 +32,7 @@ const WORDS = {
   softirqLoop: "samples of a socket call taken in the softirq loop outside any softirq netto saw begin: interrupt time that falls due where interrupts come back on, not the call's; left out of the breakdown",
   skid: "a function that turns interrupts back on: cpu-clock samples that fell due while they were off land here, so its time is mostly its callers' work",
   gapsReused: "sampling gaps the XDP sketch used a second time because a CPU's supply of random gaps ran dry before netto topped it up; 0 means every sampling decision was fresh",
+  netCpu: "the network time of a heavy hitter's connection in the interval (under --by flow): its receiving socket's and, where on this host, its sender's or forwarded flow's; - where the connection was folded into other",
   taskWindows: "socket calls switched out midway for which no task storage could be had: the rest of each such call is charged to no event",
   recursion: "runs of netto's programs the kernel skipped because the program was already running on that CPU: transitions or samples not seen",
   sampleHalves: "halves of the sample buffer given up because a writer was still inside when netto read it; their samples count as dropped",
@@ -510,8 +511,21 @@ function renderSketch(s) {
   const summary = el("p", {}, `${sk.iface} (${sk.mode}), p=${sk.probability}, ${fmtInt(sk.packets)} packets, ${fmtInt(sk.bytes)} bytes` +
     (sk.cost ? `, ${sk.cost.ns_per_packet.toFixed(1)} ns/packet, ${fmtPct(sk.cost.cpu_percent)} % CPU` : "") + ", ",
     word("gaps reused", WORDS.gapsReused), ` ${fmtInt(sk.gaps_reused || 0)}`);
-  const head = el("tr", {}, el("th", {}, "flow"), el("th", {}, "packets"), el("th", {}, "bytes"), el("th", {}, "share"));
-  const flows = (sk.top || []).map((f) => el("tr", {}, el("td", {}, `${f.flow.proto} ${f.flow.src}:${f.flow.sport} → ${f.flow.dst}:${f.flow.dport}`), el("td", {}, fmtInt(f.packets)), el("td", {}, fmtInt(f.bytes)), el("td", {}, fmtPart(f.share * 100) + " %")));
+  // Under --by flow, each heavy hitter's connection's network time.
+  const joined = (sk.top || []).some((f) => (f.flows || []).length > 0);
+  const groups = (s.attribution && s.attribution.groups) || [];
+  const netMs = (f) => {
+    const mine = groups.filter((g) => (f.flows || []).includes(g.name));
+    if (mine.length === 0) {
+      return "-";
+    }
+    const ns = mine.reduce((sum, g) => sum + Object.values(g.events).reduce((a, b) => a + b, 0), 0);
+    return (ns / 1e6).toFixed(3) + " ms";
+  };
+  const head = el("tr", {}, el("th", {}, "flow"), el("th", {}, "packets"), el("th", {}, "bytes"), el("th", {}, "share"),
+    ...(joined ? [el("th", {}, word("net CPU", WORDS.netCpu))] : []));
+  const flows = (sk.top || []).map((f) => el("tr", {}, el("td", {}, `${f.flow.proto} ${f.flow.src}:${f.flow.sport} → ${f.flow.dst}:${f.flow.dport}`), el("td", {}, fmtInt(f.packets)), el("td", {}, fmtInt(f.bytes)), el("td", {}, fmtPart(f.share * 100) + " %"),
+    ...(joined ? [el("td", {}, netMs(f))] : [])));
   $("sketch").replaceChildren(summary, el("table", {}, el("thead", {}, head), el("tbody", {}, ...flows)));
 }
 

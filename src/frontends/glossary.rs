@@ -64,8 +64,15 @@ pub const GAPS_REUSED: Word = Word {
               gaps ran dry before netto topped it up; 0 means every sampling decision was fresh",
 };
 
+pub const NET_CPU: Word = Word {
+    word: "net CPU",
+    meaning: "the network time of a heavy hitter's connection in the interval (under --by flow): \
+              its receiving socket's and, where on this host, its sender's or forwarded flow's; \
+              - where the connection was folded into other",
+};
+
 /// Every word, in the order top's help lists them.
-pub const WORDS: [Word; 8] = [
+pub const WORDS: [Word; 9] = [
     PERCENT_OF_ONE_CPU,
     ESTIMATE,
     CALIBRATION,
@@ -74,6 +81,7 @@ pub const WORDS: [Word; 8] = [
     SOFTIRQ_LOOP,
     SKID,
     GAPS_REUSED,
+    NET_CPU,
 ];
 
 impl Word {

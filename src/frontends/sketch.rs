@@ -6,7 +6,7 @@ use std::io::{self, Write};
 
 use super::glossary::{self, Legend};
 use super::local_time::time_of_day;
-use crate::model::{PacketUnit, SketchSnapshot};
+use crate::model::{Attribution, PacketUnit, SketchSnapshot};
 
 /// Writes the interval's table; `legend` explains each word once in the
 /// run.
@@ -15,7 +15,7 @@ pub fn write_table(
     snapshot: &SketchSnapshot,
     legend: &mut Legend,
 ) -> io::Result<()> {
-    out.write_all(render_table(snapshot, legend).as_bytes())?;
+    out.write_all(render_table(snapshot, None, legend).as_bytes())?;
     out.flush()
 }
 
@@ -27,7 +27,14 @@ fn rate(count: u64, interval_s: f64) -> f64 {
     }
 }
 
-pub fn render_table(s: &SketchSnapshot, legend: &mut Legend) -> String {
+/// `attribution` is the same interval's (`netto stat --by flow`): each
+/// heavy hitter joined to its connection shows that connection's network
+/// time (`NET CPU`).
+pub fn render_table(
+    s: &SketchSnapshot,
+    attribution: Option<&Attribution>,
+    legend: &mut Legend,
+) -> String {
     let mut text = String::new();
     let _ = writeln!(
         text,
@@ -69,11 +76,13 @@ pub fn render_table(s: &SketchSnapshot, legend: &mut Legend) -> String {
             c.run_time_ns as f64 / 1e6
         );
     }
-    let _ = writeln!(
+    let joined = s.top.iter().any(|e| !e.flows.is_empty());
+    let _ = write!(
         text,
         "{:<4} {:<47} {:>12} {:>14} {:>7}",
         "PROTO", "FLOW", "PACKETS", "BYTES", "SHARE"
     );
+    text.push_str(if joined { "    NET CPU\n" } else { "\n" });
     for e in &s.top {
         let f = &e.flow;
         let flow = format!(
@@ -81,7 +90,7 @@ pub fn render_table(s: &SketchSnapshot, legend: &mut Legend) -> String {
             endpoint(&f.src, f.sport),
             endpoint(&f.dst, f.dport)
         );
-        let _ = writeln!(
+        let _ = write!(
             text,
             "{:<5} {:<46} {:>12} {:>14} {:>6.1}%",
             f.proto,
@@ -90,6 +99,16 @@ pub fn render_table(s: &SketchSnapshot, legend: &mut Legend) -> String {
             e.bytes,
             e.share * 100.0
         );
+        match e.network_ns(attribution) {
+            Some(ns) if joined => {
+                let _ = writeln!(text, " {:>7.3} ms", ns as f64 / 1e6);
+            }
+            _ if joined => text.push_str("          -\n"),
+            _ => text.push('\n'),
+        }
+    }
+    if joined {
+        legend.explain_word(&mut text, glossary::NET_CPU);
     }
     if s.top.is_empty() {
         text.push_str("(no TCP or UDP flow sampled)\n");
@@ -145,6 +164,7 @@ mod tests {
                 packets: 2000,
                 bytes: 1_200_000,
                 share: 0.8,
+                flows: Vec::new(),
             }],
             other_protocols: BTreeMap::from([(
                 "arp".to_owned(),
@@ -165,7 +185,7 @@ mod tests {
     #[test]
     fn table_shows_flows_rates_and_cost() {
         let mut legend = Legend::default();
-        let text = render_table(&snapshot(), &mut legend);
+        let text = render_table(&snapshot(), None, &mut legend);
         assert!(
             text.contains("veth0 (generic XDP), p=0.01, 4x2048"),
             "{text}"
@@ -182,7 +202,9 @@ mod tests {
             text.contains(&format!("\n  {}\n", glossary::GAPS_REUSED.line())),
             "{text}"
         );
-        assert!(!render_table(&snapshot(), &mut legend).contains(glossary::GAPS_REUSED.meaning));
+        assert!(
+            !render_table(&snapshot(), None, &mut legend).contains(glossary::GAPS_REUSED.meaning)
+        );
         assert!(text.contains("3000 packets (1500/s)"), "{text}");
         assert!(text.contains("[fd00::1]:40000 -> [fd00::2]:5201"), "{text}");
         assert!(text.contains("80.0%"), "{text}");
@@ -192,10 +214,45 @@ mod tests {
         assert!(text.contains("GRO aggregate"), "{text}");
         let mut native = snapshot();
         native.packet_unit = PacketUnit::Frame;
-        assert!(!render_table(&native, &mut legend).contains("GRO aggregate"));
+        assert!(!render_table(&native, None, &mut legend).contains("GRO aggregate"));
         let mut off = snapshot();
         off.cost = SketchCost::default();
-        assert!(render_table(&off, &mut legend).contains("statistics off"));
+        assert!(render_table(&off, None, &mut legend).contains("statistics off"));
+    }
+
+    #[test]
+    fn a_joined_heavy_hitter_shows_its_connections_network_time() {
+        use crate::model::{Attribution, Group, GroupBy};
+        let mut joined = snapshot();
+        joined.top[0].flows = vec!["[fd00::2]:53 -> [fd00::1]:40000 udp".into()];
+        let attribution = Attribution {
+            by: GroupBy::Flow,
+            on: true,
+            groups: vec![Group {
+                name: joined.top[0].flows[0].clone(),
+                label: String::new(),
+                events: Attribution::zero_events()
+                    .into_keys()
+                    .map(|k| (k, 250_000))
+                    .collect(),
+                traffic: None,
+            }],
+            unattributed: Attribution::zero_events(),
+            unattributed_why: BTreeMap::new(),
+        };
+        let mut legend = Legend::default();
+        let text = render_table(&joined, Some(&attribution), &mut legend);
+        let ms = 0.25 * crate::model::EventKey::ALL.len() as f64;
+        assert!(text.contains("NET CPU"), "{text}");
+        assert!(text.contains(&format!("{ms:.3} ms")), "{text}");
+        assert!(text.contains(glossary::NET_CPU.meaning), "explained once");
+        let again = render_table(&joined, Some(&attribution), &mut legend);
+        assert!(!again.contains(glossary::NET_CPU.meaning), "{again}");
+        // Folded into `other` this interval: a dash.
+        let folded = render_table(&joined, None, &mut legend);
+        assert!(folded.lines().any(|l| l.ends_with(" -")), "{folded}");
+        // Nothing joined (no --by flow): no column.
+        assert!(!render_table(&snapshot(), None, &mut legend).contains("NET CPU"));
     }
 
     #[test]

@@ -40,7 +40,12 @@ impl Table {
     pub fn write(&mut self, out: &mut impl Write, snapshot: &Snapshot) -> io::Result<()> {
         out.write_all(self.render(snapshot).as_bytes())?;
         if let Some(sketch) = &snapshot.sketch {
-            out.write_all(super::sketch::render_table(sketch, &mut self.legend).as_bytes())?;
+            let table = super::sketch::render_table(
+                sketch,
+                snapshot.attribution.as_ref(),
+                &mut self.legend,
+            );
+            out.write_all(table.as_bytes())?;
         }
         if let Some(programs) = &snapshot.network_programs {
             let table = super::network_programs::render_table(

@@ -5,6 +5,8 @@ use std::collections::BTreeMap;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use super::{Attribution, Group};
+
 /// How an XDP program runs on its interface: in the driver (native) or
 /// after the kernel built an skb (generic, slower, works everywhere).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -107,6 +109,23 @@ pub struct FlowEstimate {
     pub bytes: u64,
     /// Estimated bytes / all bytes the sketch saw in the interval.
     pub share: f64,
+    /// The `--by flow` groups of the interval that are this tuple's
+    /// connection, by name: its receiving socket (`DST:DPORT -> SRC:SPORT`),
+    /// and its sender's or its forwarded flow (`SRC:SPORT -> DST:DPORT`)
+    /// where those are on this host. Empty without `--by flow`, and for a
+    /// connection folded into `other` that interval.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub flows: Vec<String>,
+}
+
+impl FlowEstimate {
+    /// The network time its joined groups ([`FlowEstimate::flows`]) took
+    /// in the interval of `attribution`; `None` where none is joined.
+    pub fn network_ns(&self, attribution: Option<&Attribution>) -> Option<u64> {
+        let groups = &attribution?.groups;
+        let joined = groups.iter().filter(|g| self.flows.contains(&g.name));
+        joined.map(Group::total_ns).reduce(|a, b| a + b)
+    }
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]

@@ -267,6 +267,7 @@ fn a_flow_share_above_one_is_an_estimate_that_loads() {
         packets: 3,
         bytes: 300,
         share,
+        flows: Vec::new(),
     };
     let mut sketch = SketchSnapshot {
         ts: 100.0,

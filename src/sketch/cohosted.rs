@@ -161,6 +161,8 @@ fn top_flows(ranked: &[(FlowKey, Estimate)], packets: u64, bytes: u64) -> Vec<Fl
             packets: p.round() as u64,
             bytes: b.round() as u64,
             share: if bytes > 0 { b / bytes as f64 } else { 0.0 },
+            // Joined once the interval's attribution is made.
+            flows: Vec::new(),
         })
         .collect()
 }

@@ -4,10 +4,11 @@
 //! `out` and labelled with its name in /etc/services where it has one.
 
 use std::collections::HashMap;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 
 use crate::collect::attribution::Service;
 use crate::kernel::attribution::Conn;
+use crate::model::{Attribution, GroupBy, SketchSnapshot};
 
 /// IANA protocol numbers with their names (as /etc/services and
 /// /etc/protocols spell them), and whether their connections have ports.
@@ -54,6 +55,46 @@ pub fn flow_name(conn: &Conn) -> String {
         end(&conn.remote, ports),
         proto_name(conn.proto)
     )
+}
+
+/// Names, on each of the sketch's heavy hitters, the `--by flow` groups of
+/// the interval that are its connection: a packet from SRC to DST arrives
+/// at a socket whose flow is `DST -> SRC`, and leaves a sender on this host
+/// (or is forwarded) as `SRC -> DST`. Under any other `--by`, or off,
+/// nothing is joined.
+pub fn join_heavy_hitters(sketch: &mut SketchSnapshot, attribution: &Attribution) {
+    for estimate in &mut sketch.top {
+        estimate.flows.clear();
+        if attribution.by != GroupBy::Flow || !attribution.on {
+            continue;
+        }
+        let t = &estimate.flow;
+        let (Ok(src), Ok(dst)) = (t.src.parse::<IpAddr>(), t.dst.parse::<IpAddr>()) else {
+            continue;
+        };
+        let Some(proto) = proto_number(&t.proto) else {
+            continue;
+        };
+        let (src, dst) = (SocketAddr::new(src, t.sport), SocketAddr::new(dst, t.dport));
+        for (local, remote) in [(dst, src), (src, dst)] {
+            let name = flow_name(&Conn {
+                proto,
+                local,
+                remote,
+            });
+            if attribution.groups.iter().any(|g| g.name == name) {
+                estimate.flows.push(name);
+            }
+        }
+    }
+}
+
+/// The IANA number of a protocol named as /etc/services spells it.
+fn proto_number(name: &str) -> Option<u8> {
+    PROTOCOLS
+        .iter()
+        .find(|(_, known, _)| *known == name)
+        .map(|(number, _, _)| *number)
 }
 
 /// `PORT/PROTO in|out`.
@@ -144,5 +185,107 @@ mod tests {
         assert_eq!(services.name(&https), "https");
         let unknown = Service::of(&conn("10.0.0.1:40000", "10.0.0.2:5201", 6));
         assert_eq!(services.name(&unknown), "");
+    }
+
+    fn sketch_of(src: &str, dst: &str, sport: u16, dport: u16) -> SketchSnapshot {
+        use crate::model::{FiveTuple, FlowEstimate, PacketUnit, SketchCost, XdpMode};
+        SketchSnapshot {
+            ts: 1.0,
+            interval_s: 1.0,
+            iface: "veth0".into(),
+            mode: XdpMode::Generic,
+            probability: 1.0,
+            rows: 4,
+            columns: 1024,
+            packet_unit: PacketUnit::GroAggregate,
+            packets: 10,
+            bytes: 1000,
+            gaps_reused: 0,
+            top: vec![FlowEstimate {
+                flow: FiveTuple {
+                    src: src.into(),
+                    dst: dst.into(),
+                    sport,
+                    dport,
+                    proto: "udp".into(),
+                },
+                packets: 10,
+                bytes: 1000,
+                share: 1.0,
+                flows: vec!["stale".into()],
+            }],
+            other_protocols: Default::default(),
+            cost: SketchCost::default(),
+        }
+    }
+
+    fn attribution(by: GroupBy, names: &[&str]) -> Attribution {
+        use crate::model::Group;
+        Attribution {
+            by,
+            on: true,
+            groups: names
+                .iter()
+                .enumerate()
+                .map(|(i, name)| Group {
+                    name: (*name).into(),
+                    label: String::new(),
+                    events: Attribution::zero_events()
+                        .into_keys()
+                        .map(|k| (k, 100 * (i as u64 + 1)))
+                        .collect(),
+                    traffic: None,
+                })
+                .collect(),
+            unattributed: Attribution::zero_events(),
+            unattributed_why: Default::default(),
+        }
+    }
+
+    #[test]
+    fn heavy_hitters_join_both_ends_of_their_connection() {
+        let mut sketch = sketch_of("fd00::1", "fd00::2", 40000, 53);
+        let by_flow = attribution(
+            GroupBy::Flow,
+            &[
+                "[fd00::2]:53 -> [fd00::1]:40000 udp",
+                "10.0.0.1:1 -> 10.0.0.2:2 udp",
+                "[fd00::1]:40000 -> [fd00::2]:53 udp",
+            ],
+        );
+        join_heavy_hitters(&mut sketch, &by_flow);
+        let joined = &sketch.top[0];
+        assert_eq!(
+            joined.flows,
+            [
+                "[fd00::2]:53 -> [fd00::1]:40000 udp",
+                "[fd00::1]:40000 -> [fd00::2]:53 udp"
+            ]
+        );
+        let events = crate::model::EventKey::ALL.len() as u64;
+        assert_eq!(
+            joined.network_ns(Some(&by_flow)),
+            Some((100 + 300) * events)
+        );
+        assert_eq!(joined.network_ns(None), None);
+    }
+
+    #[test]
+    fn heavy_hitters_join_nothing_but_flows() {
+        let mut sketch = sketch_of("10.0.0.1", "10.0.0.2", 40000, 53);
+        let name = "10.0.0.2:53 -> 10.0.0.1:40000 udp";
+        join_heavy_hitters(&mut sketch, &attribution(GroupBy::Port, &[name]));
+        assert!(sketch.top[0].flows.is_empty(), "not under --by port");
+        let mut off = attribution(GroupBy::Flow, &[name]);
+        off.on = false;
+        join_heavy_hitters(&mut sketch, &off);
+        assert!(
+            sketch.top[0].flows.is_empty(),
+            "not while attribution is off"
+        );
+        // A connection folded into `other` is not named that interval.
+        join_heavy_hitters(&mut sketch, &attribution(GroupBy::Flow, &["other"]));
+        assert!(sketch.top[0].flows.is_empty());
+        assert_eq!(sketch.top[0].network_ns(Some(&off)), None);
     }
 }

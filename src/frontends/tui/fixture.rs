@@ -196,6 +196,7 @@ pub fn sketch() -> SketchSnapshot {
                 packets: 40_000,
                 bytes: 100_000_000,
                 share: 0.8,
+                flows: Vec::new(),
             },
             FlowEstimate {
                 flow: FiveTuple {
@@ -208,6 +209,7 @@ pub fn sketch() -> SketchSnapshot {
                 packets: 9_000,
                 bytes: 20_000_000,
                 share: 0.16,
+                flows: Vec::new(),
             },
         ],
         other_protocols: Default::default(),

@@ -18,6 +18,7 @@ use crate::breakdown::fold::Folder;
 use crate::breakdown::{breakdowns, leave_out_softirq_loop};
 use crate::collect::calibrate::Calibrator;
 use crate::collect::estimate::estimate_unmeasured;
+use crate::collect::groups::conns::join_heavy_hitters;
 use crate::collect::network_programs::share;
 use crate::collect::{Beside, Collector};
 use crate::kernel::accounting::Accounting;
@@ -398,6 +399,11 @@ impl<'c, 'a, 'obj> Measure<'c, 'a, 'obj> {
             price_sketch(sketch, &snapshot.overhead.programs);
         }
         snapshot.sketch = sketch;
+        if let (Some(sketch), Some(attribution)) =
+            (snapshot.sketch.as_mut(), snapshot.attribution.as_ref())
+        {
+            join_heavy_hitters(sketch, attribution);
+        }
         if let (Some(sampler), Some(symbolizer), Some(counters), Some(counted)) =
             (sampler, self.symbolizer.as_mut(), counters, counted)
         {

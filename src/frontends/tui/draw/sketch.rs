@@ -37,9 +37,12 @@ pub fn draw(app: &App, sketch: &SketchSnapshot, frame: &mut Frame<'_>, area: Rec
         Layout::vertical([Constraint::Length(1), Constraint::Fill(1)]).areas(inner);
     frame.render_widget(Paragraph::new(totals_line(sketch)), totals);
 
+    // Under --by flow, each heavy hitter's connection's network time.
+    let joined = sketch.top.iter().any(|e| !e.flows.is_empty());
+    let attribution = app.latest().and_then(|s| s.attribution.as_ref());
     let rows = sketch.top.iter().map(|estimate| {
         let f = &estimate.flow;
-        Row::new([
+        let mut cells = vec![
             Cell::from(format!(
                 "{} {}:{} -> {}:{}",
                 f.proto, f.src, f.sport, f.dst, f.dport
@@ -47,25 +50,32 @@ pub fn draw(app: &App, sketch: &SketchSnapshot, frame: &mut Frame<'_>, area: Rec
             Cell::from(Line::from(estimate.packets.to_string()).right_aligned()),
             Cell::from(Line::from(format::quantity(estimate.bytes as f64)).right_aligned()),
             Cell::from(Line::from(format::percent(estimate.share * 100.0)).right_aligned()),
-        ])
+        ];
+        if joined {
+            let net = estimate
+                .network_ns(attribution)
+                .map_or("-".to_owned(), |ns| format::duration_ns(ns as f64));
+            cells.push(Cell::from(Line::from(net).right_aligned()));
+        }
+        Row::new(cells)
     });
-    let widths = [
-        Constraint::Fill(1),
-        Constraint::Length(VALUE_WIDTH),
-        Constraint::Length(VALUE_WIDTH),
-        Constraint::Length(VALUE_WIDTH),
+    let mut widths = vec![Constraint::Fill(1)];
+    widths.extend([Constraint::Length(VALUE_WIDTH); 3]);
+    let mut header = vec![
+        Cell::from("heaviest flows"),
+        Cell::from(Line::from("packets").right_aligned()),
+        Cell::from(Line::from("bytes").right_aligned()),
+        Cell::from(Line::from("share").right_aligned()),
     ];
+    if joined {
+        widths.push(Constraint::Length(VALUE_WIDTH));
+        header.push(Cell::from(Line::from("net CPU").right_aligned()));
+    }
     let mut table = Table::new(rows, widths);
     // When squeezed (80x24), the flows matter more than their column names.
     if flows.height > 2 {
         table = table.header(
-            Row::new([
-                Cell::from("heaviest flows"),
-                Cell::from(Line::from("packets").right_aligned()),
-                Cell::from(Line::from("bytes").right_aligned()),
-                Cell::from(Line::from("share").right_aligned()),
-            ])
-            .style(Style::new().fg(Color::Yellow).add_modifier(Modifier::BOLD)),
+            Row::new(header).style(Style::new().fg(Color::Yellow).add_modifier(Modifier::BOLD)),
         );
     }
     frame.render_widget(table, flows);
