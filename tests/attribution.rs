@@ -297,30 +297,17 @@ fn a_groups_flame_graph_is_its_stacks_in_its_time() {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("run.json");
     let send_secs = scaled_secs(6);
-    let (mut record, Loads { bytes, .. }) = three_to_one(&fast, &slow, send_secs, || {
-        let mut child = Command::new("taskset")
-            .args([
-                "-c",
-                "1",
-                NETTO,
-                "record",
-                "--by",
-                "cgroup",
-                "--interval",
-                "0.5",
-            ])
-            .args(backend_args())
-            .args(["--duration", &(send_secs + 3).to_string(), "-o"])
-            .arg(&json)
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawning netto record");
-        let stderr = child.stderr.take().unwrap();
-        let child = Guarded(child);
-        wait_for_line(stderr, "netto: recording", scaled(Duration::from_secs(30)));
-        child
-    });
+    let duration = (send_secs + 3).to_string();
+    let args = [
+        "--by",
+        "cgroup",
+        "--interval",
+        "0.5",
+        "--duration",
+        &duration,
+    ];
+    let (mut record, Loads { bytes, .. }) =
+        three_to_one(&fast, &slow, send_secs, || start_record(&args, &json));
     let status = record.0.wait().expect("waiting for netto record");
     assert!(status.success(), "netto record exited with {status}");
     let recording: Recording = serde_json::from_str(&fs::read_to_string(&json).unwrap()).unwrap();

@@ -10,7 +10,7 @@ mod common;
 
 use std::collections::BTreeMap;
 use std::fs;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::thread;
 use std::time::Duration;
 
@@ -425,30 +425,9 @@ fn an_ipv6_flow_is_named_in_brackets_and_replays() {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("run.json");
     let secs = scaled_secs(2);
-    let mut record = {
-        let mut child = Command::new("taskset")
-            .args([
-                "-c",
-                "1",
-                NETTO,
-                "record",
-                "--by",
-                "flow",
-                "--interval",
-                "0.5",
-            ])
-            .args(backend_args())
-            .args(["--duration", &(secs + 4).to_string(), "-o"])
-            .arg(&json)
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawning netto record");
-        let stderr = child.stderr.take().unwrap();
-        let child = Guarded(child);
-        wait_for_line(stderr, "netto: recording", scaled(Duration::from_secs(30)));
-        child
-    };
+    let duration = (secs + 4).to_string();
+    let args = ["--by", "flow", "--interval", "0.5", "--duration", &duration];
+    let mut record = start_record(&args, &json);
     let sink = Server::start(loadgen(
         &topology,
         &ns,

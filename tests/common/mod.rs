@@ -266,6 +266,25 @@ impl NettoStat {
     }
 }
 
+/// `netto record ARGS -o OUT` on CPU 1 with the suite's backend, once it
+/// has said it is recording.
+pub fn start_record(args: &[&str], out: &std::path::Path) -> Guarded {
+    let mut child = Command::new("taskset")
+        .args(["-c", "1", NETTO, "record"])
+        .args(args)
+        .args(backend_args())
+        .arg("-o")
+        .arg(out)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawning netto record");
+    let stderr = child.stderr.take().unwrap();
+    let child = Guarded(child);
+    wait_for_line(stderr, "netto: recording", scaled(Duration::from_secs(30)));
+    child
+}
+
 /// Reads `stream` until a line starts with `prefix`; panics on timeout or
 /// end of stream (with what was read), then keeps draining it.
 pub fn wait_for_line(stream: impl std::io::Read + Send + 'static, prefix: &str, timeout: Duration) {
