@@ -556,7 +556,9 @@ fn forwarded_packets_go_to_their_tuples() {
 /// no room for is counted in `attribution_misses` and stays unattributed,
 /// and every snapshot still adds up. Once the churn stops, its idle keys
 /// make room within an interval, and a bulk connection that follows is
-/// attributed in full: every byte its calls moved.
+/// attributed in full: every byte its calls moved. At 1 s intervals the
+/// map has room for about half its keys' worth of new connections a
+/// second (4096), so the churn overflows it at anything over half its rate.
 #[test]
 fn short_connections_fill_the_group_map_and_it_makes_room() {
     let mut topology = Topology::new("c");
@@ -564,7 +566,7 @@ fn short_connections_fill_the_group_map_and_it_makes_room() {
     let (churn_dest, bulk_dest) = ("127.0.0.1:5716", "127.0.0.1:5717");
     let secs = scaled_secs(3);
 
-    let stat = NettoStat::start(1, &["--by", "flow", "--interval", "0.5"]);
+    let stat = NettoStat::start(1, &["--by", "flow", "--interval", "1"]);
     let closer = Server::start(loadgen(
         &topology,
         &ns,
@@ -578,8 +580,9 @@ fn short_connections_fill_the_group_map_and_it_makes_room() {
         &format!("connect --dest {churn_dest} --rate 10000 --duration {secs}"),
     ));
     let accepted = closer.finish(0.0);
-    // Two intervals with no new connection: the churn's keys go idle.
-    thread::sleep(Duration::from_millis(1200));
+    // The interval the churn ended in, then one with no new connection at
+    // whose end the churn's keys are idle and go.
+    thread::sleep(Duration::from_millis(2200));
     let sink = Server::start(loadgen(
         &topology,
         &ns,
@@ -606,14 +609,11 @@ fn short_connections_fill_the_group_map_and_it_makes_room() {
         why(&snaps)
     );
     assert!(
-        churn.calls > u64::from(NETTO_MAX_GROUPS),
-        "the churn made too few connections to fill the map: {}",
-        churn.calls
-    );
-    assert!(
         misses.iter().sum::<u64>() > 0,
-        "{} connections and no miss: {misses:?}",
-        churn.calls
+        "{} connections ({rate:.0}/s, the map's room {} keys an interval) and no miss: \
+         {misses:?}",
+        churn.calls,
+        NETTO_MAX_GROUPS / 2
     );
     assert_parts_add_up(&snaps);
     let paid = paid(&snaps);

@@ -496,7 +496,7 @@ impl Accounting<'_> {
         keys: &[netto_group_key],
     ) -> Result<Vec<(netto_group_key, netto_group_time)>, KernelError> {
         let map = &self.skel.maps.groups;
-        let stride = std::mem::size_of::<netto_group_time>().next_multiple_of(8);
+        let stride = (map.value_size() as usize).next_multiple_of(8);
         let cpus = libbpf_rs::num_possible_cpus().map_err(|source| KernelError::Map {
             map: "groups",
             source,
@@ -518,13 +518,11 @@ impl Accounting<'_> {
                     buffer.as_mut_ptr().cast(),
                 )
             };
-            if ret == 0 {
-                taken.push((*key, sum_cpus(buffer.chunks(stride))));
-                continue;
-            }
-            match std::io::Error::last_os_error().raw_os_error() {
-                Some(libc::ENOENT) => {}
+            match -ret {
+                0 => taken.push((*key, sum_cpus(buffer.chunks(stride)))),
                 // Gone already is as good as removed.
+                libc::ENOENT => {}
+                // A kernel that cannot take a per-CPU entry in one step.
                 _ => {
                     let _ = map.delete(key_bytes);
                 }
@@ -547,63 +545,4 @@ fn sum_cpus<'a>(per_cpu: impl Iterator<Item = &'a [u8]>) -> netto_group_time {
 }
 
 #[cfg(test)]
-mod tests {
-    use libbpf_rs::skel::SkelBuilder;
-
-    use super::*;
-
-    /// The program that ends what the program of `section` begins.
-    fn end_of(section: &str) -> Option<String> {
-        if let Some(function) = section.strip_prefix("fentry/") {
-            return Some(format!("fexit/{function}"));
-        }
-        [
-            ("_entry", "_exit"),
-            ("_start", "_end"),
-            ("sys_enter", "sys_exit"),
-        ]
-        .iter()
-        .find_map(|(begin, end)| Some(format!("{}{end}", section.strip_suffix(begin)?)))
-    }
-
-    #[test]
-    fn the_callback_table_is_its_section_whole() {
-        let mut storage = MaybeUninit::uninit();
-        let mut open = AccountSkelBuilder::default().open(&mut storage).unwrap();
-        let table = netto_callback_table::default();
-        open.maps
-            .rodata_callbacks
-            .set_initial_value(bytes_of(&table))
-            .expect("the section is the size of the table");
-        assert!(open
-            .maps
-            .rodata_callbacks
-            .set_initial_value(&bytes_of(&table)[1..])
-            .is_err());
-    }
-
-    #[test]
-    fn every_state_that_begins_is_ended_by_a_program_attached_before() {
-        let mut storage = MaybeUninit::uninit();
-        let open = AccountSkelBuilder::default().open(&mut storage).unwrap();
-        let sections: Vec<String> = open
-            .open_object()
-            .progs()
-            .map(|p| p.section().to_string_lossy().into_owned())
-            .collect();
-        let mut begins = 0;
-        for section in &sections {
-            let Some(end) = end_of(section) else {
-                continue;
-            };
-            begins += 1;
-            assert!(sections.contains(&end), "{section}: no {end}");
-            assert!(!ends_a_state(section), "{section} attaches with the ends");
-            assert!(ends_a_state(&end), "{end} attaches after {section}");
-        }
-        // softirq, device irq, 5 x86 vectors, 4 callback kinds, the
-        // syscall window, and at least one socket function.
-        assert!(begins >= 13, "{begins} programs begin a state");
-        assert!(!ends_a_state("tp_btf/sched_switch"));
-    }
-}
+mod tests;
