@@ -292,7 +292,7 @@ impl Ledger {
         }
     }
 
-    /// Keys the kernel's map can do without (see [`IDLE_S`]). The caller
+    /// Keys the kernel's map can do without (see `IDLE_S`). The caller
     /// removes them from the map and hands what they held then to
     /// [`Ledger::forgotten`].
     pub fn idle_keys(&self) -> Vec<Key> {
