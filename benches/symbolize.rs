@@ -308,7 +308,7 @@ fn bench(c: &mut Criterion) {
                     folder.add(0, Some(context), None, raw);
                 }
                 let folded = folder.take(&mut symbolizer, |_| None);
-                black_box(breakdowns(&folded, &events, 999))
+                black_box(breakdowns(&folded, &events, &BTreeMap::new(), 999))
             })
         });
     }

@@ -125,7 +125,7 @@ fn snapshot(ts: f64, seed: u64) -> Snapshot {
     s.overhead.bpf_stats = true;
     s.overhead.bpf_run_time_ns = 9_000_000;
     s.stacks = stacks(seed);
-    s.breakdown = breakdowns(&s.stacks, &s.events, 499);
+    s.breakdown = breakdowns(&s.stacks, &s.events, &s.modules, 499);
     s.sampling = Some(SamplingStats {
         frequency_hz: 499,
         transport: "mmap".into(),

@@ -266,7 +266,7 @@ fn valid_recording() -> impl Strategy<Value = Recording> {
                         group: None,
                     })
                     .collect();
-                s.breakdown = breakdowns(&s.stacks, &s.events, hz);
+                s.breakdown = breakdowns(&s.stacks, &s.events, &s.modules, hz);
                 s.sampling = Some(SamplingStats {
                     frequency_hz: hz,
                     transport: "mmap".into(),
@@ -374,7 +374,7 @@ fn the_extremes_a_valid_recording_may_have_play_through_top_and_serve() {
         cpus: Default::default(),
         group: None,
     }];
-    s.breakdown = breakdowns(&s.stacks, &s.events, 10_000);
+    s.breakdown = breakdowns(&s.stacks, &s.events, &s.modules, 10_000);
     let mut recording = small_recording().clone();
     recording.snapshots = vec![s];
     let valid = ValidRecording::new(recording).unwrap();

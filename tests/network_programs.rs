@@ -20,9 +20,9 @@ use libbpf_rs::skel::{OpenSkel, SkelBuilder};
 use libbpf_rs::{Link, ProgramInput};
 use netto::kernel::cgroup::v2_hierarchy;
 use netto::kernel::network_programs::program_id;
-use netto::kernel::skel::stand_ins::StandInsSkelBuilder;
+use netto::kernel::skel::stand_ins::{StandInsProgs, StandInsSkelBuilder};
 use netto::kernel::stats::StatsGuard;
-use netto::model::{NetworkProgram, PriceBasis, Snapshot};
+use netto::model::{NetworkProgram, PriceBasis, Recording, SampleContext, Snapshot};
 use netto::workload::netns::VethPair;
 use netto::workload::undo::{self, Registered};
 
@@ -84,6 +84,35 @@ struct Attached {
     _xdp: Link,
     _tc: OwnedFd,
     _cgroup: Link,
+}
+
+impl Attached {
+    /// The stand-ins of `skel` attached where this test puts them; with
+    /// the peer's interface index, as a link in its namespace gives it.
+    fn new(progs: &StandInsProgs<'_>, pair: &VethPair, cgroup: &TestCgroup) -> (Attached, u32) {
+        let xdp = progs
+            .stand_in_xdp
+            .attach_xdp(ifindex(pair.host_ifname()) as i32)
+            .expect("XDP on the host end");
+        let (tc, peer_index) = tcx_egress(pair, progs.stand_in_tc.as_fd());
+        let dir = fs::File::open(&cgroup.dir).unwrap();
+        let cgroup_link = progs
+            .stand_in_cgroup
+            .attach_cgroup(dir.as_raw_fd())
+            .expect("cgroup_skb on the test cgroup");
+        let id = |p: &libbpf_rs::ProgramMut<'_>| program_id(p.as_fd()).unwrap();
+        let attached = Attached {
+            ids: [
+                id(&progs.stand_in_xdp),
+                id(&progs.stand_in_tc),
+                id(&progs.stand_in_cgroup),
+            ],
+            _xdp: xdp,
+            _tc: tc,
+            _cgroup: cgroup_link,
+        };
+        (attached, peer_index)
+    }
 }
 
 fn ifindex(name: &str) -> u32 {
@@ -164,27 +193,7 @@ fn three_programs_under_traffic_are_listed_with_where_and_priced() {
         .and_then(|open| open.load())
         .expect("loading the stand-ins");
     let progs = &skel.progs;
-    let xdp = progs
-        .stand_in_xdp
-        .attach_xdp(ifindex(pair.host_ifname()) as i32)
-        .expect("XDP on the host end");
-    let (tc, peer_index) = tcx_egress(&pair, progs.stand_in_tc.as_fd());
-    let dir = fs::File::open(&cgroup.dir).unwrap();
-    let cgroup_link = progs
-        .stand_in_cgroup
-        .attach_cgroup(dir.as_raw_fd())
-        .expect("cgroup_skb on the test cgroup");
-    let id = |p: &libbpf_rs::ProgramMut<'_>| program_id(p.as_fd()).unwrap();
-    let attached = Attached {
-        ids: [
-            id(&progs.stand_in_xdp),
-            id(&progs.stand_in_tc),
-            id(&progs.stand_in_cgroup),
-        ],
-        _xdp: xdp,
-        _tc: tc,
-        _cgroup: cgroup_link,
-    };
+    let (attached, peer_index) = Attached::new(progs, &pair, &cgroup);
 
     // Statistics held on all along: the intervals' runs are counted, not
     // scaled from netto's slice.
@@ -322,4 +331,95 @@ fn a_program_attached_and_detached_mid_run_comes_and_goes() {
             b.ts
         );
     }
+}
+
+/// Samples of each stand-in, over the recording, in `context`'s breakdown.
+fn program_samples(recording: &Recording, context: SampleContext, program: &str) -> u64 {
+    let stage = format!("bpf:{program}");
+    recording
+        .snapshots
+        .iter()
+        .flat_map(|s| &s.breakdown)
+        .filter(|b| b.context == context)
+        .flat_map(|b| &b.categories)
+        .filter(|c| c.category == stage)
+        .map(|c| c.samples)
+        .sum()
+}
+
+/// The stand-ins made dear enough to be sampled, under traffic: each is a
+/// stage of the breakdown under its own name, in the context it runs in
+/// (XDP in NET_RX; tc and cgroup_skb egress in the sender's call), and a
+/// frame of the flame graph drawn as a BPF program.
+#[test]
+fn programs_are_stages_of_the_breakdown_under_their_names() {
+    let pair = veth_pair("nprog").expect("making a veth pair");
+    let cgroup = TestCgroup::new();
+    let _listener = UdpSocket::bind((pair.host_addr(), PORT)).unwrap();
+    let mut storage = MaybeUninit::uninit();
+    let mut open = StandInsSkelBuilder::default()
+        .open(&mut storage)
+        .expect("opening the stand-ins");
+    open.maps.rodata_data.as_deref_mut().expect("rodata").work = 4000;
+    let skel = open.load().expect("loading the stand-ins");
+    let _attached = Attached::new(&skel.progs, &pair, &cgroup);
+
+    let out = tempfile::tempdir().unwrap();
+    let json = out.path().join("programs.json");
+    let duration = scaled_secs(4).to_string();
+    let args = [
+        "--frequency",
+        "999",
+        "--duration",
+        &duration,
+        "--format",
+        "json",
+    ];
+    let mut record = start_record(&args, &json);
+    send(&pair, &cgroup, PACKETS / 2);
+    let status = exit_within(
+        &mut record.0,
+        scaled(Duration::from_secs(30)),
+        "netto record",
+    );
+    assert!(status.success(), "netto record exited with {status}");
+    let recording: Recording = serde_json::from_str(&fs::read_to_string(&json).unwrap()).unwrap();
+
+    let found = [
+        (SampleContext::NetRx, "stand_in_xdp"),
+        (SampleContext::SockSend, "stand_in_tc"),
+        (SampleContext::SockSend, "stand_in_cgroup"),
+    ]
+    .map(|(context, name)| (name, program_samples(&recording, context, name)));
+    eprintln!("samples by program: {found:?}");
+    for (name, samples) in found {
+        assert!(samples >= 5, "{name}: {samples} samples in {found:?}");
+    }
+    let modules = &recording
+        .snapshots
+        .iter()
+        .find(|s| !s.modules.is_empty())
+        .unwrap()
+        .modules;
+    assert_eq!(modules.get("stand_in_xdp").map(String::as_str), Some("bpf"));
+
+    // `report`'s flame graph draws the program's frame as one.
+    let svg = out.path().join("programs.svg");
+    let report = std::process::Command::new(NETTO)
+        .arg("report")
+        .arg(&json)
+        .arg("-o")
+        .arg(&svg)
+        .output()
+        .unwrap();
+    assert!(
+        report.status.success(),
+        "{}",
+        String::from_utf8_lossy(&report.stderr)
+    );
+    let drawn = fs::read_to_string(&svg).unwrap();
+    assert!(
+        drawn.contains("BPF program, category bpf:stand_in_xdp"),
+        "the XDP stand-in's frame drawn as a program"
+    );
 }

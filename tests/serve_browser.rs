@@ -17,7 +17,8 @@ use headless_chrome::protocol::cdp::Network;
 use headless_chrome::protocol::cdp::Page::CaptureScreenshotFormatOption;
 use headless_chrome::{Browser, LaunchOptions, Tab};
 use netto::model::{
-    Attribution, BudgetChange, BudgetStatus, EventKey, Group, GroupBy, Recording, Tier,
+    Attribution, BudgetChange, BudgetStatus, EventKey, Group, GroupBy, NetworkPrograms, Recording,
+    Tier,
 };
 
 /// Evaluates `expression` in the page until it gives a value other than
@@ -535,6 +536,113 @@ fn the_page_shows_the_sketch_probability_in_force_and_the_one_asked() {
     );
 }
 
+/// Two programs of someone's data plane, one attached in two places, and
+/// netto's sketch, over an interval of `interval_s`.
+fn network_programs(interval_s: f64) -> NetworkPrograms {
+    let program = |id: u32, name: &str, attach: serde_json::Value, runs: u64, ns: u64| {
+        serde_json::json!({
+            "id": id, "name": name, "tag": "0011223344556677", "prog_type": "sched_cls",
+            "attach": attach, "hook": "tc_ingress", "runs": runs, "run_time_ns": ns,
+            "ns_per_run": ns as f64 / runs as f64, "event": "net_rx_softirq",
+            "share_percent": 12.5
+        })
+    };
+    let tc = |iface: &str| serde_json::json!({"hook": "tc_ingress", "iface": iface, "link": true});
+    let mut sketch = program(
+        11,
+        "netto_sketch_4",
+        serde_json::json!([]),
+        (interval_s * 10.0) as u64,
+        (interval_s * 1000.0) as u64,
+    );
+    sketch["own"] = serde_json::json!(true);
+    serde_json::from_value(serde_json::json!({
+        "basis": "whole_interval",
+        "stats_held_s": interval_s,
+        "programs": [
+            program(7, "cil_from_netdev", serde_json::json!([tc("eth0"), tc("lxc_health_c0ffee")]),
+                    (interval_s * 100_000.0) as u64, (interval_s * 30_000_000.0) as u64),
+            program(9, "xdp_fw", serde_json::json!([
+                {"hook": "xdp", "iface": "eth0", "mode": "driver", "link": false}]),
+                    (interval_s * 200_000.0) as u64, (interval_s * 40_000_000.0) as u64),
+            sketch
+        ],
+        "not_attached": 0
+    }))
+    .expect("network programs")
+}
+
+/// The host's programs, costliest first, with where each runs and its
+/// share of the event explained.
+#[test]
+fn the_page_lists_the_hosts_ebpf_programs() {
+    let mut recording = recording();
+    let last = recording.snapshots.last_mut().unwrap();
+    // A whole second, so that the rates read as round numbers.
+    last.interval_s = 1.0;
+    last.network_programs = Some(network_programs(last.interval_s));
+    let page = open_recording(&recording);
+    let tab = Arc::clone(&page.tab);
+    let rows = wait_for(
+        &tab,
+        "document.querySelector('#programs tbody tr') ? [...document.querySelectorAll('#programs tr')]\
+           .map(tr => [...tr.children].map(c => c.textContent)) : null",
+    );
+    assert_eq!(
+        rows,
+        serde_json::json!([
+            [
+                "program",
+                "runs/s",
+                "ns/run",
+                "% of one CPU",
+                "share of event",
+                "where"
+            ],
+            [
+                "xdp_fw sched_cls #9",
+                "200,000",
+                "200",
+                "4.00",
+                "~12.5 % of net_rx_softirq",
+                "xdp on eth0 (driver), no link"
+            ],
+            [
+                "cil_from_netdev sched_cls #7",
+                "100,000",
+                "300",
+                "3.00",
+                "~12.5 % of net_rx_softirq",
+                "tc_ingress on eth0, link; tc_ingress on lxc_health_c0ffee, link"
+            ],
+            [
+                "netto_sketch_4 (netto)",
+                "10",
+                "100",
+                "0.00",
+                "~12.5 % of net_rx_softirq",
+                "tc_ingress (not located)"
+            ]
+        ]),
+        "costliest first, netto's own marked"
+    );
+    let basis = wait_for(
+        &tab,
+        "document.getElementById('programs-basis')?.textContent",
+    );
+    assert_eq!(basis, "last interval, counted over the whole interval");
+    let tip = wait_for(
+        &tab,
+        "[...document.querySelectorAll('#programs th [title]')].map(t => t.title).join('|')",
+    );
+    assert!(
+        tip.as_str()
+            .unwrap()
+            .contains("an estimate: entering a program is not in BPF statistics"),
+        "{tip}"
+    );
+}
+
 /// The page's width against the window's, and each panel's content's
 /// against the panel's, at `width` pixels, once everything has drawn:
 /// (page scroll width, window width, panels whose content is wider).
@@ -574,6 +682,7 @@ fn the_page_fits_1400_and_1000_pixels() {
     let mut recording = tiered_and_attributed();
     let last = recording.snapshots.last_mut().unwrap();
     last.budget = Some(BudgetStatus::over_at_floor(1.0));
+    last.network_programs = Some(network_programs(last.interval_s));
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("busy.json");
     std::fs::write(&path, serde_json::to_vec(&recording).unwrap()).unwrap();

@@ -25,6 +25,7 @@ const SVG_NS = "http://www.w3.org/2000/svg";
 // each is the tooltip of the word where it shows.
 const WORDS = {
   percentOfOneCpu: "100 is one CPU busy for the whole interval; a host with N CPUs goes up to N x 100",
+  shareOfEvent: "the program's run time over the time of the network event its hook runs in (an estimate: entering a program is not in BPF statistics, and a program can run outside that event, as tc egress inside a send call)",
   estimate: "estimated from stack samples (the tier does not measure it), shown to its error's precision; a count it cannot know reads -",
   calibration: "this tier's estimate over the exact time in the run's calibration intervals; when applied, the estimate shown is the samples' divided by it, and its error holds the calibration's",
   agreement: "the time the stack samples stand for (samples x sampling period) over the exact time: 1.00 means the samples saw all of it; shares are of the samples either way",
@@ -220,6 +221,7 @@ function render() {
   renderGroups(latest);
   renderOverhead(latest);
   renderSketch(latest);
+  renderPrograms(latest);
   refreshFlame();
 }
 
@@ -357,6 +359,9 @@ function renderBreakdown(s) {
   table.replaceChildren(el("thead", {}, head), el("tbody", {}, ...body));
 }
 
+// A group's time over every event, in ns.
+const groupNs = (g) => Object.values(g.events).reduce((x, y) => x + y, 0);
+
 // Who pays (--by): each group's time per event, sorted by the column
 // clicked last, what no group claimed below the groups; under --by
 // flow|port each group's cost per KiB of its payload too.
@@ -378,7 +383,7 @@ function renderGroups(s) {
     if (key === "ns_per_kib") {
       return r.ns_per_kib ?? -1;
     }
-    return key === "total" ? Object.values(r.events).reduce((x, y) => x + y, 0) : r.events[key] || 0;
+    return key === "total" ? groupNs(r) : r.events[key] || 0;
   };
   const cell = (r, key) => {
     if (key !== "ns_per_kib") {
@@ -519,7 +524,7 @@ function renderSketch(s) {
     if (mine.length === 0) {
       return "-";
     }
-    const ns = mine.reduce((sum, g) => sum + Object.values(g.events).reduce((a, b) => a + b, 0), 0);
+    const ns = mine.reduce((sum, g) => sum + groupNs(g), 0);
     return (ns / 1e6).toFixed(3) + " ms";
   };
   const head = el("tr", {}, el("th", {}, "flow"), el("th", {}, "packets"), el("th", {}, "bytes"), el("th", {}, "share"),
@@ -527,6 +532,35 @@ function renderSketch(s) {
   const flows = (sk.top || []).map((f) => el("tr", {}, el("td", {}, `${f.flow.proto} ${f.flow.src}:${f.flow.sport} → ${f.flow.dst}:${f.flow.dport}`), el("td", {}, fmtInt(f.packets)), el("td", {}, fmtInt(f.bytes)), el("td", {}, fmtPart(f.share * 100) + " %"),
     ...(joined ? [el("td", {}, netMs(f))] : [])));
   $("sketch").replaceChildren(summary, el("table", {}, el("thead", {}, head), el("tbody", {}, ...flows)));
+}
+
+// Where a program runs, as stat writes it: "xdp on eth0 (driver), link".
+const attachText = (a) => a.hook + (a.iface ? ` on ${a.iface}` : "") + (a.mode ? ` (${a.mode})` : "") +
+  (a.cgroup_id != null ? ` cgroup id ${a.cgroup_id}` : "") + (a.link ? ", link" : ", no link");
+
+// The host's BPF programs on the network path: shown once one that is not
+// netto's has run, costliest first, as stat and top list them.
+function renderPrograms(s) {
+  const n = s.network_programs;
+  const shown = n && n.programs.some((p) => !p.own && p.runs > 0);
+  $("programs-panel").hidden = !shown;
+  if (!shown) {
+    return;
+  }
+  $("programs-basis").textContent = n.basis === "slice"
+    ? `last interval, estimated from ${(n.stats_held_s * 1e3).toFixed(0)} ms of BPF statistics`
+    : n.basis === "whole_interval" ? "last interval, counted over the whole interval" : "not priced (no BPF statistics)";
+  const head = el("tr", {}, el("th", {}, "program"), el("th", {}, "runs/s"), el("th", {}, "ns/run"),
+    el("th", {}, word("% of one CPU", WORDS.percentOfOneCpu)), el("th", {}, word("share of event", WORDS.shareOfEvent)), el("th", {}, "where"));
+  const programs = [...n.programs].sort((a, b) => b.run_time_ns - a.run_time_ns || a.id - b.id);
+  const rows = programs.map((p) => el("tr", {},
+    el("td", {}, p.name, el("small", {}, p.own ? " (netto)" : ` ${p.prog_type} #${p.id}`)),
+    el("td", {}, fmtInt(s.interval_s > 0 ? p.runs / s.interval_s : 0)),
+    el("td", {}, p.ns_per_run == null ? "-" : p.ns_per_run.toFixed(0)),
+    el("td", {}, fmtPct(pct(p.run_time_ns, s.interval_s))),
+    el("td", {}, p.share_percent == null ? "-" : `~${p.share_percent.toFixed(1)} % of ${p.event}`),
+    el("td", {}, p.attach.length ? p.attach.map(attachText).join("; ") : `${p.hook} (not located)`)));
+  $("programs").replaceChildren(el("thead", {}, head), el("tbody", {}, ...rows));
 }
 
 // The flame graph is inferno's SVG in an <object>, so its own script

@@ -20,11 +20,12 @@
 //!
 //! Functions not listed inherit the stage of the nearest listed caller:
 //! allocation, copies inside a stage, locks, checksums, NAT inside a hook.
-//! BPF programs appear under their own name, which no row can know, so
-//! they inherit the stage of the kernel function that ran them
-//! (`do_xdp_generic`, `veth_xdp_rcv_skb`, `tcf_classify`, ...); netto's own
-//! sketch is the exception, known by name. `lookup.rs` indexes the tables
-//! and looks frames up in them.
+//! BPF programs appear under their own name, which no row can know: the
+//! categorizer learns which names are programs from a snapshot's
+//! `modules` (module `bpf`), and each is a stage of its own
+//! ([`super::Stage::Program`]). netto's own programs are the exception,
+//! known by name (`netto_`, `netto_sketch_`). `lookup.rs` indexes the
+//! tables and looks frames up in them.
 
 mod lookup;
 
@@ -65,6 +66,9 @@ pub enum Action {
     Is(Category),
     /// Netfilter machinery; the hook comes from the callers (rule 2).
     Netfilter,
+    /// A BPF program that is not netto's: no row names it; the
+    /// categorizer knows it from the snapshot's modules.
+    Program,
 }
 
 use Action::{Is, Netfilter};
@@ -101,6 +105,14 @@ pub static RULES: &[(Pattern, Action)] = &[
     // program per column count, netto_sketch_4 to netto_sketch_15
     // (sketch::program::PROGRAM).
     (Prefix("netto_sketch_"), Is(XdpSketch)),
+    // Entering BPF programs: the XDP dispatcher (its kernel stub and its
+    // image), trampolines (fentry, fexit, freplace) and the runners of
+    // cgroup programs. A program they enter is its own stage, nearer the
+    // leaf; the programs themselves are known by their module, not here
+    // (`super::Categorizer::learn_programs`).
+    (Prefix("bpf_dispatcher_"), Is(BpfDispatch)),
+    (Prefix("bpf_trampoline_"), Is(BpfDispatch)),
+    (Prefix("__cgroup_bpf_run_filter_"), Is(BpfDispatch)),
     // GRO.
     (Exact("napi_gro_receive"), Is(Gro)),
     (Exact("dev_gro_receive"), Is(Gro)),

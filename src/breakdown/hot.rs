@@ -5,7 +5,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use super::Categorizer;
+use super::{Categorizer, Stage};
 use crate::model::{SampleContext, StackCount};
 use crate::symbols::symbolizer::FastState;
 
@@ -18,32 +18,31 @@ pub struct HotFunction {
 
 /// Per context and category name that is `wanted`, the leaf functions of
 /// its stacks, most samples first (ties by name), at most `limit` of them.
-/// The categories are decided as [`super::breakdowns`] decides them, so
-/// the functions of a category add up to (at most) its samples there.
-/// Callers pass only the stacks of contexts they want: every stack passed
-/// is categorized, which is the cost.
+/// The categories are decided as [`super::breakdowns`] decides them (a
+/// program's stage by its `bpf:` name, once the categorizer has learnt
+/// the programs), so the functions of a category add up to (at most) its
+/// samples there. Callers pass only the stacks of contexts they want:
+/// every stack passed is categorized, which is the cost.
 pub fn hot_functions<'s>(
     stacks: impl IntoIterator<Item = &'s StackCount>,
     limit: usize,
     categorizer: &mut Categorizer,
     wanted: impl Fn(SampleContext, &str) -> bool,
-) -> BTreeMap<(SampleContext, &'static str), Vec<HotFunction>> {
-    let mut counts: HashMap<(SampleContext, &'static str, &str), u64, FastState> =
-        HashMap::default();
+) -> BTreeMap<(SampleContext, String), Vec<HotFunction>> {
+    let mut counts: HashMap<(SampleContext, Stage<'s>, &str), u64, FastState> = HashMap::default();
     for stack in stacks {
         let Some(leaf) = stack.frames.last() else {
             continue;
         };
-        let category = categorizer.categorize(stack.context, &stack.frames).name();
-        if wanted(stack.context, category) {
-            *counts.entry((stack.context, category, leaf)).or_default() += stack.count;
+        let stage = categorizer.stage(stack.context, &stack.frames);
+        if wanted(stack.context, &stage.name()) {
+            *counts.entry((stack.context, stage, leaf)).or_default() += stack.count;
         }
     }
-    let mut by_category: BTreeMap<(SampleContext, &'static str), Vec<(&str, u64)>> =
-        BTreeMap::new();
-    for ((context, category, leaf), samples) in counts {
+    let mut by_category: BTreeMap<(SampleContext, String), Vec<(&str, u64)>> = BTreeMap::new();
+    for ((context, stage, leaf), samples) in counts {
         by_category
-            .entry((context, category))
+            .entry((context, stage.name().into_owned()))
             .or_default()
             .push((leaf, samples));
     }
@@ -110,7 +109,7 @@ mod tests {
             ),
         ];
         let hot = hot_functions(&stacks, 10, &mut Categorizer::default(), |_, _| true);
-        let tcp = &hot[&(SampleContext::NetRx, "local_tcp")];
+        let tcp = &hot[&(SampleContext::NetRx, "local_tcp".to_owned())];
         let listed: Vec<(&str, u64)> = tcp.iter().map(|f| (f.name.as_str(), f.samples)).collect();
         assert_eq!(
             listed,
@@ -121,7 +120,7 @@ mod tests {
             ]
         );
         // The same function in another context is counted there.
-        let send = &hot[&(SampleContext::SockSend, "tcp_output")];
+        let send = &hot[&(SampleContext::SockSend, "tcp_output".to_owned())];
         assert_eq!(send[0].samples, 9);
         assert_eq!(hot.len(), 2);
     }
@@ -135,14 +134,14 @@ mod tests {
             StackCount::of(SampleContext::NetRx, &["net_rx_action", "__napi_poll"], 6),
         ];
         let snapshot = Snapshot::empty("tracepoint", 1);
-        let breakdown = &breakdowns(&stacks, &snapshot.events, 999)[0];
+        let breakdown = &breakdowns(&stacks, &snapshot.events, &BTreeMap::new(), 999)[0];
         let hot = hot_functions(&stacks, 2, &mut Categorizer::default(), |_, _| true);
         for share in &breakdown.categories {
-            let functions = &hot[&(SampleContext::NetRx, share.category.as_str())];
+            let functions = &hot[&(SampleContext::NetRx, share.category.clone())];
             assert!(functions.len() <= 2);
             assert!(functions.iter().map(|f| f.samples).sum::<u64>() <= share.samples);
         }
-        let tcp = &hot[&(SampleContext::NetRx, "local_tcp")];
+        let tcp = &hot[&(SampleContext::NetRx, "local_tcp".to_owned())];
         assert_eq!(
             tcp.iter().map(|f| f.name.as_str()).collect::<Vec<_>>(),
             ["c", "b"]

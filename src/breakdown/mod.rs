@@ -31,9 +31,12 @@ pub mod fold;
 pub mod hot;
 pub mod placement;
 
-use std::collections::{BTreeMap, HashMap};
+use std::borrow::Cow;
+use std::collections::{BTreeMap, HashMap, HashSet};
 
-use crate::model::{Breakdown, CategoryShare, CpuTime, EventKey, SampleContext, StackCount};
+use crate::model::{
+    Breakdown, CategoryShare, CpuTime, EventKey, SampleContext, Snapshot, StackCount,
+};
 use crate::symbols::kallsyms::normalize_name;
 use crate::symbols::symbolizer::FastState;
 
@@ -92,6 +95,14 @@ pub enum Category {
     /// The timer softirq's own work around network callbacks: the expiry
     /// loop, reprogramming the timer hardware.
     TimerSoftirq,
+    /// A BPF program that is not netto's (someone's XDP, tc or cgroup
+    /// program), with the helpers it calls. The breakdown names each one
+    /// ([`Stage::Program`]); this is their family, where one name is
+    /// needed for all (colours, `/metrics`).
+    BpfProgram,
+    /// Entering BPF programs: the XDP dispatcher, trampolines and the
+    /// cgroup hooks' runners, sampled outside any program they run.
+    BpfDispatch,
     /// netto's own BPF programs (the accounting hooks), by name: what
     /// measuring costs inside the measured contexts.
     Netto,
@@ -99,7 +110,7 @@ pub enum Category {
 }
 
 impl Category {
-    pub const ALL: [Category; 39] = [
+    pub const ALL: [Category; 41] = [
         Category::DriverNapi,
         Category::Xdp,
         Category::XdpSketch,
@@ -137,6 +148,8 @@ impl Category {
         Category::TcpConnectionTimer,
         Category::QdiscWatchdog,
         Category::TimerSoftirq,
+        Category::BpfProgram,
+        Category::BpfDispatch,
         Category::Netto,
         Category::Other,
     ];
@@ -195,37 +208,85 @@ impl Category {
             Category::TcpConnectionTimer => "tcp_connection_timer",
             Category::QdiscWatchdog => "qdisc_watchdog",
             Category::TimerSoftirq => "timer_softirq",
+            Category::BpfProgram => "bpf_program",
+            Category::BpfDispatch => "bpf_dispatch",
             Category::Netto => "netto",
             Category::Other => "other",
         }
     }
 }
 
+/// What a stack's time is charged to: a stage of the stack, or a BPF
+/// program that is not netto's, by the name its frames carry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Stage<'f> {
+    Of(Category),
+    Program(&'f str),
+}
+
+/// How the breakdown names a program's stage: `bpf:` and the program's
+/// name, so it cannot be taken for a category of the fixed set.
+pub const PROGRAM_PREFIX: &str = "bpf:";
+
+impl Stage<'_> {
+    /// The category, or [`Category::BpfProgram`] for every program.
+    pub fn category(self) -> Category {
+        match self {
+            Stage::Of(category) => category,
+            Stage::Program(_) => Category::BpfProgram,
+        }
+    }
+
+    /// The public name: a category's, or `bpf:NAME` for a program.
+    pub fn name(self) -> Cow<'static, str> {
+        match self {
+            Stage::Of(category) => Cow::Borrowed(category.name()),
+            Stage::Program(name) => Cow::Owned(format!("{PROGRAM_PREFIX}{name}")),
+        }
+    }
+}
+
 /// The category of one stack, frames outermost first (as in
-/// [`StackCount`]).
+/// [`StackCount`]), with no BPF program known.
 pub fn categorize(frames: &[&str]) -> Category {
-    categorize_with(frames, categories::action)
+    categorize_with(frames, false, categories::action).category()
 }
 
 /// [`categorize`] with the per-frame lookup supplied, so a caller
-/// categorizing many stacks can remember each name's row.
+/// categorizing many stacks can remember each name's row and know the
+/// BPF programs. `programs`: whether any frame may be a program; if so, a
+/// stage found nearer the leaf gives way to a program frame outside it
+/// (a program's helpers are its own time), but not to a boundary and not
+/// to netto's own programs (what measuring costs stays netto's, inside
+/// whoever's program it ran).
 fn categorize_with<'a, S: AsRef<str>>(
     frames: &'a [S],
+    programs: bool,
     mut action: impl FnMut(&'a str) -> Option<categories::Action>,
-) -> Category {
+) -> Stage<'a> {
     let mut deferred = None;
+    let mut found = None;
     for (i, frame) in frames.iter().enumerate().rev() {
-        match action(frame.as_ref()) {
-            None => {}
+        let category = match action(frame.as_ref()) {
+            None => continue,
             Some(categories::Action::Is(Category::Other)) => break,
+            Some(categories::Action::Program) => return Stage::Program(frame.as_ref()),
             Some(categories::Action::Is(category)) if category.defers() => {
                 deferred.get_or_insert(category);
+                continue;
             }
-            Some(categories::Action::Is(category)) => return category,
-            Some(categories::Action::Netfilter) => return categories::hook(&frames[..=i]),
+            Some(categories::Action::Is(own @ (Category::Netto | Category::XdpSketch))) => {
+                return Stage::Of(found.unwrap_or(own));
+            }
+            Some(categories::Action::Is(category)) => category,
+            Some(categories::Action::Netfilter) => categories::hook(&frames[..=i]),
+        };
+        if !programs {
+            return Stage::Of(category);
         }
+        found.get_or_insert(category);
     }
-    deferred.unwrap_or(Category::Other)
+    Stage::Of(found.or(deferred).unwrap_or(Category::Other))
 }
 
 /// [`categorize`] for many stacks at once. Stacks share most of their
@@ -235,21 +296,104 @@ fn categorize_with<'a, S: AsRef<str>>(
 #[derive(Debug, Clone, Default)]
 pub struct Categorizer {
     memo: HashMap<Box<str>, Option<categories::Action>, FastState>,
+    programs: ProgramNames,
 }
 
 impl Categorizer {
-    /// The category of a stack sampled in `context` ([`in_context`]).
-    pub fn categorize<S: AsRef<str>>(&mut self, context: SampleContext, frames: &[S]) -> Category {
+    /// Learns which frame names are BPF programs from a snapshot's
+    /// `modules`; programs are loaded while netto runs, so callers pass
+    /// each snapshot's.
+    pub fn learn_programs<K: AsRef<str>, V: AsRef<str>>(
+        &mut self,
+        modules: impl IntoIterator<Item = (K, V)>,
+    ) {
+        for name in self.programs.learn(modules) {
+            self.memo.remove(name.as_str());
+        }
+    }
+
+    /// The stage of a stack sampled in `context` ([`in_context`]).
+    pub fn stage<'f, S: AsRef<str>>(
+        &mut self,
+        context: SampleContext,
+        frames: &'f [S],
+    ) -> Stage<'f> {
         let memo = &mut self.memo;
-        let category = categorize_with(frames, |name| match memo.get(name) {
+        let programs = &self.programs;
+        let stage = categorize_with(frames, !programs.is_empty(), |name| match memo.get(name) {
             Some(&action) => action,
             None => {
-                let action = categories::action(name);
+                let action = programs.action(name);
                 memo.insert(name.into(), action);
                 action
             }
         });
-        in_context(context, category)
+        match stage {
+            Stage::Of(category) => Stage::Of(in_context(context, category)),
+            program => program,
+        }
+    }
+
+    /// The category of a stack sampled in `context`.
+    pub fn categorize<S: AsRef<str>>(&mut self, context: SampleContext, frames: &[S]) -> Category {
+        self.stage(context, frames).category()
+    }
+}
+
+/// The names of BPF programs that are not netto's, from snapshots'
+/// `modules`: frames are bare names, so only the module tells a program
+/// from a kernel function.
+#[derive(Debug, Clone, Default)]
+pub struct ProgramNames(HashSet<Box<str>, FastState>);
+
+/// The module the symbolizer gives JIT-compiled BPF code.
+const BPF_MODULE: &str = "bpf";
+
+impl ProgramNames {
+    /// The programs among the frames of `snapshots`.
+    pub fn of<'s>(snapshots: impl IntoIterator<Item = &'s Snapshot>) -> Self {
+        let mut names = ProgramNames::default();
+        for snapshot in snapshots {
+            names.learn(&snapshot.modules);
+        }
+        names
+    }
+
+    /// Adds the programs among `modules`, and returns the names new.
+    fn learn<K: AsRef<str>, V: AsRef<str>>(
+        &mut self,
+        modules: impl IntoIterator<Item = (K, V)>,
+    ) -> Vec<String> {
+        let mut new = Vec::new();
+        for (name, module) in modules {
+            let name = name.as_ref();
+            // Dispatchers and netto's own programs have rows of their own.
+            let own_row = matches!(
+                categories::action(name),
+                Some(categories::Action::Is(
+                    Category::Netto | Category::XdpSketch | Category::BpfDispatch
+                ))
+            );
+            if module.as_ref() == BPF_MODULE && !own_row && self.0.insert(name.into()) {
+                new.push(name.to_owned());
+            }
+        }
+        new
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// What `frame` means: [`categories::Action::Program`] when it is a
+    /// known program (before the table: a program's name may match a
+    /// pattern row, `xdp_` or `_poll`, by chance), else its row.
+    pub fn action(&self, frame: &str) -> Option<categories::Action> {
+        if self.0.contains(frame) {
+            Some(categories::Action::Program)
+        } else {
+            categories::action(frame)
+        }
     }
 }
 
@@ -298,67 +442,74 @@ pub fn leave_out_softirq_loop(stacks: &mut Vec<StackCount>) -> u64 {
 }
 
 /// One [`Breakdown`] per context that has samples, in
-/// [`SampleContext::ALL`] order: the context's samples by category, most
-/// samples first, each with its share of the context's exact event time
-/// from `events` (0 where the event is missing), and how the samples,
-/// taken at `frequency_hz`, agree with that time where it was measured
-/// rather than estimated.
+/// [`SampleContext::ALL`] order: the context's samples by stage (a
+/// category, or a BPF program named in `modules`), most samples first,
+/// each with its share of the context's exact event time from `events` (0
+/// where the event is missing), and how the samples, taken at
+/// `frequency_hz`, agree with that time where it was measured rather than
+/// estimated.
 ///
 /// The nanoseconds are split by largest remainder, so they add up to the
 /// event's `total_ns` exactly instead of drifting by rounding.
 pub fn breakdowns(
     stacks: &[StackCount],
     events: &BTreeMap<EventKey, CpuTime>,
+    modules: &BTreeMap<String, String>,
     frequency_hz: u64,
 ) -> Vec<Breakdown> {
     let mut categorizer = Categorizer::default();
-    let mut counts = [[0u64; Category::ALL.len()]; SampleContext::ALL.len()];
+    categorizer.learn_programs(modules);
+    let mut counts: BTreeMap<SampleContext, HashMap<Stage<'_>, u64>> = BTreeMap::new();
     for stack in stacks {
-        let category = categorizer.categorize(stack.context, &stack.frames);
-        counts[stack.context as usize][category as usize] += stack.count;
+        let stage = categorizer.stage(stack.context, &stack.frames);
+        *counts
+            .entry(stack.context)
+            .or_default()
+            .entry(stage)
+            .or_default() += stack.count;
     }
-    SampleContext::ALL
+    counts
         .into_iter()
-        .zip(counts)
-        .filter_map(|(context, by_category)| {
+        .filter_map(|(context, by_stage)| {
             let time = events.get(&context.event());
             let total_ns = time.map_or(0, |t| t.total_ns);
             // An estimate made from these very samples agrees by
             // construction: only exact time can say how well they agree.
             let exact = time.is_some_and(|t| !t.estimated);
             let agreement_hz = if exact { frequency_hz } else { 0 };
-            breakdown(context, &by_category, total_ns, agreement_hz)
+            let parts = by_stage
+                .into_iter()
+                .map(|(stage, n)| (stage.name(), n))
+                .collect();
+            breakdown(context, parts, total_ns, agreement_hz)
         })
         .collect()
 }
 
-/// `agreement_hz`: the sampling frequency to judge the samples' agreement
-/// with `total_ns` by, or 0 when that time is no measurement to agree with.
+/// `parts`: each stage's name and samples. `agreement_hz`: the sampling
+/// frequency to judge the samples' agreement with `total_ns` by, or 0
+/// when that time is no measurement to agree with.
 fn breakdown(
     context: SampleContext,
-    by_category: &[u64],
+    mut parts: Vec<(Cow<'static, str>, u64)>,
     total_ns: u64,
     agreement_hz: u64,
 ) -> Option<Breakdown> {
-    let samples: u64 = by_category.iter().sum();
+    parts.retain(|&(_, n)| n > 0);
+    let samples: u64 = parts.iter().map(|&(_, n)| n).sum();
     if samples == 0 {
         return None;
     }
     let agreement = (total_ns > 0 && agreement_hz > 0)
         .then(|| samples as f64 * 1e9 / agreement_hz as f64 / total_ns as f64);
-    let mut parts: Vec<(Category, u64)> = Category::ALL
-        .into_iter()
-        .zip(by_category.iter().copied())
-        .filter(|&(_, n)| n > 0)
-        .collect();
-    parts.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.name().cmp(b.0.name())));
+    parts.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
     let counts: Vec<u64> = parts.iter().map(|&(_, n)| n).collect();
     let cpu_ns = split_ns(total_ns, &counts);
     let categories = parts
-        .iter()
+        .into_iter()
         .zip(cpu_ns)
-        .map(|(&(category, n), cpu_ns)| CategoryShare {
-            category: category.name().to_owned(),
+        .map(|((name, n), cpu_ns)| CategoryShare {
+            category: name.into_owned(),
             samples: n,
             share: n as f64 / samples as f64,
             cpu_ns,

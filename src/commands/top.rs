@@ -200,7 +200,14 @@ fn flame_graph(app: &App) -> String {
         ),
         estimated: app.estimated_in(seconds),
     };
-    match write_flame_graph(&stacks, &labels, app.settings.flame_weight, &path) {
+    let programs = app.flame_programs(seconds);
+    match write_flame_graph(
+        &stacks,
+        &labels,
+        app.settings.flame_weight,
+        &programs,
+        &path,
+    ) {
         Ok(()) => format!(
             "flame graph of the last {seconds:.0} s written to {}",
             path.display()

@@ -6,6 +6,7 @@ use std::io::IsTerminal;
 use std::path::Path;
 
 use anyhow::{bail, Result};
+use netto::breakdown::ProgramNames;
 use netto::cli::Format;
 use netto::frontends::flame::otlp::{self, Measured};
 use netto::frontends::flame::svg;
@@ -78,7 +79,16 @@ pub fn write_recording(
                 out.write_all(b"\n")
             }
             Format::Folded => folded::write_folded(&stacks(), out),
-            Format::Svg => Ok(svg::write_categorized_svg(&stacks(), &labels, weight, out)?),
+            Format::Svg => {
+                let programs = ProgramNames::of(&recording.snapshots);
+                Ok(svg::write_categorized_svg(
+                    &stacks(),
+                    &labels,
+                    weight,
+                    &programs,
+                    out,
+                )?)
+            }
             Format::Pprof => Ok(pprof::write_pprof(
                 &recording.snapshots,
                 &labels,
@@ -104,10 +114,13 @@ pub fn write_flame_graph(
     stacks: &[FlameStack],
     labels: &Labels,
     weight: Weight,
+    programs: &ProgramNames,
     path: &Path,
 ) -> Result<()> {
     Ok(write_atomically(path, false, |out| {
-        Ok(svg::write_categorized_svg(stacks, labels, weight, out)?)
+        Ok(svg::write_categorized_svg(
+            stacks, labels, weight, programs, out,
+        )?)
     })?)
 }
 

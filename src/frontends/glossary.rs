@@ -71,8 +71,15 @@ pub const NET_CPU: Word = Word {
               - where the connection was folded into other",
 };
 
+pub const SHARE_OF_EVENT: Word = Word {
+    word: "share of event",
+    meaning: "the program's run time over the time of the network event its hook runs in (an \
+              estimate: entering a program is not in BPF statistics, and a program can run \
+              outside that event, as tc egress inside a send call)",
+};
+
 /// Every word, in the order top's help lists them.
-pub const WORDS: [Word; 9] = [
+pub const WORDS: [Word; 10] = [
     PERCENT_OF_ONE_CPU,
     ESTIMATE,
     CALIBRATION,
@@ -82,6 +89,7 @@ pub const WORDS: [Word; 9] = [
     SKID,
     GAPS_REUSED,
     NET_CPU,
+    SHARE_OF_EVENT,
 ];
 
 impl Word {

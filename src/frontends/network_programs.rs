@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-use super::glossary::Legend;
+use super::glossary::{self, Legend};
 use super::label::printable;
 use crate::model::{AttachPoint, NetworkProgram, NetworkPrograms, PriceBasis};
 
@@ -40,22 +40,46 @@ pub fn places(p: &NetworkProgram) -> String {
     }
 }
 
-fn name(p: &NetworkProgram) -> String {
+/// A program's name as shown, `(netto)` after netto's own.
+pub fn program_name(p: &NetworkProgram) -> String {
     let own = if p.own { " (netto)" } else { "" };
     format!("{}{own}", printable(&p.name))
 }
 
-/// `stat`'s table of the interval's programs.
-pub fn render_table(n: &NetworkPrograms, interval_s: f64, legend: &mut Legend) -> String {
-    let mut text = String::new();
-    let basis = match n.basis {
+/// Where the interval's runs and run times come from, in a few words.
+pub fn basis_text(n: &NetworkPrograms) -> String {
+    match n.basis {
         Some(PriceBasis::Slice) => format!(
             "estimated from {:.0} ms of BPF statistics",
             n.stats_held_s * 1e3
         ),
         Some(PriceBasis::WholeInterval) => "counted over the whole interval".to_owned(),
         None => "not priced (no BPF statistics)".to_owned(),
-    };
+    }
+}
+
+/// The interval's programs, costliest first (ties by id).
+pub fn costliest(n: &NetworkPrograms) -> Vec<&NetworkProgram> {
+    let mut rows: Vec<&NetworkProgram> = n.programs.iter().collect();
+    rows.sort_by(|a, b| b.run_time_ns.cmp(&a.run_time_ns).then(a.id.cmp(&b.id)));
+    rows
+}
+
+/// Mean ns per run, or `-` when it did not run while statistics were on.
+pub fn ns_per_run_text(p: &NetworkProgram) -> String {
+    p.ns_per_run.map_or("-".to_owned(), |ns| format!("{ns:.0}"))
+}
+
+/// Its share of the event its hook runs in, marked as the estimate it is.
+pub fn share_text(p: &NetworkProgram) -> String {
+    p.share_percent
+        .map_or("-".to_owned(), |s| format!("~{s:.1}%"))
+}
+
+/// `stat`'s table of the interval's programs.
+pub fn render_table(n: &NetworkPrograms, interval_s: f64, legend: &mut Legend) -> String {
+    let mut text = String::new();
+    let basis = basis_text(n);
     let _ = writeln!(
         text,
         "eBPF programs on the network path: {} ({basis})",
@@ -69,23 +93,18 @@ pub fn render_table(n: &NetworkPrograms, interval_s: f64, legend: &mut Legend) -
         "  {:>6} {:<16} {:>10} {:>9} {:>8} {:>7}  {:<14} where",
         "id", "program", "runs/s", "ns/run", "% 1 CPU", "share", "of event"
     );
-    let mut rows: Vec<&NetworkProgram> = n.programs.iter().collect();
-    rows.sort_by(|a, b| b.run_time_ns.cmp(&a.run_time_ns).then(a.id.cmp(&b.id)));
+    let rows = costliest(n);
     for p in rows.iter().take(MAX_ROWS) {
-        let ns = p.ns_per_run.map_or("-".to_owned(), |ns| format!("{ns:.0}"));
-        let share = p
-            .share_percent
-            .map_or("-".to_owned(), |s| format!("~{s:.1}%"));
         let event = p.event.map_or("-", |e| e.name());
         let _ = writeln!(
             text,
             "  {:>6} {:<16} {:>10.0} {:>9} {:>8.3} {:>7}  {:<14} {}",
             p.id,
-            name(p),
+            program_name(p),
             p.runs_per_s(interval_s),
-            ns,
+            ns_per_run_text(p),
             p.cpu_percent(interval_s),
-            share,
+            share_text(p),
             event,
             places(p)
         );
@@ -107,13 +126,7 @@ pub fn render_table(n: &NetworkPrograms, interval_s: f64, legend: &mut Legend) -
             n.not_attached
         );
     }
-    legend.explain(
-        &mut text,
-        "share of event",
-        "the program's run time over the time of the network event its hook runs in (an \
-         estimate: entering a program is not in BPF statistics, and a program can run outside \
-         that event, as tc egress inside a send call)",
-    );
+    legend.explain_word(&mut text, glossary::SHARE_OF_EVENT);
     text
 }
 
@@ -125,7 +138,7 @@ pub fn render_list(n: &NetworkPrograms) -> String {
             text,
             "  {:>6} {:<16} {:<16} {}",
             p.id,
-            name(p),
+            program_name(p),
             p.prog_type,
             places(p)
         );

@@ -85,7 +85,7 @@ pub fn hook<S: AsRef<str>>(outward: &[S]) -> Category {
         }
         match action(name) {
             None | Some(Netfilter) | Some(Is(Conntrack)) => {}
-            Some(Is(_)) => break,
+            Some(Is(_) | Action::Program) => break,
         }
     }
     NetfilterOther

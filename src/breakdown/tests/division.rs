@@ -38,6 +38,7 @@ fn breakdown_divides_the_exact_time() {
     let got = breakdowns(
         &stacks,
         &events(&[(EventKey::NetRxSoftirq, 1_000), (EventKey::SockRecv, 7)]),
+        &BTreeMap::new(),
         1_000_000,
     );
     assert_eq!(got.len(), 2);
@@ -67,11 +68,17 @@ fn breakdown_divides_the_exact_time() {
 #[test]
 fn breakdown_without_event_time_or_samples() {
     let stacks = [StackCount::of(SampleContext::NetTx, &["net_tx_action"], 3)];
-    let got = breakdowns(&stacks, &BTreeMap::new(), 99);
+    let got = breakdowns(&stacks, &BTreeMap::new(), &BTreeMap::new(), 99);
     assert_eq!(got.len(), 1);
     assert_eq!(got[0].categories[0].cpu_ns, 0);
     assert_eq!(got[0].agreement, None, "no time to agree with");
-    assert!(breakdowns(&[], &events(&[(EventKey::NetRxSoftirq, 5)]), 99).is_empty());
+    assert!(breakdowns(
+        &[],
+        &events(&[(EventKey::NetRxSoftirq, 5)]),
+        &BTreeMap::new(),
+        99
+    )
+    .is_empty());
 }
 
 #[test]

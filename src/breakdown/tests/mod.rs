@@ -5,6 +5,7 @@ use super::Category::*;
 use super::*;
 
 mod division;
+mod programs;
 mod receive;
 mod send_and_timers;
 

@@ -222,6 +222,7 @@ pub fn profile<'a>(
     let mut sorted: Vec<_> = stacks.into_iter().collect();
     sorted.sort_by(|a, b| a.0.cmp(&b.0));
     let mut categorizer = Categorizer::default();
+    categorizer.learn_programs(&modules);
     let (context_key, category_key, cpu_key, group_key) = (
         builder.string("context"),
         builder.string("category"),
@@ -247,7 +248,7 @@ pub fn profile<'a>(
             ],
             label: [
                 Some(builder.label(context_key, context.name())),
-                Some(builder.label(category_key, categorizer.categorize(context, frames).name())),
+                Some(builder.label(category_key, &categorizer.stage(context, frames).name())),
                 cpu.map(|cpu| builder.label(cpu_key, &cpu.to_string())),
                 group.map(|group| builder.label(group_key, group)),
             ]

@@ -13,8 +13,8 @@ use inferno::flamegraph::color::{BackgroundColor, Color, PaletteMap};
 
 use super::folded::fold;
 use super::{draw, inferno_options, FlameError, FlameStack, Labels, Weight};
-use crate::breakdown::categories::is_skid;
-use crate::breakdown::{categorize, Category};
+use crate::breakdown::categories::{is_skid, Action};
+use crate::breakdown::{categorize, Category, ProgramNames, Stage};
 use crate::frontends::glossary;
 
 /// A colour of the graph and what it stands for, as the legend says it.
@@ -41,7 +41,7 @@ const fn rgb(r: u8, g: u8, b: u8) -> Color {
 /// The parts of the stack a category belongs to, each with its colour:
 /// a table, so a new category is one entry in one row (a test holds
 /// every category to exactly one row).
-pub const FAMILIES: [(Swatch, &[Category]); 7] = [
+pub const FAMILIES: [(Swatch, &[Category]); 8] = [
     (
         Swatch {
             colour: rgb(0x8d, 0xb6, 0xe8), // blue
@@ -133,6 +133,13 @@ pub const FAMILIES: [(Swatch, &[Category]); 7] = [
         },
         &[Category::Netto, Category::XdpSketch],
     ),
+    (
+        Swatch {
+            colour: rgb(0x7f, 0xd1, 0xc8), // teal
+            legend: "other BPF programs, entering them",
+        },
+        &[Category::BpfProgram, Category::BpfDispatch],
+    ),
 ];
 
 /// Frames where interrupts come back on ([`crate::breakdown::categories::SKID`]):
@@ -198,24 +205,39 @@ pub fn write_svg(
 
 /// [`write_svg`] coloured by netto's own categories (src/breakdown), the
 /// colouring every netto flame graph uses: a file from `record` and the
-/// web view's graph show a category in the same colour.
+/// web view's graph show a category in the same colour. `programs`: the
+/// BPF programs among the frames (from the snapshots' `modules`), drawn
+/// as such.
 pub fn write_categorized_svg(
     stacks: &[FlameStack],
     labels: &Labels,
     weight: Weight,
+    programs: &ProgramNames,
     out: &mut dyn Write,
 ) -> Result<(), FlameError> {
-    write_svg(stacks, labels, weight, &category_look, out)
+    write_svg(
+        stacks,
+        labels,
+        weight,
+        &|frame| category_look(frame, programs),
+        out,
+    )
 }
 
 /// A frame as netto's categories draw it: skid first (its name says where
 /// interrupts came on, not what the time was for), then the category the
 /// frame stands for on its own, its part of the stack's colour.
-fn category_look(frame: &str) -> Look {
+fn category_look(frame: &str, programs: &ProgramNames) -> Look {
     if is_skid(frame) {
         return Look {
             swatch: SKID,
             note: format!("skid: {}", glossary::SKID.meaning),
+        };
+    }
+    if programs.action(frame) == Some(Action::Program) {
+        return Look {
+            swatch: family(Category::BpfProgram),
+            note: format!("BPF program, category {}", Stage::Program(frame).name()),
         };
     }
     match categorize(&[frame]) {

@@ -8,7 +8,7 @@
 use super::table::{self, Grid};
 use super::tree::{Expansion, NodeId, Row, Tree};
 use crate::breakdown::categories::is_skid;
-use crate::breakdown::Categorizer;
+use crate::breakdown::{Categorizer, ProgramNames};
 use crate::frontends::flame::{any_estimated, flame_stacks, FlameStack, Scope, Weight};
 use crate::frontends::glossary::{self, Word};
 use crate::frontends::notes;
@@ -269,6 +269,11 @@ impl App {
             self.settings.flame_weight,
             Scope::All,
         )
+    }
+
+    /// The BPF programs among [`App::flame_stacks`]'s frames.
+    pub fn flame_programs(&self, seconds: f64) -> ProgramNames {
+        ProgramNames::of(self.recent.last(seconds))
     }
 
     /// Whether some of the last `seconds` were in a tier that estimates.

@@ -7,9 +7,10 @@ use crate::breakdown::hot::tcp_receive;
 use crate::collect::snapshot::TIMER_SOFTIRQ_OVERHEAD;
 use crate::frontends::flame::Weight;
 use crate::model::{
-    Attribution, BudgetStatus, CostBasis, EventKey, FiveTuple, FlowEstimate, Group, GroupBy,
-    KnobCost, KnobName, ProgramCost, SampleContext, SamplingStats, SketchCost, SketchSnapshot,
-    Snapshot, SoftirqVector, StackCount, XdpMode,
+    AttachPoint, Attribution, BudgetStatus, CostBasis, EventKey, FiveTuple, FlowEstimate, Group,
+    GroupBy, KnobCost, KnobName, NetworkProgram, NetworkPrograms, PriceBasis, ProgramCost,
+    SampleContext, SamplingStats, SketchCost, SketchSnapshot, Snapshot, SoftirqVector, StackCount,
+    XdpMode,
 };
 use crate::source::notes::Note;
 use crate::source::{Origin, SourceInfo};
@@ -92,7 +93,7 @@ pub fn snapshot() -> Snapshot {
             15,
         ),
     ];
-    s.breakdown = breakdowns(&s.stacks, &s.events, 499);
+    s.breakdown = breakdowns(&s.stacks, &s.events, &s.modules, 499);
     s
 }
 
@@ -171,6 +172,45 @@ pub fn served() -> Snapshot {
 /// An XDP sketch on veth-a over 2 s: 50 000 packets (25k/s) and 125 MB
 /// (500.0 Mbit/s); one heavy TCP flow with 40 000 packets and 100 MB (80%
 /// of the bytes); 40 ns per packet, 0.10% of one CPU.
+/// Two programs of the host's data plane and netto's sketch, over the
+/// fixture snapshot's interval.
+pub fn network_programs() -> NetworkPrograms {
+    let program =
+        |id: u32, name: &str, hook: &str, iface: &str, runs: u64, ns: u64| NetworkProgram {
+            id,
+            name: name.into(),
+            tag: "0011223344556677".into(),
+            prog_type: "xdp".into(),
+            hook: hook.into(),
+            attach: vec![AttachPoint {
+                hook: hook.into(),
+                iface: Some(iface.into()),
+                mode: None,
+                cgroup_id: None,
+                link: true,
+            }],
+            runs,
+            run_time_ns: ns,
+            ns_per_run: Some(ns as f64 / runs as f64),
+            event: Some(EventKey::NetRxSoftirq),
+            share_percent: Some(12.5),
+            ..NetworkProgram::default()
+        };
+    NetworkPrograms {
+        basis: Some(PriceBasis::WholeInterval),
+        stats_held_s: 2.0,
+        programs: vec![
+            program(41, "xdp_fw", "xdp", "eth0", 200_000, 30_000_000),
+            program(42, "tc_lb", "tc_ingress", "veth-a", 100_000, 8_000_000),
+            NetworkProgram {
+                own: true,
+                ..program(43, "netto_sketch_4", "xdp", "veth-a", 50_000, 2_000_000)
+            },
+        ],
+        not_attached: 0,
+    }
+}
+
 pub fn sketch() -> SketchSnapshot {
     SketchSnapshot {
         ts: 1_700_000_000.0,

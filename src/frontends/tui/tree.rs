@@ -186,6 +186,7 @@ impl Tree {
         };
         let mut sums: BTreeMap<SampleContext, Sums> = BTreeMap::new();
         for snapshot in window {
+            categorizer.learn_programs(&snapshot.modules);
             for breakdown in &snapshot.breakdown {
                 let event_ns = snapshot
                     .events
@@ -254,7 +255,7 @@ impl Tree {
                             samples as f64 / sum.samples.max(1) as f64
                         },
                         functions: hot
-                            .get(&(context, name.as_str()))
+                            .get(&(context, name.clone()))
                             .cloned()
                             .unwrap_or_default(),
                         name,
@@ -321,7 +322,7 @@ mod tests {
             tcp_receive(&["g"], 1),
             StackCount::of(SampleContext::SockSend, &["tcp_sendmsg", "h"], 2),
         ];
-        s.breakdown = breakdowns(&s.stacks, &s.events, 99);
+        s.breakdown = breakdowns(&s.stacks, &s.events, &s.modules, 99);
         s
     }
 
@@ -377,7 +378,7 @@ mod tests {
             .unwrap()
             .total_ns = 2_000_000;
         second.stacks = vec![tcp_receive(&["f"], 8)];
-        second.breakdown = breakdowns(&second.stacks, &second.events, 99);
+        second.breakdown = breakdowns(&second.stacks, &second.events, &second.modules, 99);
         let mut categorizer = Categorizer::default();
         let tree = Tree::build(&[&first, &second], &Expansion::default(), &mut categorizer);
         let rx = &tree.contexts[0];

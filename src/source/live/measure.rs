@@ -434,8 +434,12 @@ impl<'c, 'a, 'obj> Measure<'c, 'a, 'obj> {
             // Calibrated before the breakdown shares out the estimates.
             self.calibrator.observe(&snapshot);
             self.calibrator.apply(&mut snapshot);
-            snapshot.breakdown =
-                breakdowns(&snapshot.stacks, &snapshot.events, sampler.frequency_hz());
+            snapshot.breakdown = breakdowns(
+                &snapshot.stacks,
+                &snapshot.events,
+                &snapshot.modules,
+                sampler.frequency_hz(),
+            );
             snapshot.losses.dropped_halves = counted.dropped_halves;
             snapshot.losses.missed_samples = counted.missed;
             snapshot.losses.unsampled_cpus = sampler.unsampled_cpus();

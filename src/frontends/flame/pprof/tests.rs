@@ -270,7 +270,9 @@ fn cpu_time_of_each_context_is_its_exact_time() {
     }
     let mut exact: BTreeMap<String, i64> = BTreeMap::new();
     for snapshot in &snapshots {
-        for b in crate::breakdown::breakdowns(&snapshot.stacks, &snapshot.events, 99) {
+        for b in
+            crate::breakdown::breakdowns(&snapshot.stacks, &snapshot.events, &snapshot.modules, 99)
+        {
             let ns: u64 = b.categories.iter().map(|c| c.cpu_ns).sum();
             *exact.entry(b.context.name().to_owned()).or_default() += ns as i64;
         }

@@ -1,7 +1,7 @@
 use std::collections::{BTreeMap, HashSet};
 
 use super::*;
-use crate::model::SampleContext;
+use crate::model::{SampleContext, Snapshot};
 
 fn stacks() -> Vec<FlameStack> {
     let stack = FlameStack::of;
@@ -33,8 +33,12 @@ fn labels() -> Labels {
 }
 
 fn render(weight: Weight) -> String {
+    render_with(&stacks(), &ProgramNames::default(), weight)
+}
+
+fn render_with(stacks: &[FlameStack], programs: &ProgramNames, weight: Weight) -> String {
     let mut out = Vec::new();
-    write_categorized_svg(&stacks(), &labels(), weight, &mut out).unwrap();
+    write_categorized_svg(stacks, &labels(), weight, programs, &mut out).unwrap();
     String::from_utf8(out).unwrap()
 }
 
@@ -220,7 +224,52 @@ fn every_category_has_one_part_of_the_stack() {
 #[test]
 fn nothing_is_written_without_samples() {
     let mut out = Vec::new();
-    let err = write_categorized_svg(&[], &labels(), Weight::Samples, &mut out).unwrap_err();
+    let none = ProgramNames::default();
+    let err = write_categorized_svg(&[], &labels(), Weight::Samples, &none, &mut out).unwrap_err();
     assert!(matches!(err, FlameError::NoSamples));
     assert!(out.is_empty());
+}
+
+/// A BPF program's frame (known by its module) is drawn in the colour of
+/// BPF programs and says so; the same name unknown as a program is just a
+/// frame of its caller's stage.
+#[test]
+fn a_bpf_program_frame_is_drawn_as_one() {
+    let stacks = [FlameStack::of(
+        SampleContext::NetRx,
+        &[
+            "__napi_poll",
+            "bpf_prog_run_xdp",
+            "bpf_dispatcher_xdp_func",
+            "edge_fw",
+            "memcpy",
+        ],
+        10,
+    )];
+    let mut snapshot = Snapshot::empty("tracepoint", 1);
+    snapshot.modules = BTreeMap::from([("edge_fw".to_owned(), "bpf".to_owned())]);
+    let programs = ProgramNames::of([&snapshot]);
+    let svg = render_with(&stacks, &programs, Weight::Samples);
+    let doc = super::super::parse_svg(&svg);
+    let drawn = frames(&doc);
+    let teal = css(family(Category::BpfProgram).colour);
+    let (fill, title) = &drawn["edge_fw"];
+    assert_eq!(fill, &teal);
+    assert!(
+        title.contains("BPF program, category bpf:edge_fw"),
+        "{title}"
+    );
+    assert_eq!(
+        drawn["bpf_dispatcher_xdp_func"].0, teal,
+        "dispatch, same family"
+    );
+    assert!(
+        svg.contains("other BPF programs, entering them"),
+        "in the legend"
+    );
+
+    let svg = render_with(&stacks, &ProgramNames::default(), Weight::Samples);
+    let drawn = frames(&super::super::parse_svg(&svg));
+    // Unknown as a program, the frame is what its name matches: nothing.
+    assert_eq!(drawn["edge_fw"].0, css(UNCATEGORISED.colour));
 }

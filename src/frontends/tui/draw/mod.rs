@@ -8,6 +8,7 @@ mod groups;
 mod header;
 mod help;
 mod history;
+mod programs;
 mod sketch;
 mod timers;
 
@@ -52,15 +53,19 @@ struct Areas {
     sketch: Option<Rect>,
     /// Only while the snapshot carries an attribution (`--by`).
     groups: Option<Rect>,
+    /// Only while a BPF program not netto's ran ([`programs::shown`]).
+    programs: Option<Rect>,
     status: Rect,
 }
 
 impl Areas {
-    /// The XDP sketch and who-pays panels, when there are any, take the
-    /// right part of the breakdown's band: the breakdown is the only panel
-    /// whose rows do not need the full width. Below [`WIDE`] they share the
-    /// band's height instead, so that a flow's 5-tuple still fits on one
-    /// line.
+    /// The XDP sketch, who-pays and eBPF programs panels, when there are
+    /// any, take the right part of the breakdown's band: the breakdown is
+    /// the only panel whose rows do not need the full width. Below
+    /// [`WIDE`] they share the band's height instead, so that a flow's
+    /// 5-tuple still fits on one line; there the programs panel is left
+    /// out when the sketch or who-pays panel is in, as a band of three
+    /// would leave each too few rows to read.
     /// `header`: the header's rows; `timers`: the rows the timers panel
     /// would fill, when there is a snapshot to fill it from.
     fn of(
@@ -68,6 +73,7 @@ impl Areas {
         header: u16,
         with_sketch: bool,
         with_groups: bool,
+        with_programs: bool,
         timers: Option<u16>,
     ) -> Areas {
         let [header, body, status] = Layout::vertical([
@@ -95,7 +101,7 @@ impl Areas {
                 (left, None, history, breakdown)
             }
         } else {
-            let history = if with_sketch || with_groups {
+            let history = if with_sketch || with_groups || with_programs {
                 NARROW_SHARED_HISTORY_HEIGHT
             } else {
                 NARROW_HISTORY_HEIGHT
@@ -108,7 +114,9 @@ impl Areas {
             .areas(body);
             (events, None, history, breakdown)
         };
-        let parts = 1 + usize::from(with_sketch) + usize::from(with_groups);
+        let with_programs = with_programs && (body.width >= WIDE || !(with_sketch || with_groups));
+        let parts =
+            1 + usize::from(with_sketch) + usize::from(with_groups) + usize::from(with_programs);
         let shares = vec![Constraint::Fill(1); parts];
         let band = if body.width >= WIDE {
             Layout::horizontal(shares).split(breakdown)
@@ -118,6 +126,7 @@ impl Areas {
         let mut beside = band.iter().copied().skip(1);
         let sketch = with_sketch.then(|| beside.next()).flatten();
         let groups = with_groups.then(|| beside.next()).flatten();
+        let programs = with_programs.then(|| beside.next()).flatten();
         Areas {
             header,
             events,
@@ -126,6 +135,7 @@ impl Areas {
             breakdown: band[0],
             sketch,
             groups,
+            programs,
             status,
         }
     }
@@ -142,12 +152,16 @@ pub fn draw(app: &App, frame: &mut Frame<'_>) {
     let attribution = app
         .latest()
         .and_then(|s| Some((s.attribution.as_ref()?, s.interval_s)));
+    let programs = app
+        .latest()
+        .and_then(|s| Some((programs::shown(s)?, s.interval_s)));
     let timers = app.latest().map(timers::height);
     let areas = Areas::of(
         area,
         header::height(app, area.width),
         sketch.is_some(),
         attribution.is_some(),
+        programs.is_some(),
         timers,
     );
     header::draw(app, frame, areas.header);
@@ -162,6 +176,9 @@ pub fn draw(app: &App, frame: &mut Frame<'_>) {
     }
     if let (Some((attribution, interval_s)), Some(rect)) = (attribution, areas.groups) {
         groups::draw(app, attribution, interval_s, frame, rect);
+    }
+    if let (Some((programs, interval_s)), Some(rect)) = (programs, areas.programs) {
+        programs::draw(app, programs, interval_s, frame, rect);
     }
     status(app, frame, areas.status);
     if let Some(page) = app.help {

@@ -19,6 +19,7 @@ use prometheus::{
 use thiserror::Error;
 
 use super::otlp::dropped::Dropped;
+use crate::breakdown::{Category, PROGRAM_PREFIX};
 use crate::model::{
     percent, Attribution, BudgetChange, EventKey, GroupBy, Losses, OtlpPushed, Snapshot, Tier,
 };
@@ -277,7 +278,15 @@ impl Metrics {
         }
         for breakdown in &snapshot.breakdown {
             for share in &breakdown.categories {
-                let labels = [breakdown.context.name(), share.category.as_str()];
+                // Each program's stage is one series of its family: the
+                // label stays a closed set, and `netto_ebpf_program_*`
+                // names the programs.
+                let category = if share.category.starts_with(PROGRAM_PREFIX) {
+                    Category::BpfProgram.name()
+                } else {
+                    share.category.as_str()
+                };
+                let labels = [breakdown.context.name(), category];
                 self.samples
                     .with_label_values(&labels)
                     .inc_by(share.samples as f64);

@@ -337,3 +337,25 @@ fn network_programs_are_bounded_series_by_name_hook_and_interface() {
         .count();
     assert_eq!(count, MAX_PROGRAM_SERIES + 1);
 }
+
+/// Each program's stage is a series of its family, whatever its name: the
+/// label stays the closed set the reference lists.
+#[test]
+fn bpf_program_stages_are_one_category_series() {
+    let metrics = Metrics::new(&info()).unwrap();
+    let mut s = snapshot();
+    s.breakdown[0].categories = ["bpf:xdp_fw", "bpf:xdp_lb"]
+        .into_iter()
+        .map(|name| CategoryShare {
+            category: name.into(),
+            samples: 5,
+            share: 0.5,
+            cpu_ns: 375_000_000,
+        })
+        .collect();
+    metrics.add(&s);
+    let text = String::from_utf8(metrics.encode().unwrap()).unwrap();
+    let series = r#"netto_category_cpu_seconds_total{category="bpf_program",context="net_rx"}"#;
+    assert_eq!(value(&text, series), 0.75);
+    assert!(!text.contains("bpf:"), "{text}");
+}

@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex};
 use actix_web::web::Bytes;
 
 use super::{lock, Recent, Stacks, State};
+use crate::breakdown::ProgramNames;
 use crate::frontends::flame::{
     any_estimated, flame_stacks, folded, pprof, svg, FlameError, FlameStack, Labels, Scope, Weight,
 };
@@ -204,7 +205,9 @@ impl State {
             |part| {
                 let labels = self.window_labels(&part);
                 let mut out = Vec::new();
-                match svg::write_categorized_svg(&part.towers(weight), &labels, weight, &mut out) {
+                let programs = ProgramNames::of(part.sampled.iter().map(Arc::as_ref));
+                let towers = part.towers(weight);
+                match svg::write_categorized_svg(&towers, &labels, weight, &programs, &mut out) {
                     Ok(()) => Ok(Bytes::from(out)),
                     Err(FlameError::NoSamples) => Err(FlameFailure::NoSamples),
                     Err(e) => Err(FlameFailure::Render(e.to_string())),

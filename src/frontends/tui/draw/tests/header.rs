@@ -48,7 +48,7 @@ fn a_lower_tier_is_named_and_its_estimates_marked() {
         ts: sampled.ts - 10.0,
         ..Default::default()
     });
-    sampled.breakdown = breakdowns(&sampled.stacks, &sampled.events, 499);
+    sampled.breakdown = breakdowns(&sampled.stacks, &sampled.events, &sampled.modules, 499);
     let screen = screen(&fixture::app_showing(sampled), 100, 30);
     assert!(
         screen[0].contains("tier softirq (~socket calls estimated)"),

@@ -201,7 +201,7 @@ fn the_breakdown_names_its_window() {
 fn skid_is_marked_in_the_breakdown_and_explained_when_selected() {
     let mut snapshot = fixture::snapshot();
     snapshot.stacks[1] = crate::breakdown::hot::tcp_receive(&["_raw_spin_unlock_irqrestore"], 10);
-    snapshot.breakdown = breakdowns(&snapshot.stacks, &snapshot.events, 499);
+    snapshot.breakdown = breakdowns(&snapshot.stacks, &snapshot.events, &snapshot.modules, 499);
     let mut app = fixture::app_showing(snapshot);
     app.focus = Panel::Breakdown;
     app.selected = Some(NodeId::Category(SampleContext::NetRx, "local_tcp".into()));

@@ -1,4 +1,4 @@
-//! The sketch's panel and who pays'.
+//! The sketch's panel, who pays' and the eBPF programs'.
 
 use super::*;
 
@@ -140,4 +140,73 @@ fn who_pays_says_when_attribution_is_off() {
     a.groups.clear();
     let shown = screen(&fixture::app_showing(off), 80, 24);
     line(&shown, "attribution is off in this interval");
+}
+
+fn with_programs(sketch: bool) -> App {
+    let mut snapshot = fixture::snapshot();
+    snapshot.network_programs = Some(fixture::network_programs());
+    if sketch {
+        snapshot.sketch = Some(fixture::sketch());
+    }
+    fixture::app_showing(snapshot)
+}
+
+#[test]
+fn programs_panel_lists_the_hosts_programs_costliest_first() {
+    for (width, height) in [(200, 60), (80, 24)] {
+        let screen = screen(&with_programs(false), width, height);
+        has_row(
+            &screen,
+            &[
+                "eBPF",
+                "programs",
+                "(counted",
+                "over",
+                "the",
+                "whole",
+                "interval)",
+            ],
+        );
+        // 200 000 runs and 30 ms in 1 s: 150 ns a run, 3 % of a CPU.
+        has_row(
+            &screen,
+            &[
+                "xdp_fw", "200.0k", "150", "3.0%", "~12.5%", "xdp", "on", "eth0,", "link",
+            ],
+        );
+        has_row(&screen, &["tc_lb", "100.0k", "80", "0.80%"]);
+        let at = |needle: &str| screen.iter().position(|l| l.contains(needle)).unwrap();
+        assert!(at("xdp_fw") < at("tc_lb"), "costliest first");
+        has_row(&screen, &["NET_RX", "0.48", "100.0%", "25.0%", "60"]);
+    }
+    let wide = screen(&with_programs(true), 200, 60);
+    has_row(
+        &wide,
+        &["program", "runs/s", "ns/run", "CPU", "share", "where"],
+    );
+    let at = |needle: &str| wide.iter().position(|l| l.contains(needle)).unwrap();
+    assert_eq!(
+        at("breakdown,"),
+        at("eBPF programs"),
+        "side by side when wide"
+    );
+    assert_eq!(at("XDP sketch"), at("eBPF programs"));
+}
+
+#[test]
+fn programs_panel_gives_way_when_narrow_or_idle() {
+    let narrow = screen(&with_programs(true), 80, 24);
+    assert!(
+        !narrow.iter().any(|l| l.contains("eBPF programs")),
+        "{}",
+        narrow.join("\n")
+    );
+    line(&narrow, "XDP sketch");
+    // Only netto's own sketch ran: no panel for it.
+    let mut snapshot = fixture::snapshot();
+    let mut programs = fixture::network_programs();
+    programs.programs.retain(|p| p.own);
+    snapshot.network_programs = Some(programs);
+    let own = screen(&fixture::app_showing(snapshot), 200, 60);
+    assert!(!own.iter().any(|l| l.contains("eBPF programs")));
 }

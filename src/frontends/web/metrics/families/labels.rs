@@ -41,7 +41,8 @@ pub(super) const CONTEXT: Label = Label {
 pub(super) const CATEGORY: Label = Label {
     name: "category",
     meaning: "Where in the stack a sample was: the breakdown's category (a replayed recording \
-              from an older netto may name others).",
+              from an older netto may name others). Every BPF program that is not netto's, \
+              `bpf:NAME` in the breakdown, is `bpf_program` here.",
     values: Some(|| Category::ALL.map(Category::name).to_vec()),
 };
 
