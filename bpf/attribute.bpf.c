@@ -17,6 +17,8 @@
  * Under `--by flow|port` (`attr_flows`) a socket's key also carries its
  * connection (protocol, addresses, ports), the socket calls name the socket
  * their window's time goes to, and their payload bytes are counted per key.
+ * An unconnected UDP socket's peer comes from its packets: the one sent, and
+ * the one queued to it, which also names the next receive call.
  *
  * A separate object sharing the accounting's per-CPU record and group map,
  * so attribution loads, attaches and detaches at run time without touching
@@ -133,6 +135,28 @@ static __always_inline __u32 packet_conn(const struct sk_buff *skb, struct netto
 	data_off = skb->data - head;
 	hdr_len += l4_off - data_off;
 	return skb->len > hdr_len ? skb->len - hdr_len : 0;
+}
+
+/* `skb`'s connection as its receiver sees it: the packet's destination is
+ * the local end. As packet_conn() otherwise. */
+static __always_inline void packet_conn_in(const struct sk_buff *skb, struct netto_group_key *key)
+{
+	struct netto_group_key sent = {};
+
+	packet_conn(skb, &sent);
+	if (!sent.family)
+		return;
+	key->family = sent.family;
+	key->proto = sent.proto;
+	__builtin_memcpy(key->laddr, sent.raddr, sizeof(key->laddr));
+	__builtin_memcpy(key->raddr, sent.laddr, sizeof(key->raddr));
+	key->lport = sent.rport;
+	key->rport = sent.lport;
+}
+
+static __always_inline bool is_udp(__u8 proto)
+{
+	return proto == NETTO_IPPROTO_UDP || proto == NETTO_IPPROTO_UDPLITE;
 }
 
 /* A socket's key lacks its connection's ports: an unconnected UDP
@@ -306,10 +330,52 @@ static __always_inline void at_device(const struct sk_buff *skb, const struct ne
 	settle(c, ev, &key);
 }
 
+/* A packet was queued to `sk` and its reader woken. An unconnected UDP
+ * socket knows no peer: under `--by flow|port` the datagram just queued at
+ * the tail of its receive queue names it (the socket's owner kept), and is
+ * kept on the socket for its receive calls (note_call()). A datagram
+ * another CPU queued in between, or a batch queued at once, is named by
+ * the last one. */
+static __always_inline void at_delivery(const struct sock *sk)
+{
+	struct netto_cpu *c = this_cpu();
+	struct netto_group_key key = {}, packet = {};
+	struct netto_sock_owner *owner;
+	struct sk_buff *tail;
+	int ev;
+
+	if (!c || !sk)
+		return;
+	ev = point_event(c);
+	if (ev < 0)
+		return;
+	sock_key(sk, &key);
+	if (attr_flows && lacks_ports(&key) && is_udp(key.proto) && sk->sk_receive_queue.qlen) {
+		tail = sk->sk_receive_queue.prev;
+		if (tail)
+			packet_conn_in(tail, &packet);
+		if (packet.family == key.family && packet.proto == key.proto &&
+		    packet.lport == key.lport) {
+			__builtin_memcpy(key.laddr, packet.laddr, sizeof(key.laddr));
+			__builtin_memcpy(key.raddr, packet.raddr, sizeof(key.raddr));
+			key.rport = packet.rport;
+			owner = bpf_sk_storage_get(&owners, (struct sock *)sk, 0,
+						   BPF_SK_STORAGE_GET_F_CREATE);
+			if (owner) {
+				__builtin_memcpy(owner->peer_laddr, key.laddr, sizeof(key.laddr));
+				__builtin_memcpy(owner->peer_raddr, key.raddr, sizeof(key.raddr));
+				owner->peer_rport = key.rport;
+				owner->peer_family = key.family;
+			}
+		}
+	}
+	settle(c, ev, &key);
+}
+
 SEC("tp_btf/sk_data_ready")
 int BPF_PROG(netto_attr_data_ready, const struct sock *sk)
 {
-	at_socket(sk);
+	at_delivery(sk);
 	return 0;
 }
 
@@ -397,8 +463,17 @@ static __always_inline void note_call(struct sock *sk, int len, int dir)
 	if (!c || c->softirq || c->in_hardirq)
 		return;
 	sock_key(sk, &key);
-	/* A datagram's packet named the call already (at_socket_packet):
-	 * it knows the peer this unconnected socket does not. */
+	/* An unconnected UDP socket's receive call is for the datagram it
+	 * took: the last one delivered to it (at_delivery()) while they come
+	 * one at a time; with datagrams of several peers queued, an estimate. */
+	if (dir == NETTO_BYTES_IN && lacks_ports(&key) && is_udp(key.proto) &&
+	    owner->peer_family == key.family) {
+		__builtin_memcpy(key.laddr, owner->peer_laddr, sizeof(key.laddr));
+		__builtin_memcpy(key.raddr, owner->peer_raddr, sizeof(key.raddr));
+		key.rport = owner->peer_rport;
+	}
+	/* A datagram's packet named the call already (at_socket_packet): it
+	 * knows the peer this unconnected socket does not. */
 	if (c->attr.call.netns && lacks_ports(&key) && c->attr.call.lport == key.lport &&
 	    c->attr.call.proto == key.proto)
 		key = c->attr.call;

@@ -105,12 +105,13 @@ fn connection_names(paid: &BTreeMap<String, Paid>, server: &str, proto: &str) ->
         let mut found = paid.iter().filter(|(name, _)| {
             let (local, rest) = name.split_once(" -> ").unwrap_or_default();
             let remote = rest.strip_suffix(&format!(" {proto}")).unwrap_or_default();
-            // An unconnected UDP sink's peer is `*`; a TCP listener's
-            // flow is not the connection's.
+            // An unconnected UDP sink's flow is named by its datagrams'
+            // peer, as a TCP connection's; a TCP listener's flow, or the
+            // sink's time before a datagram named its call, is `*`.
             if outgoing {
                 remote == server
             } else {
-                local == server && (remote != "*" || proto == "udp")
+                local == server && remote != "*"
             }
         });
         let (name, _) = found.next().unwrap_or_else(|| {
@@ -380,7 +381,9 @@ fn assert_flows_pay_by_bytes(
 
 /// A small-datagram UDP flow (64-byte payloads) against bulk TCP, both
 /// shaped to the same bitrate: the UDP flow costs more per KiB, and by how
-/// much is printed.
+/// much is printed. The UDP sink is an unconnected socket: its flow is
+/// named by the sender's address and port, with the sink's bytes, its
+/// softirq time and its receive calls' time.
 #[test]
 fn small_datagrams_cost_more_per_byte_than_bulk() {
     let mut topology = Topology::new("u");
@@ -389,7 +392,7 @@ fn small_datagrams_cost_more_per_byte_than_bulk() {
         shaped_pair(&mut topology, 4, "20mbit", 5714),
     ];
     let stat = NettoStat::start(1, &["--by", "flow", "--interval", "0.5"]);
-    let Reports { sent, .. } = loads(
+    let Reports { sent, received } = loads(
         &topology,
         &pairs,
         &[("tcp", 65536), ("udp", 64)],
@@ -400,8 +403,29 @@ fn small_datagrams_cost_more_per_byte_than_bulk() {
     assert_parts_add_up(&snaps);
     let paid = paid(&snaps);
     let (tcp, _) = connection(&paid, &pairs[0].2, "tcp");
-    let (udp, _) = connection(&paid, &pairs[1].2, "udp");
+    let (udp, sink) = connection(&paid, &pairs[1].2, "udp");
     assert_eq!(udp.bytes_out, sent[1].bytes, "the UDP sender's bytes");
+    let (out, inward) = connection_names(&paid, &pairs[1].2, "udp");
+    let sender = out.split_once(" -> ").unwrap().0;
+    assert_eq!(inward, format!("{} -> {sender} udp", pairs[1].2));
+    assert_eq!(
+        sink.bytes_in, received[1].bytes,
+        "the UDP sink's bytes, by peer"
+    );
+    for event in [EventKey::NetRxSoftirq, EventKey::SockRecv] {
+        assert!(
+            sink.events.get(&event).is_some_and(|&ns| ns > 0),
+            "{event:?}: {sink:?}"
+        );
+    }
+    let unnamed = format!("{} -> * udp", pairs[1].2);
+    if let Some(rest) = paid.get(&unnamed) {
+        assert_eq!(rest.bytes_in, 0, "bytes without a peer: {rest:?}");
+        eprintln!(
+            "the sink's time before a datagram named its call: {} ns",
+            rest.ns
+        );
+    }
     let (tcp_kib, udp_kib) = (tcp.ns_per_kib(), udp.ns_per_kib());
     eprintln!(
         "sender ns/KiB: bulk TCP {tcp_kib:.0}, 64-byte UDP {udp_kib:.0}: {:.1}x",
