@@ -68,9 +68,16 @@ pub struct Boot {
     pub wall: Duration,
 }
 
-/// Boots `kernel`, runs `jobs` in it and collects their results. `dir`
-/// (on the share) receives the jobs and the serial log.
-pub fn boot(kernel: &Kernel, layout: &Layout, dir: &Path, jobs: &[Job]) -> Result<Boot> {
+/// Boots `kernel` with `vcpus` virtual CPUs, runs `jobs` in it and
+/// collects their results. `dir` (on the share) receives the jobs and the
+/// serial log.
+pub fn boot(
+    kernel: &Kernel,
+    vcpus: u32,
+    layout: &Layout,
+    dir: &Path,
+    jobs: &[Job],
+) -> Result<Boot> {
     let share = &layout.target_dir;
     let _ = fs::remove_dir_all(dir);
     let jobs_dir = dir.join("jobs");
@@ -103,7 +110,8 @@ pub fn boot(kernel: &Kernel, layout: &Layout, dir: &Path, jobs: &[Job]) -> Resul
     // NETTO_VM_ACCEL: another accelerator for comparisons, such as
     // single-threaded TCG (see the journal entry on `bpf_stats_held`).
     let accel = std::env::var("NETTO_VM_ACCEL").unwrap_or_else(|_| "tcg".to_owned());
-    qemu.args(["-accel", &accel, "-cpu", "max", "-smp", "2", "-m", MEMORY])
+    qemu.args(["-accel", &accel, "-cpu", "max", "-m", MEMORY])
+        .args(["-smp", &vcpus.to_string()])
         .args(["-nographic", "-no-reboot"])
         .arg("-monitor")
         .arg(format!("unix:{},server,nowait", monitor.display()))
