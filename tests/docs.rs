@@ -40,16 +40,19 @@ static JOURNAL_LINK: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"\[[^\]]*\]\([^)]*journal/[^)]*\)|^\s*\[[^\]]+\]:\s*\S*journal/\S*").unwrap()
 });
 
-/// The performance page's stamp of each current table: `Run: DATE,
-/// MACHINE; load average ...; COMMAND`. A table's figures are only worth
-/// what that says, so it carries its date where nothing else may.
+/// The stamp of each current table of the performance and reliability
+/// pages: `Run: DATE, MACHINE; load average ...; COMMAND`. A table's
+/// figures are only worth what that says, so it carries its date where
+/// nothing else may.
 static RUN_STAMP: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"^Run: ").unwrap());
 
 /// The lines of `text` that are dated or read like a lab log, as
 /// `path:line: text`; links into the journal do not count, nor the
-/// performance page's stamps of its tables.
+/// performance and reliability pages' stamps of their tables.
 fn dated_lines(path: &Path, text: &str) -> Vec<String> {
-    let stamps = *path == docs_src().join("performance.md");
+    let stamps = ["performance.md", "reliability.md"]
+        .iter()
+        .any(|page| *path == docs_src().join(page));
     text.lines()
         .enumerate()
         .filter(|(_, line)| !(stamps && RUN_STAMP.is_match(line)))

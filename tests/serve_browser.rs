@@ -674,6 +674,19 @@ fn widths(recording: &Path, width: u32) -> (u64, u64, serde_json::Value) {
     )
 }
 
+/// [`widths`] at 1400 and 1000 pixels: nothing wider than the window or
+/// than its panel.
+fn fits_1400_and_1000_pixels(recording: &Path) {
+    for width in [1400, 1000] {
+        let (page, window, clipped) = widths(recording, width);
+        assert!(
+            page <= window,
+            "{page} px of page in a {window} px window at {width}"
+        );
+        assert_eq!(clipped, serde_json::json!([]), "clipped at {width} px");
+    }
+}
+
 /// At 1400 and 1000 pixels nothing is wider than the window or than its
 /// panel: no sideways scrolling, no clipped column. The recording says as
 /// much as a live agent does: a budget, attribution, a sketch, estimates.
@@ -686,14 +699,7 @@ fn the_page_fits_1400_and_1000_pixels() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("busy.json");
     std::fs::write(&path, serde_json::to_vec(&recording).unwrap()).unwrap();
-    for width in [1400, 1000] {
-        let (page, window, clipped) = widths(&path, width);
-        assert!(
-            page <= window,
-            "{page} px of page in a {window} px window at {width}"
-        );
-        assert_eq!(clipped, serde_json::json!([]), "clipped at {width} px");
-    }
+    fits_1400_and_1000_pixels(&path);
 }
 
 /// The newest snapshot is painted from /api/v1/snapshot, before (and
@@ -789,4 +795,69 @@ fn the_page_explains_its_words_and_rounds_its_estimates() {
         "{notes}"
     );
     assert!(notes[2].as_u64().unwrap() >= 1, "{notes}");
+}
+
+/// `recording` as taken on a host of `cpus` CPUs: each time spread evenly
+/// over them (the rest of the division on CPU 0), totals unchanged.
+fn on_cpus(mut recording: Recording, cpus: usize) -> Recording {
+    for snapshot in &mut recording.snapshots {
+        snapshot.cpus = cpus;
+        let times = snapshot
+            .events
+            .values_mut()
+            .chain(snapshot.softirq.values_mut())
+            .chain([&mut snapshot.hardirq]);
+        for time in times {
+            let share = time.total_ns / cpus as u64;
+            time.per_cpu_ns = vec![share; cpus];
+            time.per_cpu_ns[0] += time.total_ns - share * cpus as u64;
+        }
+    }
+    recording
+}
+
+/// A host of sixteen CPUs: the per-CPU table has a row for each with every
+/// event's share and their sum, and at 1400 and 1000 pixels nothing is
+/// wider than the window or its panel.
+#[test]
+fn the_page_shows_every_cpu_of_a_sixteen_cpu_host() {
+    let recording = on_cpus(tiered_and_attributed(), 16);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("sixteen.json");
+    std::fs::write(&path, serde_json::to_vec(&recording).unwrap()).unwrap();
+    netto::recording::load(&path).expect("a valid recording");
+    fits_1400_and_1000_pixels(&path);
+    let last = recording.snapshots.last().unwrap();
+    let page = open_page_at(&path, 1000, &[]);
+    let rows = wait_for(
+        &page.tab,
+        "(() => { const rows = [...document.querySelectorAll('#cpus tbody tr')]; \
+           return rows.length === 16 ? rows.map(r => [r.id, ...[...r.cells].map(c => c.textContent)]) : null })()",
+    );
+    for (cpu, row) in rows.as_array().unwrap().iter().enumerate() {
+        let cells: Vec<&str> = row
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c.as_str().unwrap())
+            .collect();
+        // Its id and number, five events, their sum, and the bar.
+        assert_eq!(cells.len(), 9, "{row}");
+        assert_eq!(cells[..2], [format!("cpu-{cpu}"), cpu.to_string()], "{row}");
+        let shares: Vec<f64> = cells[2..8]
+            .iter()
+            .map(|c| {
+                c.trim_start_matches('~')
+                    .parse()
+                    .unwrap_or_else(|_| panic!("CPU {cpu}: {c:?} is no share: {row}"))
+            })
+            .collect();
+        let recorded =
+            last.events[&EventKey::NetRxSoftirq].per_cpu_ns[cpu] as f64 / 1e7 / last.interval_s;
+        assert!(
+            (shares[0] - recorded).abs() <= 0.005 + 1e-9,
+            "CPU {cpu}'s net_rx: the page shows {}, the recording has {recorded}",
+            shares[0]
+        );
+    }
 }

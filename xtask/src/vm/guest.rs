@@ -46,6 +46,15 @@ pub struct Job {
     pub timeout: Duration,
 }
 
+/// The emulated machine a guest boots on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Machine {
+    pub vcpus: u32,
+    /// qemu's `-accel`, unless `NETTO_VM_ACCEL` names another for a
+    /// comparison.
+    pub accel: &'static str,
+}
+
 /// How a job ended.
 #[derive(Debug)]
 pub struct JobResult {
@@ -68,9 +77,15 @@ pub struct Boot {
     pub wall: Duration,
 }
 
-/// Boots `kernel`, runs `jobs` in it and collects their results. `dir`
-/// (on the share) receives the jobs and the serial log.
-pub fn boot(kernel: &Kernel, layout: &Layout, dir: &Path, jobs: &[Job]) -> Result<Boot> {
+/// Boots `kernel` on `machine`, runs `jobs` in it and collects their
+/// results. `dir` (on the share) receives the jobs and the serial log.
+pub fn boot(
+    kernel: &Kernel,
+    machine: Machine,
+    layout: &Layout,
+    dir: &Path,
+    jobs: &[Job],
+) -> Result<Boot> {
     let share = &layout.target_dir;
     let _ = fs::remove_dir_all(dir);
     let jobs_dir = dir.join("jobs");
@@ -102,8 +117,9 @@ pub fn boot(kernel: &Kernel, layout: &Layout, dir: &Path, jobs: &[Job]) -> Resul
     let mut qemu = Command::new(host::find_tool("qemu-system-x86_64", "qemu-system-x86")?);
     // NETTO_VM_ACCEL: another accelerator for comparisons, such as
     // single-threaded TCG (see the journal entry on `bpf_stats_held`).
-    let accel = std::env::var("NETTO_VM_ACCEL").unwrap_or_else(|_| "tcg".to_owned());
-    qemu.args(["-accel", &accel, "-cpu", "max", "-smp", "2", "-m", MEMORY])
+    let accel = std::env::var("NETTO_VM_ACCEL").unwrap_or_else(|_| machine.accel.to_owned());
+    qemu.args(["-accel", &accel, "-cpu", "max", "-m", MEMORY])
+        .args(["-smp", &machine.vcpus.to_string()])
         .args(["-nographic", "-no-reboot"])
         .arg("-monitor")
         .arg(format!("unix:{},server,nowait", monitor.display()))

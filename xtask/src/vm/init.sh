@@ -7,13 +7,17 @@
 # host reads those after qemu exits.
 /bin/busybox mkdir -p /sbin /usr/bin /usr/sbin
 /bin/busybox --install -s /bin
-export PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root TMPDIR=/tmp
+export PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root TMPDIR=/tmp LANG=C.UTF-8
 . /etc/netto-vm.conf
 
-mkdir -p /proc /sys /dev /run /tmp /root
+mkdir -p /proc /sys /dev /run /tmp /root /etc
+# tmux, which the tests run `netto top` in, looks root up.
+echo 'root:x:0:0:root:/root:/bin/sh' >/etc/passwd
 mount -t proc proc /proc
 mount -t sysfs sys /sys
 mount -t devtmpfs dev /dev
+mkdir -p /dev/pts
+mount -t devpts devpts /dev/pts
 mount -t tmpfs tmp /tmp
 mount -t tmpfs run /run
 mount -t bpf bpf /sys/fs/bpf

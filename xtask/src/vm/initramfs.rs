@@ -1,6 +1,7 @@
 //! The guest's initramfs: busybox for the init script, the host's own
 //! `ip`, `taskset` and `bpftool` (the tests need features busybox's applets
-//! lack, such as `ip netns`), the kernel's modules, and every shared
+//! lack, such as `ip netns`), `tmux` and `bash` (the terminal the tests
+//! read `netto top` in), the kernel's modules, and every shared
 //! library that those tools and the test binaries on the share load, at
 //! the same paths as on the host.
 
@@ -22,7 +23,13 @@ const TOOLS: &[(&str, &str)] = &[
     ("ip", "iproute2"),
     ("taskset", "util-linux"),
     ("bpftool", "bpftool"),
+    ("tmux", "tmux"),
+    ("bash", "bash"),
 ];
+
+/// Host directories copied whole, at the same paths: tmux refuses to
+/// start without a UTF-8 locale, and glibc reads C.UTF-8 from here.
+const DATA: &[&str] = &["/usr/lib/locale/C.utf8"];
 
 /// The guest's PID 1.
 const INIT: &str = include_str!("init.sh");
@@ -60,6 +67,9 @@ pub fn build(
     for library in &libraries {
         copy_into(root, library, library)?;
     }
+    for dir in DATA {
+        copy_tree(root, Path::new(dir))?;
+    }
 
     fs::write(root.join("init"), INIT)?;
     fs::set_permissions(root.join("init"), fs::Permissions::from_mode(0o755))?;
@@ -92,6 +102,19 @@ fn copy_into(root: &Path, source: &Path, dest: &Path) -> Result<()> {
         fs::create_dir_all(parent)?;
     }
     fs::copy(source, &target).with_context(|| format!("copying {}", source.display()))?;
+    Ok(())
+}
+
+/// Copies host directory `dir` and everything under it into `root`.
+fn copy_tree(root: &Path, dir: &Path) -> Result<()> {
+    for entry in fs::read_dir(dir).with_context(|| format!("reading {}", dir.display()))? {
+        let path = entry?.path();
+        if path.is_dir() {
+            copy_tree(root, &path)?;
+        } else {
+            copy_into(root, &path, &path)?;
+        }
+    }
     Ok(())
 }
 

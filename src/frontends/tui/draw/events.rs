@@ -66,9 +66,13 @@ pub fn draw(app: &App, frame: &mut Frame<'_>, area: Rect) {
     let widths = std::iter::once(Constraint::Length(LABEL_WIDTH))
         .chain(grid.columns.iter().map(|_| Constraint::Length(VALUE_WIDTH)));
     let focused = app.focus == Panel::Events;
+    let mut block = panel(app, Some(Panel::Events), title);
+    if let Some(shown) = shown_rows(grid.rows.len(), app.events_row, area.height) {
+        block = block.title_bottom(Line::from(shown).right_aligned());
+    }
     let table = Table::new(rows, widths)
         .header(header)
-        .block(panel(app, Some(Panel::Events), title))
+        .block(block)
         .row_highlight_style(if focused {
             Style::new().bg(Color::DarkGray)
         } else {
@@ -76,4 +80,22 @@ pub fn draw(app: &App, frame: &mut Frame<'_>, area: Rect) {
         });
     let mut state = TableState::default().with_selected(Some(app.events_row));
     frame.render_stateful_widget(table, area, &mut state);
+}
+
+/// Which rows a panel `height` tall shows when they do not all fit (the
+/// per-CPU view of a host with more CPUs than the panel has lines), as
+/// its bottom border says it: the table scrolls just far enough to show
+/// the selected row, and the rest are a Tab and Up/Down away.
+fn shown_rows(rows: usize, selected: usize, height: u16) -> Option<String> {
+    // The borders and the header row.
+    let room = usize::from(height.saturating_sub(3)).max(1);
+    if rows <= room {
+        return None;
+    }
+    let first = selected.min(rows - 1).saturating_sub(room - 1);
+    Some(format!(
+        " rows {}-{} of {rows}: tab, Up/Down ",
+        first + 1,
+        first + room
+    ))
 }

@@ -6,6 +6,7 @@
 mod header;
 mod panels;
 mod sketch_and_groups;
+mod wide;
 
 use ratatui::backend::TestBackend;
 use ratatui::Terminal;
