@@ -1,7 +1,9 @@
 //! The host's BPF programs on the network path, as `netto stat` finds and
 //! prices them: an XDP program on a veth, a tc program on its peer (in
 //! another namespace) and a cgroup_skb program on a test cgroup, which
-//! this test loads, attaches and removes, under UDP traffic it makes.
+//! this test loads, attaches and removes, under UDP traffic it makes; and
+//! programs attached the old way, without a link: a classic tc filter and
+//! a cgroup program attached with `BPF_PROG_ATTACH`.
 
 mod common;
 
@@ -22,7 +24,7 @@ use netto::kernel::cgroup::v2_hierarchy;
 use netto::kernel::network_programs::program_id;
 use netto::kernel::skel::stand_ins::{StandInsProgs, StandInsSkelBuilder};
 use netto::kernel::stats::StatsGuard;
-use netto::model::{NetworkProgram, PriceBasis, Recording, SampleContext, Snapshot};
+use netto::model::{AttachPoint, NetworkProgram, PriceBasis, Recording, SampleContext, Snapshot};
 use netto::workload::netns::VethPair;
 use netto::workload::undo::{self, Registered};
 
@@ -422,4 +424,179 @@ fn programs_are_stages_of_the_breakdown_under_their_names() {
         drawn.contains("BPF program, category bpf:stand_in_xdp"),
         "the XDP stand-in's frame drawn as a program"
     );
+}
+
+/// A classic tc filter (`cls_bpf`, direct action) of `prog` on both
+/// directions of an interface, through libbpf's tc API (a `clsact` qdisc
+/// and a filter per direction, by netlink: no link, not tcx); the qdisc
+/// and its filters are removed when dropped (and with the veth pair on a
+/// signal).
+struct ClassicTc {
+    hook: sys::bpf_tc_hook,
+}
+
+impl ClassicTc {
+    fn attach(ifindex: u32, prog: std::os::fd::BorrowedFd<'_>) -> ClassicTc {
+        let mut hook = sys::bpf_tc_hook {
+            sz: std::mem::size_of::<sys::bpf_tc_hook>() as _,
+            ifindex: ifindex as i32,
+            attach_point: sys::BPF_TC_INGRESS | sys::BPF_TC_EGRESS,
+            ..Default::default()
+        };
+        // SAFETY: hook is a valid bpf_tc_hook with its size set.
+        let made = unsafe { sys::bpf_tc_hook_create(&mut hook) };
+        assert!(made == 0 || made == -libc::EEXIST, "clsact: {made}");
+        let classic = ClassicTc { hook };
+        for direction in [sys::BPF_TC_INGRESS, sys::BPF_TC_EGRESS] {
+            let one = sys::bpf_tc_hook {
+                attach_point: direction,
+                ..classic.hook
+            };
+            let mut opts = sys::bpf_tc_opts {
+                sz: std::mem::size_of::<sys::bpf_tc_opts>() as _,
+                prog_fd: prog.as_raw_fd(),
+                ..Default::default()
+            };
+            // SAFETY: both structs are valid with their sizes set.
+            let ret = unsafe { sys::bpf_tc_attach(&one, &mut opts) };
+            assert_eq!(ret, 0, "cls_bpf filter, direction {direction}");
+        }
+        classic
+    }
+}
+
+impl Drop for ClassicTc {
+    fn drop(&mut self) {
+        // SAFETY: the hook made in attach; destroying both directions
+        // deletes the clsact qdisc and every filter on it.
+        unsafe { sys::bpf_tc_hook_destroy(&mut self.hook) };
+    }
+}
+
+/// `prog` attached to a cgroup with `BPF_PROG_ATTACH` (no link) on
+/// `attach_type`; detached when dropped (and released with the cgroup).
+struct LegacyCgroupAttach {
+    prog: i32,
+    cgroup: fs::File,
+    attach_type: u32,
+}
+
+impl LegacyCgroupAttach {
+    fn attach(prog: std::os::fd::BorrowedFd<'_>, cgroup: &TestCgroup, attach_type: u32) -> Self {
+        let dir = fs::File::open(&cgroup.dir).unwrap();
+        // SAFETY: plain syscall wrapper on two open fds.
+        let ret =
+            unsafe { sys::bpf_prog_attach(prog.as_raw_fd(), dir.as_raw_fd(), attach_type, 0) };
+        assert_eq!(ret, 0, "BPF_PROG_ATTACH on the test cgroup");
+        LegacyCgroupAttach {
+            prog: prog.as_raw_fd(),
+            cgroup: dir,
+            attach_type,
+        }
+    }
+}
+
+impl Drop for LegacyCgroupAttach {
+    fn drop(&mut self) {
+        // SAFETY: plain syscall wrapper; the program's fd outlives this
+        // value (the skeleton is dropped after it).
+        unsafe { sys::bpf_prog_detach2(self.prog, self.cgroup.as_raw_fd(), self.attach_type) };
+    }
+}
+
+/// Programs attached without a link are located where they are: a
+/// classic tc filter by interface and direction (`cls_bpf`), a cgroup_skb
+/// program by its cgroup's id, in `stat --json` and in `check`; detached
+/// (both programs still loaded), they are no longer located anywhere.
+#[test]
+fn classic_tc_filters_and_legacy_cgroup_programs_are_located_and_leave() {
+    let pair = veth_pair("nprog").expect("making a veth pair");
+    let cgroup = TestCgroup::new();
+    let mut storage = MaybeUninit::uninit();
+    let skel = StandInsSkelBuilder::default()
+        .open(&mut storage)
+        .and_then(|open| open.load())
+        .expect("loading the stand-ins");
+    let progs = &skel.progs;
+    let tc_id = program_id(progs.stand_in_tc.as_fd()).unwrap();
+    let cg_id = program_id(progs.stand_in_cgroup.as_fd()).unwrap();
+    let iface = pair.host_ifname();
+    let tc = ClassicTc::attach(ifindex(iface), progs.stand_in_tc.as_fd());
+    let legacy = LegacyCgroupAttach::attach(
+        progs.stand_in_cgroup.as_fd(),
+        &cgroup,
+        sys::BPF_CGROUP_INET_EGRESS,
+    );
+
+    let stat = NettoStat::start(1, &["--interval", "0.25"]);
+    thread::sleep(scaled(Duration::from_millis(1000)));
+    let check = netto(&["check"]);
+    let check = String::from_utf8_lossy(&check.stdout).into_owned();
+    let detached = now_unix();
+    drop(tc);
+    drop(legacy);
+    thread::sleep(scaled(Duration::from_millis(1000)));
+    let snaps = stat.stop();
+
+    let point = |hook: &str| AttachPoint {
+        hook: hook.to_owned(),
+        iface: Some(iface.to_owned()),
+        mode: Some("cls_bpf".to_owned()),
+        cgroup_id: None,
+        link: false,
+    };
+    let in_cgroup = AttachPoint {
+        hook: "cgroup_skb_egress".to_owned(),
+        iface: None,
+        mode: None,
+        cgroup_id: Some(cgroup.id()),
+        link: false,
+    };
+    let before: Vec<&Snapshot> = snaps.iter().filter(|s| s.ts < detached).collect();
+    let last = before.last().expect("snapshots before the detach");
+    let tc = find(last, tc_id).expect("the classic tc program listed");
+    assert_eq!(
+        tc.attach,
+        [point("tc_egress"), point("tc_ingress")],
+        "{tc:?}"
+    );
+    let cg = find(last, cg_id).expect("the legacy cgroup program listed");
+    assert_eq!(cg.attach, [in_cgroup], "{cg:?}");
+
+    let line = |id: u32| {
+        check
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some(&id.to_string()))
+            .unwrap_or_else(|| panic!("program {id} not in check:\n{check}"))
+            .to_owned()
+    };
+    let tc_line = line(tc_id);
+    for direction in ["tc_ingress", "tc_egress"] {
+        let place = format!("{direction} on {iface} (cls_bpf), no link");
+        assert!(tc_line.contains(&place), "{tc_line}");
+    }
+    let cg_line = line(cg_id);
+    let place = format!("cgroup_skb_egress cgroup id {}, no link", cgroup.id());
+    assert!(cg_line.contains(&place), "{cg_line}");
+
+    // From the first interval begun after the detach on, neither is
+    // located anywhere (loaded still, and not run: counted only).
+    let after: Vec<&Snapshot> = snaps
+        .iter()
+        .filter(|s| s.ts - s.interval_s > detached)
+        .collect();
+    assert!(
+        after.len() >= 2,
+        "{} intervals after the detach",
+        after.len()
+    );
+    for s in after {
+        for id in [tc_id, cg_id] {
+            assert!(
+                find(s, id).is_none_or(|p| p.attach.is_empty()),
+                "program {id} still located after its detach: {:?}",
+                find(s, id)
+            );
+        }
+    }
 }

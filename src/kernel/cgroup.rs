@@ -7,6 +7,17 @@
 use std::fs;
 use std::path::PathBuf;
 
+/// The deepest a walk of the hierarchy goes below the root, and the
+/// longest path it follows (PATH_MAX): a delegated subtree is anyone's to
+/// nest, and walks run on the measuring thread.
+pub const MAX_DEPTH: usize = 32;
+pub const MAX_PATH: usize = 4096;
+
+/// Directories one walk step (one interval) may read: a walk of a bigger
+/// tree goes on where it stopped in the next interval. A user who makes a
+/// new group every interval costs at most this much.
+pub const WALK_BUDGET: usize = 1024;
+
 /// Where this host mounts the cgroup v2 hierarchy, if it does.
 pub fn v2_hierarchy() -> Option<PathBuf> {
     fs::read_to_string("/proc/self/mountinfo")

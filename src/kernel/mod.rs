@@ -13,6 +13,7 @@ pub mod functions;
 pub mod hooks;
 pub mod idle;
 pub mod mmap;
+mod netlink;
 pub mod network_hooks;
 pub mod network_programs;
 pub mod perf;

@@ -105,6 +105,56 @@ pub fn hook_of(attach_type: u32) -> Option<&'static str> {
         .map(|&(_, hook)| hook)
 }
 
+/// The attach types a cgroup program of each network type can be on:
+/// what a cgroup is asked about (`BPF_PROG_QUERY`) for a program of that
+/// type that no link locates.
+pub const CGROUP_ATTACH_TYPES: &[(&str, &[u32])] = &[
+    (
+        "cgroup_skb",
+        &[sys::BPF_CGROUP_INET_INGRESS, sys::BPF_CGROUP_INET_EGRESS],
+    ),
+    (
+        "cgroup_sock",
+        &[
+            sys::BPF_CGROUP_INET_SOCK_CREATE,
+            sys::BPF_CGROUP_INET_SOCK_RELEASE,
+            sys::BPF_CGROUP_INET4_POST_BIND,
+            sys::BPF_CGROUP_INET6_POST_BIND,
+        ],
+    ),
+    (
+        "cgroup_sock_addr",
+        &[
+            sys::BPF_CGROUP_INET4_BIND,
+            sys::BPF_CGROUP_INET6_BIND,
+            sys::BPF_CGROUP_INET4_CONNECT,
+            sys::BPF_CGROUP_INET6_CONNECT,
+            sys::BPF_CGROUP_UDP4_SENDMSG,
+            sys::BPF_CGROUP_UDP6_SENDMSG,
+            sys::BPF_CGROUP_UDP4_RECVMSG,
+            sys::BPF_CGROUP_UDP6_RECVMSG,
+            sys::BPF_CGROUP_INET4_GETPEERNAME,
+            sys::BPF_CGROUP_INET6_GETPEERNAME,
+            sys::BPF_CGROUP_INET4_GETSOCKNAME,
+            sys::BPF_CGROUP_INET6_GETSOCKNAME,
+        ],
+    ),
+    ("sock_ops", &[sys::BPF_CGROUP_SOCK_OPS]),
+    (
+        "cgroup_sockopt",
+        &[sys::BPF_CGROUP_GETSOCKOPT, sys::BPF_CGROUP_SETSOCKOPT],
+    ),
+];
+
+/// The cgroup attach types of a network program type; empty for a type
+/// not attached to cgroups.
+pub fn cgroup_attach_types(prog_type: &str) -> &'static [u32] {
+    CGROUP_ATTACH_TYPES
+        .iter()
+        .find(|(t, _)| *t == prog_type)
+        .map_or(&[], |&(_, types)| types)
+}
+
 /// The tcx directions, queried on every interface.
 pub const TCX: [u32; 2] = [sys::BPF_TCX_INGRESS, sys::BPF_TCX_EGRESS];
 
@@ -129,5 +179,15 @@ mod tests {
         assert_eq!(network_type(sys::BPF_PROG_TYPE_TRACING), None);
         assert_eq!(hook_of(sys::BPF_TCX_EGRESS), Some("tc_egress"));
         assert_eq!(hook_of(sys::BPF_CGROUP_DEVICE), None);
+        // Each cgroup attach type asked about is one netto names, and each
+        // program type with attach types is a network type.
+        for (prog_type, types) in CGROUP_ATTACH_TYPES {
+            assert!(
+                NETWORK_TYPES.iter().any(|r| r.1 == *prog_type),
+                "{prog_type}"
+            );
+            assert!(types.iter().all(|&t| hook_of(t).is_some()), "{prog_type}");
+        }
+        assert_eq!(cgroup_attach_types("xdp"), &[] as &[u32]);
     }
 }

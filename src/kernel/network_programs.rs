@@ -1,14 +1,18 @@
 //! Every BPF program on the host's network path, found anew each interval,
 //! with where it is attached: links (`bpf_link_get_next_id` and each
-//! link's info), XDP per interface through netlink (`bpf_xdp_query`: the
-//! mode, driver, generic or offload), tcx per interface and the flow
-//! dissector through `BPF_PROG_QUERY`. Every program is walked by id
-//! (`bpf_prog_get_next_id`) and its type, name and tag are read once; a
-//! network program found nowhere is still listed, by its type's hook, so
-//! its runs are priced all the same (a classic tc filter, a socket filter,
-//! a cgroup program attached without a link). Nothing here holds a
-//! program: each is opened by id, read and closed, so a program netto
-//! watches goes away when its owner lets it go.
+//! link's info); each interface's name and XDP programs by mode (driver,
+//! generic or offload) from one rtnetlink dump of every link; tcx per
+//! interface and the flow dissector through `BPF_PROG_QUERY`; classic tc
+//! (`cls_bpf` filters and `act_bpf` actions on `clsact` and `ingress`
+//! qdiscs) through rtnetlink, and cgroup programs attached without a link
+//! through `BPF_PROG_QUERY` on the cgroups ([`cgroups`]), each only while a
+//! program of its kind is not located otherwise. Every program is walked
+//! by id (`bpf_prog_get_next_id`) and its type, name and tag are read
+//! once; a network program found nowhere is still listed, by its type's
+//! hook, so its runs are priced all the same (a socket filter, a tc
+//! program on a qdisc other than `clsact` or `ingress`). Nothing here
+//! holds a program: each is opened by id, read and closed, so a program
+//! netto watches goes away when its owner lets it go.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::io;
@@ -16,8 +20,11 @@ use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 
 use libbpf_rs::libbpf_sys as sys;
 
-use super::network_hooks::{hook_of, network_type, NETFILTER_HOOKS, TCX};
+use super::netlink::{self, Link};
+use super::network_hooks::{cgroup_attach_types, hook_of, network_type, NETFILTER_HOOKS, TCX};
 use super::stats::{run_stats, RunStats};
+
+mod cgroups;
 
 /// One place a program runs.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
@@ -29,7 +36,8 @@ pub struct Attachment {
     /// show on that index (one in another namespace: a link's info gives
     /// no namespace). A netfilter link's netfilter hook.
     pub iface: Option<String>,
-    /// XDP's mode: `driver`, `generic` or `offload`.
+    /// XDP's mode: `driver`, `generic` or `offload`; classic tc's kind:
+    /// `cls_bpf` (a filter) or `act_bpf` (a filter's action).
     pub mode: Option<&'static str>,
     /// The cgroup (cgroup programs): its id, the inode of its directory
     /// in the cgroup v2 hierarchy.
@@ -73,6 +81,7 @@ pub struct Discovery {
     /// Each link id and what it attaches (`None`: off the network path).
     links: HashMap<u32, Option<(u32, Attachment)>>,
     own: BTreeSet<u32>,
+    cgroups: cgroups::LegacyCgroups,
 }
 
 impl Discovery {
@@ -87,21 +96,16 @@ impl Discovery {
     /// Every network program on the host now, by id.
     pub fn discover(&mut self) -> Vec<Found> {
         self.walk_programs();
-        let ifaces = interfaces();
+        let links = netlink::links();
+        let ifaces: BTreeMap<u32, String> =
+            links.iter().map(|(&i, l)| (i, l.name.clone())).collect();
         let mut places: BTreeMap<u32, BTreeSet<Attachment>> = BTreeMap::new();
         for (prog, attachment) in self.walk_links(&ifaces) {
             places.entry(prog).or_default().insert(attachment);
         }
-        let present = |t: &str| {
-            self.programs
-                .values()
-                .any(|k| k.network.map(|n| n.0) == Some(t))
-        };
-        let mut queried = Vec::new();
-        if present("xdp") {
-            queried.extend(xdp_attachments(&ifaces));
-        }
-        if present("sched_cls") || present("sched_act") {
+        let present = self.types_present();
+        let mut queried = xdp_attachments(&links);
+        if present.contains("sched_cls") || present.contains("sched_act") {
             queried.extend(tcx_attachments(&ifaces));
         }
         for (prog, index, attachment) in queried {
@@ -116,12 +120,42 @@ impl Discovery {
                 ..attachment
             });
         }
-        if present("flow_dissector") {
+        if present.contains("flow_dissector") {
             for prog in flow_dissector() {
                 let at = places.entry(prog).or_default();
                 if !at.iter().any(|a| a.hook == "flow_dissector") {
                     at.insert(attachment("flow_dissector", false));
                 }
+            }
+        }
+        let unlocated: Vec<(u32, &str)> = self
+            .programs
+            .iter()
+            .filter(|(id, _)| !places.contains_key(id))
+            .filter_map(|(&id, k)| Some((id, k.network?.0)))
+            .collect();
+        if unlocated
+            .iter()
+            .any(|(_, t)| matches!(*t, "sched_cls" | "sched_act"))
+        {
+            for tc in netlink::tc_programs() {
+                places.entry(tc.prog).or_default().insert(Attachment {
+                    iface: Some(iface_name(&ifaces, tc.ifindex)),
+                    mode: Some(tc.kind),
+                    ..attachment(tc.hook, false)
+                });
+            }
+        }
+        let in_cgroups: Vec<(u32, &str)> = unlocated
+            .into_iter()
+            .filter(|(_, t)| !cgroup_attach_types(t).is_empty())
+            .collect();
+        for (prog, attachment) in self.cgroups.locate(&in_cgroups) {
+            let at = places.entry(prog).or_default();
+            let known =
+                |a: &Attachment| a.hook == attachment.hook && a.cgroup_id == attachment.cgroup_id;
+            if !at.iter().any(known) {
+                at.insert(attachment);
             }
         }
         let mut found: Vec<Found> = self
@@ -142,6 +176,14 @@ impl Discovery {
             .collect();
         found.sort_by_key(|f| f.id);
         found
+    }
+
+    /// The network program types loaded now.
+    fn types_present(&self) -> BTreeSet<&'static str> {
+        self.programs
+            .values()
+            .filter_map(|k| Some(k.network?.0))
+            .collect()
     }
 
     /// Reads each new program id once, and forgets the ids gone.
@@ -312,49 +354,28 @@ fn link_attachment(
     Some((info.prog_id, at))
 }
 
-/// netto's network namespace's interfaces, by index.
-fn interfaces() -> BTreeMap<u32, String> {
-    nix::net::if_::if_nameindex()
-        .map(|list| {
-            list.iter()
-                .map(|i| (i.index(), i.name().to_string_lossy().into_owned()))
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
-/// Each interface's XDP programs, by mode, through netlink: program,
-/// interface index, attachment.
-fn xdp_attachments(ifaces: &BTreeMap<u32, String>) -> Vec<(u32, u32, Attachment)> {
-    let mut out = Vec::new();
-    for (&index, name) in ifaces {
-        let mut opts = sys::bpf_xdp_query_opts {
-            sz: std::mem::size_of::<sys::bpf_xdp_query_opts>() as _,
-            ..Default::default()
-        };
-        // SAFETY: opts is a valid bpf_xdp_query_opts with its size set.
-        if unsafe { sys::bpf_xdp_query(index as i32, 0, &mut opts) } < 0 {
-            continue;
-        }
-        for (prog, mode) in [
-            (opts.drv_prog_id, "driver"),
-            (opts.skb_prog_id, "generic"),
-            (opts.hw_prog_id, "offload"),
-        ] {
-            if prog != 0 {
-                out.push((
+/// Each interface's XDP programs, by mode: program, interface index,
+/// attachment. They come with the one dump of every link
+/// ([`netlink::links`]), where asking each interface in turn
+/// (`bpf_xdp_query`, a dump of every link per call) made the interfaces'
+/// count squared.
+fn xdp_attachments(links: &BTreeMap<u32, Link>) -> Vec<(u32, u32, Attachment)> {
+    links
+        .iter()
+        .flat_map(|(&index, link)| {
+            link.xdp.iter().map(move |&(prog, mode)| {
+                (
                     prog,
                     index,
                     Attachment {
-                        iface: Some(name.clone()),
+                        iface: Some(link.name.clone()),
                         mode: Some(mode),
                         ..attachment("xdp", false)
                     },
-                ));
-            }
-        }
-    }
-    out
+                )
+            })
+        })
+        .collect()
 }
 
 /// Up to this many programs per tcx direction and interface are listed.

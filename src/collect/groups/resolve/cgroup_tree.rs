@@ -11,16 +11,11 @@ use super::super::cgroup_names;
 use super::super::kubelet::Kubelet;
 use crate::kernel::cgroup::v2_hierarchy;
 
-/// The deepest a walk goes below the root, and the longest path it names
-/// (PATH_MAX): a delegated subtree is anyone's to nest, and the walk runs
-/// on the measuring thread.
-pub const MAX_DEPTH: usize = 32;
-const MAX_PATH: usize = 4096;
-
-/// Directories one naming (one interval) may read while walking: a walk
-/// of a bigger tree goes on where it stopped in the next interval. A
-/// user who makes a new group every interval costs at most this much.
-pub const WALK_BUDGET: usize = 1024;
+/// The walk's bounds, shared with the walk that finds cgroup programs
+/// attached without a link (`kernel::network_programs`): one naming (one
+/// interval) reads at most [`WALK_BUDGET`] directories, and a walk of a
+/// bigger tree goes on where it stopped in the next interval.
+pub use crate::kernel::cgroup::{MAX_DEPTH, MAX_PATH, WALK_BUDGET};
 
 /// The cgroup v2 hierarchy: where it is mounted, and the path of each id
 /// seen. An id is the kernfs id of the group's directory, which is also a
