@@ -62,9 +62,10 @@ fn kubelet_names(root: &std::path::Path) -> (bool, String) {
 }
 
 /// Where netto finds the host's network programs, and what it cannot.
-const NETWORK_SEEN: &str = "found by BPF links, XDP through netlink, tcx and the flow dissector \
-     by query; classic tc filters, socket filters and cgroup programs attached without a link \
-     are listed by type, not located, and priced all the same";
+const NETWORK_SEEN: &str = "found by BPF links, XDP and classic tc (clsact and ingress qdiscs) \
+     through netlink, tcx, the flow dissector and cgroup programs attached without a link by \
+     query; socket filters and tc on other qdiscs are listed by type, not located, and priced \
+     all the same";
 
 pub fn run(args: &CheckArgs) -> Result<ExitCode> {
     let (kubelet_ok, kubelet_detail) = kubelet_names(&args.kubelet_logs);

@@ -110,7 +110,8 @@ pub struct AttachPoint {
     /// and its index; for a netfilter link, its netfilter hook.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub iface: Option<String>,
-    /// XDP's mode: `driver`, `generic` or `offload`.
+    /// XDP's mode: `driver`, `generic` or `offload`; classic tc's kind:
+    /// `cls_bpf` (a filter) or `act_bpf` (an action of a filter).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mode: Option<String>,
     /// A cgroup program's cgroup id (the inode of its cgroup v2
