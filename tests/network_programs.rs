@@ -19,10 +19,10 @@ use std::time::{Duration, Instant};
 use common::*;
 use libbpf_rs::libbpf_sys as sys;
 use libbpf_rs::skel::{OpenSkel, SkelBuilder};
-use libbpf_rs::{Link, ProgramInput};
+use libbpf_rs::{Link, OpenObject, ProgramInput};
 use netto::kernel::cgroup::v2_hierarchy;
 use netto::kernel::network_programs::program_id;
-use netto::kernel::skel::stand_ins::{StandInsProgs, StandInsSkelBuilder};
+use netto::kernel::skel::stand_ins::{StandInsProgs, StandInsSkel, StandInsSkelBuilder};
 use netto::kernel::stats::StatsGuard;
 use netto::model::{AttachPoint, NetworkProgram, PriceBasis, Recording, SampleContext, Snapshot};
 use netto::workload::netns::VethPair;
@@ -166,6 +166,13 @@ fn send(pair: &VethPair, cgroup: &TestCgroup, count: u64) {
     });
 }
 
+fn stand_ins(storage: &mut MaybeUninit<OpenObject>) -> StandInsSkel<'_> {
+    StandInsSkelBuilder::default()
+        .open(storage)
+        .and_then(|open| open.load())
+        .expect("loading the stand-ins")
+}
+
 fn find(snapshot: &Snapshot, id: u32) -> Option<&NetworkProgram> {
     snapshot
         .network_programs
@@ -190,10 +197,7 @@ fn three_programs_under_traffic_are_listed_with_where_and_priced() {
     // The host end listens, so that no port-unreachable comes back.
     let _listener = UdpSocket::bind((pair.host_addr(), PORT)).unwrap();
     let mut storage = MaybeUninit::uninit();
-    let skel = StandInsSkelBuilder::default()
-        .open(&mut storage)
-        .and_then(|open| open.load())
-        .expect("loading the stand-ins");
+    let skel = stand_ins(&mut storage);
     let progs = &skel.progs;
     let (attached, peer_index) = Attached::new(progs, &pair, &cgroup);
 
@@ -293,10 +297,7 @@ fn three_programs_under_traffic_are_listed_with_where_and_priced() {
 fn a_program_attached_and_detached_mid_run_comes_and_goes() {
     let pair = veth_pair("nprog").expect("making a veth pair");
     let mut storage = MaybeUninit::uninit();
-    let skel = StandInsSkelBuilder::default()
-        .open(&mut storage)
-        .and_then(|open| open.load())
-        .expect("loading the stand-ins");
+    let skel = stand_ins(&mut storage);
     let prog = &skel.progs.stand_in_xdp;
     let id = program_id(prog.as_fd()).unwrap();
     let netto = NettoStat::start(1, &["--interval", "0.25"]);
@@ -513,10 +514,7 @@ fn classic_tc_filters_and_legacy_cgroup_programs_are_located_and_leave() {
     let pair = veth_pair("nprog").expect("making a veth pair");
     let cgroup = TestCgroup::new();
     let mut storage = MaybeUninit::uninit();
-    let skel = StandInsSkelBuilder::default()
-        .open(&mut storage)
-        .and_then(|open| open.load())
-        .expect("loading the stand-ins");
+    let skel = stand_ins(&mut storage);
     let progs = &skel.progs;
     let tc_id = program_id(progs.stand_in_tc.as_fd()).unwrap();
     let cg_id = program_id(progs.stand_in_cgroup.as_fd()).unwrap();

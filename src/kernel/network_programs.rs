@@ -110,11 +110,13 @@ impl Discovery {
         }
         for (prog, index, attachment) in queried {
             let at = places.entry(prog).or_default();
-            // The link seen in netto's namespace: named, with its mode.
-            let by_index = Some(format!("#{index}"));
-            let same = |a: &Attachment| a.link && a.hook == attachment.hook && a.iface == by_index;
-            let linked = at.iter().any(same);
-            at.retain(|a| !same(a));
+            // The link seen in netto's namespace: named, with its mode. Found
+            // by its key, not by scanning the program's places: a program on
+            // many interfaces costs each place a lookup.
+            let linked = at.remove(&Attachment {
+                iface: Some(format!("#{index}")),
+                ..self::attachment(attachment.hook, true)
+            });
             at.insert(Attachment {
                 link: linked,
                 ..attachment
@@ -152,9 +154,12 @@ impl Discovery {
             .collect();
         for (prog, attachment) in self.cgroups.locate(&in_cgroups) {
             let at = places.entry(prog).or_default();
-            let known =
-                |a: &Attachment| a.hook == attachment.hook && a.cgroup_id == attachment.cgroup_id;
-            if !at.iter().any(known) {
+            // A place a link holds is listed as the link's.
+            let linked = Attachment {
+                link: true,
+                ..attachment.clone()
+            };
+            if !at.contains(&linked) {
                 at.insert(attachment);
             }
         }

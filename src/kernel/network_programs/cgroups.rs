@@ -4,11 +4,12 @@
 //! otherwise. The walk is bounded as attribution's naming walk is (depth,
 //! path length, directories per interval, going on in the next interval
 //! where it stopped), and its findings are kept: a steady host is walked
-//! once, then each place found is checked with one query per interval. A
+//! once, then the places found are checked with one query per cgroup and attach
+//! type per interval. A
 //! program that no walk has looked for yet begins a new walk, and so does
 //! one still not located [`REWALK`] after the last whole walk.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::MetadataExt;
@@ -63,7 +64,11 @@ impl LegacyCgroups {
             self.found.clear();
             return Vec::new();
         }
-        self.found.retain(still_there);
+        still_there(&mut self.found);
+        // Forget programs gone or located since: the set stays as small as
+        // the host's unlocated programs.
+        let ids: BTreeSet<u32> = unlocated.iter().map(|&(id, _)| id).collect();
+        self.looked_for.retain(|id| ids.contains(id));
         let new = unlocated
             .iter()
             .any(|(id, _)| !self.looked_for.contains(id));
@@ -81,14 +86,13 @@ impl LegacyCgroups {
             }
         }
         let partial = self.walk.iter().flat_map(|w| &w.found);
-        let mut out: Vec<(u32, Attachment)> = Vec::new();
-        for place in self.found.iter().chain(partial) {
-            let item = (place.prog, place.at.clone());
-            if !out.contains(&item) {
-                out.push(item);
-            }
-        }
-        out
+        let places: BTreeSet<(u32, Attachment)> = self
+            .found
+            .iter()
+            .chain(partial)
+            .map(|p| (p.prog, p.at.clone()))
+            .collect();
+        places.into_iter().collect()
     }
 }
 
@@ -158,16 +162,29 @@ fn places_in(dir: &Path, attach_types: &BTreeSet<u32>) -> Vec<Place> {
     out
 }
 
-/// Whether a place found before is still there: its cgroup the same
+/// The places found before that are still there: their cgroup the same
 /// (a directory made anew at the path is another cgroup) and the program
-/// still attached.
-fn still_there(place: &Place) -> bool {
-    let Ok(file) = fs::File::open(&place.dir) else {
-        return false;
-    };
-    file.metadata()
-        .is_ok_and(|m| Some(m.ino()) == place.at.cgroup_id)
-        && query(file.as_raw_fd(), place.attach_type).contains(&place.prog)
+/// still attached. One query per cgroup and attach type, however many
+/// programs share them.
+fn still_there(places: &mut Vec<Place>) {
+    let mut asked: BTreeMap<(PathBuf, u32), (Option<u64>, Vec<u32>)> = BTreeMap::new();
+    for place in places.iter() {
+        let key = (place.dir.clone(), place.attach_type);
+        asked
+            .entry(key)
+            .or_insert_with(|| match fs::File::open(&place.dir) {
+                Ok(file) => (
+                    file.metadata().ok().map(|m| m.ino()),
+                    query(file.as_raw_fd(), place.attach_type),
+                ),
+                Err(_) => (None, Vec::new()),
+            });
+    }
+    places.retain(|p| {
+        asked
+            .get(&(p.dir.clone(), p.attach_type))
+            .is_some_and(|(id, progs)| *id == p.at.cgroup_id && progs.contains(&p.prog))
+    });
 }
 
 #[cfg(test)]
