@@ -60,7 +60,8 @@ fn dump(request: RouteNetlinkMessage) -> io::Result<Vec<RouteNetlinkMessage>> {
     let mut replies = Vec::new();
     let mut buffer = vec![0u8; RECEIVE];
     loop {
-        let size = socket.recv(&mut &mut buffer[..], 0)?;
+        // MSG_TRUNC: the datagram's whole length, so a cut one is seen.
+        let size = socket.recv(&mut &mut buffer[..], libc::MSG_TRUNC)?;
         if size > buffer.len() {
             return Err(io::Error::other("a netlink message longer than the buffer"));
         }
