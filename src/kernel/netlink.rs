@@ -45,28 +45,49 @@ pub struct TcProgram {
 /// reader that offers it (32 KiB), and then some.
 const RECEIVE: usize = 64 * 1024;
 
-/// The replies to one dump request.
-fn dump(request: RouteNetlinkMessage) -> io::Result<Vec<RouteNetlinkMessage>> {
-    let mut socket = Socket::new(NETLINK_ROUTE)?;
-    socket.bind_auto()?;
-    socket.connect(&SocketAddr::new(0, 0))?;
-    let mut packet = NetlinkMessage::new(NetlinkHeader::default(), NetlinkPayload::from(request));
-    packet.header.flags = NLM_F_DUMP | NLM_F_REQUEST;
-    packet.header.sequence_number = 1;
-    packet.finalize();
-    let mut out = vec![0; packet.buffer_len()];
-    packet.serialize(&mut out);
-    socket.send(&out, 0)?;
-    let mut replies = Vec::new();
-    let mut buffer = vec![0u8; RECEIVE];
-    loop {
-        // MSG_TRUNC: the datagram's whole length, so a cut one is seen.
-        let size = socket.recv(&mut &mut buffer[..], libc::MSG_TRUNC)?;
-        if size > buffer.len() {
-            return Err(io::Error::other("a netlink message longer than the buffer"));
-        }
-        if parse_replies(&buffer[..size], &mut replies)? {
-            return Ok(replies);
+/// An rtnetlink socket, opened once for the dumps of one look: a
+/// classic tc look makes one dump per direction of each qdisc.
+struct Rtnetlink {
+    socket: Socket,
+    sequence: u32,
+    buffer: Vec<u8>,
+}
+
+impl Rtnetlink {
+    fn open() -> io::Result<Rtnetlink> {
+        let mut socket = Socket::new(NETLINK_ROUTE)?;
+        socket.bind_auto()?;
+        socket.connect(&SocketAddr::new(0, 0))?;
+        Ok(Rtnetlink {
+            socket,
+            sequence: 0,
+            buffer: vec![0; RECEIVE],
+        })
+    }
+
+    /// The replies to one dump request.
+    fn dump(&mut self, request: RouteNetlinkMessage) -> io::Result<Vec<RouteNetlinkMessage>> {
+        self.sequence += 1;
+        let mut packet =
+            NetlinkMessage::new(NetlinkHeader::default(), NetlinkPayload::from(request));
+        packet.header.flags = NLM_F_DUMP | NLM_F_REQUEST;
+        packet.header.sequence_number = self.sequence;
+        packet.finalize();
+        let mut out = vec![0; packet.buffer_len()];
+        packet.serialize(&mut out);
+        self.socket.send(&out, 0)?;
+        let mut replies = Vec::new();
+        loop {
+            // MSG_TRUNC: the datagram's whole length, so a cut one is seen.
+            let size = self
+                .socket
+                .recv(&mut &mut self.buffer[..], libc::MSG_TRUNC)?;
+            if size > self.buffer.len() {
+                return Err(io::Error::other("a netlink message longer than the buffer"));
+            }
+            if parse_replies(&self.buffer[..size], &mut replies)? {
+                return Ok(replies);
+            }
         }
     }
 }
@@ -104,7 +125,10 @@ fn parse_replies(mut bytes: &[u8], replies: &mut Vec<RouteNetlinkMessage>) -> io
 /// Every interface of netto's network namespace, by index, with its XDP
 /// programs: one dump, whatever the number of interfaces.
 pub fn links() -> BTreeMap<u32, Link> {
-    dump(RouteNetlinkMessage::GetLink(LinkMessage::default()))
+    Rtnetlink::open()
+        .and_then(|mut rtnetlink| {
+            rtnetlink.dump(RouteNetlinkMessage::GetLink(LinkMessage::default()))
+        })
         .unwrap_or_default()
         .into_iter()
         .filter_map(|reply| match reply {
@@ -170,11 +194,16 @@ const TC_DIRECTIONS: &[(&str, &[(u16, &str)])] = &[
 
 /// Every classic tc BPF program on netto's network namespace's
 /// interfaces: a dump of the qdiscs, then the filters of each direction
-/// of each `clsact` or `ingress` qdisc found.
+/// of each `clsact` or `ingress` qdisc found, over one socket.
 pub fn tc_programs() -> Vec<TcProgram> {
-    let qdiscs =
-        dump(RouteNetlinkMessage::GetQueueDiscipline(TcMessage::default())).unwrap_or_default();
     let mut out = Vec::new();
+    let Ok(mut rtnetlink) = Rtnetlink::open() else {
+        return out;
+    };
+    let Ok(qdiscs) = rtnetlink.dump(RouteNetlinkMessage::GetQueueDiscipline(TcMessage::default()))
+    else {
+        return out;
+    };
     for reply in qdiscs {
         let RouteNetlinkMessage::NewQueueDiscipline(qdisc) = reply else {
             continue;
@@ -194,7 +223,11 @@ pub fn tc_programs() -> Vec<TcProgram> {
                 major: TcHandle::CLSACT.major,
                 minor,
             };
-            let filters = dump(RouteNetlinkMessage::GetTrafficFilter(request)).unwrap_or_default();
+            // A dump cut short may leave replies on the socket: the look
+            // ends with what it found.
+            let Ok(filters) = rtnetlink.dump(RouteNetlinkMessage::GetTrafficFilter(request)) else {
+                return out;
+            };
             for reply in filters {
                 if let RouteNetlinkMessage::NewTrafficFilter(filter) = reply {
                     out.extend(filter_programs(&filter).into_iter().map(|(prog, kind)| {
