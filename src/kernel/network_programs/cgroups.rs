@@ -72,7 +72,11 @@ impl LegacyCgroups {
         let new = unlocated
             .iter()
             .any(|(id, _)| !self.looked_for.contains(id));
-        let stale = self.last_whole.is_none_or(|t| t.elapsed() >= REWALK);
+        // Programs the kept places locate need no walk: a host whose
+        // cgroup programs are all found is not walked again.
+        let placed: BTreeSet<u32> = self.found.iter().map(|p| p.prog).collect();
+        let stale = self.last_whole.is_none_or(|t| t.elapsed() >= REWALK)
+            && unlocated.iter().any(|(id, _)| !placed.contains(id));
         if self.walk.is_none() && (new || stale) {
             self.walk = begin(unlocated);
         }
