@@ -188,3 +188,52 @@ fn a_message_the_crate_cannot_read_is_left_out_not_the_dump() {
     assert!(parse_replies(&bytes, &mut replies).unwrap());
     assert_eq!(replies.len(), 1);
 }
+
+/// A dump of each kind the kernel sends, for the property below.
+fn each_kind() -> Vec<u8> {
+    let actions = vec![action("bpf", 51)];
+    let mut nested = vec![0; actions.as_slice().buffer_len()];
+    actions.as_slice().emit(&mut nested);
+    datagram(vec![
+        link(7, "veth-a", vec![LinkXdp::DrvProgId(41)]),
+        filter(
+            "bpf",
+            vec![
+                TcOption::Bpf(TcFilterBpfOption::ProgId(50)),
+                TcOption::Bpf(TcFilterBpfOption::Other(DefaultNla::new(
+                    TCA_BPF_ACT,
+                    nested,
+                ))),
+            ],
+        ),
+    ])
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(500))]
+
+    /// Whatever the kernel's bytes (any of them changed, or cut short),
+    /// reading them ends in replies or an error, never a panic.
+    #[test]
+    fn any_bytes_are_read_or_refused(
+        changes in proptest::collection::vec((0usize..4096, proptest::prelude::any::<u8>()), 0..8),
+        cut in 0usize..4096,
+    ) {
+        let mut bytes = each_kind();
+        for (at, value) in changes {
+            let at = at % bytes.len();
+            bytes[at] = value;
+        }
+        bytes.truncate(cut.max(1).min(bytes.len()));
+        let mut replies = Vec::new();
+        if parse_replies(&bytes, &mut replies).is_ok() {
+            for reply in &replies {
+                match reply {
+                    RouteNetlinkMessage::NewLink(l) => drop(link_of(l)),
+                    RouteNetlinkMessage::NewTrafficFilter(f) => drop(filter_programs(f)),
+                    _ => {}
+                }
+            }
+        }
+    }
+}
