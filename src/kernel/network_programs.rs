@@ -5,7 +5,7 @@
 //! interface and the flow dissector through `BPF_PROG_QUERY`; classic tc
 //! (`cls_bpf` filters and `act_bpf` actions on `clsact` and `ingress`
 //! qdiscs) through rtnetlink, and cgroup programs attached without a link
-//! through `BPF_PROG_QUERY` on the cgroups ([`cgroups`]), each only while a
+//! through `BPF_PROG_QUERY` on the cgroups (`cgroups.rs`), each only while a
 //! program of its kind is not located otherwise. Every program is walked
 //! by id (`bpf_prog_get_next_id`) and its type, name and tag are read
 //! once; a network program found nowhere is still listed, by its type's
