@@ -331,8 +331,6 @@ impl Drop for Offline {
     }
 }
 
-/// A CPU that goes offline loses its perf event; the sampler gives it a new
-/// one when it is back, so load on it afterwards is sampled again.
 /// The sampler as netto runs it at 1000 Hz, for the tests of its events.
 const EVERY_CPU_AT_1000_HZ: SamplerConfig = SamplerConfig {
     frequency_hz: 1000,
@@ -343,6 +341,8 @@ const EVERY_CPU_AT_1000_HZ: SamplerConfig = SamplerConfig {
     tier: Tier::Exact,
 };
 
+/// A CPU that goes offline loses its perf event; the sampler gives it a new
+/// one when it is back, so load on it afterwards is sampled again.
 #[test]
 fn a_cpu_back_from_offline_is_sampled_again() {
     let pair = common::veth_pair("hotplug").expect("creating the test namespace");

@@ -367,6 +367,11 @@ impl ProgramNames {
         let mut new = Vec::new();
         for (name, module) in modules {
             let name = name.as_ref();
+            // Each snapshot names every module again: the cheap tests
+            // first, so a refresh that learns nothing allocates nothing.
+            if module.as_ref() != BPF_MODULE || self.0.contains(name) {
+                continue;
+            }
             // Dispatchers and netto's own programs have rows of their own.
             let own_row = matches!(
                 categories::action(name),
@@ -374,7 +379,8 @@ impl ProgramNames {
                     Category::Netto | Category::XdpSketch | Category::BpfDispatch
                 ))
             );
-            if module.as_ref() == BPF_MODULE && !own_row && self.0.insert(name.into()) {
+            if !own_row {
+                self.0.insert(name.into());
                 new.push(name.to_owned());
             }
         }

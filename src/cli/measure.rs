@@ -92,11 +92,13 @@ pub struct MeasureArgs {
     pub kubelet_logs: std::path::PathBuf,
     /// Keep what measuring costs (netto's measuring process and its BPF
     /// programs; not serve's HTTP server, which --serve-budget bounds) under
-    /// this percentage of one CPU by turning the sampling frequency down, then
-    /// attribution (--by) off, then the XDP sketch's probability
-    /// (--xdp-sketch) down, then (when sampling) the tier down, and back
-    /// when there is room; `off`: no budget. Estimates are marked with
-    /// their errors; when every knob is at its floor, netto says so.
+    /// this percentage of one CPU by turning knobs down: the sampling
+    /// frequency, attribution (--by), the XDP sketch's probability
+    /// (--xdp-sketch) and (when sampling) the tier, each time the one whose
+    /// measured cost saves the most (without BPF statistics, in that
+    /// order), and back when there is room; `off`: no budget. Estimates are
+    /// marked with their errors; when every knob is at its floor, netto
+    /// says so.
     #[arg(long, value_name = "PERCENT", default_value = "off", allow_negative_numbers = true, value_parser = parse_budget)]
     pub budget: OrOff,
     /// How much of the accounting runs: `exact` (every event exact),
@@ -108,8 +110,9 @@ pub struct MeasureArgs {
     /// In a tier that estimates (--tier, or where --budget took the run),
     /// measure one interval exactly whenever none has for this many
     /// seconds, and calibrate the estimates by how the tier's samples
-    /// stood against it; that interval costs what the exact tier costs.
-    /// `off`: never (estimates stay raw).
+    /// stood against it; that interval costs what the exact tier costs,
+    /// and under --budget it waits until the average cost since start has
+    /// room for it. `off`: never (estimates stay raw).
     #[arg(long, value_name = "SECONDS", default_value = "off", value_parser = parse_calibrate_every)]
     pub calibrate_every: OrOff,
 }

@@ -119,9 +119,12 @@ fn budget(plan: &BudgetPlan) -> String {
         estimate_hz,
         bpf_stats,
     } = *plan;
+    // With prices, each step is the one that saves the most; without, the
+    // ladder's order.
+    let order = if bpf_stats { "or" } else { "then" };
     let tiers = match tier.lower() {
         Some(_) => format!(
-            ", then the tier from {} down to sampled (estimates from stack samples at \
+            ", {order} the tier from {} down to sampled (estimates from stack samples at \
              {estimate_hz} Hz or more)",
             tier.name()
         ),
@@ -130,13 +133,18 @@ fn budget(plan: &BudgetPlan) -> String {
     let knob = match (sampling_hz, attribution) {
         (Some(hz), false) => format!("sampling steps down from {hz} Hz when over it{tiers}"),
         (Some(hz), true) => format!(
-            "sampling steps down from {hz} Hz when over it, then attribution turns off{tiers}"
+            "sampling steps down from {hz} Hz when over it, {order} attribution turns off{tiers}"
         ),
         (None, true) => "attribution turns off when over it".to_owned(),
         (None, false) => "nothing to turn down without sampling; said when over it".to_owned(),
     };
+    let several = sampling_hz.is_some() && (attribution || tier.lower().is_some());
     let blind = if bpf_stats {
-        ""
+        if several {
+            ", whichever saves the most"
+        } else {
+            ""
+        }
     } else {
         " (BPF statistics off: it sees netto's processes only)"
     };
@@ -220,9 +228,24 @@ mod tests {
     fn the_budget_says_what_it_turns_down_in_order() {
         assert_eq!(
             sentence(&budget_note(Some(99), true, Tier::Exact)),
+            "budget 2 % of one CPU: sampling steps down from 99 Hz when over it, or \
+             attribution turns off, or the tier from exact down to sampled (estimates from \
+             stack samples at 49 Hz or more), whichever saves the most"
+        );
+        let ladder = Note::Budget(BudgetPlan {
+            percent: 2.0,
+            sampling_hz: Some(99),
+            attribution: true,
+            tier: Tier::Exact,
+            estimate_hz: 49,
+            bpf_stats: false,
+        });
+        assert_eq!(
+            sentence(&ladder),
             "budget 2 % of one CPU: sampling steps down from 99 Hz when over it, then \
              attribution turns off, then the tier from exact down to sampled (estimates from \
-             stack samples at 49 Hz or more)"
+             stack samples at 49 Hz or more) (BPF statistics off: it sees netto's processes \
+             only)"
         );
         assert_eq!(
             sentence(&budget_note(Some(99), false, Tier::Sampled)),

@@ -339,7 +339,7 @@ impl<'obj> Sampler<'obj> {
     /// without this a CPU that came back would never be sampled again. An
     /// event is dead when its clock stopped counting, which also catches a
     /// CPU that went off and on between two calls. The live source calls
-    /// this before every drain: one sysfs read and one counter read per CPU.
+    /// this once an interval: one sysfs read and one counter read per CPU.
     pub fn follow_cpus(&mut self) -> Result<(), KernelError> {
         let online = std::fs::read_to_string(ONLINE_CPUS)
             .map_err(|e| KernelError::Perf(format!("{ONLINE_CPUS}: {e}")))?;

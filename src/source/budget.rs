@@ -62,6 +62,7 @@ use crate::collect::estimate::ESTIMATE_HZ;
 use crate::kernel::sampler::MIN_FREQUENCY_HZ;
 use crate::model::{BudgetChange, BudgetStatus, KnobCost, KnobName, Overhead, Snapshot, Tier};
 use knobs::{network_load, without_startup};
+use pace::Spent;
 
 pub const DOWN_AFTER: u32 = 2;
 pub const UP_AFTER: u32 = 5;
@@ -139,6 +140,9 @@ pub struct Budget {
     /// enough to step on (see [`Budget::intervals_to_step`]).
     first: bool,
     exceeded: bool,
+    /// Measuring's cost from the run's start, start-up left out, which
+    /// paces calibration intervals.
+    spent: Spent,
     steps_down: u64,
     steps_up: u64,
     /// Each knob's cost (percent of one CPU) and the network load (the
@@ -167,6 +171,7 @@ impl Budget {
             settling: 0,
             first: true,
             exceeded: false,
+            spent: Spent::default(),
             steps_down: 0,
             steps_up: 0,
             seen: BTreeMap::new(),
@@ -192,6 +197,7 @@ impl Budget {
                 tier: self.tier,
                 sketch_level: self.sketch_level,
                 seen: std::mem::take(&mut self.seen),
+                spent: std::mem::take(&mut self.spent),
                 first: false,
                 ..Budget::new(self.percent, Some(hz), self.attributing, self.asked_tier)
                     .with_sketch(self.asked_sketch)
@@ -216,6 +222,13 @@ impl Budget {
         let asked = self.asked_sketch?;
         let stepped = asked / SKETCH_STEP.powf(f64::from(self.sketch_level));
         Some(stepped.max(SKETCH_FLOOR.min(asked)))
+    }
+
+    /// Whether a calibration interval of `interval_s` (every knob on) now
+    /// keeps measuring's average from the run's start (start-up left out)
+    /// within the budget; a calibration that is due waits until it does.
+    pub fn affords_calibration(&self, interval_s: f64) -> bool {
+        self.spent.affords_all_on(interval_s, self.percent)
     }
 
     /// The tier the budget wants in force.
@@ -261,6 +274,7 @@ impl Budget {
     pub fn observe(&mut self, snapshot: &Snapshot) -> (BudgetStatus, Vec<Knob>) {
         let knobs = self.knob_costs(snapshot);
         let overhead = &without_startup(snapshot);
+        self.spent.count(snapshot, overhead, &knobs);
         let load = network_load(snapshot);
         let room_for = |extra: f64| {
             overhead
@@ -289,7 +303,9 @@ impl Budget {
     /// costs are learnt all the same.
     pub fn unjudged(&mut self, snapshot: &Snapshot) -> BudgetStatus {
         let knobs = self.knob_costs(snapshot);
-        let mut status = self.status(&without_startup(snapshot), None);
+        let overhead = without_startup(snapshot);
+        self.spent.count(snapshot, &overhead, &knobs);
+        let mut status = self.status(&overhead, None);
         status.knobs = knobs;
         status
     }
@@ -558,6 +574,7 @@ fn at_level(asked_hz: u64, level: u32) -> u64 {
 }
 
 mod knobs;
+mod pace;
 
 #[cfg(test)]
 mod tests;

@@ -26,6 +26,11 @@ impl Intervals {
         }
     }
 
+    /// How long each interval is.
+    pub fn interval(&self) -> Duration {
+        self.interval
+    }
+
     /// When the current interval ends: on its tick, or at the end of the
     /// run if that comes first.
     pub fn due(&self) -> Instant {

@@ -92,12 +92,14 @@ impl<'c, 'a, 'obj> Measure<'c, 'a, 'obj> {
         control: &'c Receiver<Control>,
         out: &'c Sender<Snapshot>,
     ) -> Result<Self> {
-        let mut collector = Collector::start(accounting, duty.is_some())?;
-        collector.count_startup();
+        // The first reading of the host's programs (a walk of the cgroup
+        // tree) is start-up, not the first interval's: it comes first.
         if let Some(duty) = duty.as_mut() {
             duty.watch_programs(sketch.as_ref().and_then(Cohosted::program_id));
             duty.begin_interval();
         }
+        let mut collector = Collector::start(accounting, duty.is_some())?;
+        collector.count_startup();
         Ok(Measure {
             collector,
             accounting,
@@ -181,7 +183,12 @@ impl<'c, 'a, 'obj> Measure<'c, 'a, 'obj> {
             }
             if let Some(sampler) = sampler.as_deref_mut() {
                 let folder = &mut self.folder;
-                sampler.follow_cpus()?;
+                // Once an interval, at its end: each call reads sysfs and
+                // every CPU's clock (a cross-CPU call each), and a CPU
+                // back online is sampled again from the next interval.
+                if Instant::now() >= due {
+                    sampler.follow_cpus()?;
+                }
                 sampler.drain(|s| folder.add(s.cpu, s.context, s.group, s.frames))?;
             }
             let now = Instant::now();
@@ -362,10 +369,15 @@ impl<'c, 'a, 'obj> Measure<'c, 'a, 'obj> {
     /// [`Changes::calibrate`]).
     fn calibrate_if_due(&mut self, sampler: Option<&Sampler<'_>>) -> Result<()> {
         let in_force = self.accounting.tier();
+        let interval_s = self.intervals.interval().as_secs_f64();
         let due = self
             .calibration_intervals
             .as_ref()
-            .is_some_and(|c| c.due(in_force));
+            .is_some_and(|c| c.due(in_force))
+            && self
+                .budget
+                .as_ref()
+                .is_none_or(|b| b.affords_calibration(interval_s));
         if self.changes.calibrate(due, sampler.is_some(), in_force) {
             self.switch_tier(sampler)?;
         }
