@@ -7,6 +7,8 @@
 //! more XDP programs loaded and attached nowhere), alternating round by
 //! round. Root; `NETTO_BENCH_TABLE=1` publishes the table.
 
+#[path = "../tests/common/classic_tc.rs"]
+mod classic_tc;
 #[path = "table/mod.rs"]
 mod table;
 
@@ -17,6 +19,7 @@ use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
+use classic_tc::ClassicTc;
 use libbpf_rs::libbpf_sys as sys;
 use libbpf_rs::skel::{OpenSkel, SkelBuilder};
 use libbpf_rs::{Link, OpenObject};
@@ -53,7 +56,7 @@ struct Attached<'obj> {
     /// (program fd, cgroup fd) of each attach without a link.
     legacy: Vec<(i32, i32)>,
     /// The clsact qdisc of the classic filters, if made.
-    clsact: Option<sys::bpf_tc_hook>,
+    clsact: Option<ClassicTc>,
     _skels: Vec<StandInsSkel<'obj>>,
 }
 
@@ -64,48 +67,7 @@ impl Drop for Attached<'_> {
             // skeletons and the cgroup's file are dropped, after this.
             unsafe { sys::bpf_prog_detach2(prog, cgroup, sys::BPF_CGROUP_INET_EGRESS) };
         }
-        if let Some(hook) = self.clsact.as_mut() {
-            // SAFETY: the hook made in attach: the qdisc and its filters go.
-            unsafe { sys::bpf_tc_hook_destroy(hook) };
-        }
     }
-}
-
-/// A classic tc filter (`cls_bpf`) of `prog` on the ingress of `hook`'s
-/// interface, its qdisc made first if need be.
-fn classic_filter(hook: &mut Option<sys::bpf_tc_hook>, ifindex: u32, prog: i32) -> Result<()> {
-    let hook = match hook {
-        Some(hook) => hook,
-        None => {
-            let mut made = sys::bpf_tc_hook {
-                sz: std::mem::size_of::<sys::bpf_tc_hook>() as _,
-                ifindex: ifindex as i32,
-                attach_point: sys::BPF_TC_INGRESS | sys::BPF_TC_EGRESS,
-                ..Default::default()
-            };
-            // SAFETY: a valid bpf_tc_hook with its size set.
-            let ret = unsafe { sys::bpf_tc_hook_create(&mut made) };
-            if ret != 0 {
-                bail!("clsact qdisc: {ret}");
-            }
-            hook.insert(made)
-        }
-    };
-    let ingress = sys::bpf_tc_hook {
-        attach_point: sys::BPF_TC_INGRESS,
-        ..*hook
-    };
-    let mut opts = sys::bpf_tc_opts {
-        sz: std::mem::size_of::<sys::bpf_tc_opts>() as _,
-        prog_fd: prog,
-        ..Default::default()
-    };
-    // SAFETY: both structs are valid with their sizes set.
-    let ret = unsafe { sys::bpf_tc_attach(&ingress, &mut opts) };
-    if ret != 0 {
-        bail!("cls_bpf filter: {ret}");
-    }
-    Ok(())
 }
 
 fn attach<'obj>(
@@ -149,8 +111,12 @@ fn attach<'obj>(
         if i == 0 {
             links.push(skel.progs.stand_in_xdp.attach_xdp(ifindex as i32)?);
         } else if i % 2 == 0 {
-            let prog = skel.progs.stand_in_tc.as_fd().as_raw_fd();
-            classic_filter(&mut attached.clsact, ifindex, prog)?;
+            let clsact = match attached.clsact.take() {
+                Some(clsact) => clsact,
+                None => ClassicTc::on(ifindex)?,
+            };
+            clsact.filter(sys::BPF_TC_INGRESS, skel.progs.stand_in_tc.as_fd())?;
+            attached.clsact = Some(clsact);
         } else {
             let fd = skel.progs.stand_in_tc.as_fd().as_raw_fd();
             // SAFETY: plain syscall wrapper; no options.

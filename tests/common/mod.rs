@@ -4,6 +4,7 @@
 // Each test binary uses a different part of this module.
 #![allow(dead_code)]
 
+pub mod classic_tc;
 pub mod pane;
 pub mod serve;
 pub mod topology;
