@@ -258,7 +258,56 @@ static __always_inline void sock_key(const struct sock *sk, struct netto_group_k
 	}
 }
 
-static __always_inline void at_socket(const struct sock *sk)
+/* The connection part of `from` (addresses, remote port, family) into
+ * `to`, whose socket's own part (local port, protocol, owner) stays. */
+static __always_inline void take_conn(struct netto_group_key *to,
+				      const struct netto_group_key *from)
+{
+	__builtin_memcpy(to->laddr, from->laddr, sizeof(to->laddr));
+	__builtin_memcpy(to->raddr, from->raddr, sizeof(to->raddr));
+	to->rport = from->rport;
+	to->family = from->family;
+}
+
+static __always_inline bool same_conn(const struct netto_group_key *a,
+				      const struct netto_group_key *b)
+{
+	return a->laddr[0] == b->laddr[0] && a->laddr[1] == b->laddr[1] &&
+	       a->laddr[2] == b->laddr[2] && a->laddr[3] == b->laddr[3] &&
+	       a->raddr[0] == b->raddr[0] && a->raddr[1] == b->raddr[1] &&
+	       a->raddr[2] == b->raddr[2] && a->raddr[3] == b->raddr[3] &&
+	       a->rport == b->rport && a->family == b->family;
+}
+
+/* A packet was queued to `sk` and its reader woken. An unconnected UDP
+ * socket knows no peer: under `--by flow|port` the datagram just queued at
+ * the tail of its receive queue names it, and is kept on the socket (its
+ * storage written only when the peer changed) for its receive calls
+ * (note_call()). A datagram another CPU queued in between, or a batch
+ * queued at once, is named by the last one. */
+static __always_inline void name_delivery(const struct sock *sk, struct netto_group_key *key)
+{
+	struct netto_group_key packet = {};
+	struct netto_sock_owner *owner;
+	struct sk_buff *tail;
+
+	if (!attr_flows || !lacks_ports(key) || !is_udp(key->proto) || !sk->sk_receive_queue.qlen)
+		return;
+	tail = sk->sk_receive_queue.prev;
+	if (tail)
+		packet_conn_in(tail, &packet);
+	if (packet.family != key->family || packet.proto != key->proto ||
+	    packet.lport != key->lport)
+		return;
+	take_conn(key, &packet);
+	owner = bpf_sk_storage_get(&owners, (struct sock *)sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
+	if (owner && !same_conn(&owner->peer, key))
+		take_conn(&owner->peer, key);
+}
+
+/* A delivery point for a socket: a transmit, a TCP probe, or (`delivered`)
+ * a packet queued to it, which may name an unconnected UDP socket's peer. */
+static __always_inline void at_socket(const struct sock *sk, bool delivered)
 {
 	struct netto_cpu *c = this_cpu();
 	struct netto_group_key key = {};
@@ -270,6 +319,8 @@ static __always_inline void at_socket(const struct sock *sk)
 	if (ev < 0)
 		return;
 	sock_key(sk, &key);
+	if (delivered)
+		name_delivery(sk, &key);
 	settle(c, ev, &key);
 }
 
@@ -330,59 +381,17 @@ static __always_inline void at_device(const struct sk_buff *skb, const struct ne
 	settle(c, ev, &key);
 }
 
-/* A packet was queued to `sk` and its reader woken. An unconnected UDP
- * socket knows no peer: under `--by flow|port` the datagram just queued at
- * the tail of its receive queue names it (the socket's owner kept), and is
- * kept on the socket for its receive calls (note_call()). A datagram
- * another CPU queued in between, or a batch queued at once, is named by
- * the last one. */
-static __always_inline void at_delivery(const struct sock *sk)
-{
-	struct netto_cpu *c = this_cpu();
-	struct netto_group_key key = {}, packet = {};
-	struct netto_sock_owner *owner;
-	struct sk_buff *tail;
-	int ev;
-
-	if (!c || !sk)
-		return;
-	ev = point_event(c);
-	if (ev < 0)
-		return;
-	sock_key(sk, &key);
-	if (attr_flows && lacks_ports(&key) && is_udp(key.proto) && sk->sk_receive_queue.qlen) {
-		tail = sk->sk_receive_queue.prev;
-		if (tail)
-			packet_conn_in(tail, &packet);
-		if (packet.family == key.family && packet.proto == key.proto &&
-		    packet.lport == key.lport) {
-			__builtin_memcpy(key.laddr, packet.laddr, sizeof(key.laddr));
-			__builtin_memcpy(key.raddr, packet.raddr, sizeof(key.raddr));
-			key.rport = packet.rport;
-			owner = bpf_sk_storage_get(&owners, (struct sock *)sk, 0,
-						   BPF_SK_STORAGE_GET_F_CREATE);
-			if (owner) {
-				__builtin_memcpy(owner->peer_laddr, key.laddr, sizeof(key.laddr));
-				__builtin_memcpy(owner->peer_raddr, key.raddr, sizeof(key.raddr));
-				owner->peer_rport = key.rport;
-				owner->peer_family = key.family;
-			}
-		}
-	}
-	settle(c, ev, &key);
-}
-
 SEC("tp_btf/sk_data_ready")
 int BPF_PROG(netto_attr_data_ready, const struct sock *sk)
 {
-	at_delivery(sk);
+	at_socket(sk, true);
 	return 0;
 }
 
 SEC("tp_btf/tcp_probe")
 int BPF_PROG(netto_attr_tcp_probe, struct sock *sk)
 {
-	at_socket(sk);
+	at_socket(sk, false);
 	return 0;
 }
 
@@ -396,7 +405,7 @@ int BPF_PROG(netto_attr_dev_xmit, struct sk_buff *skb, int rc, struct net_device
 	else if (attr_flows)
 		at_socket_packet(sk, skb);
 	else
-		at_socket(sk);
+		at_socket(sk, false);
 	return 0;
 }
 
@@ -434,7 +443,7 @@ int BPF_PROG(netto_attr_consume, struct sk_buff *skb)
 	struct sock *sk = skb->sk;
 
 	if (sk)
-		at_socket(sk);
+		at_socket(sk, false);
 	return 0;
 }
 
@@ -464,14 +473,11 @@ static __always_inline void note_call(struct sock *sk, int len, int dir)
 		return;
 	sock_key(sk, &key);
 	/* An unconnected UDP socket's receive call is for the datagram it
-	 * took: the last one delivered to it (at_delivery()) while they come
+	 * took: the last one delivered to it (name_delivery()) while they come
 	 * one at a time; with datagrams of several peers queued, an estimate. */
 	if (dir == NETTO_BYTES_IN && lacks_ports(&key) && is_udp(key.proto) &&
-	    owner->peer_family == key.family) {
-		__builtin_memcpy(key.laddr, owner->peer_laddr, sizeof(key.laddr));
-		__builtin_memcpy(key.raddr, owner->peer_raddr, sizeof(key.raddr));
-		key.rport = owner->peer_rport;
-	}
+	    owner->peer.family == key.family)
+		take_conn(&key, &owner->peer);
 	/* A datagram's packet named the call already (at_socket_packet): it
 	 * knows the peer this unconnected socket does not. */
 	if (c->attr.call.netns && lacks_ports(&key) && c->attr.call.lport == key.lport &&

@@ -141,17 +141,13 @@ struct netto_group_time {
 /* The process and cgroup that last made a socket call on a socket (socket
  * local storage): softirq work for the socket is charged to them. Under
  * `--by flow|port`, an unconnected UDP socket's last datagram delivered:
- * its local address and its peer (`peer_family` 0 until one was), which
- * name the socket's receive calls. */
+ * its local address and its peer (`peer.family` 0 until one was; the
+ * other fields of `peer` unused), which name the socket's receive calls. */
 struct netto_sock_owner {
 	netto_u64 cgroup;
 	netto_u32 tgid;
 	netto_u32 pad;
-	netto_u32 peer_laddr[4];
-	netto_u32 peer_raddr[4];
-	netto_u16 peer_rport;
-	netto_u16 peer_family;
-	netto_u32 pad2;
+	struct netto_group_key peer;
 };
 
 /*
