@@ -25,9 +25,14 @@ use netto::workload::traffic::each_call::Loopback;
 /// Half-second intervals: a calibration interval every second.
 const INTERVAL: Duration = Duration::from_millis(500);
 
-/// Calibration intervals the run holds; the first two or so calibrate
-/// nothing yet (too few samples), the rest are each a trial of coverage.
+/// Calibration intervals the run holds; the first few calibrate nothing
+/// yet (too few samples pooled: more of them for an event with few samples
+/// per interval), the rest are each a trial of coverage.
 const CALIBRATIONS: usize = 40;
+
+/// The most calibration intervals a calibration pools: by then every event
+/// the load spends time in has one applied.
+const POOLED: usize = 10;
 
 /// Of about 38 trials per event, at most this many may miss. A stated
 /// interval of +-2 standard errors that is right covers about 95 % of the
@@ -70,12 +75,14 @@ fn the_stated_error_of_a_calibrated_estimate_covers_the_exact_time() {
     let mut calibrator = Calibrator::default();
     // Per event: (trials, misses, raw misses).
     let mut coverage: BTreeMap<EventKey, (usize, usize, usize)> = BTreeMap::new();
+    // Per event: the calibration interval its first trial was in.
+    let mut first: BTreeMap<EventKey, usize> = BTreeMap::new();
     let calibrations: Vec<&Snapshot> = seen
         .iter()
         .filter(|s| s.calibrating == Some(Tier::Sampled))
         .collect();
     assert!(calibrations.len() >= CALIBRATIONS, "{}", calibrations.len());
-    for &exact in &calibrations {
+    for (n, &exact) in calibrations.iter().enumerate() {
         let estimate = as_sampled(exact, &calibrator);
         for key in EventKey::ALL
             .into_iter()
@@ -89,6 +96,7 @@ fn the_stated_error_of_a_calibrated_estimate_covers_the_exact_time() {
             let error = got.error_ns.unwrap() as f64;
             let raw = got.raw_ns.unwrap() as f64;
             let raw_error = error * raw / (got.total_ns as f64).max(1.0);
+            first.entry(key).or_insert(n);
             let entry = coverage.entry(key).or_default();
             entry.0 += 1;
             entry.1 += usize::from((got.total_ns as f64 - truth).abs() > 2.0 * error);
@@ -113,15 +121,23 @@ fn the_stated_error_of_a_calibrated_estimate_covers_the_exact_time() {
             trials - raw_misses
         );
     }
-    // The events the load spends time in are calibrated in nearly every
-    // interval, and each one's stated error covers the truth.
+    // The events the load spends time in are calibrated once the pool
+    // holds enough of their samples, at the latest when it holds its most
+    // intervals, and in nearly every interval from then on; and each
+    // one's stated error covers the truth.
     for key in [
         EventKey::NetRxSoftirq,
         EventKey::SockSend,
         EventKey::SockRecv,
     ] {
+        let since = *first.get(&key).unwrap_or(&calibrations.len());
+        assert!(
+            since < POOLED,
+            "{key:?}: first calibrated in interval {since}"
+        );
         let trials = coverage.get(&key).map_or(0, |c| c.0);
-        assert!(trials >= CALIBRATIONS - 5, "{key:?}: {trials} trials");
+        let after = calibrations.len() - since;
+        assert!(trials + 2 >= after, "{key:?}: {trials} trials of {after}");
     }
     for (key, (trials, misses, _)) in &coverage {
         assert!(
