@@ -415,6 +415,60 @@ fn flows_sharing_a_bucket_are_both_candidates() {
     assert_eq!(kernel, HashSet::from([first, second]));
 }
 
+/// A read while the program counts never has a flow ahead of the total:
+/// the cells are read before the totals, and the program counts the total
+/// first. Were it the other way round, `within_total` would take what the
+/// cells ran ahead from every flow of that interval, and the next interval
+/// could not give it back (a flow of 1000 datagrams came out at 973).
+#[test]
+fn a_read_during_traffic_has_no_flow_above_the_total() {
+    const RUNS: u64 = 30_000;
+    let (src, dst) = (IpAddr::from([10, 1, 2, 3]), IpAddr::from([10, 4, 5, 6]));
+    let key = FlowKey::new(src, dst, 1000, 53, 17);
+    let packet = frame(src, dst, 1000, 53, 17, false, 100);
+    let geometry = Geometry::new(4, 2048).unwrap();
+    let mut variates = Variates::new(Sampling::new(1.0).unwrap(), 5);
+    let mut storage = MaybeUninit::uninit();
+    let loaded = Loaded::load(&mut storage, geometry, &mut variates).expect("loading the sketch");
+    /// The program, lent to the thread that runs it.
+    struct Runner<'a, 'obj>(&'a Loaded<'obj>);
+    // SAFETY: the runner only calls `test_run`, which passes the program's
+    // fd to the kernel; the reader only reads the mapped counters.
+    unsafe impl Send for Runner<'_, '_> {}
+    let runner = Runner(&loaded);
+    let done = std::sync::atomic::AtomicBool::new(false);
+    let (reads, ahead) = thread::scope(|scope| {
+        scope.spawn(|| {
+            let runner = runner;
+            let _pinned = PinnedToCpu0::new();
+            for _ in 0..RUNS {
+                assert_eq!(runner.0.test_run(&packet).unwrap(), 2, "XDP_PASS");
+            }
+            done.store(true, std::sync::atomic::Ordering::Release);
+        });
+        let (mut reads, mut ahead) = (0u64, Vec::new());
+        while !done.load(std::sync::atomic::Ordering::Acquire) {
+            let counters = loaded.slots().read();
+            let estimate = query::flow(&counters, geometry, &key).packets;
+            if estimate > counters.packets as f64 {
+                ahead.push((estimate, counters.packets));
+            }
+            reads += 1;
+        }
+        (reads, ahead)
+    });
+    let counters = loaded.slots().read();
+    assert_eq!(counters.packets, RUNS);
+    assert_eq!(query::flow(&counters, geometry, &key).packets, RUNS as f64);
+    assert!(reads >= 10, "only {reads} reads while the program ran");
+    assert!(
+        ahead.is_empty(),
+        "{} of {reads} reads had the flow ahead of the total, e.g. {:?}",
+        ahead.len(),
+        &ahead[..ahead.len().min(5)]
+    );
+}
+
 /// The program's parser, packet by packet, against what each packet is:
 /// IPv6 through extension headers to its ports, IPv6 fragments after the
 /// first apart (not ipv6_other), ports never read past the IPv6 payload

@@ -128,7 +128,12 @@ impl Slots {
         }
     }
 
-    /// The counters of every CPU, summed.
+    /// The counters of every CPU, summed. Each CPU's totals are read after
+    /// its cells and protocol counts: the program counts a packet in the
+    /// totals before it counts it anywhere else, so every packet a read
+    /// finds in a cell it also finds in the total, and a flow is never
+    /// estimated above the packets seen (which `within_total` would then
+    /// take from every flow of the interval).
     pub fn read(&self) -> Counters {
         let mut sum = Counters::zero(self.geometry);
         for cpu in 0..self.cpus {
@@ -138,21 +143,6 @@ impl Slots {
             // be updating a counter, and an aligned 8-byte read sees it
             // before or after, never torn.
             unsafe {
-                let mut proto_packets = [0i64; PROTOCOL_COUNT];
-                let mut proto_bytes = [0i64; PROTOCOL_COUNT];
-                for i in 0..PROTOCOL_COUNT {
-                    proto_packets[i] = ptr::addr_of!((*state).proto_packets[i]).read_volatile();
-                    proto_bytes[i] = ptr::addr_of!((*state).proto_bytes[i]).read_volatile();
-                }
-                sum.add_totals(
-                    ptr::addr_of!((*hot).packets).read_volatile(),
-                    ptr::addr_of!((*hot).bytes).read_volatile(),
-                    &proto_packets,
-                    &proto_bytes,
-                );
-                sum.gaps_reused = sum
-                    .gaps_reused
-                    .wrapping_add(ptr::addr_of!((*state).reused).read_volatile());
                 let cells = ptr::addr_of!((*state).cells).cast::<sketch_cell>();
                 for i in 0..self.geometry.cells() {
                     let cell = cells.add(i);
@@ -164,6 +154,22 @@ impl Slots {
                         },
                     );
                 }
+                let mut proto_packets = [0i64; PROTOCOL_COUNT];
+                let mut proto_bytes = [0i64; PROTOCOL_COUNT];
+                for i in 0..PROTOCOL_COUNT {
+                    proto_packets[i] = ptr::addr_of!((*state).proto_packets[i]).read_volatile();
+                    proto_bytes[i] = ptr::addr_of!((*state).proto_bytes[i]).read_volatile();
+                }
+                sum.gaps_reused = sum
+                    .gaps_reused
+                    .wrapping_add(ptr::addr_of!((*state).reused).read_volatile());
+                std::sync::atomic::fence(std::sync::atomic::Ordering::Acquire);
+                sum.add_totals(
+                    ptr::addr_of!((*hot).packets).read_volatile(),
+                    ptr::addr_of!((*hot).bytes).read_volatile(),
+                    &proto_packets,
+                    &proto_bytes,
+                );
             }
         }
         sum
