@@ -208,6 +208,18 @@ struct netto_callback_table {
 };
 
 /*
+ * One name asked of the kernel by bpf/lookup.bpf.c: NUL-padded to the
+ * whole buffer (the helper wants its last byte NUL), and the address it
+ * found.
+ */
+#define NETTO_SYMBOL_NAME_LEN 64
+
+struct netto_symbol_lookup {
+	char name[NETTO_SYMBOL_NAME_LEN];
+	netto_u64 address;
+};
+
+/*
  * The accounting's epochs, which user space bumps when the tier changes
  * (src/kernel/accounting.rs) with one map update of the whole struct.
  */

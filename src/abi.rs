@@ -35,6 +35,7 @@ macro_rules! plain {
 plain!(
     netto_callback_slot,
     netto_callback_table,
+    netto_symbol_lookup,
     netto_tier_epochs,
     netto_task_state,
     netto_syscall,

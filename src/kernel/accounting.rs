@@ -14,6 +14,7 @@ use super::backend::Backend;
 use super::callbacks::{lookup_table, NETWORK_CALLBACKS};
 use super::functions::{function_exists, FunctionHook, SocketFunctions};
 use super::hooks;
+use super::lookup;
 use super::skel;
 use super::skel::account::{AccountSkel, AccountSkelBuilder, OpenAccountSkel};
 use super::stats::{self, ProgramRun};
@@ -409,23 +410,31 @@ fn load_error(source: libbpf_rs::Error) -> KernelError {
     }
 }
 
-/// Resolves the network callbacks through kallsyms: the index -> name
+/// Resolves the network callbacks, asking the kernel ([`lookup`]) or, on
+/// kernels before its helper (5.16), reading kallsyms: the index -> name
 /// table, whether addresses were readable at all, and the programs' lookup
 /// table of those found.
 fn resolve_callbacks() -> Result<(Vec<&'static str>, bool, netto_callback_table), KernelError> {
     let names: Vec<&'static str> = NETWORK_CALLBACKS.iter().map(|(name, _)| *name).collect();
-    let Ok(kallsyms) = Kallsyms::load(&names) else {
-        return Ok((names, false, netto_callback_table::default()));
+    let (addresses, hidden) = match lookup::addresses(&names) {
+        Ok(asked) => (asked.found, asked.hidden),
+        Err(_) => match Kallsyms::load(&names) {
+            Ok(kallsyms) => (
+                names.iter().map(|name| kallsyms.address_of(name)).collect(),
+                kallsyms.addresses_hidden(),
+            ),
+            Err(_) => return Ok((names, false, netto_callback_table::default())),
+        },
     };
-    let found: Vec<(u64, u32)> = names
+    let found: Vec<(u64, u32)> = addresses
         .iter()
         .zip(0..)
-        .filter_map(|(name, index)| Some((kallsyms.address_of(name)?, index)))
+        .filter_map(|(address, index)| Some(((*address)?, index)))
         .collect();
     let table = lookup_table(&found).ok_or(KernelError::Object(
         "no lookup table separates the network callbacks' addresses",
     ))?;
-    Ok((names, !kallsyms.addresses_hidden(), table))
+    Ok((names, !hidden, table))
 }
 
 /// Attribution's side of the accounting object: the switch its hooks obey

@@ -12,6 +12,7 @@ pub mod features;
 pub mod functions;
 pub mod hooks;
 pub mod idle;
+pub mod lookup;
 pub mod mmap;
 mod netlink;
 pub mod network_hooks;

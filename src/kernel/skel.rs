@@ -55,6 +55,11 @@ pub mod dispatch {
     include!(concat!(env!("OUT_DIR"), "/dispatch.skel.rs"));
 }
 
+/// A kernel symbol's address by name (see `kernel::lookup`).
+pub mod lookup {
+    include!(concat!(env!("OUT_DIR"), "/lookup.skel.rs"));
+}
+
 pub mod probe {
     include!(concat!(env!("OUT_DIR"), "/probe.skel.rs"));
 }

@@ -140,13 +140,6 @@ impl<'obj> Extras<'obj> {
             .sampling
             .map(|s| load_sampler(sampler_storage, accounting, config, s.frequency_hz))
             .transpose()?;
-        // After netto's own programs are loaded, so their JIT-ed symbols
-        // are in the table and do not force a reload.
-        let symbolizer = sampler
-            .is_some()
-            .then(Symbolizer::load)
-            .transpose()
-            .context("reading kernel symbols")?;
         let mut notes = Vec::new();
         let companion = match companion {
             Some(start) => start(&NetworkWatch { accounting })?,
@@ -177,6 +170,13 @@ impl<'obj> Extras<'obj> {
             .transpose()?;
         let missing = points.iter().flat_map(|points| points.missing());
         notes.extend(missing.map(|&point| Note::from(point)));
+        // After all of netto's own programs are loaded, so their JIT-ed
+        // symbols are in the table and do not force a reload.
+        let symbolizer = sampler
+            .is_some()
+            .then(Symbolizer::load)
+            .transpose()
+            .context("reading kernel symbols")?;
         Ok(Extras {
             sampler,
             symbolizer,
