@@ -372,7 +372,7 @@ fn main() -> Result<()> {
     let reused: u64 = main_variants
         .iter()
         .chain(&shape_variants)
-        .map(|v| v.loaded.slots().read().gaps_reused)
+        .map(|v| v.loaded.slots().read().counters.gaps_reused)
         .sum();
     println!("gaps reused in all sketch runs: {reused} (0: every sampling decision was fresh)");
     Ok(())

@@ -12,12 +12,12 @@ use crate::kernel::stats::{run_stats, RunStats};
 use crate::model::{percent, FlowEstimate, PacketUnit, SketchCost, SketchSnapshot, XdpMode};
 
 use super::config::{Geometry, Sampling, SketchConfig};
-use super::counters::Counters;
 use super::error::SketchError;
 use super::flow::FlowKey;
 use super::link::{ifindex, XdpLink};
 use super::program::Loaded;
 use super::query::{self, Estimate, TopK};
+use super::slots::Reading;
 use super::variates::Variates;
 
 pub struct Cohosted<'obj> {
@@ -26,7 +26,7 @@ pub struct Cohosted<'obj> {
     variates: Variates,
     loaded: Loaded<'obj>,
     link: XdpLink,
-    previous: Counters,
+    previous: Reading,
     previous_stats: RunStats,
     previous_at: Instant,
     /// When the previous interval ended, in unix seconds.
@@ -52,7 +52,7 @@ impl<'obj> Cohosted<'obj> {
             iface: iface.to_owned(),
             top: TopK::new(config.top),
             variates,
-            previous: Counters::zero(geometry),
+            previous: Reading::zero(geometry),
             previous_stats,
             previous_at: Instant::now(),
             previous_ts: unix_now(),
@@ -113,12 +113,11 @@ impl<'obj> Cohosted<'obj> {
         let sampled = slots.candidates();
         let stats = stats_of(&self.loaded);
         let interval_s = now.duration_since(self.previous_at).as_secs_f64();
-        let delta = current.since(&self.previous);
+        let delta = current.counters.since(&self.previous.counters);
         let geometry = self.geometry();
         let top = top_flows(
             &self.top.rank(&delta, geometry, sampled),
-            delta.packets,
-            delta.bytes,
+            current.most_since(&self.previous),
         );
         let snapshot = SketchSnapshot {
             ts: interval_end((self.previous_at, self.previous_ts), now, unix_now()),
@@ -145,10 +144,11 @@ impl<'obj> Cohosted<'obj> {
     }
 }
 
-/// The ranked flows as reported: their estimates within the interval's
-/// exact totals ([`query::within_total`]), so that no flow has more than
-/// every packet or byte seen and the shares add up to at most 1.
-fn top_flows(ranked: &[(FlowKey, Estimate)], packets: u64, bytes: u64) -> Vec<FlowEstimate> {
+/// The ranked flows as reported: their estimates within the most the
+/// interval's cells can have counted ([`query::within_total`],
+/// [`Reading::most_since`]), so that no flow has more than every packet
+/// or byte seen and the shares, of that most, add up to at most 1.
+fn top_flows(ranked: &[(FlowKey, Estimate)], (packets, bytes): (u64, u64)) -> Vec<FlowEstimate> {
     let mut flow_packets: Vec<f64> = ranked.iter().map(|(_, e)| e.packets).collect();
     let mut flow_bytes: Vec<f64> = ranked.iter().map(|(_, e)| e.bytes).collect();
     query::within_total(&mut flow_packets, packets as f64);

@@ -26,6 +26,45 @@ pub fn slot_bytes(geometry: Geometry) -> usize {
     bytes.next_multiple_of(CACHE_LINE)
 }
 
+/// The counters as one read found them while the program counted. The
+/// program counts a packet in its CPU's totals first and in the cells
+/// after, and the cells take a while to read: packets that arrive during a
+/// read are in its cells, or in neither, but in `counters`' totals (read
+/// after the cells) whichever, and in none of `*_before` (read before).
+/// So between two readings the cells gained no more than the totals
+/// after the later one less those before the earlier one, however the
+/// reads fell; the totals after alone would make too tight a bound, and
+/// holding the estimates to it would take those packets from the flows
+/// of one interval for good.
+#[derive(Debug, Clone)]
+pub struct Reading {
+    /// The cells, protocol counts and reuses, and every CPU's totals read
+    /// after them.
+    pub counters: Counters,
+    /// Every CPU's packets and bytes, read before its cells.
+    pub packets_before: u64,
+    pub bytes_before: u64,
+}
+
+impl Reading {
+    pub fn zero(geometry: Geometry) -> Reading {
+        Reading {
+            counters: Counters::zero(geometry),
+            packets_before: 0,
+            bytes_before: 0,
+        }
+    }
+
+    /// The most packets and bytes the cells can have counted since
+    /// `earlier` (see [`Reading`]).
+    pub fn most_since(&self, earlier: &Reading) -> (u64, u64) {
+        (
+            self.counters.packets.wrapping_sub(earlier.packets_before),
+            self.counters.bytes.wrapping_sub(earlier.bytes_before),
+        )
+    }
+}
+
 pub struct Slots {
     hot: Mapping,
     slots: Mapping,
@@ -128,14 +167,12 @@ impl Slots {
         }
     }
 
-    /// The counters of every CPU, summed. Each CPU's totals are read after
-    /// its cells and protocol counts: the program counts a packet in the
-    /// totals before it counts it anywhere else, so every packet a read
-    /// finds in a cell it also finds in the total, and a flow is never
-    /// estimated above the packets seen (which `within_total` would then
-    /// take from every flow of the interval).
-    pub fn read(&self) -> Counters {
+    /// The counters of every CPU, summed, read while the program may be
+    /// counting: each CPU's totals before and after its cells (see
+    /// [`Reading`]).
+    pub fn read(&self) -> Reading {
         let mut sum = Counters::zero(self.geometry);
+        let (mut packets_before, mut bytes_before) = (0u64, 0u64);
         for cpu in 0..self.cpus {
             let state = self.state(cpu);
             let hot = self.hot(cpu);
@@ -143,6 +180,11 @@ impl Slots {
             // be updating a counter, and an aligned 8-byte read sees it
             // before or after, never torn.
             unsafe {
+                packets_before =
+                    packets_before.wrapping_add(ptr::addr_of!((*hot).packets).read_volatile());
+                bytes_before =
+                    bytes_before.wrapping_add(ptr::addr_of!((*hot).bytes).read_volatile());
+                std::sync::atomic::fence(std::sync::atomic::Ordering::Acquire);
                 let cells = ptr::addr_of!((*state).cells).cast::<sketch_cell>();
                 for i in 0..self.geometry.cells() {
                     let cell = cells.add(i);
@@ -172,7 +214,11 @@ impl Slots {
                 );
             }
         }
-        sum
+        Reading {
+            counters: sum,
+            packets_before,
+            bytes_before,
+        }
     }
 
     /// The flows holding candidate buckets, on any CPU. A key being
