@@ -70,10 +70,10 @@ pub fn addresses(names: &[&str]) -> Result<Addresses, KernelError> {
                 found.push(None);
             }
             e => {
-                return Err(KernelError::SelfCheck(format!(
-                    "the kernel's symbol lookup failed for {name}: error {}",
-                    -e
-                )))
+                return Err(KernelError::Load {
+                    what: "a symbol's address (the kernel's answer)",
+                    source: libbpf_rs::Error::from_raw_os_error(-e),
+                })
             }
         }
     }
