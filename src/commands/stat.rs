@@ -16,8 +16,9 @@ pub fn run(args: &StatArgs) -> Result<ExitCode> {
     let config = args.measure.live_config(None, args.duration, true);
     let source = startup::live(config, &args.measure)?;
     let mut stdout = io::stdout().lock();
+    let terminal = stdout.is_terminal();
     let mut table = stat::Table::default();
-    let mut brief = stat::Brief::new(stdout.is_terminal(), args.measure.interval);
+    let mut brief = stat::Brief::new(terminal, args.measure.interval);
     for snapshot in source.snapshots.iter() {
         startup::announce_budget(&snapshot);
         let written = if args.json {
@@ -25,6 +26,7 @@ pub fn run(args: &StatArgs) -> Result<ExitCode> {
         } else if args.brief {
             brief.write(&mut stdout, &snapshot)
         } else {
+            table.fit_to(terminal.then(terminal_width).flatten());
             table.write(&mut stdout, &snapshot)
         };
         if !still_read(written)? {
@@ -33,4 +35,10 @@ pub fn run(args: &StatArgs) -> Result<ExitCode> {
     }
     source.finish()?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The terminal's width in columns, if it tells.
+fn terminal_width() -> Option<usize> {
+    let (columns, _) = ratatui::crossterm::terminal::size().ok()?;
+    Some(usize::from(columns))
 }

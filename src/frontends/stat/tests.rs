@@ -1,5 +1,5 @@
 use super::*;
-use crate::model::{Calibration, Overhead};
+use crate::model::{Calibration, Overhead, Tier};
 use std::collections::BTreeMap;
 
 fn render_table(s: &Snapshot) -> String {
@@ -387,4 +387,52 @@ fn brief_marks_estimates_and_notes_what_is_unusual() {
         "{text}"
     );
     assert!(text.contains(Losses::KINDS[0].meaning), "{text}");
+}
+
+/// A table as wide as its per-CPU columns make it fits the terminal, or
+/// leaves them out and says why, once in the run; a pipe takes them all.
+#[test]
+fn per_cpu_columns_fit_the_terminal_or_are_left_out_once() {
+    let wide = Snapshot {
+        cpus: 4,
+        events: EventKey::ALL
+            .iter()
+            .map(|&k| {
+                (
+                    k,
+                    CpuTime {
+                        total_ns: 4_000_000,
+                        per_cpu_ns: vec![1_000_000; 4],
+                        count: 3,
+                        ..CpuTime::default()
+                    },
+                )
+            })
+            .collect(),
+        ..snapshot()
+    };
+    let longest = |text: &str| text.lines().map(|l| l.chars().count()).max().unwrap();
+    let mut piped = Table::default();
+    let text = piped.render(&wide);
+    assert!(text.contains("cpu3 ms"), "{text}");
+    assert!(!text.contains("left out"), "{text}");
+    let needed = longest(&text);
+    assert!(needed > 80, "4 CPUs' columns are wider than 80:\n{text}");
+
+    let mut narrow = Table::default();
+    narrow.fit_to(Some(80));
+    let first = narrow.render(&wide);
+    assert!(!first.contains("cpu0 ms"), "{first}");
+    assert!(
+        first.contains("per-CPU columns left out: 4 CPUs need 88 columns, the terminal has 80"),
+        "{first}"
+    );
+    let heading = first.lines().find(|l| l.starts_with("EVENT")).unwrap();
+    assert!(heading.chars().count() <= 80, "{heading}");
+    let second = narrow.render(&wide);
+    assert!(!second.contains("left out"), "said once a run:\n{second}");
+
+    let mut roomy = Table::default();
+    roomy.fit_to(Some(88));
+    assert!(roomy.render(&wide).contains("cpu3 ms"));
 }
